@@ -1,0 +1,88 @@
+"""PodSelector: what one pod list asks for, in a form both the cache and the API server understand."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from podread.constants import FINISHED_PHASES
+
+Pod = dict[str, Any]
+"""A Pod in the API server's JSON form (``metadata``, ``spec``, ``status``), as a plain dict."""
+
+
+@dataclass(frozen=True)
+class PodSelector:
+    """One pod list: a namespace (``None`` for all), label terms and an optional node.
+
+    ``labels`` are equality terms (``key=value``), ``has_labels`` existence terms (``key``), and
+    ``node_name`` the field term ``spec.nodeName=<node>``. Only these forms exist because they are
+    all the Reader's methods need; each has an exact server-side meaning.
+    """
+
+    namespace: str | None = None
+    labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    has_labels: tuple[str, ...] = ()
+    node_name: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+        object.__setattr__(self, "has_labels", tuple(self.has_labels))
+
+    def label_selector(self) -> str:
+        """The ``labelSelector`` query value, or ``""`` when the list selects on no label."""
+        terms = [f"{key}={value}" for key, value in sorted(self.labels.items())]
+        terms += [key for key in self.has_labels if key not in self.labels]
+        return ",".join(terms)
+
+    def field_selector(self) -> str:
+        """The ``fieldSelector`` query value, or ``""``."""
+        return f"spec.nodeName={self.node_name}" if self.node_name is not None else ""
+
+    def describe(self) -> str:
+        """A short human form for logs and errors: ``ns=a labels=k=v fields=spec.nodeName=n``."""
+        parts = [f"namespace={self.namespace}" if self.namespace is not None else "all namespaces"]
+        if self.label_selector():
+            parts.append(f"labels={self.label_selector()}")
+        if self.field_selector():
+            parts.append(f"fields={self.field_selector()}")
+        return " ".join(parts)
+
+    def matches(self, pod: Mapping[str, Any]) -> bool:
+        """Whether ``pod`` is selected, judged exactly as the API server would."""
+        metadata = pod.get("metadata") or {}
+        if self.namespace is not None and metadata.get("namespace") != self.namespace:
+            return False
+        labels = metadata.get("labels") or {}
+        if any(labels.get(key) != value for key, value in self.labels.items()):
+            return False
+        if any(key not in labels for key in self.has_labels):
+            return False
+        return self.node_name is None or (pod.get("spec") or {}).get("nodeName", "") == self.node_name
+
+
+class PodLister(Protocol):
+    """Anything that lists pods: the cache, the live client, a snapshot, a test fake.
+
+    ``list_pods`` returns every pod ``selector`` selects, or raises ``PodReadError``; it never
+    returns a partial list. Callers must not mutate the returned dicts.
+    """
+
+    def list_pods(self, selector: PodSelector) -> list[Pod]: ...
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    """``namespace/name`` of a pod, for messages and sorting."""
+    metadata = pod.get("metadata") or {}
+    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+
+
+def is_active(pod: Mapping[str, Any]) -> bool:
+    """Whether a pod may still hold its node: its phase is neither Succeeded nor Failed.
+
+    A pod being deleted (``metadata.deletionTimestamp`` set) keeps its phase until its containers
+    stop, so it stays active; so does a pod in phase ``Unknown`` or with no status yet.
+    """
+    return (pod.get("status") or {}).get("phase") not in FINISHED_PHASES
