@@ -1,0 +1,39 @@
+"""podread is the only place controller code reads Pods (ADR-102).
+
+The Pod cache holds only Pods that carry the NVCRE job label (JOB_LABEL). A Pod read therefore has
+to know whether every pod it needs carries that label, and the answer belongs to what is being read,
+not to each caller. Each Reader method names what it reads and picks its source: the cache, under a
+selector the method builds itself, or the API server. A new kind of read is a new method, where its
+source is decided and reviewed.
+
+    reader = podread.from_environment()          # PodCache(LiveClient) + LiveClient
+    reader.active_job_pods("team-a", "llama")    # cache, then the API server before answering none
+"""
+
+from podread.cache import PodCache
+from podread.constants import (
+    ATTEMPT_LABEL,
+    FINISHED_PHASES,
+    JOB_INDEX_FIELD,
+    JOB_LABEL,
+    JOBSET_NAME_LABEL,
+    LAUNCHER_LABEL,
+    NODE_NAME_INDEX_FIELD,
+    REPLICATED_JOB_LABEL,
+)
+from podread.environment import from_environment
+from podread.errors import ApiError, CacheScopeError, NoLiveReaderError, NoSourceError, PodReadError
+from podread.live import LiveClient
+from podread.metrics import ReadMetrics
+from podread.reader import Reader
+from podread.selector import Pod, PodLister, PodSelector, is_active, pod_key
+from podread.snapshot import SnapshotLister, reader_from_snapshot
+from podread.trace import ReadRecord, recording
+
+__all__ = [
+    "ATTEMPT_LABEL", "FINISHED_PHASES", "JOBSET_NAME_LABEL", "JOB_INDEX_FIELD", "JOB_LABEL", "LAUNCHER_LABEL",
+    "NODE_NAME_INDEX_FIELD", "REPLICATED_JOB_LABEL",
+    "ApiError", "CacheScopeError", "LiveClient", "NoLiveReaderError", "NoSourceError", "Pod", "PodCache",
+    "PodLister", "PodReadError", "PodSelector", "ReadMetrics", "ReadRecord", "Reader", "SnapshotLister",
+    "from_environment", "is_active", "pod_key", "reader_from_snapshot", "recording",
+]

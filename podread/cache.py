@@ -1,0 +1,175 @@
+"""PodCache: the TTL, label-scoped Pod cache. It holds only pods that carry JOB_LABEL."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import cachetools
+
+from podread.constants import JOB_INDEX_FIELD, JOB_LABEL, NODE_NAME_INDEX_FIELD
+from podread.errors import CacheScopeError, NoSourceError, PodReadError
+from podread.metrics import ReadMetrics, default_metrics
+from podread.selector import Pod, PodLister, PodSelector
+
+DEFAULT_TTL_SECONDS = 5.0
+DEFAULT_MAX_ENTRIES = 10_000
+
+
+class _Fill:
+    """One list in flight for one cache key; the threads that miss the same key wait on it."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self.pods: list[Pod] | None = None
+        self.error: BaseException | None = None
+
+    def finish(self, pods: list[Pod] | None, error: BaseException | None) -> None:
+        self.pods, self.error = pods, error
+        self._done.set()
+
+    def wait(self) -> list[Pod]:
+        self._done.wait()
+        if self.error is not None:
+            shared = copy.copy(self.error)
+            raise shared from self.error
+        assert self.pods is not None
+        return self.pods
+
+
+def _strip(pod: Pod) -> Pod:
+    """A shallow copy of ``pod`` without ``metadata.managedFields`` (often half a pod's bytes)."""
+    metadata = pod.get("metadata") or {}
+    if "managedFields" not in metadata:
+        return pod
+    stripped = dict(pod)
+    stripped["metadata"] = {key: value for key, value in metadata.items() if key != "managedFields"}
+    return stripped
+
+
+class PodCache:
+    """Pods that carry JOB_LABEL, listed from ``source`` and kept for ``ttl_seconds``.
+
+    Reads: ``list_pods(selector)`` answers two kinds of selector, each through one key:
+    - a job: ``labels`` holds JOB_LABEL=<job> (namespace optional) -> key (JOB_INDEX_FIELD, ns, job);
+      the fill lists ``JOB_LABEL=<job>`` in that namespace.
+    - a node: ``node_name`` is set and the selector requires JOB_LABEL (as a term or a value) -> key
+      (NODE_NAME_INDEX_FIELD, node); the fill lists ``JOB_LABEL`` (exists) with ``spec.nodeName=<node>``
+      in all namespaces.
+    Any other selector raises ``CacheScopeError``: the cache never goes to the API server for pods it
+    cannot hold. The pods returned are the entry's pods that match the whole selector.
+
+    Freshness: an entry is at most ``ttl_seconds`` old (measured on ``clock``, from when its list
+    returned); a key costs at most one list per TTL, whatever the number of reads. Concurrent misses
+    of one key share one list. A failed list raises ``PodReadError`` to every reader waiting for it
+    and stores nothing: an error is never cached, and never becomes "no pods".
+
+    Bounds: at most ``max_entries`` keys (least recently used evicted first). Pods are stored without
+    ``metadata.managedFields``; a pod without JOB_LABEL in a list is dropped, never stored.
+    Thread-safe. Callers must not mutate returned pods.
+    """
+
+    def __init__(
+        self,
+        source: PodLister | None,
+        *,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        clock: Callable[[], float] = time.monotonic,
+        metrics: ReadMetrics | None = None,
+        no_source_reason: str = "the cache has no source to list pods from",
+    ) -> None:
+        if ttl_seconds <= 0:
+            raise ValueError(f"ttl_seconds must be > 0, got {ttl_seconds}")
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+        self._source = source
+        self._no_source_reason = no_source_reason
+        self._entries: cachetools.TTLCache[Hashable, list[Pod]] = cachetools.TTLCache(
+            maxsize=max_entries, ttl=ttl_seconds, timer=clock
+        )
+        self._fills: dict[Hashable, _Fill] = {}
+        self._lock = threading.Lock()
+        self._metrics = metrics or default_metrics()
+        self.ttl_seconds = ttl_seconds
+        self.max_entries = max_entries
+
+    def list_pods(self, selector: PodSelector) -> list[Pod]:
+        """Returns the cached pods ``selector`` selects, filling its key first when absent or expired."""
+        key, fill_selector = self._key(selector)
+        pods = self._get(key, fill_selector)
+        return [pod for pod in pods if selector.matches(pod)]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def invalidate(self) -> None:
+        """Drops every entry; fills in flight still complete for the readers waiting on them."""
+        with self._lock:
+            self._entries.clear()
+
+    @staticmethod
+    def _key(selector: PodSelector) -> tuple[tuple[str, ...], PodSelector]:
+        job = selector.labels.get(JOB_LABEL)
+        if job is not None:
+            return (JOB_INDEX_FIELD, selector.namespace or "", job), PodSelector(
+                namespace=selector.namespace, labels={JOB_LABEL: job}
+            )
+        if selector.node_name is not None and JOB_LABEL in selector.has_labels:
+            return (NODE_NAME_INDEX_FIELD, selector.node_name), PodSelector(
+                has_labels=(JOB_LABEL,), node_name=selector.node_name
+            )
+        raise CacheScopeError(
+            f"the pod cache holds only pods labelled {JOB_LABEL} and answers reads by job or by node; "
+            f"it cannot answer {selector.describe()}"
+        )
+
+    def _get(self, key: tuple[str, ...], fill_selector: PodSelector) -> list[Pod]:
+        index = key[0]
+        with self._lock:
+            pods = self._entries.get(key)
+            if pods is not None:
+                self._metrics.cache_lookups.labels(index, "hit").inc()
+                return pods
+            fill = self._fills.get(key)
+            leader = fill is None
+            if fill is None:
+                fill = self._fills[key] = _Fill()
+        if not leader:
+            self._metrics.cache_lookups.labels(index, "shared").inc()
+            return fill.wait()
+        self._metrics.cache_lookups.labels(index, "miss").inc()
+        pods, error = None, None
+        try:
+            pods = self._list(fill_selector)
+        except PodReadError as exc:
+            error = exc
+        except Exception as exc:  # a lister bug must reach every waiter as a read failure, not hang them
+            error = PodReadError(f"unexpected error while filling the cache: {exc!r}")
+            error.__cause__ = exc
+        with self._lock:
+            del self._fills[key]
+            if pods is not None:
+                self._entries[key] = pods
+        fill.finish(pods, error)
+        self._metrics.cache_fills.labels(index, "ok" if error is None else "error").inc()
+        if error is not None:
+            raise error
+        assert pods is not None
+        return pods
+
+    def _list(self, fill_selector: PodSelector) -> list[Pod]:
+        if self._source is None:
+            raise NoSourceError(self._no_source_reason, source="cache")
+        listed = self._source.list_pods(fill_selector)
+        return [_strip(pod) for pod in listed if JOB_LABEL in ((pod.get("metadata") or {}).get("labels") or {})]
+
+
+def cached_keys(cache: PodCache) -> list[Any]:
+    """The keys the cache holds now (for tests and debugging)."""
+    with cache._lock:
+        return list(cache._entries.keys())

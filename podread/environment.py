@@ -1,0 +1,112 @@
+"""from_environment(): the production Reader, wired from the process environment."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from podread.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_SECONDS, PodCache
+from podread.live import DEFAULT_TIMEOUT_SECONDS, LiveClient
+from podread.reader import Reader
+
+log = logging.getLogger("podread")
+
+HOOK_TIMEOUT_SECONDS = 10.0
+"""Metacontroller's default hook timeout: a live read must give up well before it."""
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, integer: bool, below: float | None = None) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        kind = "a whole number" if integer else "a number"
+        raise ValueError(f"{name}={raw!r} is not {kind}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise ValueError(f"{name}={raw!r} must be greater than 0")
+    if below is not None and value >= below:
+        raise ValueError(f"{name}={raw!r} must be less than {below:g}")
+    return value
+
+
+def _kubeconfig_paths(env: Mapping[str, str]) -> list[Path]:
+    listed = env.get("KUBECONFIG", "")
+    if listed:
+        return [Path(p).expanduser() for p in listed.split(os.pathsep) if p]
+    return [Path(env.get("HOME", "~")).expanduser() / ".kube" / "config"]
+
+
+def load_api_client(env: Mapping[str, str], timeout_seconds: float) -> tuple[k8s.ApiClient | None, str]:
+    """The kubernetes ApiClient for this process, and where its configuration came from.
+
+    Tries the kubeconfig first (``KUBECONFIG``, or ``~/.kube/config``), then the in-cluster service
+    account. Returns ``(None, reason)`` when neither is there or loads, so the server can still
+    start and every read fails clearly. The client makes no retries of its own: a failed request
+    fails the read at once (the hook holds and Metacontroller calls again).
+    """
+    configuration = k8s.Configuration()
+    reasons: list[str] = []
+    existing = [path for path in _kubeconfig_paths(env) if path.is_file()]
+    if existing:
+        try:
+            k8s_config.load_kube_config(config_file=str(existing[0]), client_configuration=configuration,
+                                        persist_config=False)
+            return _client(configuration), f"kubeconfig {existing[0]}"
+        except (k8s_config.ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
+            reasons.append(f"kubeconfig {existing[0]} did not load: {exc}")
+    else:
+        reasons.append("no kubeconfig at " + ", ".join(str(p) for p in _kubeconfig_paths(env)))
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        try:
+            loader = k8s_config.incluster_config.InClusterConfigLoader(
+                token_filename=k8s_config.incluster_config.SERVICE_TOKEN_FILENAME,
+                cert_filename=k8s_config.incluster_config.SERVICE_CERT_FILENAME,
+                environ=dict(env),
+            )
+            loader.load_and_set(configuration)
+            return _client(configuration), "in-cluster service account"
+        except (k8s_config.ConfigException, OSError) as exc:
+            reasons.append(f"in-cluster configuration did not load: {exc}")
+    else:
+        reasons.append("not in a cluster (KUBERNETES_SERVICE_HOST unset)")
+    return None, "; ".join(reasons)
+
+
+def _client(configuration: k8s.Configuration) -> k8s.ApiClient:
+    configuration.retries = False
+    return k8s.ApiClient(configuration)
+
+
+def from_environment(env: Mapping[str, str] | None = None) -> Reader:
+    """Builds the production Reader from the environment.
+
+    Reads ``NVCRE_CACHE_TTL_SECONDS`` (default 5), ``NVCRE_CACHE_MAX_ENTRIES`` (default 10000, the
+    number of job and node keys kept) and ``NVCRE_API_TIMEOUT_SECONDS`` (default 3, must be under
+    Metacontroller's 10 s hook timeout), and the cluster configuration (kubeconfig, then in-cluster).
+    Returns ``Reader(PodCache(live), live)``. With no cluster configuration the live client is
+    ``None`` and the cache has no source: the Reader is still built, and every read raises a
+    ``PodReadError`` that says why (logged once here). Raises ``ValueError`` naming the variable
+    when one of the variables has a bad value.
+    """
+    env = os.environ if env is None else env
+    ttl = _number(env, "NVCRE_CACHE_TTL_SECONDS", DEFAULT_TTL_SECONDS, integer=False)
+    max_entries = int(_number(env, "NVCRE_CACHE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES, integer=True))
+    timeout = _number(env, "NVCRE_API_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS, integer=False,
+                      below=HOOK_TIMEOUT_SECONDS)
+    api_client, where = load_api_client(env, timeout)
+    if api_client is None:
+        log.warning("no cluster configuration found (%s): the hooks will start, and every pod read "
+                    "will fail until the process is restarted with a configuration", where)
+        cache = PodCache(None, ttl_seconds=ttl, max_entries=max_entries,
+                         no_source_reason=f"no cluster configuration ({where})")
+        return Reader(cache, None)
+    log.info("reading pods from the API server via %s (cache TTL %gs, API timeout %gs)", where, ttl, timeout)
+    live = LiveClient(api_client, timeout_seconds=timeout)
+    return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries), live)

@@ -1,0 +1,73 @@
+"""Which reads a piece of work made: ``recording()`` collects a ReadRecord for every Reader read.
+
+The hooks wrap each decision in ``recording()`` so that the log line, the recorder and the replay
+command can say which reads went to the cache and which went live.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from podread.selector import Pod
+
+
+@dataclass(frozen=True)
+class ReadRecord:
+    """One read: the Reader method, its source (``cache``/``live``), the selector, and how it went.
+
+    ``items`` holds the pods read when the recording asked to keep them, else ``None``.
+    """
+
+    method: str
+    source: str
+    selector: str
+    outcome: str
+    pods: int
+    seconds: float
+    error: str | None = None
+    items: tuple[Pod, ...] | None = None
+
+
+@dataclass
+class _Recording:
+    records: list[ReadRecord]
+    keep_pods: bool
+
+
+_current: contextvars.ContextVar[_Recording | None] = contextvars.ContextVar("podread_recording", default=None)
+
+
+@contextmanager
+def recording(keep_pods: bool = False) -> Iterator[list[ReadRecord]]:
+    """Collects every Reader read made in this context (thread) while open, in order.
+
+    Yields the list the records are appended to. Recordings nest: an inner one collects its own
+    reads and the outer one does not see them.
+    """
+    state = _Recording([], keep_pods)
+    token = _current.set(state)
+    try:
+        yield state.records
+    finally:
+        _current.reset(token)
+
+
+def note(record: ReadRecord) -> None:
+    """Appends ``record`` to the open recording, if any."""
+    state = _current.get()
+    if state is not None:
+        state.records.append(record)
+
+
+def keeping_pods() -> bool:
+    """Whether the open recording wants the pods themselves."""
+    state = _current.get()
+    return state is not None and state.keep_pods
+
+
+def recording_open() -> bool:
+    """Whether a recording is open in this context."""
+    return _current.get() is not None
