@@ -1,0 +1,65 @@
+"""podread.from_environment(): configuration from the environment, and a clear failure without a cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import podread
+from podread import NoLiveReaderError, NoSourceError, PodReadError
+
+NO_CLUSTER = {"HOME": "/nonexistent-home"}
+
+
+@pytest.mark.parametrize(("name", "value", "says"), [
+    ("NVCRE_CACHE_TTL_SECONDS", "soon", "is not a number"),
+    ("NVCRE_CACHE_TTL_SECONDS", "0", "greater than 0"),
+    ("NVCRE_CACHE_TTL_SECONDS", "-3", "greater than 0"),
+    ("NVCRE_CACHE_TTL_SECONDS", "nan", "greater than 0"),
+    ("NVCRE_CACHE_MAX_ENTRIES", "1.5", "whole number"),
+    ("NVCRE_CACHE_MAX_ENTRIES", "0", "greater than 0"),
+    ("NVCRE_API_TIMEOUT_SECONDS", "x", "is not a number"),
+    ("NVCRE_API_TIMEOUT_SECONDS", "12", "less than 10"),
+])
+def test_a_bad_value_is_a_startup_error_naming_the_variable(name: str, value: str, says: str) -> None:
+    with pytest.raises(ValueError, match=name) as raised:
+        podread.from_environment({**NO_CLUSTER, name: value})
+    assert says in str(raised.value)
+
+
+def test_without_any_cluster_configuration_the_reader_is_built_and_every_read_fails_clearly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="podread"):
+        reader = podread.from_environment(NO_CLUSTER)
+    assert "no cluster configuration" in caplog.text
+    assert not reader.has_live
+    with pytest.raises(NoSourceError, match="no cluster configuration"):
+        reader.job_pods("team-a", "llama")
+    with pytest.raises(PodReadError):
+        reader.active_job_pods("team-a", "llama")
+    with pytest.raises(NoLiveReaderError):
+        reader.namespace_pods("kube-system")
+
+
+def test_a_missing_kubeconfig_named_by_kubeconfig_is_no_configuration(tmp_path: Path) -> None:
+    reader = podread.from_environment({"KUBECONFIG": str(tmp_path / "missing")})
+    assert not reader.has_live
+
+
+def test_a_broken_kubeconfig_is_reported_not_fatal(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    broken = tmp_path / "config"
+    broken.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n")
+    with caplog.at_level("WARNING", logger="podread"):
+        reader = podread.from_environment({"KUBECONFIG": str(broken)})
+    assert not reader.has_live
+    assert "did not load" in caplog.text
+
+
+def test_in_cluster_configuration_without_its_token_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+    env = {**NO_CLUSTER, "KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    with caplog.at_level("WARNING", logger="podread"):
+        reader = podread.from_environment(env)
+    assert not reader.has_live
+    assert "in-cluster configuration did not load" in caplog.text
