@@ -1,0 +1,1 @@
+"""Metacontroller hooks for NVCRE Jobs: request parsing, decisions and the HTTP app."""

@@ -1,0 +1,423 @@
+"""The decision table (design §5): observed state and pod reads in, desired children and status out.
+
+Pure: the only I/O is the Reader passed in. Rows, first match decides:
+
+1. finalizing                     -> no children; Terminating; finalized only after the drain barrier
+2. phase Succeeded/Failed         -> terminal forever: keep the current JobSet if observed, never create
+3. spec.suspend                   -> no children; Suspending, then Suspended after the barrier
+4. phase Suspended/Suspending     -> barrier, then attempt+1 (a resume, not a restart), Pending
+5. phase Restarting               -> barrier, then attempt+1, Pending
+6. spec cannot be built           -> InvalidSpec; keep the current JobSet if observed, create nothing
+7. current JobSet Failed, restarts left    -> teardown: Restarting, restarts+1, then as row 5
+8. current JobSet Failed, none left        -> keep it; Failed
+9. current JobSet Completed                -> keep it; Succeeded
+10. otherwise                     -> the current attempt's JobSet; Running if a cached pod is active
+
+Terminal comes before suspend so that suspending a finished Job never moves it out of its final
+phase. Only rows 1, 3, 4 (while draining), 5 (while holding) and 7 leave the current JobSet out.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from hooks import conditions as cond
+from hooks.jobset import API_VERSION as JOBSET_API_VERSION
+from hooks.jobset import KIND as JOBSET_KIND
+from hooks.jobset import InvalidSpec, build_jobset, workload_name
+from hooks.observed import Observed
+from podread import ATTEMPT_LABEL, is_active
+from podread.errors import PodReadError
+
+PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
+SUSPENDING, SUSPENDED = "Suspending", "Suspended"
+SUCCEEDED, FAILED, TERMINATING = "Succeeded", "Failed", "Terminating"
+TERMINAL = frozenset({SUCCEEDED, FAILED})
+KINDS = frozenset({"created", "kept", "held", "proceeded", "terminal", "invalid-spec"})
+
+DRAINED = "Drained"
+INVALID_SPEC = "InvalidSpec"
+_LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+_ATTEMPT_VALUE = re.compile(r"0|[1-9][0-9]*")
+_MAX_LISTED = 5
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer to one hook request.
+
+    ``response`` is the whole 200 body; ``kind`` summarizes what was decided (one of ``KINDS``);
+    ``phase_before``/``phase_after`` are the prior and new phase; ``message`` the status message.
+    """
+
+    response: dict[str, Any]
+    kind: str
+    phase_before: str
+    phase_after: str
+    message: str
+
+
+@dataclass
+class _Work:
+    """The status and children being decided, filled in by the rows."""
+
+    phase: str
+    attempt: int
+    restarts: int
+    workload: str
+    active_pods: int
+    conditions: list[dict[str, Any]]
+    message: str = ""
+    children: list[dict[str, Any]] = field(default_factory=list)
+    resync: bool = False
+    finalized: bool = False
+    kind: str = "kept"
+
+
+@dataclass(frozen=True)
+class _Context:
+    """The inputs every row reads."""
+
+    observed: Observed
+    reader: Any
+    now: datetime
+
+    @property
+    def job(self) -> str:
+        return self.observed.name
+
+    @property
+    def namespace(self) -> str:
+        return self.observed.namespace
+
+    def job_object(self) -> dict[str, Any]:
+        """The Job as ``build_jobset`` reads it."""
+        return {"metadata": {"name": self.job, "namespace": self.namespace}, "spec": self.observed.spec}
+
+    def jobset(self, attempt: int) -> Mapping[str, Any] | None:
+        """The observed JobSet of ``attempt``, or ``None``."""
+        wanted = workload_name(self.job, attempt)
+        for jobset in self.observed.jobsets:
+            if jobset["metadata"]["name"] == wanted:
+                return jobset
+        return None
+
+
+def current_attempt(observed: Observed) -> int:
+    """Returns the current attempt: the larger of ``status.attempt`` and the attempt label of any
+    observed JobSet named ``<job>-<attempt>`` with that label.
+
+    Adopting a newer observed JobSet protects against a lost status write: Metacontroller creates
+    children before it writes the status.
+    """
+    best = observed.status.attempt
+    for jobset in observed.jobsets:
+        metadata = jobset["metadata"]
+        value = (metadata.get("labels") or {}).get(ATTEMPT_LABEL, "")
+        if _ATTEMPT_VALUE.fullmatch(value) and metadata["name"] == workload_name(observed.name, int(value)):
+            best = max(best, int(value))
+    return best
+
+
+def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: float = 5.0) -> Decision:
+    """Decides the desired children and the whole status for ``observed``.
+
+    Reads pods only through ``reader`` (the podread Reader methods ``job_pods``,
+    ``active_job_pods``, ``workload_pods``); ``now`` stamps condition transitions. Returns the
+    ``Decision`` whose ``response`` is the 200 body: ``status``, ``children`` (always a list),
+    ``resyncAfterSeconds`` (``resync_seconds``) only while waiting, ``finalized`` only when
+    finalizing. A failed read never lets a teardown proceed.
+    """
+    prior = observed.status
+    ctx = _Context(observed, reader, now)
+    attempt = current_attempt(observed)
+    phase = prior.phase
+    if attempt > prior.attempt and phase in (RESTARTING, SUSPENDING, SUSPENDED):
+        phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
+    work = _Work(phase=phase, attempt=attempt, restarts=prior.restarts, workload=prior.workload,
+                 active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions))
+    if observed.finalizing:
+        _finalize(ctx, work)
+    elif phase in TERMINAL:
+        _terminal(ctx, work)
+    elif observed.spec.get("suspend") is True:
+        _suspend(ctx, work)
+    elif phase in (SUSPENDED, SUSPENDING):
+        _resume(ctx, work)
+    elif phase == RESTARTING:
+        _restart(ctx, work)
+    else:
+        _steady(ctx, work)
+    return _decision(observed, work, resync_seconds)
+
+
+def _decision(observed: Observed, work: _Work, resync_seconds: float) -> Decision:
+    """Assembles the response body from ``work``."""
+    status = {
+        "phase": work.phase,
+        "attempt": work.attempt,
+        "restarts": work.restarts,
+        "workload": work.workload,
+        "activePods": work.active_pods,
+        "conditions": work.conditions,
+        "message": work.message,
+    }
+    response: dict[str, Any] = {"status": status, "children": work.children}
+    if work.resync:
+        response["resyncAfterSeconds"] = resync_seconds
+    if observed.finalizing:
+        response["finalized"] = work.finalized
+    return Decision(response=response, kind=work.kind, phase_before=observed.status.phase,
+                    phase_after=work.phase, message=work.message)
+
+
+# ---- teardown rows -------------------------------------------------------------------------------
+
+def _finalize(ctx: _Context, work: _Work) -> None:
+    """Row 1: no children; Terminating; finalized once the barrier passes."""
+    work.phase = TERMINATING
+    work.workload = ""
+    work.finalized = _barrier(ctx, work)
+    work.kind = "proceeded" if work.finalized else "held"
+
+
+def _suspend(ctx: _Context, work: _Work) -> None:
+    """Row 3: no children; Suspending until the barrier passes, then Suspended."""
+    work.workload = ""
+    passed = _barrier(ctx, work)
+    work.phase = SUSPENDED if passed else SUSPENDING
+    work.kind = "proceeded" if passed else "held"
+
+
+def _resume(ctx: _Context, work: _Work) -> None:
+    """Row 4: unsuspended. Once the barrier passes (at once when already Suspended), the next attempt
+    starts: attempt+1, restarts unchanged. While holding, the phase stays as it was.
+    """
+    work.workload = ""
+    if not _barrier(ctx, work):
+        work.kind = "held"
+        return
+    work.attempt += 1
+    work.phase = PENDING
+    _steady(ctx, work)
+    if work.kind != "invalid-spec":
+        work.kind = "created"
+
+
+def _restart(ctx: _Context, work: _Work) -> None:
+    """Row 5: Restarting. Holds until the barrier passes, then starts attempt+1 as Pending."""
+    work.phase = RESTARTING
+    work.workload = ""
+    if not _barrier(ctx, work):
+        work.kind = "held"
+        return
+    work.attempt += 1
+    work.phase = PENDING
+    _steady(ctx, work)
+    if work.kind != "invalid-spec":
+        work.kind = "proceeded"
+
+
+def _barrier(ctx: _Context, work: _Work) -> bool:
+    """The drain barrier. Returns True only when no JobSet of the Job is observed,
+    ``active_job_pods`` returns none and (with a launcher) no launcher pod of the current workload is
+    active. Sets the ``Drained`` condition, ``message``, ``activePods`` and, while waiting, resync.
+    A failed read holds: ``Drained`` Unknown, ``ReadFailed``, previous ``activePods`` kept.
+    """
+    launcher = ctx.observed.spec.get("launcher")
+    try:
+        active = sorted(ctx.reader.active_job_pods(ctx.namespace, ctx.job), key=_pod_name)
+        launchers: list[Mapping[str, Any]] = []
+        if isinstance(launcher, str) and launcher:
+            workload = workload_name(ctx.job, work.attempt)
+            pods = ctx.reader.workload_pods(ctx.namespace, workload, launcher)
+            launchers = sorted((pod for pod in pods if is_active(pod)), key=_pod_name)
+    except PodReadError as error:
+        _read_failed(ctx, work, error, drained=True)
+        return False
+    work.active_pods = len(active)
+    jobsets = sorted(jobset["metadata"]["name"] for jobset in ctx.observed.jobsets)
+    waiting: list[str] = []
+    reason = ""
+    if jobsets:
+        noun = "JobSet" if len(jobsets) == 1 else "JobSets"
+        waiting.append(f"{noun} {', '.join(jobsets)} to be deleted")
+        reason = "WorkloadPresent"
+    if active:
+        noun = "active pod" if len(active) == 1 else "active pods"
+        waiting.append(f"{len(active)} {noun}: {_list_pods(active)}")
+        reason = reason or "PodsActive"
+    if launchers:
+        waiting.append(f"launcher pod {_list_pods(launchers)} to finish")
+        reason = reason or "LauncherActive"
+    if waiting:
+        work.message = "waiting for " + " and ".join(waiting)
+        work.conditions = cond.set_condition(work.conditions, DRAINED, cond.FALSE, reason, work.message, ctx.now)
+        work.resync = True
+        return False
+    work.message = ""
+    work.conditions = cond.set_condition(work.conditions, DRAINED, cond.TRUE, "NoActivePods",
+                                         "no active pod (confirmed with the API server)", ctx.now)
+    return True
+
+
+def _read_failed(ctx: _Context, work: _Work, error: PodReadError, *, drained: bool) -> None:
+    """Holds on a failed read: resync soon, say so in the message and, in a barrier, set
+    ``Drained`` Unknown with reason ``ReadFailed``. ``activePods`` keeps its previous value.
+    """
+    work.message = f"waiting for a pod read to succeed: {error}"
+    work.resync = True
+    if drained:
+        work.conditions = cond.set_condition(work.conditions, DRAINED, cond.UNKNOWN, "ReadFailed", str(error),
+                                             ctx.now)
+
+
+def _pod_name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("name", ""))
+
+
+def _list_pods(pods: list[Mapping[str, Any]]) -> str:
+    """Names up to five pods (already sorted), marking terminating ones, then "and N more"."""
+    names = []
+    for pod in pods[:_MAX_LISTED]:
+        since = (pod.get("metadata") or {}).get("deletionTimestamp")
+        names.append(f"{_pod_name(pod)} (terminating since {since})" if since else _pod_name(pod))
+    text = ", ".join(names)
+    if len(pods) > _MAX_LISTED:
+        text += f" and {len(pods) - _MAX_LISTED} more"
+    return text
+
+
+# ---- rows that keep or create the current JobSet ---------------------------------------------------
+
+def _terminal(ctx: _Context, work: _Work) -> None:
+    """Row 2: Succeeded and Failed are final. Keep the current JobSet if observed; never create one."""
+    current = ctx.jobset(work.attempt)
+    work.kind = "terminal"
+    work.message = ""
+    if current is None:
+        work.workload = ""
+        work.children = []
+    else:
+        work.workload = current["metadata"]["name"]
+        work.children = [_keep(ctx, current, work.attempt)]
+    _count_pods(ctx, work)
+
+
+def _steady(ctx: _Context, work: _Work) -> None:
+    """Rows 6-10 for the current attempt (also the step after a resume or a restart)."""
+    current = ctx.jobset(work.attempt)
+    try:
+        desired = build_jobset(ctx.job_object(), work.attempt)
+    except InvalidSpec as invalid:
+        _invalid_spec(ctx, work, current, invalid)
+        return
+    if cond.get_condition(work.conditions, INVALID_SPEC) is not None:
+        work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, "Valid", "", ctx.now)
+    state = _jobset_state(current) if current is not None else ""
+    max_restarts = ctx.observed.spec.get("maxRestarts") or 0
+    if state == FAILED and work.restarts < max_restarts:
+        work.restarts += 1  # row 7: exactly once; the fed-back status is Restarting (row 5)
+        _restart(ctx, work)
+        return
+    if state in (FAILED, "Completed"):
+        work.phase = FAILED if state == FAILED else SUCCEEDED  # rows 8 and 9
+        work.kind = "terminal"
+        work.workload = desired["metadata"]["name"]
+        work.children = [desired]
+        work.message = ""
+        _count_pods(ctx, work)
+        return
+    _run(ctx, work, current, desired)
+
+
+def _run(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, desired: dict[str, Any]) -> None:
+    """Row 10: the current attempt's JobSet; Running when a cached pod is active, else Pending.
+
+    A JobSet that was running and is no longer observed (deleted by someone else) is recreated only
+    after the drain barrier, so the new attempt's pods never overlap the old ones.
+    """
+    name = desired["metadata"]["name"]
+    was_running = current is None and work.phase == RUNNING and work.workload == name
+    if was_running and not _barrier(ctx, work):
+        work.kind = "held"
+        work.message += f" before recreating JobSet {name}"
+        return
+    work.kind = "kept" if current is not None else "created"
+    work.workload = name
+    work.children = [desired]
+    if _count_pods(ctx, work):
+        work.phase = RUNNING if work.active_pods else PENDING
+        work.message = "" if work.active_pods else f"waiting for the pods of JobSet {name} to start"
+    elif work.phase not in (RUNNING, PENDING):
+        work.phase = PENDING
+
+
+def _invalid_spec(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, invalid: InvalidSpec) -> None:
+    """Row 6: the spec cannot be built. Report it; keep the current JobSet when observed, create none."""
+    work.kind = "invalid-spec"
+    work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.TRUE, invalid.code, invalid.reason,
+                                         ctx.now)
+    if current is None:
+        work.phase = PENDING
+        work.workload = ""
+        work.children = []
+    else:
+        work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+        work.workload = current["metadata"]["name"]
+        work.children = [_keep(ctx, current, work.attempt)]
+    _count_pods(ctx, work)
+    work.message = f"waiting for a valid spec: {invalid.reason}"
+
+
+def _count_pods(ctx: _Context, work: _Work) -> bool:
+    """Sets ``activePods`` from the cached ``job_pods`` read. On a failed read keeps the previous
+    value, sets the message and resync, and returns False.
+    """
+    try:
+        pods = ctx.reader.job_pods(ctx.namespace, ctx.job)
+    except PodReadError as error:
+        _read_failed(ctx, work, error, drained=False)
+        return False
+    work.active_pods = sum(1 for pod in pods if is_active(pod))
+    return True
+
+
+def _jobset_state(jobset: Mapping[str, Any]) -> str:
+    """``"Failed"``, ``"Completed"`` or ``""`` from a JobSet's conditions or ``terminalState``."""
+    status = jobset.get("status") or {}
+    true_types = {c.get("type") for c in status.get("conditions") or () if c.get("status") == "True"}
+    terminal = status.get("terminalState")
+    if "Failed" in true_types or terminal == "Failed":
+        return FAILED
+    if "Completed" in true_types or terminal == "Completed":
+        return "Completed"
+    return ""
+
+
+def _keep(ctx: _Context, observed: Mapping[str, Any], attempt: int) -> dict[str, Any]:
+    """The child that keeps an observed JobSet: rebuilt from the spec, or, when the spec cannot be
+    built, the observed object's identity, labels, annotations and spec.
+    """
+    try:
+        return build_jobset(ctx.job_object(), attempt)
+    except InvalidSpec:
+        pass
+    metadata = observed["metadata"]
+    kept: dict[str, Any] = {"name": metadata["name"], "namespace": metadata["namespace"]}
+    if metadata.get("labels"):
+        kept["labels"] = dict(metadata["labels"])
+    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if k != _LAST_APPLIED}
+    if annotations:
+        kept["annotations"] = annotations
+    return {
+        "apiVersion": observed.get("apiVersion") or JOBSET_API_VERSION,
+        "kind": observed.get("kind") or JOBSET_KIND,
+        "metadata": kept,
+        "spec": copy.deepcopy(observed.get("spec") or {}),
+    }

@@ -1,0 +1,258 @@
+"""Parse a Metacontroller CompositeController request into an ``Observed``: the typed input of ``decide``.
+
+Only shape is judged here. Wrong JSON types in a field the decision reads, and names that could not
+even go into a label selector, are a 4xx (``InvalidRequest``). Whether the spec can become a JobSet
+(replicated jobs present, launcher naming one, name lengths, ...) is a semantic question answered by
+``hooks.jobset.build_jobset`` and reported in the status as ``InvalidSpec``, never as a 4xx.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from podread import ATTEMPT_LABEL
+
+API_VERSION = "nvcre.nvidia.com/v1alpha1"
+KIND = "Job"
+JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
+HOOKS = ("sync", "finalize")
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_MAX_LABEL_VALUE = 63
+
+
+class InvalidRequest(Exception):
+    """The request cannot be decided on: ``status`` is the HTTP code (400 or 422), ``message`` says why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class PriorStatus:
+    """The Job's status as Metacontroller last wrote it (``parent.status``), typed.
+
+    Missing fields take their zero value. ``observedGeneration`` (Metacontroller's) and unknown
+    fields are not kept: the hook owns the status and writes it whole.
+    """
+
+    phase: str = ""
+    attempt: int = 0
+    restarts: int = 0
+    workload: str = ""
+    active_pods: int = 0
+    conditions: tuple[Mapping[str, Any], ...] = ()
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Everything ``decide`` may know about one Job, from one hook request.
+
+    ``spec`` is the Job's raw spec mapping; ``jobsets`` the observed JobSet children (raw dicts),
+    sorted by namespace and name, whichever object-key version the request used.
+    """
+
+    namespace: str
+    name: str
+    generation: int
+    deleting: bool
+    finalizing: bool
+    spec: Mapping[str, Any]
+    status: PriorStatus
+    jobsets: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    hook: str = "sync"
+
+
+def parse_request(payload: object, hook: str) -> Observed:
+    """Reads a decoded request body and returns the ``Observed`` it describes.
+
+    Raises ``InvalidRequest``: 400 when ``payload`` is not an object, lacks ``parent``, holds a
+    wrong type in a field the decision reads, or names the Job or namespace with an invalid name;
+    422 when the parent is not an ``nvcre.nvidia.com/v1alpha1`` ``Job``. ``hook`` is ``"sync"`` or
+    ``"finalize"`` (anything else is a programming error: ``ValueError``).
+    """
+    if hook not in HOOKS:
+        raise ValueError(f"unknown hook {hook!r}")
+    if not isinstance(payload, Mapping):
+        raise InvalidRequest(400, f"request: expected an object, got {_json_type(payload)}")
+    if "parent" not in payload:
+        raise InvalidRequest(400, "request: parent is missing")
+    parent = _object(payload["parent"], "parent")
+    if parent.get("apiVersion") != API_VERSION or parent.get("kind") != KIND:
+        raise InvalidRequest(422, f"parent: expected apiVersion {API_VERSION} kind {KIND}, got apiVersion "
+                                  f"{parent.get('apiVersion')!r} kind {parent.get('kind')!r}")
+    metadata = _object(parent.get("metadata"), "parent.metadata")
+    name = _string(metadata.get("name"), "parent.metadata.name", required=True)
+    namespace = _string(metadata.get("namespace"), "parent.metadata.namespace", required=True)
+    _check_job_name(name)
+    _check_namespace(namespace)
+    generation = _integer(metadata.get("generation"), "parent.metadata.generation")
+    deletion = metadata.get("deletionTimestamp")
+    _string(deletion, "parent.metadata.deletionTimestamp")
+    spec = _parse_spec(parent.get("spec"))
+    status = _parse_status(parent.get("status"))
+    finalizing = _boolean(payload.get("finalizing"), "finalizing")
+    jobsets = _parse_children(payload.get("children"), namespace)
+    return Observed(namespace=namespace, name=name, generation=generation, deleting=bool(deletion),
+                    finalizing=finalizing, spec=spec, status=status, jobsets=jobsets, hook=hook)
+
+
+def _parse_spec(raw: object) -> Mapping[str, Any]:
+    """Checks the types of the spec fields the decision reads; returns the spec (``{}`` when absent).
+
+    The content of each replicated job is ``build_jobset``'s to judge (``InvalidSpec``).
+    """
+    spec = _object(raw, "parent.spec")
+    replicated = spec.get("replicatedJobs")
+    if replicated is not None and not isinstance(replicated, list):
+        raise InvalidRequest(400, f"parent.spec.replicatedJobs: expected an array, got {_json_type(replicated)}")
+    _string(spec.get("launcher"), "parent.spec.launcher")
+    _integer(spec.get("maxRestarts"), "parent.spec.maxRestarts", minimum=None)
+    _boolean(spec.get("suspend"), "parent.spec.suspend")
+    return spec
+
+
+def _parse_status(raw: object) -> PriorStatus:
+    """Reads ``parent.status`` into a ``PriorStatus``, checking each field's type."""
+    status = _object(raw, "parent.status")
+    conditions = status.get("conditions")
+    if conditions is None:
+        conditions = []
+    if not isinstance(conditions, list):
+        raise InvalidRequest(400, f"parent.status.conditions: expected an array, got {_json_type(conditions)}")
+    for index, condition in enumerate(conditions):
+        path = f"parent.status.conditions[{index}]"
+        _object(condition, path)
+        _string(condition.get("type"), f"{path}.type", required=True)
+        for key in ("status", "reason", "message", "lastTransitionTime"):
+            _string(condition.get(key), f"{path}.{key}")
+    return PriorStatus(
+        phase=_string(status.get("phase"), "parent.status.phase"),
+        attempt=_integer(status.get("attempt"), "parent.status.attempt"),
+        restarts=_integer(status.get("restarts"), "parent.status.restarts"),
+        workload=_string(status.get("workload"), "parent.status.workload"),
+        active_pods=_integer(status.get("activePods"), "parent.status.activePods"),
+        conditions=tuple(dict(c) for c in conditions),
+        message=_string(status.get("message"), "parent.status.message"),
+    )
+
+
+def _parse_children(raw: object, namespace: str) -> tuple[Mapping[str, Any], ...]:
+    """Returns the observed JobSets under ``children[JOBSET_GROUP]``, keyed ``name`` (v1) or
+    ``namespace/name`` (v2), as a tuple sorted by (namespace, name), one per object.
+    """
+    children = _object(raw, "children")
+    group = _object(children.get(JOBSET_GROUP), f'children["{JOBSET_GROUP}"]')
+    found: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for key in sorted(group):
+        path = f'children["{JOBSET_GROUP}"]["{key}"]'
+        child = group[key]
+        if not isinstance(child, Mapping):
+            raise InvalidRequest(400, f"{path}: expected an object, got {_json_type(child)}")
+        metadata = _object(child.get("metadata"), f"{path}.metadata")
+        key_namespace, _, key_name = key.rpartition("/")
+        name = _string(metadata.get("name"), f"{path}.metadata.name") or key_name
+        child_namespace = _string(metadata.get("namespace"), f"{path}.metadata.namespace") or key_namespace
+        labels = _object(metadata.get("labels"), f"{path}.metadata.labels")
+        _string(labels.get(ATTEMPT_LABEL), f'{path}.metadata.labels["{ATTEMPT_LABEL}"]')
+        _string(metadata.get("deletionTimestamp"), f"{path}.metadata.deletionTimestamp")
+        status = _object(child.get("status"), f"{path}.status")
+        _string(status.get("terminalState"), f"{path}.status.terminalState")
+        conditions = status.get("conditions")
+        if conditions is not None and not isinstance(conditions, list):
+            raise InvalidRequest(400, f"{path}.status.conditions: expected an array, got {_json_type(conditions)}")
+        for index, condition in enumerate(conditions or ()):
+            cpath = f"{path}.status.conditions[{index}]"
+            _object(condition, cpath)
+            _string(condition.get("type"), f"{cpath}.type")
+            _string(condition.get("status"), f"{cpath}.status")
+        if not name:
+            raise InvalidRequest(400, f"{path}.metadata.name: missing")
+        normalized = dict(child)
+        normalized["metadata"] = {**metadata, "name": name, "namespace": child_namespace or namespace}
+        found.setdefault((child_namespace or namespace, name), normalized)
+    return tuple(found[key] for key in sorted(found))
+
+
+def _check_job_name(name: str) -> None:
+    """A Job name goes into the ``nvcre.nvidia.com/job`` label: DNS-1123 subdomain and label value."""
+    if len(name) > _MAX_LABEL_VALUE or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        raise InvalidRequest(400, f"parent.metadata.name: {name!r} is not a valid Job name: it must be a "
+                                  f"DNS-1123 subdomain of at most {_MAX_LABEL_VALUE} characters, since it is "
+                                  "used as a label value")
+
+
+def _check_namespace(namespace: str) -> None:
+    """A namespace must be a DNS-1123 label."""
+    if len(namespace) > _MAX_LABEL_VALUE or not _DNS1123_LABEL.fullmatch(namespace):
+        raise InvalidRequest(400, f"parent.metadata.namespace: {namespace!r} is not a valid namespace "
+                                  f"(a DNS-1123 label of at most {_MAX_LABEL_VALUE} characters)")
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of ``value``'s type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def _object(value: object, path: str) -> Mapping[str, Any]:
+    """Returns ``value`` when it is an object, ``{}`` when it is absent (null), else raises 400."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidRequest(400, f"{path}: expected an object, got {_json_type(value)}")
+    return value
+
+
+def _string(value: object, path: str, *, required: bool = False) -> str:
+    """Returns ``value`` when it is a string, ``""`` when absent (unless ``required``), else raises 400."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        got = "nothing" if value is None else _json_type(value)
+        raise InvalidRequest(400, f"{path}: expected a string, got {got}")
+    if required and not value:
+        raise InvalidRequest(400, f"{path}: must not be empty")
+    return value
+
+
+def _integer(value: object, path: str, *, minimum: int | None = 0) -> int:
+    """Returns ``value`` when it is an integer (a boolean is not) at least ``minimum``, ``0`` when
+    absent, else raises 400. ``minimum=None`` accepts any integer.
+    """
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidRequest(400, f"{path}: expected an integer, got {_json_type(value)}")
+    if minimum is not None and value < minimum:
+        raise InvalidRequest(400, f"{path}: expected an integer >= {minimum}, got {value}")
+    return value
+
+
+def _boolean(value: object, path: str) -> bool:
+    """Returns ``value`` when it is a boolean, ``False`` when absent, else raises 400."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidRequest(400, f"{path}: expected a boolean, got {_json_type(value)}")
+    return value
