@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# nvcre-hooks: the Metacontroller hook server (gunicorn + Flask), as a small non-root image.
+#   docker build -t nvcre-hooks:0.1.0 .
+# The base image is pinned by full version; pin it by digest too in your registry mirror if you can.
+
+# ---- build: install the pinned runtime dependencies into a virtualenv --------------------------
+FROM python:3.11.13-slim-bookworm AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PYTHONDONTWRITEBYTECODE=1
+RUN python -m venv /opt/venv
+COPY requirements.txt /tmp/requirements.txt
+# Every runtime dependency ships binary wheels for this platform: no compiler is needed.
+RUN /opt/venv/bin/pip install --no-cache-dir -r /tmp/requirements.txt
+
+# ---- runtime: the virtualenv and the two packages, nothing else ---------------------------------
+FROM python:3.11.13-slim-bookworm AS runtime
+LABEL org.opencontainers.image.title="nvcre-hooks" \
+      org.opencontainers.image.description="Metacontroller hooks for NVCRE Jobs (multi-node GPU training as JobSets)" \
+      org.opencontainers.image.version="0.1.0"
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PATH=/opt/venv/bin:$PATH \
+    PORT=8080
+WORKDIR /app
+COPY --from=build /opt/venv /opt/venv
+COPY hooks/ /app/hooks/
+COPY podread/ /app/podread/
+# Byte-compile now: the root filesystem is read-only at run time (PYTHONDONTWRITEBYTECODE is set).
+RUN python -m compileall -q /app/hooks /app/podread
+# A numeric non-root user (the Deployment's runAsUser), so that runAsNonRoot can be verified.
+USER 65532:65532
+EXPOSE 8080
+CMD ["gunicorn", "--config", "hooks/gunicorn.conf.py", "--bind", "0.0.0.0:8080", "hooks.app:create_app()"]

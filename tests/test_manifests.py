@@ -1,0 +1,579 @@
+"""The deployable manifests: they parse, fit together, and validate against the real schemas.
+
+Schema checks read the published CRDs from ``../shared/reference/`` (``tests/crdschema.py``) and skip
+with a reason when it is absent. CEL rules are not evaluated by jsonschema: the launcher rule is
+checked with a Python equivalent, tied to the rule's exact text.
+"""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+import yaml
+
+from tests import crdschema
+
+ROOT = crdschema.REPO_ROOT
+MANIFESTS = ROOT / "manifests"
+SAMPLES = MANIFESTS / "samples"
+INVALID = SAMPLES / "invalid"
+VALID_SAMPLES = sorted(SAMPLES.glob("*.yaml"))
+INVALID_SAMPLES = sorted(INVALID.glob("*.yaml"))
+
+METACONTROLLER_CRDS = "metacontroller-v4.17.2-crds.yaml"
+JOBSET_CRD = "jobset-v0.12.0-crd.yaml"
+
+# The routes the hook server must serve (design §4), for the cross-checks below.
+DESIGN_ROUTES = {"/sync": "POST", "/finalize": "POST", "/healthz": "GET", "/readyz": "GET", "/metrics": "GET"}
+
+LAUNCHER_RULE = "!has(self.launcher) || self.replicatedJobs.exists(r, r.name == self.launcher)"
+
+# What is wrong with each invalid sample: (path of the error, text it must contain). The CEL-only
+# case has path "cel" and is checked with the Python equivalent of the launcher rule.
+INVALID_EXPECTED: dict[str, tuple[str, str]] = {
+    "no-replicated-jobs.yaml": ("spec", "'replicatedJobs' is a required property"),
+    "empty-replicated-jobs.yaml": ("spec.replicatedJobs", "should be non-empty"),
+    "launcher-not-a-replicated-job.yaml": ("cel", "launcher must name an entry of replicatedJobs"),
+    "negative-max-restarts.yaml": ("spec.maxRestarts", "-1 is less than the minimum of 0"),
+    "duplicate-replicated-job-names.yaml": ("spec.replicatedJobs[1]", "Duplicate value"),
+    "suspend-not-a-bool.yaml": ("spec.suspend", "'yes' is not of type 'boolean'"),
+    "bad-replicated-job-name.yaml": ("spec.replicatedJobs[0].name", "does not match"),
+    "negative-replicas.yaml": ("spec.replicatedJobs[0].replicas", "-2 is less than the minimum of 0"),
+    "unknown-spec-field.yaml": ("spec", "'maxRestart' was unexpected"),
+}
+
+# Invalid samples the sync hook must refuse too (hooks.jobset.InvalidSpec): the CRD rejects at
+# admission what the hook would reject later. The others (a non-boolean suspend, an unknown field)
+# never reach the hook: the API server refuses or prunes them.
+HOOK_REJECTS = {
+    "no-replicated-jobs.yaml",
+    "empty-replicated-jobs.yaml",
+    "launcher-not-a-replicated-job.yaml",
+    "negative-max-restarts.yaml",
+    "duplicate-replicated-job-names.yaml",
+    "bad-replicated-job-name.yaml",
+    "negative-replicas.yaml",
+}
+
+
+# ---- loading -------------------------------------------------------------------------------------
+
+
+def manifest_files() -> list[pathlib.Path]:
+    """Every YAML file under manifests/, samples included."""
+    return sorted(MANIFESTS.rglob("*.yaml"))
+
+
+def load_all(path: pathlib.Path) -> list[dict[str, Any]]:
+    """The non-empty documents of a YAML file."""
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc is not None]
+
+
+def load_one(path: pathlib.Path) -> dict[str, Any]:
+    """The single document of a YAML file (a copy: callers may change it)."""
+    docs = load_all(path)
+    assert len(docs) == 1, f"{path.name}: expected one document, found {len(docs)}"
+    return docs[0]
+
+
+@pytest.fixture(scope="module")
+def objects() -> dict[tuple[str, str], dict[str, Any]]:
+    """Every object of the kustomization's resources, keyed by (kind, metadata.name)."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for name in kustomization()["resources"]:
+        for doc in load_all(MANIFESTS / name):
+            key = (doc["kind"], doc["metadata"]["name"])
+            assert key not in found, f"{key} is defined twice"
+            found[key] = doc
+    return found
+
+
+def kustomization() -> dict[str, Any]:
+    """manifests/kustomization.yaml, parsed."""
+    return load_one(MANIFESTS / "kustomization.yaml")
+
+
+@pytest.fixture(scope="module")
+def job_schema() -> dict[str, Any]:
+    """Our CRD's v1alpha1 openAPIV3Schema."""
+    return crdschema.crd_schema(MANIFESTS / "crd-job.yaml", "v1alpha1")
+
+
+@pytest.fixture(scope="module")
+def composite_schema() -> dict[str, Any]:
+    """Metacontroller v4.17.2's CompositeController schema (skips without ../shared)."""
+    path = crdschema.require_reference(METACONTROLLER_CRDS)
+    return crdschema.crd_schema(path, "v1alpha1", "compositecontrollers.metacontroller.k8s.io")
+
+
+@pytest.fixture(scope="module")
+def jobset_schema() -> dict[str, Any]:
+    """JobSet v0.12.0's v1alpha2 schema (skips without ../shared)."""
+    return crdschema.crd_schema(crdschema.require_reference(JOBSET_CRD), "v1alpha2")
+
+
+def deployment(objects: Mapping[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    """The hook server's Deployment."""
+    return objects[("Deployment", "nvcre-hooks")]
+
+
+def hooks_container(objects: Mapping[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    """The Deployment's single container."""
+    containers = deployment(objects)["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return containers[0]
+
+
+def with_defaults(obj: Any, schema: Mapping[str, Any]) -> Any:
+    """A copy of ``obj`` with the schema's ``default`` values filled in, as the API server does."""
+    obj = copy.deepcopy(obj)
+
+    def fill(value: Any, node: Mapping[str, Any]) -> None:
+        if isinstance(value, dict):
+            for prop, sub in node.get("properties", {}).items():
+                if prop not in value and "default" in sub:
+                    value[prop] = copy.deepcopy(sub["default"])
+                if prop in value:
+                    fill(value[prop], sub)
+        elif isinstance(value, list) and isinstance(node.get("items"), Mapping):
+            for item in value:
+                fill(item, node["items"])
+
+    fill(obj, schema)
+    return obj
+
+
+def launcher_rule_holds(spec: Mapping[str, Any]) -> bool:
+    """Python equivalent of the CEL rule ``LAUNCHER_RULE`` on ``spec``."""
+    return "launcher" not in spec or any(
+        entry.get("name") == spec["launcher"] for entry in spec.get("replicatedJobs") or []
+    )
+
+
+# ---- every manifest parses; the kustomization lists exactly the files -------------------------
+
+
+@pytest.mark.parametrize("path", manifest_files(), ids=lambda p: str(p.relative_to(MANIFESTS)))
+def test_every_manifest_parses_into_kubernetes_objects(path: pathlib.Path) -> None:
+    docs = load_all(path)
+    assert docs, f"{path.name} is empty"
+    for doc in docs:
+        assert isinstance(doc, dict)
+        if path.name == "kustomization.yaml":
+            assert doc["kind"] == "Kustomization"
+            continue
+        assert doc.get("apiVersion") and doc.get("kind"), f"{path.name}: apiVersion and kind are required"
+        assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", doc["metadata"]["name"])
+
+
+def test_kustomization_lists_exactly_the_manifest_files() -> None:
+    on_disk = {p.name for p in MANIFESTS.glob("*.yaml")} - {"kustomization.yaml"}
+    listed = kustomization()["resources"]
+    assert len(listed) == len(set(listed)), "a resource is listed twice"
+    assert set(listed) == on_disk
+
+
+def test_kustomization_image_override_names_the_deployment_image(objects: dict) -> None:
+    image = hooks_container(objects)["image"]
+    name, _, tag = image.rpartition(":")
+    entries = {entry["name"]: entry for entry in kustomization()["images"]}
+    assert name in entries, "kustomize images: must name the Deployment's image so users can override it"
+    assert tag and tag != "latest"
+    assert entries[name].get("newTag", tag) != "latest"
+
+
+def test_namespaced_objects_live_in_nvcre_system(objects: dict) -> None:
+    cluster_scoped = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+                      "CompositeController"}
+    for (kind, name), obj in objects.items():
+        namespace = obj["metadata"].get("namespace")
+        if kind in cluster_scoped:
+            assert namespace is None, f"{kind}/{name} is cluster-scoped"
+        else:
+            assert namespace == "nvcre-system", f"{kind}/{name}"
+    assert ("Namespace", "nvcre-system") in objects
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed: kustomize build skipped")
+def test_kustomize_builds_the_same_objects(objects: dict) -> None:
+    result = subprocess.run(["kubectl", "kustomize", str(MANIFESTS)], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    built = {(doc["kind"], doc["metadata"]["name"]) for doc in yaml.safe_load_all(result.stdout) if doc}
+    assert built == set(objects)
+
+
+# ---- our CRD ---------------------------------------------------------------------------------------
+
+
+def test_crd_identity_and_printer_columns() -> None:
+    crd = load_one(MANIFESTS / "crd-job.yaml")
+    spec = crd["spec"]
+    assert crd["metadata"]["name"] == "jobs.nvcre.nvidia.com"
+    assert (spec["group"], spec["scope"], spec["names"]["kind"], spec["names"]["plural"]) == (
+        "nvcre.nvidia.com", "Namespaced", "Job", "jobs")
+    assert "nvjob" in spec["names"]["shortNames"]
+    (version,) = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert version["subresources"] == {"status": {}}, "Metacontroller ignores a parent without status"
+    columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+    assert columns == {"Phase": ".status.phase", "Attempt": ".status.attempt", "Restarts": ".status.restarts",
+                       "Active": ".status.activePods", "Age": ".metadata.creationTimestamp"}
+
+
+def test_crd_schema_is_structural(job_schema: dict) -> None:
+    """Every node has a type; unknown fields are preserved only inside the pod templates."""
+
+    def walk(node: Mapping[str, Any], path: str) -> None:
+        if node.get("x-kubernetes-preserve-unknown-fields"):
+            assert path.endswith(".template"), f"{path}: preserve-unknown-fields only under templates"
+        assert "type" in node or node.get("x-kubernetes-int-or-string"), f"{path} has no type"
+        for prop, sub in node.get("properties", {}).items():
+            walk(sub, f"{path}.{prop}")
+        if isinstance(node.get("items"), Mapping):
+            walk(node["items"], f"{path}[]")
+        if node.get("x-kubernetes-list-type") == "map":
+            item = node["items"]
+            for key in node["x-kubernetes-list-map-keys"]:
+                assert key in item.get("required", []) or "default" in item["properties"][key], (
+                    f"{path}: list-map key {key} must be required or defaulted")
+
+    walk(job_schema, "")
+
+
+def test_crd_status_schema_carries_every_field_the_hook_writes(job_schema: dict) -> None:
+    status = job_schema["properties"]["status"]["properties"]
+    assert set(status) >= {"phase", "attempt", "restarts", "workload", "activePods", "message",
+                           "conditions", "observedGeneration"}
+    assert status["phase"]["enum"] == ["Pending", "Running", "Restarting", "Suspending", "Suspended",
+                                       "Succeeded", "Failed", "Terminating"]
+    condition = status["conditions"]["items"]["properties"]
+    assert set(condition) == {"type", "status", "reason", "message", "lastTransitionTime"}
+    written = {
+        "phase": "Suspending", "attempt": 2, "restarts": 1, "workload": "", "activePods": 3,
+        "message": "Waiting for 3 pods to finish", "observedGeneration": 4,
+        "conditions": [{"type": "Drained", "status": "Unknown", "reason": "ReadFailed",
+                        "message": "pod read failed", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+    }
+    job = load_one(SAMPLES / "job-multinode.yaml")
+    job["status"] = written
+    assert crdschema.validate(job, job_schema) == []
+
+
+def test_crd_cel_rules_cover_launcher_and_immutability(job_schema: dict) -> None:
+    rules = {(path, rule["rule"]): rule for path, rule in crdschema.cel_rules(job_schema)}
+    assert ("spec", LAUNCHER_RULE) in rules
+    assert ("spec.replicatedJobs", "self == oldSelf") in rules
+    launcher_transition = [r for (p, text), r in rules.items() if p == "spec" and "oldSelf.launcher" in text]
+    assert launcher_transition, "launcher must be immutable"
+    # Transition rules on maxRestarts or suspend would forbid what the design allows.
+    assert not [p for p, _ in rules if p.startswith(("spec.maxRestarts", "spec.suspend"))]
+
+
+def test_crd_spec_defaults(job_schema: dict) -> None:
+    spec = job_schema["properties"]["spec"]["properties"]
+    assert spec["maxRestarts"]["default"] == 0 and spec["maxRestarts"]["minimum"] == 0
+    assert spec["suspend"] == {**spec["suspend"], "type": "boolean", "default": False}
+    assert spec["replicatedJobs"]["items"]["properties"]["replicas"]["default"] == 1
+
+
+# ---- samples against our CRD ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", VALID_SAMPLES, ids=lambda p: p.name)
+def test_valid_samples_validate(path: pathlib.Path, job_schema: dict) -> None:
+    job = load_one(path)
+    assert (job["apiVersion"], job["kind"]) == ("nvcre.nvidia.com/v1alpha1", "Job")
+    assert crdschema.validate(job, job_schema) == []
+    assert launcher_rule_holds(job["spec"])
+
+
+def test_samples_cover_multinode_and_mpi() -> None:
+    names = {p.name for p in VALID_SAMPLES}
+    assert {"job-multinode.yaml", "job-mpi.yaml"} <= names
+    mpi = load_one(SAMPLES / "job-mpi.yaml")["spec"]
+    assert mpi["launcher"] == "launcher"
+    assert {e["name"] for e in mpi["replicatedJobs"]} == {"launcher", "worker"}
+
+
+def test_every_invalid_sample_has_an_expectation_and_a_comment() -> None:
+    assert {p.name for p in INVALID_SAMPLES} == set(INVALID_EXPECTED)
+    for path in INVALID_SAMPLES:
+        assert path.read_text(encoding="utf-8").startswith("# INVALID: "), f"{path.name}: say what is wrong"
+
+
+@pytest.mark.parametrize("path", INVALID_SAMPLES, ids=lambda p: p.name)
+def test_invalid_samples_fail_for_the_stated_reason(path: pathlib.Path, job_schema: dict) -> None:
+    job = load_one(path)
+    where, text = INVALID_EXPECTED[path.name]
+    errors = crdschema.validate(job, job_schema)
+    if where == "cel":
+        # jsonschema cannot evaluate CEL: the schema passes, the launcher rule does not.
+        assert errors == []
+        rules = {rule["rule"]: rule for _, rule in crdschema.cel_rules(job_schema)}
+        assert rules[LAUNCHER_RULE]["message"] == text
+        assert not launcher_rule_holds(job["spec"])
+        return
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"{where}: "), errors
+    assert text in errors[0], errors
+
+
+def test_launcher_rule_equivalent_on_edge_cases() -> None:
+    entries = [{"name": "launcher"}, {"name": "worker"}]
+    assert launcher_rule_holds({"replicatedJobs": entries})
+    assert launcher_rule_holds({"replicatedJobs": entries, "launcher": "worker"})
+    assert not launcher_rule_holds({"replicatedJobs": entries, "launcher": "Launcher"})
+
+
+# ---- the CompositeController against Metacontroller's CRD, and the cross-references ----------------
+
+
+def test_compositecontroller_validates_strictly(objects: dict, composite_schema: dict) -> None:
+    controller = objects[("CompositeController", "nvcre-jobs")]
+    assert crdschema.validate(controller, composite_schema, strict=True) == []
+
+
+def test_strict_validation_catches_a_typo(objects: dict, composite_schema: dict) -> None:
+    controller = copy.deepcopy(objects[("CompositeController", "nvcre-jobs")])
+    controller["spec"]["hooks"]["sync"]["webhook"]["timout"] = "10s"
+    errors = crdschema.validate(controller, composite_schema)
+    assert errors == ["spec.hooks.sync.webhook: Additional properties are not allowed ('timout' was unexpected)"]
+
+
+def test_compositecontroller_contract(objects: dict) -> None:
+    spec = objects[("CompositeController", "nvcre-jobs")]["spec"]
+    assert spec["generateSelector"] is True
+    assert spec["resyncPeriodSeconds"] >= 1
+    assert spec["parentResource"] == {"apiVersion": "nvcre.nvidia.com/v1alpha1", "resource": "jobs"}
+    assert spec["childResources"] == [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "resource": "jobsets",
+                                       "updateStrategy": {"method": "OnDelete"}}]
+    assert set(spec["hooks"]) == {"sync", "finalize"}
+    for hook in ("sync", "finalize"):
+        assert spec["hooks"][hook]["version"] == "v2"
+        webhook = spec["hooks"][hook]["webhook"]
+        assert webhook["path"] == f"/{hook}"
+        assert "url" not in webhook
+        assert re.fullmatch(r"\d+s", webhook["timeout"])
+
+
+def test_webhooks_reach_the_service_and_the_container(objects: dict) -> None:
+    service = objects[("Service", "nvcre-hooks")]
+    container = hooks_container(objects)
+    ports = {p["name"]: p for p in service["spec"]["ports"]}
+    container_ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    for hook in ("sync", "finalize"):
+        ref = objects[("CompositeController", "nvcre-jobs")]["spec"]["hooks"][hook]["webhook"]["service"]
+        assert (ref["name"], ref["namespace"]) == (service["metadata"]["name"], service["metadata"]["namespace"])
+        assert ref.get("protocol", "http") == "http"
+        matching = [p for p in ports.values() if p["port"] == ref.get("port", 80)]
+        assert matching, f"{hook}: no Service port {ref.get('port', 80)}"
+        target = matching[0]["targetPort"]
+        assert container_ports.get(target, target) == 8080
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["PORT"] == "8080"
+    labels = deployment(objects)["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+
+
+@pytest.fixture(scope="module")
+def served_routes() -> dict[str, set[str]]:
+    """Route -> methods the Flask app serves (the design's list while hooks.app does not import)."""
+    try:
+        from hooks.app import create_app
+    except ImportError:
+        return {route: {method} for route, method in DESIGN_ROUTES.items()}
+    reader = None
+    try:
+        from podread import reader_from_snapshot
+
+        reader = reader_from_snapshot({"kind": "PodList", "items": []})
+    except ImportError:
+        pass
+    app = create_app(reader) if reader is not None else create_app()
+    routes: dict[str, set[str]] = {}
+    for rule in app.url_map.iter_rules():
+        routes.setdefault(rule.rule, set()).update(rule.methods or ())
+    return routes
+
+
+def test_hook_and_probe_paths_are_served(objects: dict, served_routes: dict) -> None:
+    spec = objects[("CompositeController", "nvcre-jobs")]["spec"]
+    for hook in ("sync", "finalize"):
+        assert "POST" in served_routes.get(spec["hooks"][hook]["webhook"]["path"], set())
+    container = hooks_container(objects)
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    for probe in ("readinessProbe", "livenessProbe"):
+        get = container[probe]["httpGet"]
+        assert "GET" in served_routes.get(get["path"], set())
+        assert get["port"] in ("http", 8080)
+    assert "GET" in served_routes.get("/metrics", set())
+
+
+def test_rbac_is_exactly_pods_get_list(objects: dict) -> None:
+    roles = [obj for (kind, _), obj in objects.items() if kind in ("Role", "ClusterRole")]
+    assert len(roles) == 1
+    assert roles[0]["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+    binding = objects[("ClusterRoleBinding", "nvcre-hooks-pod-reader")]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": roles[0]["metadata"]["name"]}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nvcre-hooks",
+                                    "namespace": "nvcre-system"}]
+    pod = deployment(objects)["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "nvcre-hooks"
+    assert ("ServiceAccount", "nvcre-hooks") in objects
+    assert pod["automountServiceAccountToken"] is True, "the pod reads the API: it needs its token"
+
+
+def test_token_secret_is_mounted_where_the_server_reads_it(objects: dict) -> None:
+    container = hooks_container(objects)
+    pod = deployment(objects)["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    token_file = pathlib.PurePosixPath(env["NVCRE_HOOK_TOKEN_FILE"])
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = [m for m in container["volumeMounts"] if pathlib.PurePosixPath(m["mountPath"]) == token_file.parent]
+    assert len(mounts) == 1 and mounts[0]["readOnly"] is True
+    secret_volume = volumes[mounts[0]["name"]]["secret"]
+    paths = {item["path"]: item["key"] for item in secret_volume["items"]}
+    assert token_file.name in paths
+    secret = objects[("Secret", secret_volume["secretName"])]
+    assert paths[token_file.name] in secret.get("stringData", {}) | secret.get("data", {})
+    spec = objects[("CompositeController", "nvcre-jobs")]["spec"]
+    for hook in ("sync", "finalize"):
+        auth = spec["hooks"][hook]["webhook"]["authorization"]
+        assert auth.get("type", "Bearer") == "Bearer"
+        assert auth["secretRef"] == {"name": secret["metadata"]["name"],
+                                     "namespace": secret["metadata"]["namespace"],
+                                     "key": paths[token_file.name]}
+
+
+def test_deployment_is_hardened(objects: dict) -> None:
+    dep = deployment(objects)
+    assert dep["spec"]["replicas"] == 2
+    pod = dep["spec"]["template"]["spec"]
+    container = hooks_container(objects)
+    context = container["securityContext"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    for ctx in (pod["securityContext"], context):
+        assert isinstance(ctx["runAsUser"], int) and ctx["runAsUser"] > 0
+        assert isinstance(ctx["runAsGroup"], int) and ctx["runAsGroup"] > 0
+    assert container["resources"]["requests"] and container["resources"]["limits"]["memory"]
+    assert pod["topologySpreadConstraints"] or pod["affinity"]["podAntiAffinity"]
+    # /tmp is the only writable place: prometheus multiprocess files and gunicorn's heartbeat files.
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    tmp = [m for m in container["volumeMounts"] if m["mountPath"] == "/tmp"]
+    assert tmp and "emptyDir" in {v["name"]: v for v in pod["volumes"]}[tmp[0]["name"]]
+    assert env["PROMETHEUS_MULTIPROC_DIR"].startswith("/tmp")
+
+
+def test_deployment_configures_every_documented_variable(objects: dict) -> None:
+    env = {e["name"]: e.get("value") for e in hooks_container(objects)["env"]}
+    assert set(env) == {"PORT", "NVCRE_CACHE_TTL_SECONDS", "NVCRE_CACHE_MAX_ENTRIES",
+                        "NVCRE_API_TIMEOUT_SECONDS", "NVCRE_RESYNC_SECONDS", "NVCRE_MAX_BODY_BYTES",
+                        "NVCRE_LOG_LEVEL", "NVCRE_HOOK_TOKEN_FILE", "PROMETHEUS_MULTIPROC_DIR"}
+    assert all(isinstance(value, str) for value in env.values()), "env values must be strings"
+    timeout = objects[("CompositeController", "nvcre-jobs")]["spec"]["hooks"]["sync"]["webhook"]["timeout"]
+    assert float(env["NVCRE_API_TIMEOUT_SECONDS"]) < int(timeout.rstrip("s")) / 2
+
+
+def test_pdb_and_networkpolicy_select_the_hook_pods(objects: dict) -> None:
+    labels = deployment(objects)["spec"]["template"]["metadata"]["labels"]
+    pdb = objects[("PodDisruptionBudget", "nvcre-hooks")]
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    policy = objects[("NetworkPolicy", "nvcre-hooks")]["spec"]
+    assert policy["podSelector"]["matchLabels"].items() <= labels.items()
+    assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
+    sources = {}
+    for rule in policy["ingress"]:
+        assert [p["port"] for p in rule["ports"]] in (["http"], [8080]), "only the hook port"
+        for peer in rule["from"]:
+            sources[peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]] = rule
+    assert set(sources) == {"metacontroller", "monitoring"}
+    egress_ports = {p["port"] for rule in policy["egress"] for p in rule["ports"]}
+    assert {53, 443} <= egress_ports
+
+
+# ---- the JobSets the hook builds for the samples, against JobSet's CRD ---------------------------
+
+
+def _jobset_module() -> Any:
+    """hooks.jobset, or a skip while it is not written yet."""
+    try:
+        import hooks.jobset as module
+    except ImportError as exc:
+        pytest.skip(f"hooks.jobset does not import yet: {exc}")
+    return module
+
+
+@pytest.mark.parametrize("path", VALID_SAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("attempt", [0, 3])
+def test_jobsets_built_from_samples_validate(path: pathlib.Path, attempt: int, job_schema: dict,
+                                             jobset_schema: dict) -> None:
+    module = _jobset_module()
+    job = with_defaults(load_one(path), job_schema)
+    job["metadata"]["uid"] = "0b6e1d6e-5f0a-4b8e-9d55-3f1f4a7c2b10"
+    jobset = module.build_jobset(job, attempt)
+    assert (jobset["apiVersion"], jobset["kind"]) == ("jobset.x-k8s.io/v1alpha2", "JobSet")
+    assert jobset["metadata"]["name"] == f"{job['metadata']['name']}-{attempt}"
+    assert crdschema.validate(jobset, jobset_schema, strict=True) == []
+
+
+@pytest.mark.parametrize("name", sorted(HOOK_REJECTS))
+def test_hook_rejects_what_the_crd_rejects(name: str, job_schema: dict) -> None:
+    module = _jobset_module()
+    job = with_defaults(load_one(INVALID / name), job_schema)
+    with pytest.raises(module.InvalidSpec):
+        module.build_jobset(job, 0)
+
+
+# ---- the schema helper itself ----------------------------------------------------------------------
+
+
+def test_reference_path_honours_the_override(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    monkeypatch.setenv("NVCRE_SHARED_DIR", str(tmp_path))
+    assert crdschema.reference_path("x.yaml") == tmp_path / "reference" / "x.yaml"
+    with pytest.raises(pytest.skip.Exception, match=r"\.\./shared/reference/x\.yaml not found"):
+        crdschema.require_reference("x.yaml")
+    monkeypatch.delenv("NVCRE_SHARED_DIR")
+    assert crdschema.reference_path("x.yaml") == ROOT.parent / "shared" / "reference" / "x.yaml"
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "errors"),
+    [
+        ({"x-kubernetes-int-or-string": True}, "50%", []),
+        ({"x-kubernetes-int-or-string": True}, 3, []),
+        ({"x-kubernetes-int-or-string": True}, 1.5, ["<root>: 1.5 is not valid under any of the given schemas"]),
+        ({"type": "string", "nullable": True}, None, []),
+        ({"type": "string", "format": "duration"}, "ten seconds", []),
+        ({"type": "integer", "minimum": 0, "exclusiveMinimum": True}, 0,
+         ["<root>: 0 is less than or equal to the minimum of 0"]),
+        ({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}, ["a", "a"],
+         ["[1]: Duplicate value: 'a'"]),
+        ({"type": "object", "properties": {"a": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                                                  "properties": {"b": {"type": "string"}}}}},
+         {"a": {"c": 1}}, []),
+        ({"type": "object", "properties": {"a": {"type": "string"}}}, {"metadata": {"x": 1}, "b": 1},
+         ["<root>: Additional properties are not allowed ('b' was unexpected)"]),
+    ],
+)
+def test_validate_emulates_the_api_server(schema: dict, value: Any, errors: list[str]) -> None:
+    assert crdschema.validate(value, schema) == errors
+
+
+def test_validate_without_strict_lets_unknown_fields_pass() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    assert crdschema.validate({"b": 1}, schema, strict=False) == []
