@@ -1,0 +1,104 @@
+"""Settings of the hook server, read once from the environment at start-up.
+
+podread reads its own variables (``NVCRE_CACHE_*``, ``NVCRE_API_TIMEOUT_SECONDS``) in
+``podread.from_environment()``; this module reads the ones the HTTP layer and the decisions need.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+ORJSON_MAX_DEPTH = 1024
+"""orjson refuses documents nested deeper than this, so a configured depth above it would be a lie."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the hook server is configured with; every field has a default.
+
+    - ``resync_seconds``: ``resyncAfterSeconds`` while a decision waits (``NVCRE_RESYNC_SECONDS``).
+    - ``max_body_bytes``: the largest request body accepted, else 413 (``NVCRE_MAX_BODY_BYTES``).
+    - ``log_level``: the level of the server's own logs (``NVCRE_LOG_LEVEL``).
+    - ``hook_token_file``: a file holding the bearer token hook requests must carry, or ``None``
+      for no authentication (``NVCRE_HOOK_TOKEN_FILE``).
+    - ``max_json_depth``: the deepest JSON nesting a request may have, else 400 (``NVCRE_MAX_JSON_DEPTH``).
+    - ``port``: the TCP port gunicorn binds when no ``--bind`` is given (``PORT``).
+    """
+
+    resync_seconds: float = 5.0
+    max_body_bytes: int = 4 * 1024 * 1024
+    log_level: str = "INFO"
+    hook_token_file: str | None = None
+    max_json_depth: int = 64
+    port: int = 8080
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Reads the settings from ``env`` (``os.environ`` by default); unset or empty means default.
+
+        Raises ``ValueError`` naming the variable and its bad value, so a misconfigured server
+        fails at start-up instead of on its first request.
+        """
+        env = os.environ if env is None else env
+        defaults = cls()
+        token_file = env.get("NVCRE_HOOK_TOKEN_FILE", "").strip()
+        return cls(
+            resync_seconds=_read(env, "NVCRE_RESYNC_SECONDS", _positive_seconds, defaults.resync_seconds),
+            max_body_bytes=_read(env, "NVCRE_MAX_BODY_BYTES", _int_between(1, None), defaults.max_body_bytes),
+            log_level=_read(env, "NVCRE_LOG_LEVEL", _log_level, defaults.log_level),
+            hook_token_file=token_file or None,
+            max_json_depth=_read(
+                env, "NVCRE_MAX_JSON_DEPTH", _int_between(1, ORJSON_MAX_DEPTH), defaults.max_json_depth
+            ),
+            port=_read(env, "PORT", _int_between(1, 65535), defaults.port),
+        )
+
+
+def _read(env: Mapping[str, str], name: str, parse: Callable[[str], T], default: T) -> T:
+    """The parsed value of ``env[name]``, ``default`` when unset or blank; ``ValueError`` naming both."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return parse(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name}={raw!r} is not valid: {exc}") from None
+
+
+def _positive_seconds(raw: str) -> float:
+    """A finite number of seconds greater than zero."""
+    value = float(raw)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError("must be a number of seconds greater than 0")
+    return value
+
+
+def _int_between(low: int, high: int | None) -> Callable[[str], int]:
+    """A parser for a decimal integer in ``[low, high]`` (no upper bound when ``high`` is None)."""
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw, 10)
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+        if value < low or (high is not None and value > high):
+            bound = f"at least {low}" if high is None else f"between {low} and {high}"
+            raise ValueError(f"must be {bound}")
+        return value
+
+    return parse
+
+
+def _log_level(raw: str) -> str:
+    """One of the standard logging level names, any case; returned upper-case."""
+    level = raw.upper()
+    if level not in LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+    return level

@@ -1,0 +1,149 @@
+"""Bearer-token authentication of /sync and /finalize: required, compared in constant time, rotatable;
+probes and metrics stay open."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from flask.testing import FlaskClient
+from prometheus_client import REGISTRY
+
+import hooks.auth
+from hooks.app import create_app
+from hooks.auth import BearerToken
+from hooks.config import Settings
+from tests.test_app_http import NOW, empty_reader, error_of, job_request
+
+TOKEN = "s3cret-token"
+
+
+def write_token(path: Path, token: str, *, bump: int = 0) -> None:
+    """Writes the token file; ``bump`` moves its mtime forward so a same-size rewrite is still seen."""
+    path.write_text(token + "\n")
+    if bump:
+        stat = path.stat()
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + bump * 1_000_000_000))
+
+
+@pytest.fixture
+def token_file(tmp_path: Path) -> Path:
+    path = tmp_path / "token"
+    write_token(path, TOKEN)
+    return path
+
+
+@pytest.fixture
+def client(token_file: Path) -> FlaskClient:
+    app = create_app(empty_reader(), clock=lambda: NOW, settings=Settings(hook_token_file=str(token_file)))
+    return app.test_client()
+
+
+def sync(client: FlaskClient, authorization: str | None, path: str = "/sync") -> Any:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    return client.post(path, data=orjson.dumps(job_request()), content_type="application/json", headers=headers)
+
+
+def failures() -> float:
+    return REGISTRY.get_sample_value("nvcre_hook_auth_failures_total") or 0.0
+
+
+@pytest.mark.parametrize("path", ["/sync", "/finalize"])
+def test_the_right_token_is_accepted(client: FlaskClient, path: str) -> None:
+    assert sync(client, f"Bearer {TOKEN}", path).status_code == 200
+
+
+def test_the_scheme_is_case_insensitive(client: FlaskClient) -> None:
+    assert sync(client, f"bearer {TOKEN}").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "", "Bearer", "Bearer ", f"Basic {TOKEN}", TOKEN, "Bearer wrong", f"Bearer {TOKEN}x", "Bearer ü"],
+    ids=["missing", "empty", "no-credentials", "blank", "basic", "no-scheme", "wrong", "longer", "non-ascii"],
+)
+def test_no_right_token_is_401_and_nothing_is_decided(
+    client: FlaskClient, monkeypatch: pytest.MonkeyPatch, authorization: str | None
+) -> None:
+    def must_not_decide(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("decided without authentication")
+
+    monkeypatch.setattr("hooks.handler.decide", must_not_decide)
+    before = failures()
+    response = sync(client, authorization)
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    error_of(response)
+    assert failures() == before + 1
+
+
+def test_the_comparison_is_constant_time(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[bytes, bytes]] = []
+    real = hooks.auth.hmac.compare_digest
+
+    def spy(a: bytes, b: bytes) -> bool:
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(hooks.auth.hmac, "compare_digest", spy)
+    assert sync(client, "Bearer wrong").status_code == 401
+    assert sync(client, f"Bearer {TOKEN}").status_code == 200
+    assert calls == [(b"wrong", TOKEN.encode()), (TOKEN.encode(), TOKEN.encode())]
+
+
+def test_a_rotated_token_is_picked_up(client: FlaskClient, token_file: Path) -> None:
+    assert sync(client, f"Bearer {TOKEN}").status_code == 200
+    write_token(token_file, "rotated-token", bump=1)
+    assert sync(client, f"Bearer {TOKEN}").status_code == 401
+    assert sync(client, "Bearer rotated-token").status_code == 200
+
+
+def test_a_secret_volume_swap_is_picked_up(tmp_path: Path) -> None:
+    """Kubernetes updates a mounted Secret by re-pointing a symlink to a new directory."""
+    for version, token in (("v1", "first"), ("v2", "second")):
+        (tmp_path / version).mkdir()
+        write_token(tmp_path / version / "token", token)
+    (tmp_path / "..data").symlink_to("v1")
+    (tmp_path / "token").symlink_to("..data/token")
+    bearer = BearerToken(str(tmp_path / "token"))
+    assert bearer.allows("Bearer first")
+    (tmp_path / "..data_tmp").symlink_to("v2")
+    os.replace(tmp_path / "..data_tmp", tmp_path / "..data")
+    assert bearer.allows("Bearer second")
+    assert not bearer.allows("Bearer first")
+
+
+def test_a_vanished_or_emptied_file_keeps_the_last_token(token_file: Path, caplog: pytest.LogCaptureFixture) -> None:
+    bearer = BearerToken(str(token_file))
+    write_token(token_file, "", bump=1)
+    assert bearer.allows(f"Bearer {TOKEN}")
+    token_file.unlink()
+    assert bearer.allows(f"Bearer {TOKEN}")
+    assert bearer.allows(f"Bearer {TOKEN}")
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert len(warnings) == 2, warnings
+    assert all(str(token_file) in message for message in warnings)
+
+
+def test_probes_and_metrics_stay_open(client: FlaskClient) -> None:
+    for path in ("/healthz", "/readyz", "/metrics"):
+        assert client.get(path).status_code == 200, path
+
+
+def test_without_a_token_file_no_header_is_needed() -> None:
+    client = create_app(empty_reader(), clock=lambda: NOW, settings=Settings()).test_client()
+    assert sync(client, None).status_code == 200
+
+
+@pytest.mark.parametrize("content", [None, "", "  \n"], ids=["missing", "empty", "blank"])
+def test_a_missing_or_empty_token_file_is_a_startup_error(tmp_path: Path, content: str | None) -> None:
+    path = tmp_path / "token"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ValueError) as raised:
+        create_app(empty_reader(), clock=lambda: NOW, settings=Settings(hook_token_file=str(path)))
+    assert str(path) in str(raised.value)
+    assert "NVCRE_HOOK_TOKEN_FILE" in str(raised.value)
