@@ -1,0 +1,336 @@
+"""The decision table, row by row, with the drain barrier and the adoption rule."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from hooks.decide import Decision, current_attempt, decide
+from hooks.observed import parse_request
+from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+LATER = NOW + timedelta(minutes=5)
+KEYINGS = ("v1", "v2")
+
+
+def run(reader: FakeReader | None = None, *, now: datetime = NOW, **request: Any) -> Decision:
+    """Parses a built request and decides it."""
+    observed = parse_request(job_request(**request), "finalize" if request.get("finalizing") else "sync")
+    return decide(observed, reader if reader is not None else FakeReader(), now)
+
+
+def running(n: int = 2, job: str = "train", **kw: Any) -> list[dict[str, Any]]:
+    return [make_pod(f"{job}-0-worker-0-{i}", job=job, **kw) for i in range(n)]
+
+
+def status(d: Decision) -> dict[str, Any]:
+    return d.response["status"]
+
+
+def condition(d: Decision, type_: str) -> dict[str, Any] | None:
+    return next((c for c in status(d)["conditions"] if c["type"] == type_), None)
+
+
+def names(d: Decision) -> list[str]:
+    return [c["metadata"]["name"] for c in d.response["children"]]
+
+
+# ---- row 10 -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("keying", KEYINGS)
+def test_new_job_creates_attempt_zero_pending(keying: str) -> None:
+    d = run(keying=keying)
+    assert d.kind == "created"
+    assert names(d) == ["train-0"]
+    assert status(d) == {"phase": "Pending", "attempt": 0, "restarts": 0, "workload": "train-0",
+                         "activePods": 0, "conditions": [],
+                         "message": "waiting for the pods of JobSet train-0 to start"}
+    assert "resyncAfterSeconds" not in d.response and "finalized" not in d.response
+
+
+@pytest.mark.parametrize("keying", KEYINGS)
+def test_observed_jobset_with_active_pods_is_running(keying: str) -> None:
+    d = run(FakeReader(running(3)), keying=keying, jobsets=[jobset_child("train", 0)],
+            status={"phase": "Pending", "attempt": 0, "observedGeneration": 1, "extra": "dropped"})
+    assert (d.kind, status(d)["phase"], status(d)["activePods"], status(d)["message"]) == ("kept", "Running", 3, "")
+    assert names(d) == ["train-0"]
+    assert "observedGeneration" not in status(d) and "extra" not in status(d)
+
+
+def test_cache_read_failure_keeps_phase_and_count_and_resyncs() -> None:
+    d = run(FakeReader(fail={"cache"}), jobsets=[jobset_child("train", 0)],
+            status={"phase": "Running", "attempt": 0, "activePods": 4})
+    assert (status(d)["phase"], status(d)["activePods"]) == ("Running", 4)
+    assert d.response["resyncAfterSeconds"] == 5.0
+    assert names(d) == ["train-0"]
+    assert "pod read" in status(d)["message"]
+
+
+def test_running_jobset_deleted_externally_is_recreated_only_after_drain() -> None:
+    prior = {"phase": "Running", "attempt": 0, "workload": "train-0", "activePods": 2}
+    held = run(FakeReader(running(2)), status=prior)
+    assert held.kind == "held" and held.response["children"] == []
+    assert "before recreating JobSet train-0" in status(held)["message"]
+    drained = run(FakeReader([]), status=prior)
+    assert drained.kind == "created" and names(drained) == ["train-0"]
+
+
+# ---- adoption ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("keying", KEYINGS)
+def test_newer_observed_jobset_is_adopted_after_a_lost_status_write(keying: str) -> None:
+    reader = FakeReader(running(2))
+    d = run(reader, keying=keying, jobsets=[jobset_child("train", 3)],
+            status={"phase": "Restarting", "attempt": 2, "restarts": 1})
+    assert names(d) == ["train-3"]
+    assert (status(d)["attempt"], status(d)["restarts"], status(d)["phase"]) == (3, 1, "Running")
+    assert d.kind == "kept"
+
+
+def test_resume_lost_status_write_does_not_skip_an_attempt() -> None:
+    d = run(jobsets=[jobset_child("train", 5)], status={"phase": "Suspended", "attempt": 4})
+    assert names(d) == ["train-5"] and status(d)["attempt"] == 5 and d.kind == "kept"
+
+
+def test_older_jobsets_are_never_desired_and_odd_names_not_adopted() -> None:
+    stray = jobset_child("train", 9)
+    stray["metadata"]["name"] = "other-9"
+    d = run(jobsets=[jobset_child("train", 1), jobset_child("train", 2), stray],
+            status={"phase": "Running", "attempt": 2})
+    assert names(d) == ["train-2"]
+    assert current_attempt(parse_request(job_request(jobsets=[stray]), "sync")) == 0
+
+
+# ---- row 1: finalize --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("keying", KEYINGS)
+def test_finalize_with_jobset_observed_waits(keying: str) -> None:
+    d = run(FakeReader([]), keying=keying, finalizing=True, jobsets=[jobset_child("train", 0)],
+            status={"phase": "Running"})
+    assert d.response["children"] == [] and d.response["finalized"] is False
+    assert status(d)["phase"] == "Terminating" and status(d)["workload"] == ""
+    assert condition(d, "Drained")["reason"] == "WorkloadPresent"
+    assert status(d)["message"] == "waiting for JobSet train-0 to be deleted"
+    assert d.response["resyncAfterSeconds"] == 5.0
+
+
+def test_finalize_passes_only_when_live_confirms() -> None:
+    d = run(FakeReader([]), finalizing=True, status={"phase": "Running", "activePods": 1})
+    assert d.response["finalized"] is True and "resyncAfterSeconds" not in d.response
+    drained = condition(d, "Drained")
+    assert (drained["status"], drained["reason"]) == ("True", "NoActivePods")
+    assert status(d)["activePods"] == 0 and status(d)["message"] == ""
+
+
+def test_finalize_applies_to_terminal_jobs() -> None:
+    d = run(FakeReader([]), finalizing=True, jobsets=[jobset_child("train", 0, state="Completed")],
+            status={"phase": "Succeeded"})
+    assert status(d)["phase"] == "Terminating" and d.response["finalized"] is False
+
+
+def test_stale_cache_hiding_a_running_pod_holds() -> None:
+    finished = running(2, phase="Succeeded")
+    live = [*running(2, phase="Succeeded"), make_pod("train-0-worker-0-9", job="train")]
+    d = run(FakeReader(finished, live_pods=live), finalizing=True, status={"phase": "Running"})
+    assert d.response["finalized"] is False
+    assert status(d)["message"] == "waiting for 1 active pod: train-0-worker-0-9"
+    assert condition(d, "Drained")["reason"] == "PodsActive"
+
+
+def test_pod_list_is_sorted_truncated_and_marks_terminating() -> None:
+    pods = [make_pod(f"p-{i}", job="train") for i in (6, 2, 0, 5, 1, 4)]
+    pods.append(make_pod("p-3", job="train", deleting="2025-12-31T23:59:00Z"))
+    d = run(FakeReader(pods), finalizing=True)
+    assert status(d)["message"] == ("waiting for 7 active pods: p-0, p-1, p-2, "
+                                    "p-3 (terminating since 2025-12-31T23:59:00Z), p-4 and 2 more")
+    assert status(d)["activePods"] == 7
+
+
+@pytest.mark.parametrize("failing", ["cache", "live", "active_job_pods", "workload_pods"])
+def test_any_barrier_read_failure_holds(failing: str) -> None:
+    reader = FakeReader([], fail={failing})
+    d = run(reader, finalizing=True, spec=job_spec(launcher="launcher"),
+            status={"phase": "Running", "activePods": 3})
+    assert d.response["finalized"] is False and d.response["resyncAfterSeconds"] == 5.0
+    drained = condition(d, "Drained")
+    assert (drained["status"], drained["reason"]) == ("Unknown", "ReadFailed")
+    assert "injected failure" in drained["message"]
+    assert status(d)["activePods"] == 3
+
+
+@pytest.mark.parametrize("failing", ["live", "workload_pods"])
+def test_read_failure_never_lets_a_restart_proceed(failing: str) -> None:
+    d = run(FakeReader([], fail={failing}), spec=job_spec(launcher="launcher", max_restarts=2),
+            status={"phase": "Restarting", "attempt": 0, "restarts": 1})
+    assert d.kind == "held" and d.response["children"] == []
+    assert (status(d)["phase"], status(d)["attempt"]) == ("Restarting", 0)
+
+
+# ---- MPI launcher -----------------------------------------------------------------------------------
+
+def test_active_launcher_holds_the_barrier() -> None:
+    launcher = make_pod("train-0-launcher-0-0", launcher="train", workload="train-0", replicated_job="launcher")
+    d = run(FakeReader([launcher]), finalizing=True, spec=job_spec(launcher="launcher"))
+    assert d.response["finalized"] is False
+    assert condition(d, "Drained")["reason"] == "LauncherActive"
+    assert status(d)["message"] == "waiting for launcher pod train-0-launcher-0-0 to finish"
+    assert status(d)["activePods"] == 0
+
+
+def test_finished_launcher_passes() -> None:
+    launcher = make_pod("train-0-launcher-0-0", launcher="train", workload="train-0", replicated_job="launcher",
+                        phase="Succeeded")
+    reader = FakeReader([launcher])
+    d = run(reader, finalizing=True, spec=job_spec(launcher="launcher"))
+    assert d.response["finalized"] is True
+    assert ("workload_pods", "live", ("default", "train-0", "launcher")) in reader.calls
+
+
+# ---- row 2: terminal --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("keying", KEYINGS)
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
+def test_terminal_keeps_observed_jobset_and_never_creates(keying: str, phase: str) -> None:
+    kept = run(keying=keying, jobsets=[jobset_child("train", 1)], status={"phase": phase, "attempt": 1})
+    assert (kept.kind, names(kept), status(kept)["phase"]) == ("terminal", ["train-1"], phase)
+    gone = run(keying=keying, status={"phase": phase, "attempt": 1, "workload": "train-1"})
+    assert gone.response["children"] == [] and status(gone)["workload"] == ""
+    suspended = run(keying=keying, spec=job_spec(suspend=True), status={"phase": phase, "attempt": 1})
+    assert status(suspended)["phase"] == phase
+
+
+def test_terminal_with_invalid_spec_re_emits_observed_object() -> None:
+    child = jobset_child("train", 0)
+    child["metadata"]["annotations"] = {"metacontroller.k8s.io/last-applied-configuration": "{}", "a": "b"}
+    d = run(spec={"replicatedJobs": []}, jobsets=[child], status={"phase": "Succeeded"})
+    out = d.response["children"][0]
+    assert out["metadata"] == {"name": "train-0", "namespace": "default", "labels": child["metadata"]["labels"],
+                               "annotations": {"a": "b"}}
+    assert out["spec"] == child["spec"] and "status" not in out
+
+
+# ---- row 3: suspend ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("keying", KEYINGS)
+def test_suspend_tears_down_then_suspends(keying: str) -> None:
+    spec = job_spec(suspend=True)
+    d = run(FakeReader(running(2)), keying=keying, spec=spec, jobsets=[jobset_child("train", 0)],
+            status={"phase": "Running", "attempt": 0})
+    assert d.response["children"] == [] and status(d)["phase"] == "Suspending" and d.kind == "held"
+    assert status(d)["message"] == ("waiting for JobSet train-0 to be deleted and "
+                                    "2 active pods: train-0-worker-0-0, train-0-worker-0-1")
+    done = run(FakeReader([]), keying=keying, spec=spec, status=status(d))
+    assert (status(done)["phase"], status(done)["workload"], done.kind) == ("Suspended", "", "proceeded")
+    again = run(FakeReader([]), keying=keying, spec=spec, status=status(done), now=LATER)
+    assert status(again) == status(done)
+
+
+# ---- row 4: resume ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("keying", KEYINGS)
+def test_resume_after_suspended_is_a_new_attempt_not_a_restart(keying: str) -> None:
+    d = run(FakeReader([]), keying=keying, status={"phase": "Suspended", "attempt": 2, "restarts": 1})
+    assert d.kind == "created" and names(d) == ["train-3"]
+    assert (status(d)["phase"], status(d)["attempt"], status(d)["restarts"]) == ("Pending", 3, 1)
+
+
+def test_unsuspended_while_suspending_keeps_draining_then_resumes() -> None:
+    held = run(FakeReader(running(1)), status={"phase": "Suspending", "attempt": 0})
+    assert (held.kind, status(held)["phase"], held.response["children"]) == ("held", "Suspending", [])
+    done = run(FakeReader([]), status={"phase": "Suspending", "attempt": 0})
+    assert (done.kind, names(done), status(done)["attempt"]) == ("created", ["train-1"], 1)
+
+
+# ---- rows 5 and 7: restart --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("keying", KEYINGS)
+def test_failed_jobset_with_restarts_left_tears_down_once(keying: str) -> None:
+    spec = job_spec(max_restarts=2)
+    failed = [jobset_child("train", 0, state="Failed")]
+    d = run(FakeReader(running(1)), keying=keying, spec=spec, jobsets=failed, status={"phase": "Running"})
+    assert (d.kind, d.response["children"]) == ("held", [])
+    assert (status(d)["phase"], status(d)["restarts"], status(d)["attempt"]) == ("Restarting", 1, 0)
+    assert condition(d, "Drained")["status"] == "False" and d.response["resyncAfterSeconds"] == 5.0
+    fed = run(FakeReader(running(1)), keying=keying, spec=spec, jobsets=failed, status=status(d), now=LATER)
+    assert status(fed) == status(d)
+    proceeded = run(FakeReader([]), keying=keying, spec=spec, status=status(d), now=LATER)
+    assert (proceeded.kind, names(proceeded)) == ("proceeded", ["train-1"])
+    assert (status(proceeded)["phase"], status(proceeded)["attempt"], status(proceeded)["restarts"]) == (
+        "Pending", 1, 1)
+
+
+@pytest.mark.parametrize("keying", KEYINGS)
+def test_failed_jobset_without_restarts_left_is_terminal(keying: str) -> None:
+    d = run(keying=keying, spec=job_spec(max_restarts=1), jobsets=[jobset_child("train", 1, state="Failed")],
+            status={"phase": "Running", "attempt": 1, "restarts": 1})
+    assert (d.kind, names(d), status(d)["phase"], status(d)["restarts"]) == ("terminal", ["train-1"], "Failed", 1)
+
+
+@pytest.mark.parametrize("keying", KEYINGS)
+def test_completed_jobset_succeeds(keying: str) -> None:
+    d = run(keying=keying, jobsets=[jobset_child("train", 0, state="Completed")], status={"phase": "Running"})
+    assert (d.kind, names(d), status(d)["phase"]) == ("terminal", ["train-0"], "Succeeded")
+
+
+def test_terminal_state_field_alone_counts() -> None:
+    child = jobset_child("train", 0)
+    child["status"]["terminalState"] = "Completed"
+    assert status(run(jobsets=[child]))["phase"] == "Succeeded"
+
+
+# ---- row 6: invalid spec ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("spec", "code"), [
+    ({}, "NoReplicatedJobs"),
+    ({"replicatedJobs": [{"name": "w"}]}, "InvalidReplicatedJob"),
+    ({**job_spec(), "launcher": "nope"}, "UnknownLauncher"),
+    ({**job_spec(), "maxRestarts": -1}, "InvalidMaxRestarts"),
+])
+@pytest.mark.parametrize("keying", KEYINGS)
+def test_invalid_spec_creates_nothing(spec: dict[str, Any], code: str, keying: str) -> None:
+    d = run(spec=spec, keying=keying)
+    assert (d.kind, d.response["children"], status(d)["phase"]) == ("invalid-spec", [], "Pending")
+    invalid = condition(d, "InvalidSpec")
+    assert (invalid["status"], invalid["reason"]) == ("True", code)
+    assert status(d)["message"].startswith("waiting for a valid spec: ")
+
+
+def test_invalid_spec_keeps_an_observed_jobset_and_phase() -> None:
+    d = run(FakeReader(running(1)), spec={}, jobsets=[jobset_child("train", 0)], status={"phase": "Running"})
+    assert (names(d), status(d)["phase"], status(d)["workload"]) == (["train-0"], "Running", "train-0")
+
+
+def test_invalid_spec_condition_cleared_only_when_it_existed() -> None:
+    bad = run(spec={})
+    fixed = run(status=status(bad), now=LATER)
+    cleared = condition(fixed, "InvalidSpec")
+    assert (cleared["status"], cleared["reason"]) == ("False", "Valid")
+    assert cleared["lastTransitionTime"] == "2026-01-01T00:05:00Z"
+    assert condition(run(), "InvalidSpec") is None
+
+
+def test_name_limit_depends_on_attempt() -> None:
+    name = "j" * 52  # j...-9-worker-1 is 63 characters, j...-10-worker-1 is 64
+    assert run(name=name, status={"attempt": 9}).kind == "created"
+    d = run(name=name, status={"attempt": 10})
+    assert condition(d, "InvalidSpec")["reason"] == "NameTooLong"
+
+
+# ---- conditions and determinism ---------------------------------------------------------------------
+
+def test_last_transition_time_moves_only_on_status_change() -> None:
+    first = run(FakeReader(running(2)), finalizing=True)
+    t0 = condition(first, "Drained")["lastTransitionTime"]
+    fewer = run(FakeReader(running(1)), finalizing=True, status=status(first), now=LATER)
+    assert condition(fewer, "Drained")["lastTransitionTime"] == t0 == "2026-01-01T00:00:00Z"
+    assert condition(fewer, "Drained")["message"] != condition(first, "Drained")["message"]
+    done = run(FakeReader([]), finalizing=True, status=status(fewer), now=LATER)
+    assert condition(done, "Drained")["lastTransitionTime"] == "2026-01-01T00:05:00Z"
+
+
+def test_same_request_same_response() -> None:
+    kwargs = {"spec": job_spec(max_restarts=1), "jobsets": [jobset_child("train", 0, state="Failed")]}
+    assert run(FakeReader(running(2)), **kwargs).response == run(FakeReader(running(2)), **kwargs).response
