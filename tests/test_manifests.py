@@ -390,14 +390,11 @@ def served_routes() -> dict[str, set[str]]:
         from hooks.app import create_app
     except ImportError:
         return {route: {method} for route, method in DESIGN_ROUTES.items()}
-    reader = None
-    try:
-        from podread import reader_from_snapshot
+    from hooks.config import Settings
+    from podread import reader_from_snapshot
 
-        reader = reader_from_snapshot({"kind": "PodList", "items": []})
-    except ImportError:
-        pass
-    app = create_app(reader) if reader is not None else create_app()
+    # Default settings, whatever the test process' environment holds; no cluster needed.
+    app = create_app(reader_from_snapshot({"kind": "PodList", "items": []}), settings=Settings())
     routes: dict[str, set[str]] = {}
     for rule in app.url_map.iter_rules():
         routes.setdefault(rule.rule, set()).update(rule.methods or ())
@@ -577,3 +574,18 @@ def test_validate_emulates_the_api_server(schema: dict, value: Any, errors: list
 def test_validate_without_strict_lets_unknown_fields_pass() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}}
     assert crdschema.validate({"b": 1}, schema, strict=False) == []
+
+
+def test_deployment_env_is_accepted_by_the_server(objects: dict, tmp_path: pathlib.Path) -> None:
+    """The values the manifest sets parse with the server's own settings readers (no cluster needed)."""
+    env = {e["name"]: e["value"] for e in hooks_container(objects)["env"]}
+    env["KUBECONFIG"] = str(tmp_path / "no-such-kubeconfig")
+    try:
+        from hooks.config import Settings
+        from podread import from_environment
+    except ImportError as exc:
+        pytest.skip(f"hooks.config or podread does not import yet: {exc}")
+    settings = Settings.from_env(env)
+    assert settings.port == 8080
+    assert settings.hook_token_file == env["NVCRE_HOOK_TOKEN_FILE"]
+    assert from_environment(env) is not None
