@@ -11,7 +11,8 @@ Pure: the only I/O is the Reader passed in. Rows, first match decides:
 7. current JobSet Failed, restarts left    -> teardown: Restarting, restarts+1, then as row 5
 8. current JobSet Failed, none left        -> keep it; Failed
 9. current JobSet Completed                -> keep it; Succeeded
-10. otherwise                     -> the current attempt's JobSet; Running if a cached pod is active
+10. otherwise                     -> the current attempt's JobSet; Running if a cached pod is active.
+                                     One not observed yet is created only once the barrier passes.
 
 Terminal comes before suspend so that suspending a finished Job never moves it out of its final
 phase. Only rows 1, 3, 4 (while draining), 5 (while holding) and 7 leave the current JobSet out.
@@ -204,7 +205,7 @@ def _resume(ctx: _Context, work: _Work) -> None:
         return
     work.attempt += 1
     work.phase = PENDING
-    _steady(ctx, work)
+    _steady(ctx, work, drained=True)
     if work.kind != "invalid-spec":
         work.kind = "created"
 
@@ -218,16 +219,18 @@ def _restart(ctx: _Context, work: _Work) -> None:
         return
     work.attempt += 1
     work.phase = PENDING
-    _steady(ctx, work)
+    _steady(ctx, work, drained=True)
     if work.kind != "invalid-spec":
         work.kind = "proceeded"
 
 
-def _barrier(ctx: _Context, work: _Work) -> bool:
+def _barrier(ctx: _Context, work: _Work, *, quiet: bool = False) -> bool:
     """The drain barrier. Returns True only when no JobSet of the Job is observed,
     ``active_job_pods`` returns none and (with a launcher) no launcher pod of the current workload is
     active. Sets the ``Drained`` condition, ``message``, ``activePods`` and, while waiting, resync.
     A failed read holds: ``Drained`` Unknown, ``ReadFailed``, previous ``activePods`` kept.
+    With ``quiet`` (the check before creating a JobSet) a pass adds no ``Drained`` condition where
+    there was none, so a new Job's status stays minimal.
     """
     launcher = ctx.observed.spec.get("launcher")
     try:
@@ -238,7 +241,7 @@ def _barrier(ctx: _Context, work: _Work) -> bool:
             pods = ctx.reader.workload_pods(ctx.namespace, workload, launcher)
             launchers = sorted((pod for pod in pods if is_active(pod)), key=_pod_name)
     except PodReadError as error:
-        _read_failed(ctx, work, error, drained=True)
+        _read_failed(ctx, work, error, in_barrier=True)
         return False
     work.active_pods = len(active)
     jobsets = sorted(jobset["metadata"]["name"] for jobset in ctx.observed.jobsets)
@@ -261,18 +264,19 @@ def _barrier(ctx: _Context, work: _Work) -> bool:
         work.resync = True
         return False
     work.message = ""
-    work.conditions = cond.set_condition(work.conditions, DRAINED, cond.TRUE, "NoActivePods",
-                                         "no active pod (confirmed with the API server)", ctx.now)
+    if not quiet or cond.get_condition(work.conditions, DRAINED) is not None:
+        work.conditions = cond.set_condition(work.conditions, DRAINED, cond.TRUE, "NoActivePods",
+                                             "no active pod (confirmed with the API server)", ctx.now)
     return True
 
 
-def _read_failed(ctx: _Context, work: _Work, error: PodReadError, *, drained: bool) -> None:
+def _read_failed(ctx: _Context, work: _Work, error: PodReadError, *, in_barrier: bool) -> None:
     """Holds on a failed read: resync soon, say so in the message and, in a barrier, set
     ``Drained`` Unknown with reason ``ReadFailed``. ``activePods`` keeps its previous value.
     """
     work.message = f"waiting for a pod read to succeed: {error}"
     work.resync = True
-    if drained:
+    if in_barrier:
         work.conditions = cond.set_condition(work.conditions, DRAINED, cond.UNKNOWN, "ReadFailed", str(error),
                                              ctx.now)
 
@@ -309,8 +313,9 @@ def _terminal(ctx: _Context, work: _Work) -> None:
     _count_pods(ctx, work)
 
 
-def _steady(ctx: _Context, work: _Work) -> None:
-    """Rows 6-10 for the current attempt (also the step after a resume or a restart)."""
+def _steady(ctx: _Context, work: _Work, *, drained: bool = False) -> None:
+    """Rows 6-10 for the current attempt (also the step after a resume or a restart, which passes
+    ``drained`` because the barrier has just passed)."""
     current = ctx.jobset(work.attempt)
     try:
         desired = build_jobset(ctx.job_object(), work.attempt)
@@ -333,23 +338,26 @@ def _steady(ctx: _Context, work: _Work) -> None:
         work.message = ""
         _count_pods(ctx, work)
         return
-    _run(ctx, work, current, desired)
+    _run(ctx, work, current, desired, drained=drained)
 
 
-def _run(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, desired: dict[str, Any]) -> None:
+def _run(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, desired: dict[str, Any],
+         *, drained: bool) -> None:
     """Row 10: the current attempt's JobSet; Running when a cached pod is active, else Pending.
 
-    A JobSet that was running and is no longer observed (deleted by someone else) is recreated only
-    after the drain barrier, so the new attempt's pods never overlap the old ones.
+    A JobSet that is not observed is created only after the drain barrier (already passed when
+    ``drained``), so a new JobSet never overlaps pods left by one deleted outside this controller.
+    While that barrier holds, nothing is emitted and the phase stays Pending (or Running).
     """
     name = desired["metadata"]["name"]
-    was_running = current is None and work.phase == RUNNING and work.workload == name
-    if was_running and not _barrier(ctx, work):
+    work.workload = name
+    if current is None and not drained and not _barrier(ctx, work, quiet=True):
         work.kind = "held"
-        work.message += f" before recreating JobSet {name}"
+        work.children = []
+        work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+        work.message = f"{work.message} (before creating JobSet {name})"
         return
     work.kind = "kept" if current is not None else "created"
-    work.workload = name
     work.children = [desired]
     if _count_pods(ctx, work):
         work.phase = RUNNING if work.active_pods else PENDING
@@ -382,7 +390,7 @@ def _count_pods(ctx: _Context, work: _Work) -> bool:
     try:
         pods = ctx.reader.job_pods(ctx.namespace, ctx.job)
     except PodReadError as error:
-        _read_failed(ctx, work, error, drained=False)
+        _read_failed(ctx, work, error, in_barrier=False)
         return False
     work.active_pods = sum(1 for pod in pods if is_active(pod))
     return True

@@ -69,11 +69,12 @@ def test_cache_read_failure_keeps_phase_and_count_and_resyncs() -> None:
     assert "pod read" in status(d)["message"]
 
 
-def test_running_jobset_deleted_externally_is_recreated_only_after_drain() -> None:
+def test_jobset_is_created_only_after_drain() -> None:
     prior = {"phase": "Running", "attempt": 0, "workload": "train-0", "activePods": 2}
     held = run(FakeReader(running(2)), status=prior)
     assert held.kind == "held" and held.response["children"] == []
-    assert "before recreating JobSet train-0" in status(held)["message"]
+    assert "(before creating JobSet train-0)" in status(held)["message"]
+    assert status(held)["phase"] == "Running"
     drained = run(FakeReader([]), status=prior)
     assert drained.kind == "created" and names(drained) == ["train-0"]
 
@@ -334,3 +335,18 @@ def test_last_transition_time_moves_only_on_status_change() -> None:
 def test_same_request_same_response() -> None:
     kwargs = {"spec": job_spec(max_restarts=1), "jobsets": [jobset_child("train", 0, state="Failed")]}
     assert run(FakeReader(running(2)), **kwargs).response == run(FakeReader(running(2)), **kwargs).response
+
+
+def test_new_job_waits_for_leftover_pods_and_failed_reads_before_creating() -> None:
+    leftover = run(FakeReader([], live_pods=running(1)))
+    assert (leftover.kind, leftover.response["children"], status(leftover)["phase"]) == ("held", [], "Pending")
+    assert condition(leftover, "Drained")["status"] == "False"
+    failed = run(FakeReader([], fail={"live"}))
+    assert failed.kind == "held" and condition(failed, "Drained")["reason"] == "ReadFailed"
+
+
+def test_proceeding_reads_the_barrier_once() -> None:
+    reader = FakeReader([])
+    run(reader, status={"phase": "Restarting", "attempt": 0, "restarts": 1}, spec=job_spec(max_restarts=1))
+    assert [c[:2] for c in reader.calls] == [("active_job_pods", "cache"), ("active_job_pods", "live"),
+                                             ("job_pods", "cache")]

@@ -1,0 +1,136 @@
+"""Properties of ``decide`` over generated observed states, pods (cache vs live) and read failures.
+
+Each property runs ~150 examples so the whole file stays well under 30 s.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hooks.decide import current_attempt, decide
+from hooks.observed import Observed, parse_request
+from podread import JOB_LABEL, LAUNCHER_LABEL, is_active
+from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
+from tests.test_jobset import schema_errors
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+LATER = NOW + timedelta(hours=1)
+JOB = "train"
+PHASES = ["", "Pending", "Running", "Restarting", "Suspending", "Suspended", "Succeeded", "Failed", "Terminating"]
+TEARDOWN_PHASES = {"Terminating", "Suspending", "Suspended", "Restarting"}
+FAILURES = ["cache", "live", "job_pods", "active_job_pods", "workload_pods"]
+
+fast = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def pods(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Worker pods of the job and launcher pods of some attempt, in any phase, maybe terminating."""
+    out = []
+    for index in range(draw(st.integers(0, 4))):
+        phase = draw(st.sampled_from(["Pending", "Running", "Succeeded", "Failed", "Unknown"]))
+        deleting = draw(st.sampled_from(["", "", "2025-12-31T23:59:00Z"]))
+        if draw(st.booleans()):
+            out.append(make_pod(f"w-{index}", job=JOB, phase=phase, deleting=deleting))
+        else:
+            attempt = draw(st.integers(0, 3))
+            out.append(make_pod(f"l-{index}", launcher=JOB, workload=f"{JOB}-{attempt}", replicated_job="launcher",
+                                phase=phase, deleting=deleting))
+    return out
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A request body and the FakeReader arguments."""
+    spec = job_spec(launcher=draw(st.sampled_from(["", "launcher"])), max_restarts=draw(st.integers(0, 3)),
+                    suspend=draw(st.booleans()))
+    if draw(st.integers(0, 9)) == 0:
+        spec = {"replicatedJobs": [], "suspend": spec["suspend"]}
+    attempt = draw(st.integers(0, 3))
+    status: dict[str, Any] = {
+        "phase": draw(st.sampled_from(PHASES)), "attempt": attempt, "restarts": draw(st.integers(0, 3)),
+        "workload": draw(st.sampled_from(["", f"{JOB}-{attempt}"])), "activePods": draw(st.integers(0, 5)),
+        "observedGeneration": 1,
+    }
+    if draw(st.booleans()):
+        status["conditions"] = [{"type": "Drained", "status": draw(st.sampled_from(["True", "False", "Unknown"])),
+                                 "reason": "X", "message": "", "lastTransitionTime": "2025-12-01T00:00:00Z"}]
+    children = []
+    for child_attempt in sorted(draw(st.sets(st.integers(0, 4), max_size=3))):
+        state = draw(st.sampled_from(["", "", "Failed", "Completed"]))
+        children.append(jobset_child(JOB, child_attempt, state=state))
+    request = job_request(spec=spec, status=status, jobsets=children, keying=draw(st.sampled_from(["v1", "v2"])),
+                          finalizing=draw(st.integers(0, 4)) == 0)
+    cache = draw(pods())
+    live = draw(st.one_of(st.none(), pods()))
+    fail = draw(st.sets(st.sampled_from(FAILURES), max_size=2)) if draw(st.integers(0, 3)) == 0 else set()
+    return request, {"pods": cache, "live_pods": live, "fail": fail}
+
+
+def observe(request: dict[str, Any]) -> Observed:
+    return parse_request(request, "finalize" if request["finalizing"] else "sync")
+
+
+def live_view_clear(observed: Observed, reader_args: dict[str, Any], attempt: int) -> bool:
+    """Whether the API server (the fake's live view) shows the teardown as complete."""
+    if observed.jobsets or reader_args["fail"] & {"live", "active_job_pods"}:
+        return False
+    live = reader_args["live_pods"] if reader_args["live_pods"] is not None else reader_args["pods"]
+    labels = [(p["metadata"]["labels"], p) for p in live if is_active(p)]
+    if any(lab.get(JOB_LABEL) == JOB for lab, _ in labels):
+        return False
+    launcher = observed.spec.get("launcher")
+    return not (launcher and any(lab.get(LAUNCHER_LABEL) == JOB and
+                                 lab.get("jobset.sigs.k8s.io/jobset-name") == f"{JOB}-{attempt}"
+                                 for lab, _ in labels))
+
+
+@fast
+@given(scenarios())
+def test_deterministic(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    request, reader_args = scenario
+    first = decide(observe(request), FakeReader(**reader_args), NOW)
+    second = decide(observe(request), FakeReader(**reader_args), NOW)
+    assert first == second
+
+
+@fast
+@given(scenarios())
+def test_status_is_a_fixed_point(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    request, reader_args = scenario
+    first = decide(observe(request), FakeReader(**reader_args), NOW)
+    request["parent"]["status"] = first.response["status"]
+    again = decide(observe(request), FakeReader(**reader_args), LATER)
+    assert again.response["status"] == first.response["status"]
+
+
+@fast
+@given(scenarios())
+def test_safety(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """Teardown only in teardown rows; finalize and new attempts only after a live-confirmed drain;
+    counters never decrease; every child is a valid JobSet."""
+    request, reader_args = scenario
+    observed = observe(request)
+    decision = decide(observed, FakeReader(**reader_args), NOW)
+    out = decision.response["status"]
+    attempt = current_attempt(observed)
+    current = f"{JOB}-{attempt}"
+    emitted = [child["metadata"]["name"] for child in decision.response["children"]]
+    if any(js["metadata"]["name"] == current for js in observed.jobsets) and current not in emitted:
+        assert decision.phase_after in TEARDOWN_PHASES
+    if decision.response.get("finalized"):
+        assert live_view_clear(observed, reader_args, attempt)
+    if out["attempt"] > attempt:
+        assert out["attempt"] == attempt + 1
+        assert live_view_clear(observed, reader_args, attempt)
+    assert out["attempt"] >= observed.status.attempt
+    assert observed.status.restarts <= out["restarts"] <= observed.status.restarts + 1
+    assert ("finalized" in decision.response) == observed.finalizing
+    assert isinstance(decision.response["children"], list)
+    assert len(emitted) <= 1
+    for child in decision.response["children"]:
+        assert schema_errors(child) == []
