@@ -147,10 +147,10 @@ def _reason(exc: ApiException) -> str:
 def _transport_reason(exc: BaseException) -> str:
     """A short cause for an error below HTTP: a timeout, a refused or dropped connection."""
     text = str(getattr(exc, "reason", None) or exc)
+    if "refused" in text.lower():  # urllib3 files a refused connection under its connect timeouts
+        return f"connection refused ({text})"
     if isinstance(exc, urllib3.exceptions.TimeoutError) or "timed out" in text.lower():
         return f"timed out ({text})"
-    if "refused" in text.lower():
-        return f"connection refused ({text})"
     if isinstance(exc, urllib3.exceptions.ProtocolError) or "closed" in text.lower() or "reset" in text.lower():
         return f"connection dropped ({text})"
     return f"could not reach the API server ({text})"

@@ -177,7 +177,7 @@ def make_job_pods(
     ``JOB_LABEL`` (``LAUNCHER_LABEL`` when ``launcher``), the attempt and the JobSet labels, and
     bound to ``<node_prefix>-<job>-<i>`` unless ``node_prefix`` is ``None``.
     """
-    jobset = f"{job}-a{attempt}"
+    jobset = f"{job}-{attempt}"  # the JobSet name the hooks give an attempt (design §3)
     pods: list[Pod] = []
     for index in range(count):
         labels = {
