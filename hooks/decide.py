@@ -224,19 +224,21 @@ def _restart(ctx: _Context, work: _Work) -> None:
         work.kind = "proceeded"
 
 
-def _barrier(ctx: _Context, work: _Work, *, quiet: bool = False) -> bool:
+def _barrier(ctx: _Context, work: _Work, *, gate: bool = False) -> bool:
     """The drain barrier. Returns True only when no JobSet of the Job is observed,
     ``active_job_pods`` returns none and (with a launcher) no launcher pod of the current workload is
     active. Sets the ``Drained`` condition, ``message``, ``activePods`` and, while waiting, resync.
     A failed read holds: ``Drained`` Unknown, ``ReadFailed``, previous ``activePods`` kept.
-    With ``quiet`` (the check before creating a JobSet) a pass adds no ``Drained`` condition where
-    there was none, so a new Job's status stays minimal.
+    With ``gate`` (the check before creating a JobSet that is not observed) the launcher is not
+    read (launchers of older attempts were drained by their teardown; the workload being created
+    has none yet) and a pass adds no ``Drained`` condition where there was none, so a new Job's
+    status stays minimal.
     """
     launcher = ctx.observed.spec.get("launcher")
     try:
         active = sorted(ctx.reader.active_job_pods(ctx.namespace, ctx.job), key=_pod_name)
         launchers: list[Mapping[str, Any]] = []
-        if isinstance(launcher, str) and launcher:
+        if isinstance(launcher, str) and launcher and not gate:
             workload = workload_name(ctx.job, work.attempt)
             pods = ctx.reader.workload_pods(ctx.namespace, workload, launcher)
             launchers = sorted((pod for pod in pods if is_active(pod)), key=_pod_name)
@@ -264,7 +266,7 @@ def _barrier(ctx: _Context, work: _Work, *, quiet: bool = False) -> bool:
         work.resync = True
         return False
     work.message = ""
-    if not quiet or cond.get_condition(work.conditions, DRAINED) is not None:
+    if not gate or cond.get_condition(work.conditions, DRAINED) is not None:
         work.conditions = cond.set_condition(work.conditions, DRAINED, cond.TRUE, "NoActivePods",
                                              "no active pod (confirmed with the API server)", ctx.now)
     return True
@@ -351,7 +353,7 @@ def _run(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, desired:
     """
     name = desired["metadata"]["name"]
     work.workload = name
-    if current is None and not drained and not _barrier(ctx, work, quiet=True):
+    if current is None and not drained and not _barrier(ctx, work, gate=True):
         work.kind = "held"
         work.children = []
         work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING

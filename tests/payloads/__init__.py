@@ -1,0 +1,1 @@
+"""Golden hook payloads: one folder per scenario (see tests/payloads/_build.py)."""

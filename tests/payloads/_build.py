@@ -1,0 +1,251 @@
+"""Writes the scenario inputs under tests/payloads/<scenario>/: request.json, pods.json, meta.json.
+
+    .venv/bin/python -m tests.payloads._build          # (re)write every scenario's inputs
+    .venv/bin/python -m tests.record_payloads          # then (re)record every response.json
+
+This script never writes response.json: only ``tests.record_payloads`` does, by running each request
+through the real app. Edit a scenario here, rebuild, re-record, and review the diff of response.json.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import Callable
+from typing import Any
+
+from tests.fake_reader import job_request, job_spec, jobset_child, make_pod
+
+HERE = pathlib.Path(__file__).resolve().parent
+NOW = "2026-01-01T00:00:00Z"
+NS = "team-a"
+JOB = "llama"
+SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {}
+
+
+def scenario(name: str) -> Callable[[Callable[[], dict[str, Any]]], Callable[[], dict[str, Any]]]:
+    def register(build: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+        SCENARIOS[name] = build
+        return build
+    return register
+
+
+def workers(attempt: int, n: int = 2, phase: str = "Running", deleting: str = "") -> list[dict[str, Any]]:
+    return [make_pod(f"{JOB}-{attempt}-worker-{i}-0", job=JOB, namespace=NS, phase=phase, deleting=deleting,
+                     workload=f"{JOB}-{attempt}", replicated_job="worker", node=f"gpu-{i}") for i in range(n)]
+
+
+def launcher(attempt: int, phase: str = "Running") -> dict[str, Any]:
+    return make_pod(f"{JOB}-{attempt}-launcher-0-0", launcher=JOB, namespace=NS, phase=phase,
+                    workload=f"{JOB}-{attempt}", replicated_job="launcher", node="cpu-0")
+
+
+def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None,
+         jobsets: tuple[tuple[int, str], ...] = (), keying: str = "v1", finalizing: bool = False,
+         cache: list[dict[str, Any]] | str = (), live: list[dict[str, Any]] | str | None = None,
+         launchers: list[dict[str, Any]] = (), name: str = JOB) -> dict[str, Any]:
+    """One scenario. ``cache``/``live`` are pod lists or an error text; ``live`` defaults to the
+    cache's pods; ``launchers`` are live-only (the cache never holds launcher pods)."""
+    children = [jobset_child(name, attempt, namespace=NS, state=state) for attempt, state in jobsets]
+    request = job_request(name=name, namespace=NS, spec=spec if spec is not None else job_spec(max_restarts=1),
+                          status=status, jobsets=children, keying=keying, finalizing=finalizing,
+                          deleting="2025-12-31T23:58:00Z" if finalizing else "")
+    if isinstance(cache, str):
+        cache_doc: dict[str, Any] = {"error": cache}
+    else:
+        cache_doc = {"pods": list(cache)}
+    live_source = cache if live is None else live
+    live_doc = {"error": live_source} if isinstance(live_source, str) else {"pods": [*live_source, *launchers]}
+    meta = {"hook": "finalize" if finalizing else "sync", "description": description, "now": NOW}
+    return {"request": request, "pods": {"cache": cache_doc, "live": live_doc}, "meta": meta}
+
+
+def running_status(attempt: int = 0, restarts: int = 0, phase: str = "Running", active: int = 2) -> dict[str, Any]:
+    return {"phase": phase, "attempt": attempt, "restarts": restarts, "workload": f"{JOB}-{attempt}",
+            "activePods": active, "conditions": [], "message": "", "observedGeneration": 1}
+
+
+MPI = job_spec(launcher="launcher", max_restarts=2)
+UNAVAILABLE = "Get \"https://10.0.0.1:443/api/v1/namespaces/team-a/pods\": context deadline exceeded"
+
+for keying in ("v1", "v2"):
+    k = keying
+
+    @scenario(f"{k}-new-job-created")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("row 10: a new Job, no pods anywhere: JobSet llama-0 is created, Pending", keying=k)
+
+    @scenario(f"{k}-running-kept")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("row 10: JobSet observed, workers running in the cache: kept, Running, 2 active pods",
+                    keying=k, status=running_status(phase="Pending", active=0), jobsets=((0, ""),),
+                    cache=workers(0))
+
+    @scenario(f"{k}-finalize-waits-for-jobset")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("row 1: deleting while the JobSet is still observed: no children, Terminating, "
+                    "finalized false", keying=k, finalizing=True, status=running_status(),
+                    jobsets=((0, ""),), cache=workers(0))
+
+    @scenario(f"{k}-finalize-drained")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("row 1: JobSet gone, cache and API server show only finished pods: finalized true",
+                    keying=k, finalizing=True, status={**running_status(phase="Terminating"), "workload": ""},
+                    cache=workers(0, phase="Succeeded"))
+
+    @scenario(f"{k}-terminal-succeeded-kept" if k == "v1" else f"{k}-terminal-failed-not-recreated")
+    def _(k: str = k) -> dict[str, Any]:
+        if k == "v1":
+            return case("row 2: Succeeded stays Succeeded; the observed JobSet is kept", keying=k,
+                        status=running_status(phase="Succeeded", active=0), jobsets=((0, "Completed"),))
+        return case("row 2: Failed stays Failed; its JobSet was deleted by someone: nothing is recreated",
+                    keying=k, status=running_status(attempt=1, restarts=1, phase="Failed", active=0))
+
+    @scenario(f"{k}-suspend-tearing-down")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("row 3: suspend set while running: JobSet left out, Suspending, waiting", keying=k,
+                    spec=job_spec(max_restarts=1, suspend=True), status=running_status(), jobsets=((0, ""),),
+                    cache=workers(0))
+
+    @scenario(f"{k}-suspend-suspended")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("row 3: suspended, JobSet gone and no active pod confirmed live: Suspended", keying=k,
+                    spec=job_spec(max_restarts=1, suspend=True), status={**running_status(phase="Suspending"),
+                                                                         "workload": ""},
+                    cache=workers(0, phase="Failed"))
+
+    @scenario(f"{k}-resume-after-suspended")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("row 4: unsuspended after Suspended: attempt 1 is created (a resume, restarts unchanged)",
+                    keying=k, status={**running_status(phase="Suspended", active=0), "workload": ""})
+
+    @scenario(f"{k}-restarting-held" if k == "v1" else f"{k}-restarting-proceeds")
+    def _(k: str = k) -> dict[str, Any]:
+        if k == "v1":
+            return case("row 5: Restarting while a worker of attempt 0 still runs: hold, no JobSet", keying=k,
+                        status={**running_status(restarts=1, phase="Restarting"), "workload": ""},
+                        cache=workers(0, n=1))
+        return case("row 5: Restarting and drained (confirmed live): attempt 1 is created, Pending", keying=k,
+                    status={**running_status(restarts=1, phase="Restarting", active=0), "workload": ""},
+                    cache=workers(0, phase="Failed"))
+
+    @scenario(f"{k}-jobset-failed-restart")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("row 7: the JobSet failed with a restart left: torn down, Restarting, restarts 1",
+                    keying=k, status=running_status(), jobsets=((0, "Failed"),), cache=workers(0))
+
+    @scenario(f"{k}-restarts-exhausted")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("row 8: attempt 1 failed and maxRestarts 1 is used up: kept, Failed (terminal)", keying=k,
+                    status=running_status(attempt=1, restarts=1), jobsets=((1, "Failed"),),
+                    cache=workers(1, phase="Failed"))
+
+    @scenario(f"{k}-jobset-completed")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("row 9: the JobSet completed: kept, Succeeded", keying=k, status=running_status(),
+                    jobsets=((0, "Completed"),), cache=workers(0, phase="Succeeded"))
+
+    @scenario(f"{k}-adopt-newer-attempt")
+    def _(k: str = k) -> dict[str, Any]:
+        return case("adoption: status still says Restarting attempt 0 (its write was lost) but JobSet "
+                    "llama-1 exists: attempt 1 is adopted and kept, never deleted", keying=k,
+                    status={**running_status(restarts=1, phase="Restarting"), "workload": ""},
+                    jobsets=((1, ""),), cache=workers(1))
+
+
+@scenario("v2-invalid-spec-unknown-launcher")
+def _() -> dict[str, Any]:
+    return case("row 6: spec.launcher names no replicated job: InvalidSpec, nothing created", keying="v2",
+                spec={**job_spec(), "launcher": "mpirun"})
+
+
+@scenario("v1-invalid-spec-no-replicated-jobs")
+def _() -> dict[str, Any]:
+    return case("row 6: spec.replicatedJobs is empty: InvalidSpec, nothing created (a 200, not a 4xx)",
+                spec={"replicatedJobs": []})
+
+
+@scenario("v1-invalid-spec-name-too-long")
+def _() -> dict[str, Any]:
+    return case("row 6: llama...-0-worker-1 exceeds 63 characters: InvalidSpec NameTooLong",
+                name="llama-" + "x" * 50)
+
+
+@scenario("v2-invalid-spec-keeps-observed-jobset")
+def _() -> dict[str, Any]:
+    return case("row 6: the spec became invalid (maxRestarts -1) while JobSet llama-0 runs: it is kept as "
+                "observed, phase stays Running", keying="v2", spec={**job_spec(), "maxRestarts": -1},
+                status=running_status(), jobsets=((0, ""),), cache=workers(0))
+
+
+@scenario("v1-cache-read-fails")
+def _() -> dict[str, Any]:
+    return case("row 10: the cached read fails: JobSet kept, phase and activePods kept, resync soon",
+                status=running_status(active=3), jobsets=((0, ""),), cache=UNAVAILABLE)
+
+
+@scenario("v1-finalize-live-read-fails")
+def _() -> dict[str, Any]:
+    return case("barrier: cache shows only finished pods and the live read fails: hold, Drained Unknown "
+                "ReadFailed, never finalized", finalizing=True,
+                status={**running_status(phase="Terminating"), "workload": ""},
+                cache=workers(0, phase="Succeeded"), live=UNAVAILABLE)
+
+
+@scenario("v2-finalize-stale-cache")
+def _() -> dict[str, Any]:
+    return case("barrier: the cache shows finished pods but the API server still has one running: hold",
+                keying="v2", finalizing=True, status={**running_status(phase="Terminating"), "workload": ""},
+                cache=workers(0, phase="Succeeded"), live=[*workers(0, n=1, phase="Succeeded"),
+                                                           *workers(0, phase="Running")[1:]])
+
+
+@scenario("v2-finalize-pod-terminating")
+def _() -> dict[str, Any]:
+    return case("barrier: a pod on a lost node keeps its deletionTimestamp: still active, named as terminating",
+                keying="v2", finalizing=True, status={**running_status(phase="Terminating"), "workload": ""},
+                cache=workers(0, n=1, deleting="2025-12-31T23:50:00Z"))
+
+
+@scenario("v1-mpi-launcher-active")
+def _() -> dict[str, Any]:
+    return case("MPI: restarting, workers gone but the launcher of attempt 0 still runs (read live): hold",
+                spec=MPI, status={**running_status(restarts=1, phase="Restarting"), "workload": ""},
+                cache=workers(0, phase="Failed"), launchers=[launcher(0)])
+
+
+@scenario("v2-mpi-drained")
+def _() -> dict[str, Any]:
+    return case("MPI: restarting, workers and launcher finished (confirmed live): attempt 1 is created",
+                keying="v2", spec=MPI, status={**running_status(restarts=1, phase="Restarting"), "workload": ""},
+                cache=workers(0, phase="Failed"), launchers=[launcher(0, phase="Failed")])
+
+
+@scenario("v1-unsuspended-while-suspending")
+def _() -> dict[str, Any]:
+    return case("row 4: unsuspended before the drain finished: keeps draining (Suspending), no JobSet yet",
+                status={**running_status(phase="Suspending"), "workload": ""}, cache=workers(0, n=1))
+
+
+@scenario("v2-mpi-completed")
+def _() -> dict[str, Any]:
+    return case("row 9, MPI: the launcher succeeded so the JobSet completed: kept, Succeeded", keying="v2",
+                spec=MPI, status=running_status(), jobsets=((0, "Completed"),),
+                cache=workers(0), launchers=[launcher(0, phase="Succeeded")])
+
+
+def write(name: str, built: dict[str, Any]) -> None:
+    folder = HERE / name
+    folder.mkdir(exist_ok=True)
+    for part in ("request", "pods", "meta"):
+        (folder / f"{part}.json").write_text(json.dumps(built[part], indent=2, sort_keys=True) + "\n")
+
+
+def main() -> None:
+    for name, build in sorted(SCENARIOS.items()):
+        write(name, build())
+    print(f"wrote {len(SCENARIOS)} scenarios under {HERE}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Re-record the golden responses of tests/payloads/<scenario>/ by running each request through the app.
+
+    .venv/bin/python -m tests.record_payloads [SCENARIO...]
+
+For each scenario folder (all of them when none is named): builds the real app with
+``hooks.app.create_app(reader=podread.reader_from_snapshot(pods.json), clock=<meta.json now>,
+settings=Settings())``, POSTs request.json to ``/<meta.json hook>`` with the Flask test client and
+writes the JSON answer to response.json. This is the only writer of response.json; review its diff.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+from datetime import datetime
+from typing import Any
+
+import podread
+from hooks.app import create_app
+from hooks.config import Settings
+
+PAYLOADS = pathlib.Path(__file__).resolve().parent / "payloads"
+
+
+def scenario_dirs() -> list[pathlib.Path]:
+    """Every scenario folder (one holding a request.json), sorted by name."""
+    return sorted(path.parent for path in PAYLOADS.glob("*/request.json"))
+
+
+def load(folder: pathlib.Path, part: str) -> Any:
+    """The parsed ``<part>.json`` of a scenario folder."""
+    return json.loads((folder / f"{part}.json").read_text())
+
+
+def post(folder: pathlib.Path, request: Any | None = None) -> tuple[int, Any]:
+    """Runs ``request`` (default: the folder's request.json) through a fresh app built from the
+    folder's pods.json and meta.json; returns the HTTP status and the decoded JSON body.
+    """
+    meta = load(folder, "meta")
+    now = datetime.fromisoformat(meta["now"].replace("Z", "+00:00"))
+    app = create_app(reader=podread.reader_from_snapshot(load(folder, "pods")), clock=lambda: now,
+                     settings=Settings())
+    body = load(folder, "request") if request is None else request
+    answer = app.test_client().post(f"/{meta['hook']}", data=json.dumps(body), content_type="application/json")
+    return answer.status_code, answer.get_json()
+
+
+def record(folder: pathlib.Path) -> None:
+    """Writes folder/response.json from the app's answer (it must be a 200)."""
+    status, body = post(folder)
+    if status != 200:
+        raise SystemExit(f"{folder.name}: the app answered {status}: {body}")
+    (folder / "response.json").write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+
+
+def main(names: list[str]) -> int:
+    folders = [PAYLOADS / name for name in names] if names else scenario_dirs()
+    missing = [folder.name for folder in folders if not (folder / "request.json").is_file()]
+    if missing:
+        print(f"no such scenario: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    for folder in folders:
+        record(folder)
+        print(f"recorded {folder.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
