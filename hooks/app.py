@@ -53,7 +53,9 @@ def create_app(
     clock = utc_now if clock is None else clock
 
     app = Flask("hooks")
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    # One byte over the limit: werkzeug cuts a chunked body (no Content-Length) at exactly this many
+    # bytes without an error, so handle() sees limit + 1 bytes and answers the 413 itself.
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
 
     def hook_view(hook: str) -> Callable[[], Response]:
         def view() -> Response:
@@ -150,7 +152,7 @@ def _http_error(exc: HTTPException) -> Response:
         allowed = ", ".join(exc.valid_methods or [])
         message = f"method {request.method} not allowed on {request.path}; allowed: {allowed}"
     elif isinstance(exc, RequestEntityTooLarge):
-        message = f"request body is larger than the limit of {request.max_content_length} bytes"
+        message = "request body is too large"
     else:
         message = exc.description or exc.name
     response = exc.get_response()

@@ -79,7 +79,7 @@ def gunicorn_logging(level: str) -> dict[str, Any]:
         "root": {"level": level, "handlers": ["json"]},
         "loggers": {
             "gunicorn.error": {"level": level, "handlers": ["json"], "propagate": False},
-            "gunicorn.access": {"level": "INFO", "handlers": ["access"], "propagate": False},
+            "gunicorn.access": {"level": level, "handlers": ["access"], "propagate": False},
         },
     }
 
@@ -122,4 +122,5 @@ def log_hook_call(
         "request_bytes": body_bytes,
     }
     level = logging.INFO if code < 400 else logging.WARNING if code < 500 else logging.ERROR
-    log.log(level, "%s %s/%s -> %d", hook, namespace, job, code, extra={"fields": fields})
+    target = f" {namespace}/{job}" if job else ""
+    log.log(level, "%s%s -> %d", hook, target, code, extra={"fields": fields})

@@ -195,6 +195,12 @@ def test_a_body_over_the_limit_is_413() -> None:
     assert "1000" in error_of(response)
 
 
+def test_a_body_exactly_at_the_limit_is_read() -> None:
+    raw = orjson.dumps(job_request())
+    assert post(make_app(max_body_bytes=len(raw)).test_client(), "/sync", raw).status_code == 200
+    assert post(make_app(max_body_bytes=len(raw) - 1).test_client(), "/sync", raw).status_code == 413
+
+
 def test_handle_checks_the_size_itself() -> None:
     """The CLI replay shares handle(), with no Flask in front of it."""
     result = handle(b"x" * 11, "sync", reader=empty_reader(), clock=lambda: NOW, settings=Settings(max_body_bytes=10))
@@ -273,14 +279,18 @@ def test_metrics_are_prometheus_text(client: FlaskClient) -> None:
     assert 'nvcre_hook_request_duration_seconds_bucket{hook="sync",le="10.0"}' in text
 
 
-def test_a_failed_read_is_still_answered_per_contract() -> None:
-    """With every read failing, /sync answers (the decision holds or proceeds per contract), not 5xx."""
+def test_a_failed_read_holds_per_contract() -> None:
+    """With every read failing, /sync answers a 200 that holds (design §5): nothing proceeds, the
+    Drained condition is Unknown/ReadFailed, and Metacontroller calls again after NVCRE_RESYNC_SECONDS."""
     failing = reader_from_snapshot({"cache": {"error": "connection refused"}, "live": {"error": "connection refused"}})
-    client = create_app(failing, clock=lambda: NOW, settings=Settings()).test_client()
+    client = create_app(failing, clock=lambda: NOW, settings=Settings(resync_seconds=2.5)).test_client()
     response = post(client, "/sync", job_request())
     assert response.status_code == 200
     body = response.get_json()
-    assert [child["metadata"]["name"] for child in body["children"]] == ["llama-0"]
+    assert body["children"] == []
+    assert body["resyncAfterSeconds"] == 2.5
+    [drained] = [c for c in body["status"]["conditions"] if c["type"] == "Drained"]
+    assert (drained["status"], drained["reason"]) == ("Unknown", "ReadFailed")
 
 
 # --- unexpected errors: 500, JSON, no traceback, never 200 -----------------------------------------
