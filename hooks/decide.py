@@ -199,20 +199,20 @@ def _resume(ctx: _Context, work: _Work) -> None:
     """Row 4: unsuspended. Once the barrier passes (at once when already Suspended), the next attempt
     starts: attempt+1, restarts unchanged. While holding, the phase stays as it was.
     """
-    work.workload = ""
-    if not _barrier(ctx, work):
-        work.kind = "held"
-        return
-    work.attempt += 1
-    work.phase = PENDING
-    _steady(ctx, work, drained=True)
-    if work.kind != "invalid-spec":
-        work.kind = "created"
+    _next_attempt(ctx, work, kind="created")
 
 
 def _restart(ctx: _Context, work: _Work) -> None:
     """Row 5: Restarting. Holds until the barrier passes, then starts attempt+1 as Pending."""
     work.phase = RESTARTING
+    _next_attempt(ctx, work, kind="proceeded")
+
+
+def _next_attempt(ctx: _Context, work: _Work, *, kind: str) -> None:
+    """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step.
+
+    While the barrier holds nothing is emitted and the phase stays as the caller set it.
+    """
     work.workload = ""
     if not _barrier(ctx, work):
         work.kind = "held"
@@ -221,7 +221,7 @@ def _restart(ctx: _Context, work: _Work) -> None:
     work.phase = PENDING
     _steady(ctx, work, drained=True)
     if work.kind != "invalid-spec":
-        work.kind = "proceeded"
+        work.kind = kind
 
 
 def _barrier(ctx: _Context, work: _Work, *, gate: bool = False) -> bool:
