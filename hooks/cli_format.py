@@ -146,7 +146,7 @@ def node_table(rows: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def format_age(seconds: float | None) -> str:
+def format_age(seconds: int | None) -> str:
     """An age in the largest unit that fits twice, close to kubectl: ``90s``, ``12m``, ``47h``, ``5d``;
     ``<unknown>`` without a creation time."""
     if seconds is None:
@@ -158,11 +158,11 @@ def format_age(seconds: float | None) -> str:
     return f"{seconds}s"
 
 
-def _age_seconds(created: Any, now: datetime) -> float | None:
-    """Seconds since ``created`` (an RFC 3339 string); ``None`` when it is missing or malformed."""
+def _age_seconds(created: Any, now: datetime) -> int | None:
+    """Whole seconds since ``created`` (an RFC 3339 string); ``None`` when it is missing or malformed."""
     if not isinstance(created, str):
         return None
     try:
-        return (now - parse_time(created)).total_seconds()
+        return int((now - parse_time(created)).total_seconds())
     except ValueError:
         return None

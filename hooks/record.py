@@ -46,8 +46,9 @@ from podread import Reader
 
 log = logging.getLogger("nvcre.hooks.record")
 
-DEFAULT_MAX_COUNT = 200
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_COUNT = 100
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+"""Small enough for the Deployment's in-memory /tmp (an emptyDir of 64Mi shared with the metrics files)."""
 DEFAULT_QUEUE_SIZE = 32
 STALE_TEMP_SECONDS = 600.0
 """A ``.tmp-*``/``.del-*`` entry older than this was left by a process that died mid-write."""
@@ -114,8 +115,8 @@ class Recorder:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Recorder | None:
         """The recorder ``NVCRE_RECORD_DIR`` asks for, or ``None`` when it is unset or blank.
 
-        ``NVCRE_RECORD_MAX_COUNT`` (default 200 folders) and ``NVCRE_RECORD_MAX_BYTES`` (default
-        64 MiB) bound the directory. Raises ``ValueError`` naming the variable on a bad value. The
+        ``NVCRE_RECORD_MAX_COUNT`` (default 100 folders) and ``NVCRE_RECORD_MAX_BYTES`` (default
+        16 MiB) bound the directory. Raises ``ValueError`` naming the variable on a bad value. The
         directory itself is not touched here: a disk problem shows on the first write, as a logged
         and counted failure, and never stops the server.
         """

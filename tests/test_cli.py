@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from hooks import cli_format
 from hooks.app import create_app
 from hooks.cli import cli
 from hooks.config import Settings
@@ -360,3 +361,10 @@ def test_demo_exits_non_zero_when_an_answer_differs(tmp_path: Path) -> None:
 def test_demo_of_a_folder_without_scenarios_is_an_error(tmp_path: Path) -> None:
     result = run("demo", str(tmp_path))
     assert result.exit_code == 2 and "no scenario folders" in result.stderr
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(None, "<unknown>"), (-3, "0s"), (45, "45s"), (119, "119s"),
+                                                (120, "2m"), (7199, "119m"), (7200, "2h"), (172799, "47h"),
+                                                (172800, "2d")])
+def test_ages_read_like_kubectl(seconds: int | None, shown: str) -> None:
+    assert cli_format.format_age(seconds) == shown
