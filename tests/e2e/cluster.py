@@ -23,13 +23,14 @@ What JobSet does, as modelled here:
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import orjson
 
 from podread import (
     ATTEMPT_LABEL,
@@ -60,6 +61,11 @@ class _PodLife:
 def timestamp(step: int) -> str:
     """The RFC 3339 time of simulated step ``step`` (one step is one second after ``EPOCH``)."""
     return (EPOCH + timedelta(seconds=step)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def clone(value: Any) -> Any:
+    """A deep copy of a JSON value (much faster than ``copy.deepcopy`` for API objects)."""
+    return orjson.loads(orjson.dumps(value))
 
 
 def _suffix(*parts: str) -> str:
@@ -93,7 +99,7 @@ class Cluster:
     def create_jobset(self, jobset: Mapping[str, Any], owner_uid: str) -> dict[str, Any]:
         """Creates a JobSet (as Metacontroller would, owned by ``owner_uid``) and its pending pods."""
         with self._lock:
-            obj = copy.deepcopy(dict(jobset))
+            obj = clone(dict(jobset))
             metadata = obj["metadata"]
             key = (metadata["namespace"], metadata["name"])
             if key in self.jobsets:
@@ -110,7 +116,7 @@ class Cluster:
                 self._create_pods(key, replicated)
             self._refresh_status(key)
             self.version += 1
-            return copy.deepcopy(obj)
+            return clone(obj)
 
     def _create_pods(self, key: Key, replicated: Mapping[str, Any]) -> None:
         namespace, jobset = key
@@ -147,14 +153,21 @@ class Cluster:
     def jobsets_of(self, owner_uid: str) -> list[dict[str, Any]]:
         """Copies of the JobSets owned by the Job with ``owner_uid`` (what Metacontroller observes)."""
         with self._lock:
-            return [copy.deepcopy(obj) for obj in self.jobsets.values()
+            return [clone(obj) for obj in self.jobsets.values()
                     if obj["metadata"]["ownerReferences"][0]["uid"] == owner_uid]
+
+    def jobset_versions(self, owner_uid: str) -> tuple[tuple[str, str], ...]:
+        """``(name, resourceVersion)`` of the JobSets owned by ``owner_uid``: what changes trigger a sync."""
+        with self._lock:
+            return tuple(sorted((obj["metadata"]["name"], obj["metadata"]["resourceVersion"])
+                                for obj in self.jobsets.values()
+                                if obj["metadata"]["ownerReferences"][0]["uid"] == owner_uid))
 
     def jobset(self, namespace: str, name: str) -> dict[str, Any] | None:
         """A copy of one JobSet, or ``None``."""
         with self._lock:
             obj = self.jobsets.get((namespace, name))
-            return copy.deepcopy(obj) if obj is not None else None
+            return clone(obj) if obj is not None else None
 
     # -- time --------------------------------------------------------------------------------------
 
@@ -230,7 +243,7 @@ class Cluster:
         """Puts an extra pod in (e.g. one a stale cache does not know of), as part of ``jobset``."""
         with self._lock:
             key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
-            self._pods[key] = copy.deepcopy(dict(pod))
+            self._pods[key] = clone(dict(pod))
             self._life[key] = _PodLife(jobset)
             self._mirror(key)
             self.version += 1
@@ -240,17 +253,22 @@ class Cluster:
     def pods(self, namespace: str | None = None) -> list[Pod]:
         """Copies of every pod (in ``namespace``), sorted by key."""
         with self._lock:
-            return [copy.deepcopy(self._pods[k]) for k in sorted(self._pods) if namespace in (None, k[0])]
+            return [clone(self._pods[k]) for k in sorted(self._pods) if namespace in (None, k[0])]
 
-    def job_pods(self, namespace: str, job: str) -> list[Pod]:
-        """Every pod of a Job: its workers (JOB_LABEL) and its launchers (LAUNCHER_LABEL)."""
+    def job_pods(self, namespace: str, job: str, *, copy: bool = True) -> list[Pod]:
+        """Every pod of a Job: its workers (JOB_LABEL) and its launchers (LAUNCHER_LABEL). With
+        ``copy=False`` the stored dicts themselves (read only, for the checks)."""
         with self._lock:
-            return [copy.deepcopy(pod) for key, pod in sorted(self._pods.items()) if key[0] == namespace
-                    and job in (pod["metadata"]["labels"].get(JOB_LABEL), pod["metadata"]["labels"].get(LAUNCHER_LABEL))]
+            found = []
+            for key, pod in sorted(self._pods.items()):
+                labels = pod["metadata"]["labels"]
+                if key[0] == namespace and job in (labels.get(JOB_LABEL), labels.get(LAUNCHER_LABEL)):
+                    found.append(clone(pod) if copy else pod)
+            return found
 
     def active_pods(self, namespace: str, job: str) -> list[Pod]:
         """The Job's pods (workers and launchers) that have not finished: the truth the barrier guards."""
-        return [pod for pod in self.job_pods(namespace, job) if is_active(pod)]
+        return [pod for pod in self.job_pods(namespace, job, copy=False) if is_active(pod)]
 
     def active_attempts(self, namespace: str, job: str) -> set[str]:
         """The attempt labels of the Job's active pods."""
@@ -305,7 +323,7 @@ class Cluster:
             entry["ready"] += phase == "Running"
             (launcher_phases if LAUNCHER_LABEL in labels else worker_phases).append(phase)
         status = obj["status"]
-        before = copy.deepcopy(status)
+        before = clone(status)
         status["replicatedJobsStatus"] = [{"name": name, **counts[name]} for name in sorted(counts)]
         if not status.get("terminalState"):
             success = obj["spec"].get("successPolicy")

@@ -22,7 +22,6 @@ Time is simulated: one ``Cluster.step`` is one second of the driver's clock.
 
 from __future__ import annotations
 
-import copy
 import http.client
 import math
 import time
@@ -32,7 +31,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from tests.e2e.cluster import Cluster, timestamp
+from tests.e2e.cluster import Cluster, clone, timestamp
 from tests.e2e.invariants import Invariants
 
 JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
@@ -159,7 +158,7 @@ class Driver:
             "kind": "Job",
             "metadata": {"name": name, "namespace": namespace, "uid": f"job-uid-{name}-{self._uids}",
                          "generation": 1, "resourceVersion": "1", "creationTimestamp": timestamp(self.cluster.time)},
-            "spec": copy.deepcopy(dict(spec)),
+            "spec": clone(dict(spec)),
         }
         self.jobs[(namespace, name)] = _Job(obj, due_at=self.now)
 
@@ -196,12 +195,12 @@ class Driver:
     def job(self, namespace: str, name: str) -> dict[str, Any] | None:
         """A copy of the Job, or ``None`` once it is gone."""
         job = self.jobs.get((namespace, name))
-        return copy.deepcopy(job.obj) if job is not None else None
+        return clone(job.obj) if job is not None else None
 
     def status(self, namespace: str, name: str) -> dict[str, Any]:
         """The Job's status (``{}`` when gone or never written)."""
         job = self.jobs.get((namespace, name))
-        return copy.deepcopy(job.obj.get("status") or {}) if job is not None else {}
+        return clone(job.obj.get("status") or {}) if job is not None else {}
 
     # -- time and reconciling ----------------------------------------------------------------------
 
@@ -239,9 +238,7 @@ class Driver:
 
     def _fingerprint(self, job: _Job) -> tuple[Any, ...]:
         """What Metacontroller's informers would report a change of: the Job and its children."""
-        children = tuple(sorted((c["metadata"]["name"], c["metadata"]["resourceVersion"])
-                                for c in self.cluster.jobsets_of(job.obj["metadata"]["uid"])))
-        return job.obj["metadata"]["resourceVersion"], children
+        return job.obj["metadata"]["resourceVersion"], self.cluster.jobset_versions(job.obj["metadata"]["uid"])
 
     def _touch(self, job: _Job) -> None:
         metadata = job.obj["metadata"]
@@ -262,7 +259,7 @@ class Driver:
                                     "childResources": [{"apiVersion": "jobset.x-k8s.io/v1alpha2",
                                                         "resource": "jobsets",
                                                         "updateStrategy": {"method": "OnDelete"}}]}},
-            "parent": copy.deepcopy(job.obj),
+            "parent": clone(job.obj),
             "children": {JOBSET_GROUP: children},
             "related": {},
             "finalizing": "deletionTimestamp" in job.obj["metadata"],
@@ -342,7 +339,7 @@ class Driver:
                 call.deleted.append(child_name)
         for child_name, child in sorted(desired.items()):
             if child_name not in observed:
-                obj = copy.deepcopy(dict(child))
+                obj = clone(dict(child))
                 obj["metadata"].setdefault("namespace", namespace)
                 obj["metadata"].setdefault("labels", {})["controller-uid"] = uid
                 self.invariants.on_create(namespace, name, obj, prior.get("phase", ""))

@@ -70,7 +70,8 @@ class Invariants:
         if not isinstance(body.get("children"), list):
             self.fail(f"{job}: {hook} 200 answer has no children list")
         if version == "v2" and set(body) - RESPONSE_FIELDS:
-            self.fail(f"{job}: {hook} answer has fields v2's strict decoder refuses: {sorted(set(body) - RESPONSE_FIELDS)}")
+            extra = sorted(set(body) - RESPONSE_FIELDS)
+            self.fail(f"{job}: {hook} answer has fields v2's strict decoder refuses: {extra}")
         if "finalized" in body and hook != "finalize":
             self.fail(f"{job}: sync answer carries finalized")
 
