@@ -1,0 +1,157 @@
+"""Load through the real gunicorn with the production configuration (hooks/gunicorn.conf.py: 2
+workers x 4 threads), against 200 running Jobs with 64 pods each (12,800 pods) in the fake API
+server: concurrency 5, then 20, then 20 with some API reads slower than NVCRE_API_TIMEOUT_SECONDS.
+
+Zero errors, zero dropped JobSets (every running Job keeps its JobSet in every answer), p99 well
+under Metacontroller's 10 s hook timeout even with the slow API server (the reads time out first and
+the hook answers a hold), and the workers' RSS flat after warm-up. The figures are printed
+(``pytest -s``) for BENCHMARKS/README.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import orjson
+import pytest
+
+from tests.e2e.fuzz import GROUP
+from tests.e2e.harness import job_spec
+from tests.e2e.server import HookServer
+from tests.fakekube import FakeKubeServer, Fault, make_job_pods
+
+JOBS = 200
+PODS_PER_JOB = 64
+NAMESPACE = "load"
+
+
+def running_request(index: int) -> bytes:
+    """The sync request of Job ``index``: Running, attempt 0, its JobSet observed (v2 keys)."""
+    name = f"job-{index}"
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": f"{name}-0", "namespace": NAMESPACE, "uid": f"js-{index}",
+                           "labels": {"nvcre.nvidia.com/job": name, "nvcre.nvidia.com/attempt": "0"}},
+              "spec": {"replicatedJobs": job_spec(PODS_PER_JOB)["replicatedJobs"]}, "status": {}}
+    request = {
+        "controller": {"metadata": {"name": "nvcre-jobs"}},
+        "parent": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                   "metadata": {"name": name, "namespace": NAMESPACE, "uid": f"u-{index}", "generation": 1},
+                   "spec": job_spec(PODS_PER_JOB),
+                   "status": {"phase": "Running", "attempt": 0, "restarts": 0, "workload": f"{name}-0",
+                              "activePods": PODS_PER_JOB, "conditions": [], "message": ""}},
+        "children": {GROUP: {f"{NAMESPACE}/{name}-0": jobset}},
+        "related": {},
+        "finalizing": False,
+    }
+    return orjson.dumps(request)
+
+
+@dataclass
+class Phase:
+    """What one load phase measured."""
+
+    name: str
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def percentile(self, fraction: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
+
+    def summary(self) -> str:
+        rate = len(self.latencies) / max(1e-9, self._seconds)
+        return (f"{self.name}: {len(self.latencies)} calls ({rate:.0f}/s), p50 {self.percentile(0.5) * 1000:.1f} ms, "
+                f"p99 {self.percentile(0.99) * 1000:.1f} ms, max {max(self.latencies, default=0) * 1000:.0f} ms, "
+                f"errors {len(self.errors)}")
+
+    _seconds: float = 1.0
+
+
+def run_phase(server: HookServer, name: str, concurrency: int, seconds: float, bodies: list[bytes]) -> Phase:
+    """``concurrency`` clients on keep-alive connections (as Metacontroller's workers) post /sync
+    for ``seconds``, each cycling through the Jobs; every answer is checked."""
+    phase = Phase(name)
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def client(offset: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        index = offset
+        while time.monotonic() < deadline:
+            index = (index + concurrency) % JOBS
+            started = time.perf_counter()
+            problem = ""
+            try:
+                connection.request("POST", "/sync", body=bodies[index], headers={"Content-Type": "application/json"})
+                response = connection.getresponse()
+                data = response.read()
+                if response.status != 200:
+                    problem = f"job-{index}: {response.status} {data[:200]!r}"
+                else:
+                    answer = orjson.loads(data)
+                    kept = [c["metadata"]["name"] for c in answer["children"]]
+                    if kept != [f"job-{index}-0"] or answer["status"]["phase"] != "Running":
+                        problem = f"job-{index}: running Job answered {answer['status']['phase']} with {kept}"
+            except (OSError, http.client.HTTPException) as exc:
+                problem = f"job-{index}: {exc!r}"
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+            elapsed = time.perf_counter() - started
+            with lock:
+                phase.latencies.append(elapsed)
+                if problem:
+                    phase.errors.append(problem)
+        connection.close()
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client, args=(offset,)) for offset in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    phase._seconds = time.monotonic() - started
+    print(phase.summary())
+    return phase
+
+
+@pytest.fixture(scope="module")
+def loaded() -> Iterator[tuple[FakeKubeServer, HookServer]]:
+    """12,800 pods in the fake API server; gunicorn with the production config and a 1 s API timeout."""
+    with FakeKubeServer() as fake:
+        for index in range(JOBS):
+            fake.put_pods(make_job_pods(f"job-{index}", PODS_PER_JOB, NAMESPACE))
+        env = {"NVCRE_CACHE_TTL_SECONDS": "5", "NVCRE_RESYNC_SECONDS": "5", "NVCRE_API_TIMEOUT_SECONDS": "1",
+               "NVCRE_LOG_LEVEL": "WARNING"}
+        with HookServer(fake, env=env) as server:
+            yield fake, server
+
+
+@pytest.mark.slow
+def test_load_is_error_free_fast_and_flat(loaded: tuple[FakeKubeServer, HookServer]) -> None:
+    fake, server = loaded
+    bodies = [running_request(index) for index in range(JOBS)]
+    run_phase(server, "warm-up c=5", 5, 3, bodies)
+    rss_start = server.rss_kib()
+    phases = [run_phase(server, "c=5", 5, 7, bodies)]
+    rss_middle = server.rss_kib()
+    phases.append(run_phase(server, "c=20", 20, 8, bodies))
+    # a fifth of the Jobs' reads take 2.5 s, beyond NVCRE_API_TIMEOUT_SECONDS=1: they time out, the hook holds
+    slow = fake.inject(Fault.slow(f"/api/v1/namespaces/{NAMESPACE}/pods", 2.5,
+                                  query={"labelSelector": r".*job-\d*[05]$"}))
+    phases.append(run_phase(server, "c=20, slow API", 20, 8, bodies))
+    fake.clear_faults()
+    rss_end = server.rss_kib()
+    print(f"RSS KiB per worker: after warm-up {rss_start}, middle {rss_middle}, end {rss_end}")
+    print(f"slow API reads: {slow.hits}")
+    for phase in phases:
+        assert not phase.errors, phase.errors[:5]
+        assert phase.percentile(0.99) < 5.0, phase.summary()
+        assert len(phase.latencies) > 100, phase.summary()
+    assert slow.hits > 0, "the slow phase never reached the API server"
+    assert max(phases[-1].latencies) < 10.0
+    middle, end = sum(rss_middle.values()), sum(rss_end.values())
+    assert end < middle * 1.2, f"RSS grew from {middle} KiB to {end} KiB"
