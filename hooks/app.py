@@ -19,6 +19,7 @@ from hooks import logs, metrics
 from hooks.auth import BearerToken
 from hooks.config import Settings
 from hooks.handler import HookResult, encode, handle
+from hooks.record import Recorder
 
 log = logging.getLogger("nvcre.hooks.app")
 
@@ -51,8 +52,10 @@ def create_app(
     token = BearerToken(settings.hook_token_file) if settings.hook_token_file else None
     reader = podread.from_environment() if reader is None else reader
     clock = utc_now if clock is None else clock
+    recorder = Recorder.from_env()  # NVCRE_RECORD_DIR: None (off) unless set
 
     app = Flask("hooks")
+    app.extensions["nvcre_recorder"] = recorder
     # One byte over the limit: werkzeug cuts a chunked body (no Content-Length) at exactly this many
     # bytes without an error, so handle() sees limit + 1 bytes and answers the 413 itself.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
@@ -68,7 +71,8 @@ def create_app(
                 result = _too_large(started, settings.max_body_bytes)
                 _account(hook, result, request.content_length or 0)
                 return Response(result.encoded, status=413, mimetype="application/json")
-            result = handle(raw, hook, reader=reader, clock=clock, settings=settings)
+            answer = handle if recorder is None else recorder.handle
+            result = answer(raw, hook, reader=reader, clock=clock, settings=settings)
             _account(hook, result, len(raw))
             return Response(result.encoded, status=result.status_code, mimetype="application/json")
 

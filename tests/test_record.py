@@ -13,10 +13,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from flask import Flask
 from prometheus_client import REGISTRY
 
 import hooks.record
 from hooks import replay, scenario
+from hooks.app import create_app
+from hooks.cli import cli
 from hooks.config import Settings
 from hooks.decide import decide
 from hooks.handler import HookResult, parse_json
@@ -87,7 +91,7 @@ def test_recording_is_off_unless_a_directory_is_set(tmp_path: Path) -> None:
     assert recorder is not None
     assert (recorder.directory, recorder.max_count, recorder.max_bytes) == (tmp_path, 7, 1000)
     defaults = Recorder.from_env({"NVCRE_RECORD_DIR": str(tmp_path)})
-    assert defaults is not None and (defaults.max_count, defaults.max_bytes) == (200, 64 * 1024 * 1024)
+    assert defaults is not None and (defaults.max_count, defaults.max_bytes) == (100, 16 * 1024 * 1024)
 
 
 @pytest.mark.parametrize(("name", "value"), [("NVCRE_RECORD_MAX_COUNT", "0"), ("NVCRE_RECORD_MAX_COUNT", "ten"),
@@ -299,3 +303,106 @@ def test_stale_temporaries_of_a_dead_process_are_swept(tmp_path: Path, recorders
     assert recorder.flush()
     names = folders(tmp_path)
     assert ".tmp-old-123" not in names and ".tmp-someone-writing" in names
+
+
+# --- through the app ----------------------------------------------------------------------------
+
+RECORDED_NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+TOKEN = "s3cr3t-hook-token"
+
+
+@pytest.fixture
+def recording_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Flask, Path]]:
+    """The real app with NVCRE_RECORD_DIR set, bearer auth on, pods from the stale-cache scenario."""
+    directory = tmp_path / "records"
+    monkeypatch.setenv("NVCRE_RECORD_DIR", str(directory))
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    app = create_app(reader_from_snapshot(json.loads((STALE / "pods.json").read_text())),
+                     clock=lambda: RECORDED_NOW, settings=Settings(hook_token_file=str(token_file)))
+    yield app, directory
+    recorder = app.extensions["nvcre_recorder"]
+    if recorder is not None:
+        recorder.close(timeout=2)
+
+
+def post(app: Flask, body: bytes, hook: str = "finalize", token: str = TOKEN) -> tuple[int, dict]:
+    answer = app.test_client().post(f"/{hook}", data=body, content_type="application/json",
+                                    headers={"Authorization": f"Bearer {token}"})
+    return answer.status_code, answer.get_json()
+
+
+def test_recording_is_off_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NVCRE_RECORD_DIR", raising=False)
+    app = create_app(reader_from_snapshot({"items": []}), settings=Settings())
+    assert app.extensions["nvcre_recorder"] is None
+
+
+def test_a_call_recorded_by_the_app_replays_to_the_same_answer(recording_app: tuple[Flask, Path]) -> None:
+    app, directory = recording_app
+    code, body = post(app, (STALE / "request.json").read_bytes())
+    assert code == 200
+    assert app.extensions["nvcre_recorder"].flush()
+    (name,) = folders(directory)
+    folder = directory / name
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["now"] == "2026-01-02T03:04:05.678901Z" and meta["hook"] == "finalize"
+    assert meta["decision"] == "held" and meta["code"] == 200 and meta["duration_seconds"] > 0
+    assert json.loads((folder / "response.json").read_text()) == body
+    everything = b"".join(path.read_bytes() for path in folder.iterdir())
+    assert TOKEN.encode() not in everything and b"Authorization" not in everything
+    result = CliRunner().invoke(cli, ["replay", str(folder), "--diff"], env={"NVCRE_RESYNC_SECONDS": None})
+    assert result.exit_code == 0, result.output
+    assert "same as response.json" in result.stderr
+
+
+def test_a_bad_request_is_recorded_and_replays_to_the_same_error(recording_app: tuple[Flask, Path]) -> None:
+    app, directory = recording_app
+    code, body = post(app, b'{"parent": ')
+    assert code == 400
+    assert app.extensions["nvcre_recorder"].flush()
+    (name,) = folders(directory)
+    assert (directory / name / "request.json").read_bytes() == b'{"parent": '
+    assert json.loads((directory / name / "meta.json").read_text())["code"] == 400
+    result = CliRunner().invoke(cli, ["replay", str(directory / name)])
+    assert result.exit_code == 2 and result.stderr == f"error: {body['error']}\n"
+    assert CliRunner().invoke(cli, ["replay", str(directory / name), "--diff"]).exit_code == 0
+
+
+def test_a_refused_call_is_not_recorded(recording_app: tuple[Flask, Path]) -> None:
+    app, directory = recording_app
+    code, _ = post(app, (STALE / "request.json").read_bytes(), token="wrong")
+    assert code == 401
+    assert app.extensions["nvcre_recorder"] is not None and app.extensions["nvcre_recorder"].flush()
+    assert not directory.exists() or folders(directory) == []
+
+
+def test_a_slow_disk_never_slows_the_answer(recording_app: tuple[Flask, Path],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    app, _ = recording_app
+    monkeypatch.setattr(hooks.record, "write_folder", lambda *args: time.sleep(2))
+    started = time.perf_counter()
+    for _ in range(3):
+        code, _ = post(app, (STALE / "request.json").read_bytes())
+        assert code == 200
+    assert time.perf_counter() - started < 1.0
+
+
+def test_an_unwritable_record_dir_still_answers_and_counts_the_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("a file where the directory should be")
+    monkeypatch.setenv("NVCRE_RECORD_DIR", str(blocker / "records"))
+    app = create_app(reader_from_snapshot(json.loads((STALE / "pods.json").read_text())),
+                     clock=lambda: RECORDED_NOW, settings=Settings())
+    before = failures("disk")
+    with caplog.at_level(logging.WARNING, logger="nvcre.hooks.record"):
+        started = time.perf_counter()
+        answer = app.test_client().post("/finalize", data=(STALE / "request.json").read_bytes())
+        assert answer.status_code == 200 and time.perf_counter() - started < 1.0
+        assert answer.get_json()["status"]["message"] == "waiting for 1 active pod: llama-0-worker-1-0"
+        assert app.extensions["nvcre_recorder"].flush()
+    app.extensions["nvcre_recorder"].close()
+    assert failures("disk") == before + 1
+    assert "not recorded in" in caplog.text and "Not a directory" in caplog.text
