@@ -21,6 +21,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import os
@@ -106,6 +107,7 @@ class Recorder:
         self._lock = threading.Lock()
         self._pending_bytes = 0
         self._thread: threading.Thread | None = None
+        self._closed = False
         self._sequence = itertools.count()
         self._swept = False
         self._last_log = -LOG_EVERY_SECONDS
@@ -156,6 +158,8 @@ class Recorder:
             return False
         call = _Call(hook, raw, result, now, settings, datetime.now(UTC))
         with self._lock:
+            if self._closed:
+                return False
             if self._pending_bytes + len(raw) > self.max_bytes:
                 queued = False
             else:
@@ -168,6 +172,7 @@ class Recorder:
             if queued and self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="nvcre-recorder", daemon=True)
                 self._thread.start()
+                atexit.register(self.close, 2.0)
         if not queued:
             self._failed("queue-full", f"{hook} call not recorded: the writer is behind")
         return queued
@@ -182,8 +187,10 @@ class Recorder:
         return True
 
     def close(self, timeout: float = 5.0) -> None:
-        """Writes what is queued (waiting at most ``timeout``) and stops the writer thread."""
-        thread = self._thread
+        """Writes what is queued (waiting at most ``timeout``) and stops the writer thread; calls
+        submitted afterwards are ignored. Runs at interpreter exit too (a gunicorn worker stopping)."""
+        with self._lock:
+            thread, self._thread, self._closed = self._thread, None, True
         if thread is None:
             return
         self.flush(timeout)

@@ -380,7 +380,7 @@ def test_a_refused_call_is_not_recorded(recording_app: tuple[Flask, Path]) -> No
 def test_a_slow_disk_never_slows_the_answer(recording_app: tuple[Flask, Path],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     app, _ = recording_app
-    monkeypatch.setattr(hooks.record, "write_folder", lambda *args: time.sleep(2))
+    monkeypatch.setattr(hooks.record, "write_folder", lambda *args: time.sleep(0.5))
     started = time.perf_counter()
     for _ in range(3):
         code, _ = post(app, (STALE / "request.json").read_bytes())
@@ -406,3 +406,14 @@ def test_an_unwritable_record_dir_still_answers_and_counts_the_failure(
     app.extensions["nvcre_recorder"].close()
     assert failures("disk") == before + 1
     assert "not recorded in" in caplog.text and "Not a directory" in caplog.text
+
+
+def test_close_writes_what_is_queued_and_then_ignores_calls(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path)
+    record(recorder)
+    recorder.close()
+    assert len(folders(tmp_path)) == 1
+    raw, result, now = answered(STALE)
+    assert not recorder.submit("finalize", raw, result, now=now, settings=SETTINGS)
+    recorder.close()  # twice is fine
+    assert len(folders(tmp_path)) == 1
