@@ -78,7 +78,8 @@ def replay_command(source: Path, pods_file: Path | None, live: bool, hook: str |
     (resync, limits) win.
 
     Exit 0 when answered (and, with --diff, equal to response.json); 1 when --diff found a
-    difference or a live read failed to be set up; 2 for bad input, with the HTTP API's error text.
+    difference; 2 for bad input (with the HTTP API's error text), options or configuration. A pod
+    read that fails is answered as the server answers it (the decision holds), not an exit code.
     """
     if pods_file is not None and live:
         fail("--pods and --live are exclusive: give one pod source")
