@@ -1,0 +1,173 @@
+"""Where the time goes in ``/sync``: the Flask app in-process, called as WSGI, under cProfile.
+
+The request is the typical one of benchmark 2 (a running 64-pod Job, its JobSet observed, the pods
+in a warm cache). The app is ``hooks.app.create_app`` with the production Reader shape
+``Reader(PodCache(source), live)`` and INFO logs formatted as JSON (written to /dev/null). The
+floor is ``bench.floor_app`` called the same way, so the difference is the CPU a sync adds on top
+of Flask and the body parse, without HTTP or gunicorn. Metrics use the in-process registry
+(gunicorn's multiprocess mode writes each value to an mmap file instead, a little slower).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import logging
+import os
+import pstats
+from collections.abc import Callable
+from typing import Any
+
+from bench.common import BenchResult, Figure, per_call
+from bench.pods import realistic_job_pods
+from bench.sync_http import JOB, NAMESPACE, PODS, sync_body
+from hooks import logs
+from hooks.config import Settings
+from podread import PodCache, Reader, ReadMetrics, SnapshotLister
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
+
+
+def wsgi_caller(app: WsgiApp, body: bytes) -> Callable[[], int]:
+    """A function that POSTs ``body`` to ``/sync`` on ``app`` through WSGI and returns the status."""
+    base = {
+        "REQUEST_METHOD": "POST", "PATH_INFO": "/sync", "SCRIPT_NAME": "", "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8080", "SERVER_PROTOCOL": "HTTP/1.1",
+        "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)), "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.errors": io.StringIO(),
+        "wsgi.multithread": True, "wsgi.multiprocess": True, "wsgi.run_once": False,
+    }
+    status: list[str] = []
+
+    def start_response(code: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+        status.append(code)
+
+    def call() -> int:
+        environ = dict(base)
+        environ["wsgi.input"] = io.BytesIO(body)
+        status.clear()
+        chunks = app(environ, start_response)
+        b"".join(chunks)
+        if hasattr(chunks, "close"):
+            chunks.close()
+        return int(status[0].split()[0])
+
+    return call
+
+
+def _group(filename: str, function: str) -> str:
+    """The bucket a profiled function's own time goes to."""
+    path = filename.replace(os.sep, "/")
+    for package in ("hooks", "podread"):
+        marker = f"/{package}/"
+        if marker in path and "site-packages" not in path:
+            return f"{package}.{path.rsplit('/', 1)[-1].removesuffix('.py')}"
+    for library in ("flask", "werkzeug", "prometheus_client", "cachetools", "jinja2", "click"):
+        if f"site-packages/{library}/" in path:
+            return library
+    if "/logging/" in path:
+        return "logging"
+    if filename == "~":
+        if "orjson" in function:
+            return "orjson (parse + encode)"
+        return "other builtins"
+    return "other stdlib"
+
+
+def profile(call: Callable[[], int], calls: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+    """Profiles ``calls`` calls; returns (time by bucket, top functions, total profiled seconds)."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        call()
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in raw.values())
+    buckets: dict[str, float] = {}
+    functions = []
+    for (filename, line, function), (_, ncalls, tottime, cumtime, _) in raw.items():
+        bucket = _group(filename, function)
+        buckets[bucket] = buckets.get(bucket, 0.0) + tottime
+        functions.append({"function": f"{os.path.basename(filename)}:{line}({function})", "calls_per_sync":
+                          round(ncalls / calls, 1), "own_us_per_sync": round(tottime / calls * 1e6, 1),
+                          "cum_us_per_sync": round(cumtime / calls * 1e6, 1)})
+    by_bucket = [{"where": name, "own_us_per_sync": round(seconds / calls * 1e6, 1),
+                  "share_pct": round(100 * seconds / total, 1)}
+                 for name, seconds in sorted(buckets.items(), key=lambda item: -item[1])]
+    functions.sort(key=lambda row: -row["own_us_per_sync"])
+    return by_bucket, functions[:20], total
+
+
+def key_paths(call: Callable[[], int], calls: int) -> list[dict[str, Any]]:
+    """Cumulative time per sync of the main steps of the hook path."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        call()
+    profiler.disable()
+    wanted = {
+        ("app.py", "view"): "Flask view (all of the hook)", ("handler.py", "handle"): "handle",
+        ("handler.py", "parse_json"): "parse_json (orjson + depth check)",
+        ("observed.py", "parse_request"): "parse_request", ("decide.py", "decide"): "decide",
+        ("jobset.py", "build_jobset"): "build_jobset", ("reader.py", "job_pods"): "Reader.job_pods (cache hit)",
+        ("handler.py", "encode"): "encode response (orjson)", ("app.py", "_account"): "metrics + log line",
+        ("logs.py", "log_hook_call"): "log_hook_call",
+    }
+    rows = []
+    raw: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    for (filename, _, function), (_, _, _, cumtime, _) in raw.items():
+        label = wanted.get((os.path.basename(filename), function))
+        if label and "site-packages" not in filename:
+            rows.append({"step": label, "cum_us_per_sync": round(cumtime / calls * 1e6, 1)})
+    rows.sort(key=lambda row: -row["cum_us_per_sync"])
+    return rows
+
+
+def build_apps() -> tuple[WsgiApp, WsgiApp]:
+    """The hook app (warm cache of a running 64-pod Job) and the floor app, as WSGI callables."""
+    from bench.floor_app import create_app as create_floor
+    from hooks.app import create_app
+
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115 (kept for the process)
+        handler.setFormatter(logs.JsonFormatter())
+        root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    pods = realistic_job_pods(JOB, PODS, NAMESPACE)
+    metrics = ReadMetrics(registry=_registry())
+    reader = Reader(PodCache(SnapshotLister(pods), ttl_seconds=3600, metrics=metrics), SnapshotLister(pods),
+                    metrics=metrics)
+    app = create_app(reader, settings=Settings(log_level="INFO"))
+    return app.wsgi_app, create_floor().wsgi_app
+
+
+def _registry() -> Any:
+    from prometheus_client import CollectorRegistry
+
+    return CollectorRegistry()
+
+
+def run(quick: bool = False) -> BenchResult:
+    """CPU per sync in-process against the floor, and the cProfile breakdown."""
+    result = BenchResult("sync_profile", "Where the time goes in /sync (in-process, cProfile)")
+    hook_app, floor_app = build_apps()
+    body = sync_body()
+    sync, floor = wsgi_caller(hook_app, body), wsgi_caller(floor_app, body)
+    if sync() != 200 or floor() != 200:
+        raise RuntimeError("the in-process apps did not answer 200")
+    seconds = 0.1 if quick else 1.0
+    sync_s = per_call(sync, min_seconds=seconds)
+    floor_s = per_call(floor, min_seconds=seconds)
+    calls = 200 if quick else 3000
+    by_bucket, top, _ = profile(sync, calls)
+    result.tables["by_package"] = by_bucket
+    result.tables["top_functions"] = top
+    result.tables["steps"] = key_paths(sync, calls)
+    result.figures += [
+        Figure("in-process /sync CPU per call (WSGI, no HTTP)", sync_s * 1e6, "us", floor_s * 1e6,
+               "floor app, same call", note=f"2 cores / CPU per sync = {2 / sync_s:,.0f} syncs/s ceiling"),
+    ]
+    result.scale = {"profiled_calls": calls, "body_bytes": len(body), "pods": PODS}
+    return result
