@@ -1,0 +1,1 @@
+"""Benchmarks of nvcre-hooks: ``python -m bench`` (``make bench``); see BENCHMARKS.md."""
