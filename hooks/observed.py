@@ -129,7 +129,7 @@ def _parse_status(raw: object) -> PriorStatus:
         raise InvalidRequest(400, f"parent.status.conditions: expected an array, got {_json_type(conditions)}")
     for index, condition in enumerate(conditions):
         path = f"parent.status.conditions[{index}]"
-        _object(condition, path)
+        _entry(condition, path)
         _string(condition.get("type"), f"{path}.type", required=True)
         for key in ("status", "reason", "message", "lastTransitionTime"):
             _string(condition.get(key), f"{path}.{key}")
@@ -170,7 +170,7 @@ def _parse_children(raw: object, namespace: str) -> tuple[Mapping[str, Any], ...
             raise InvalidRequest(400, f"{path}.status.conditions: expected an array, got {_json_type(conditions)}")
         for index, condition in enumerate(conditions or ()):
             cpath = f"{path}.status.conditions[{index}]"
-            _object(condition, cpath)
+            _entry(condition, cpath)
             _string(condition.get("type"), f"{cpath}.type")
             _string(condition.get("status"), f"{cpath}.status")
         if not name:
@@ -219,6 +219,14 @@ def _object(value: object, path: str) -> Mapping[str, Any]:
     """Returns ``value`` when it is an object, ``{}`` when it is absent (null), else raises 400."""
     if value is None:
         return {}
+    if not isinstance(value, Mapping):
+        raise InvalidRequest(400, f"{path}: expected an object, got {_json_type(value)}")
+    return value
+
+
+def _entry(value: object, path: str) -> Mapping[str, Any]:
+    """Returns ``value`` when it is an object; anything else, null included, raises 400 (an array
+    entry that is null is not an absent field)."""
     if not isinstance(value, Mapping):
         raise InvalidRequest(400, f"{path}: expected an object, got {_json_type(value)}")
     return value
