@@ -119,7 +119,7 @@ def current_attempt(observed: Observed) -> int:
     best = observed.status.attempt
     for jobset in observed.jobsets:
         metadata = jobset["metadata"]
-        value = (metadata.get("labels") or {}).get(ATTEMPT_LABEL, "")
+        value = (metadata.get("labels") or {}).get(ATTEMPT_LABEL) or ""
         if _ATTEMPT_VALUE.fullmatch(value) and metadata["name"] == workload_name(observed.name, int(value)):
             best = max(best, int(value))
     return best
@@ -214,7 +214,7 @@ def _next_attempt(ctx: _Context, work: _Work, *, kind: str) -> None:
     While the barrier holds nothing is emitted and the phase stays as the caller set it.
     """
     work.workload = ""
-    if not _barrier(ctx, work):
+    if not _barrier(ctx, work, next_attempt=True):
         work.kind = "held"
         return
     work.attempt += 1
@@ -224,24 +224,29 @@ def _next_attempt(ctx: _Context, work: _Work, *, kind: str) -> None:
         work.kind = kind
 
 
-def _barrier(ctx: _Context, work: _Work, *, gate: bool = False) -> bool:
+def _barrier(ctx: _Context, work: _Work, *, gate: bool = False, next_attempt: bool = False) -> bool:
     """The drain barrier. Returns True only when no JobSet of the Job is observed,
-    ``active_job_pods`` returns none and (with a launcher) no launcher pod of the current workload is
-    active. Sets the ``Drained`` condition, ``message``, ``activePods`` and, while waiting, resync.
+    ``active_job_pods`` returns none and (with a launcher) no launcher pod is active in the current
+    attempt's workload, nor, with ``next_attempt``, in the workload about to be created (launchers
+    carry no JOB_LABEL, so ``active_job_pods`` cannot see them; a launcher left by a JobSet of the
+    same name deleted outside this controller would otherwise overlap the new one).
+    Sets the ``Drained`` condition, ``message``, ``activePods`` and, while waiting, resync.
     A failed read holds: ``Drained`` Unknown, ``ReadFailed``, previous ``activePods`` kept.
-    With ``gate`` (the check before creating a JobSet that is not observed) the launcher is not
-    read (launchers of older attempts were drained by their teardown; the workload being created
-    has none yet) and a pass adds no ``Drained`` condition where there was none, so a new Job's
-    status stays minimal.
+    With ``gate`` (the check before creating the current attempt's JobSet when it is not observed)
+    a pass adds no ``Drained`` condition where there was none, so a new Job's status stays minimal.
     """
     launcher = ctx.observed.spec.get("launcher")
+    workloads = [workload_name(ctx.job, work.attempt)]
+    if next_attempt:
+        workloads.append(workload_name(ctx.job, work.attempt + 1))
     try:
         active = sorted(ctx.reader.active_job_pods(ctx.namespace, ctx.job), key=_pod_name)
         launchers: list[Mapping[str, Any]] = []
-        if isinstance(launcher, str) and launcher and not gate:
-            workload = workload_name(ctx.job, work.attempt)
-            pods = ctx.reader.workload_pods(ctx.namespace, workload, launcher)
-            launchers = sorted((pod for pod in pods if is_active(pod)), key=_pod_name)
+        if isinstance(launcher, str) and launcher:
+            for workload in workloads:
+                pods = ctx.reader.workload_pods(ctx.namespace, workload, launcher)
+                launchers.extend(pod for pod in pods if is_active(pod))
+            launchers.sort(key=_pod_name)
     except PodReadError as error:
         _read_failed(ctx, work, error, in_barrier=True)
         return False
@@ -361,11 +366,29 @@ def _run(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, desired:
         return
     work.kind = "kept" if current is not None else "created"
     work.children = [desired]
-    if _count_pods(ctx, work):
-        work.phase = RUNNING if work.active_pods else PENDING
-        work.message = "" if work.active_pods else f"waiting for the pods of JobSet {name} to start"
-    elif work.phase not in (RUNNING, PENDING):
-        work.phase = PENDING
+    running = _workload_running(ctx, work, name) if _count_pods(ctx, work) else None
+    if running is None:
+        work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+        return
+    work.phase = RUNNING if running else PENDING
+    work.message = "" if running else f"waiting for the pods of JobSet {name} to start"
+
+
+def _workload_running(ctx: _Context, work: _Work, workload: str) -> bool | None:
+    """Whether ``workload`` runs: a worker pod is active (``activePods``, from the cache) or, for an
+    MPI Job whose workers are all done, its launcher pod is (``workload_pods``, live: launchers are
+    not cached). Returns None when that read failed (the message and resync are set).
+    """
+    if work.active_pods:
+        return True
+    launcher = ctx.observed.spec.get("launcher")
+    if not (isinstance(launcher, str) and launcher):
+        return False
+    try:
+        return any(is_active(pod) for pod in ctx.reader.workload_pods(ctx.namespace, workload, launcher))
+    except PodReadError as error:
+        _read_failed(ctx, work, error, in_barrier=False)
+        return None
 
 
 def _invalid_spec(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, invalid: InvalidSpec) -> None:

@@ -190,6 +190,40 @@ def test_finished_launcher_passes() -> None:
     assert ("workload_pods", "live", ("default", "train-0", "launcher")) in reader.calls
 
 
+def test_workers_done_and_launcher_running_is_running() -> None:
+    """An MPI Job whose workers finished while its launcher still runs is Running, not Pending."""
+    workers = [make_pod(f"train-0-worker-0-{i}", job="train", phase="Succeeded") for i in range(2)]
+    launcher = make_pod("train-0-launcher-0-0", launcher="train", workload="train-0", replicated_job="launcher")
+    reader = FakeReader([*workers, launcher])
+    d = run(reader, spec=job_spec(launcher="launcher"), jobsets=[jobset_child("train", 0)],
+            status={"phase": "Running", "attempt": 0})
+    assert (status(d)["phase"], status(d)["activePods"], status(d)["message"]) == ("Running", 0, "")
+    assert ("workload_pods", "live", ("default", "train-0", "launcher")) in reader.calls
+    done = dict(launcher, status={"phase": "Succeeded"})
+    d = run(FakeReader([*workers, done]), spec=job_spec(launcher="launcher"), jobsets=[jobset_child("train", 0)],
+            status={"phase": "Running", "attempt": 0})
+    assert status(d)["phase"] == "Pending"
+
+
+def test_a_failed_launcher_read_keeps_the_phase_and_resyncs() -> None:
+    d = run(FakeReader([], fail={"workload_pods"}), spec=job_spec(launcher="launcher"),
+            jobsets=[jobset_child("train", 0)], status={"phase": "Running", "attempt": 0, "activePods": 4})
+    assert (d.kind, names(d), status(d)["phase"]) == ("kept", ["train-0"], "Running")
+    assert d.response["resyncAfterSeconds"] > 0 and "injected failure" in status(d)["message"]
+
+
+def test_a_launcher_left_in_the_workload_to_create_holds_its_creation() -> None:
+    """A JobSet of the same name deleted outside the controller left its launcher running: the
+    JobSet is not recreated next to it, whether on a plain create or on a restart's next attempt."""
+    stray = make_pod("train-1-launcher-0-0", launcher="train", workload="train-1", replicated_job="launcher")
+    create = run(FakeReader([stray]), spec=job_spec(launcher="launcher"), status={"phase": "Running", "attempt": 1})
+    assert (create.kind, names(create)) == ("held", [])
+    assert "launcher pod train-1-launcher-0-0" in status(create)["message"]
+    restart = run(FakeReader([stray]), spec=job_spec(launcher="launcher", max_restarts=2),
+                  status={"phase": "Restarting", "attempt": 0, "restarts": 1})
+    assert (restart.kind, names(restart), status(restart)["attempt"]) == ("held", [], 0)
+
+
 # ---- row 2: terminal --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("keying", KEYINGS)

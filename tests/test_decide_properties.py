@@ -5,6 +5,7 @@ Each property runs ~150 examples so the whole file stays well under 30 s.
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,7 +25,8 @@ PHASES = ["", "Pending", "Running", "Restarting", "Suspending", "Suspended", "Su
 TEARDOWN_PHASES = {"Terminating", "Suspending", "Suspended", "Restarting"}
 FAILURES = ["cache", "live", "job_pods", "active_job_pods", "workload_pods"]
 
-fast = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = int(os.environ.get("NVCRE_PROPERTY_EXAMPLES", "150"))  # raise it for a longer local run
+fast = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

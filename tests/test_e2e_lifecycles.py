@@ -181,9 +181,6 @@ def test_mpi_launcher_success_completes_the_job(stack: tuple[FakeKubeServer, Hoo
     h.assert_safe()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (reported): with the workers finished and the MPI launcher still "
-                   "running, the status says Pending 'waiting for the pods of JobSet ... to start' "
-                   "(hooks/decide.py _run counts only JOB_LABEL pods)")
 def test_mpi_launcher_still_running_reports_running(stack: tuple[FakeKubeServer, HookServer]) -> None:
     h = world(stack, "v1")
     h.create_job("mpist", launcher=True)
