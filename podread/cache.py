@@ -99,9 +99,23 @@ class PodCache:
 
     def list_pods(self, selector: PodSelector) -> list[Pod]:
         """Returns the cached pods ``selector`` selects, filling its key first when absent or expired."""
+        return self.read(selector)[0]
+
+    def read(self, selector: PodSelector) -> tuple[list[Pod], bool]:
+        """Like ``list_pods``, and says whether this very call listed the pods from the source (it
+        filled the entry itself), rather than answering from an entry listed earlier or by a fill
+        another thread had started. The Reader uses it to skip a second, identical API read.
+        """
         key, fill_selector = self._key(selector)
-        pods = self._get(key, fill_selector)
-        return [pod for pod in pods if selector.matches(pod)]
+        pods, filled = self._get(key, fill_selector)
+        if selector == fill_selector:  # every job read the Reader makes: the entry is the answer
+            return list(pods), filled
+        return [pod for pod in pods if selector.matches(pod)], filled
+
+    @property
+    def source(self) -> PodLister | None:
+        """What the cache lists pods from (normally the Reader's live client)."""
+        return self._source
 
     def __len__(self) -> int:
         with self._lock:
@@ -128,20 +142,21 @@ class PodCache:
             f"it cannot answer {selector.describe()}"
         )
 
-    def _get(self, key: tuple[str, ...], fill_selector: PodSelector) -> list[Pod]:
+    def _get(self, key: tuple[str, ...], fill_selector: PodSelector) -> tuple[list[Pod], bool]:
+        """The entry for ``key`` and whether this call filled it; fills it (once) when missing."""
         index = key[0]
         with self._lock:
             pods = self._entries.get(key)
             if pods is not None:
                 self._metrics.cache_lookups.labels(index, "hit").inc()
-                return pods
+                return pods, False
             fill = self._fills.get(key)
             leader = fill is None
             if fill is None:
                 fill = self._fills[key] = _Fill()
         if not leader:
             self._metrics.cache_lookups.labels(index, "shared").inc()
-            return fill.wait()
+            return fill.wait(), False
         self._metrics.cache_lookups.labels(index, "miss").inc()
         pods, error = None, None
         try:
@@ -160,13 +175,15 @@ class PodCache:
         if error is not None:
             raise error
         assert pods is not None
-        return pods
+        return pods, True
 
     def _list(self, fill_selector: PodSelector) -> list[Pod]:
         if self._source is None:
             raise NoSourceError(self._no_source_reason, source="cache")
         listed = self._source.list_pods(fill_selector)
-        return [_strip(pod) for pod in listed if JOB_LABEL in ((pod.get("metadata") or {}).get("labels") or {})]
+        # Keep exactly what the fill selected (which always requires JOB_LABEL), whatever the source
+        # returned: no pod without the label is ever stored, and a hit needs no filtering.
+        return [_strip(pod) for pod in listed if fill_selector.matches(pod)]
 
 
 def cached_keys(cache: PodCache) -> list[Any]:

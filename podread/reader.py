@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from podread import trace
+from podread.cache import PodCache
 from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import NoLiveReaderError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
@@ -59,13 +61,33 @@ class Reader:
         hold a Job's finished pods and miss a newer one that is still running, so the API server is
         checked whenever filtering leaves no active pod, not only when the cached list is empty. The
         check selects on the job label, so it sees what the cache would hold once it catches up.
-        An empty answer therefore always comes from the API server.
+        An empty answer therefore always comes from the API server: when the cache missed and this
+        call's own fill listed the pods from the live client, that list is the check.
         """
         selector = PodSelector(namespace=namespace, labels={JOB_LABEL: job})
-        active = [pod for pod in self._read("active_job_pods", CACHE, selector) if is_active(pod)]
-        if active:
+        cached, listed_now = self._read_cache("active_job_pods", selector)
+        active = [pod for pod in cached if is_active(pod)]
+        if active or listed_now:
             return active
         return [pod for pod in self._read("active_job_pods", LIVE, selector) if is_active(pod)]
+
+    def _read_cache(self, method: str, selector: PodSelector) -> tuple[list[Pod], bool]:
+        """A cached read, and whether it was, in fact, a list from the live client made by this very
+        call: the cache missed, this call filled the entry, and the cache's source is ``live``. Such
+        a list is already the API server's current answer, so ``active_job_pods`` does not send the
+        same list again. Any other cache (a different source, a lister that is not a PodCache) or
+        answer (a hit, a fill another thread started) reports False.
+        """
+        listed_now = False
+
+        def list_pods(sel: PodSelector) -> list[Pod]:
+            nonlocal listed_now
+            if isinstance(self._cached, PodCache) and self._live is not None and self._cached.source is self._live:
+                pods, listed_now = self._cached.read(sel)
+                return pods
+            return self._cached.list_pods(sel)
+
+        return self._read(method, CACHE, selector, list_pods), listed_now
 
     def job_pods_on_node(self, node: str) -> list[Pod]:
         """The NVCRE workload pods bound to node, from the cache, through the spec.nodeName index
@@ -91,15 +113,19 @@ class Reader:
             labels[REPLICATED_JOB_LABEL] = replicated_job
         return self._read("workload_pods", LIVE, PodSelector(namespace=namespace, labels=labels))
 
-    def _read(self, method: str, source: str, selector: PodSelector) -> list[Pod]:
-        """Runs one list on ``source``, counting, timing, logging and tracing it."""
+    def _read(
+        self, method: str, source: str, selector: PodSelector,
+        list_pods: Callable[[PodSelector], list[Pod]] | None = None,
+    ) -> list[Pod]:
+        """Runs one list on ``source`` (through ``list_pods`` when given), counting, timing, logging
+        and tracing it."""
         lister = self._cached if source == CACHE else self._live
         started = time.perf_counter()
         try:
             if lister is None:
                 raise NoLiveReaderError("no live client: this Reader was built without one, so it cannot "
                                         "read the API server")
-            pods = lister.list_pods(selector)
+            pods = (list_pods or lister.list_pods)(selector)
         except Exception as exc:
             error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}")
             if error is not exc:

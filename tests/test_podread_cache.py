@@ -173,3 +173,20 @@ def test_lookups_and_fills_are_counted() -> None:
     assert metrics.cache_lookups.labels(JOB_INDEX_FIELD, "miss")._value.get() == 1
     assert metrics.cache_lookups.labels(JOB_INDEX_FIELD, "hit")._value.get() == 1
     assert metrics.cache_fills.labels(JOB_INDEX_FIELD, "ok")._value.get() == 1
+
+
+def test_a_fill_keeps_only_what_its_selector_selects() -> None:
+    """A source that ignores selectors cannot put another job's pods under this job's key."""
+
+    class Careless(FakeLister):
+        def list_pods(self, selector):
+            return list(self.pods)
+
+    cache = make(Careless([pod("w-0"), pod("g-0", job="gpt"), pod("x-0", namespace="team-b")]))
+    assert [p["metadata"]["name"] for p in cache.list_pods(JOB)] == ["w-0"]
+
+
+def test_read_says_whether_this_call_filled_the_entry() -> None:
+    cache = make(FakeLister([pod("w-0")]))
+    assert cache.read(JOB)[1] is True
+    assert cache.read(JOB)[1] is False

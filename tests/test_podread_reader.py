@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -214,3 +217,33 @@ def test_the_cache_never_returns_a_pod_without_the_job_label_through_the_reader(
     source = Careless([pod("w-0", node="n1"), pod("installer", job=None, node="n1")])
     reader = Reader(PodCache(source), source)
     assert names(reader.job_pods_on_node("n1")) == ["w-0"]
+
+
+def test_a_cache_fill_from_the_live_client_in_this_call_is_the_live_check() -> None:
+    """Cache missed, this call listed the job from the live client and found none active: that
+    list is the API server's answer, so the same list is not sent again."""
+    live = FakeLister([pod("w-0", phase="Succeeded")])
+    reader = Reader(PodCache(live), live)
+    assert reader.active_job_pods("team-a", "llama") == []
+    assert len(live.calls) == 1
+    with recording() as records:
+        assert reader.active_job_pods("team-a", "llama") == []  # a hit: the live check is made
+    assert [r.source for r in records] == ["cache", "live"] and len(live.calls) == 2
+
+
+def test_a_cache_over_another_source_never_stands_for_the_live_check() -> None:
+    cached_source = FakeLister([pod("w-0", phase="Succeeded")])
+    live = FakeLister([pod("w-1")])
+    reader = Reader(PodCache(cached_source), live)
+    assert names(reader.active_job_pods("team-a", "llama")) == ["w-1"]
+
+
+def test_a_fill_started_by_another_thread_does_not_stand_for_the_live_check() -> None:
+    live = FakeLister([pod("w-0", phase="Succeeded")], delay=0.3)
+    reader = Reader(PodCache(live), live)
+    leader = threading.Thread(target=reader.job_pods, args=("team-a", "llama"))
+    leader.start()
+    time.sleep(0.1)  # the leader's fill is in flight
+    assert reader.active_job_pods("team-a", "llama") == []
+    leader.join()
+    assert len(live.calls) == 2  # the shared fill, then this call's own live check
