@@ -196,3 +196,23 @@ def test_from_environment_reads_through_the_kubeconfig(fake_kube: FakeKubeServer
     fake_kube.inject(Fault.dropped(PODS_PATH, times=1))
     with pytest.raises(PodReadError):  # no hidden client retries: one dropped answer fails the read
         reader.active_job_pods("team-a", "llama")
+
+
+def test_a_large_answer_is_decoded_with_the_collector_paused_and_restored(fake_kube: FakeKubeServer,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from podread import live as live_module
+
+    seen: list[bool] = []
+    real_loads = live_module.orjson.loads
+
+    def spying_loads(raw: bytes):
+        seen.append(gc.isenabled())
+        return real_loads(raw)
+
+    monkeypatch.setattr(live_module, "LARGE_BODY_BYTES", 1000)
+    monkeypatch.setattr(live_module.orjson, "loads", spying_loads)
+    fake_kube.put_pods(make_job_pods("llama", 3, "team-a"))
+    assert len(live_client(fake_kube).list_pods(JOB)) == 3
+    assert seen == [False] and gc.isenabled()
