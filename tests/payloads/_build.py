@@ -234,6 +234,20 @@ def _() -> dict[str, Any]:
                 cache=workers(0), launchers=[launcher(0, phase="Succeeded")])
 
 
+@scenario("v1-mpi-workers-done-launcher-running")
+def _() -> dict[str, Any]:
+    return case("row 10, MPI: the workers finished, the launcher still runs (read live): Running, not Pending",
+                spec=MPI, status=running_status(), jobsets=((0, ""),),
+                cache=workers(0, phase="Succeeded"), launchers=[launcher(0)])
+
+
+@scenario("v2-launcher-left-by-a-deleted-jobset")
+def _() -> dict[str, Any]:
+    return case("row 10, MPI: the current JobSet is not observed but its launcher still runs: no JobSet is "
+                "created next to it (hold)", keying="v2", spec=MPI, status=running_status(active=0),
+                cache=[], launchers=[launcher(0)])
+
+
 def write(name: str, built: dict[str, Any]) -> None:
     folder = HERE / name
     folder.mkdir(exist_ok=True)
