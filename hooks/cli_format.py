@@ -28,7 +28,8 @@ def read_line(record: ReadRecord) -> str:
         outcome = f"ok, {record.pods} pod{'' if record.pods == 1 else 's'}"
     else:
         outcome = f"failed: {record.error}"
-    return f"{record.method} from {record.source} ({record.selector}): {outcome}, {record.seconds * 1000:.1f} ms"
+    source = f"{record.source}, filled from the API server" if record.filled else record.source
+    return f"{record.method} from {source} ({record.selector}): {outcome}, {record.seconds * 1000:.1f} ms"
 
 
 def replay_text(replay: Replay, pods_from: str) -> str:
@@ -70,7 +71,7 @@ def replay_json(replay: Replay, pods_from: str) -> dict[str, Any]:
             "message": decision.message,
         },
         "reads": [
-            {"method": r.method, "source": r.source, "selector": r.selector, "outcome": r.outcome,
+            {"method": r.method, "source": r.source, "filled": r.filled, "selector": r.selector, "outcome": r.outcome,
              "pods": r.pods, "seconds": round(r.seconds, 6), "error": r.error}
             for r in result.reads
         ],

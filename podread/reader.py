@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 
 from podread import trace
 from podread.cache import PodCache
@@ -65,29 +64,11 @@ class Reader:
         call's own fill listed the pods from the live client, that list is the check.
         """
         selector = PodSelector(namespace=namespace, labels={JOB_LABEL: job})
-        cached, listed_now = self._read_cache("active_job_pods", selector)
+        cached, listed_live = self._list("active_job_pods", CACHE, selector)
         active = [pod for pod in cached if is_active(pod)]
-        if active or listed_now:
+        if active or listed_live:
             return active
         return [pod for pod in self._read("active_job_pods", LIVE, selector) if is_active(pod)]
-
-    def _read_cache(self, method: str, selector: PodSelector) -> tuple[list[Pod], bool]:
-        """A cached read, and whether it was, in fact, a list from the live client made by this very
-        call: the cache missed, this call filled the entry, and the cache's source is ``live``. Such
-        a list is already the API server's current answer, so ``active_job_pods`` does not send the
-        same list again. Any other cache (a different source, a lister that is not a PodCache) or
-        answer (a hit, a fill another thread started) reports False.
-        """
-        listed_now = False
-
-        def list_pods(sel: PodSelector) -> list[Pod]:
-            nonlocal listed_now
-            if isinstance(self._cached, PodCache) and self._live is not None and self._cached.source is self._live:
-                pods, listed_now = self._cached.read(sel)
-                return pods
-            return self._cached.list_pods(sel)
-
-        return self._read(method, CACHE, selector, list_pods), listed_now
 
     def job_pods_on_node(self, node: str) -> list[Pod]:
         """The NVCRE workload pods bound to node, from the cache, through the spec.nodeName index
@@ -113,19 +94,29 @@ class Reader:
             labels[REPLICATED_JOB_LABEL] = replicated_job
         return self._read("workload_pods", LIVE, PodSelector(namespace=namespace, labels=labels))
 
-    def _read(
-        self, method: str, source: str, selector: PodSelector,
-        list_pods: Callable[[PodSelector], list[Pod]] | None = None,
-    ) -> list[Pod]:
-        """Runs one list on ``source`` (through ``list_pods`` when given), counting, timing, logging
-        and tracing it."""
+    def _read(self, method: str, source: str, selector: PodSelector) -> list[Pod]:
+        """Runs one list on ``source``; see ``_list``."""
+        return self._list(method, source, selector)[0]
+
+    def _list(self, method: str, source: str, selector: PodSelector) -> tuple[list[Pod], bool]:
+        """Runs one list on ``source``, counting, timing, logging and tracing it.
+
+        Returns the pods and whether the answer is a list this very call sent to the live client:
+        a cached read whose entry was missing, filled by this call (not by a fill another thread had
+        started), from a cache whose source is this Reader's ``live``. Such a list is already the API
+        server's current answer.
+        """
         lister = self._cached if source == CACHE else self._live
         started = time.perf_counter()
+        filled = False
         try:
             if lister is None:
                 raise NoLiveReaderError("no live client: this Reader was built without one, so it cannot "
                                         "read the API server")
-            pods = (list_pods or lister.list_pods)(selector)
+            if isinstance(lister, PodCache):
+                pods, filled = lister.read(selector)
+            else:
+                pods = lister.list_pods(selector)
         except Exception as exc:
             error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}")
             if error is not exc:
@@ -136,12 +127,13 @@ class Reader:
             if error is exc:
                 raise
             raise error from exc
-        self._finish(method, source, selector, started, pods=pods)
-        return pods
+        self._finish(method, source, selector, started, pods=pods, filled=filled)
+        listed_live = filled and self._live is not None and isinstance(lister, PodCache) and lister.source is self._live
+        return pods, listed_live
 
     def _finish(
         self, method: str, source: str, selector: PodSelector, started: float,
-        *, pods: list[Pod] | None = None, error: PodReadError | None = None,
+        *, pods: list[Pod] | None = None, error: PodReadError | None = None, filled: bool = False,
     ) -> None:
         seconds = time.perf_counter() - started
         outcome = "ok" if error is None else "error"
@@ -150,6 +142,6 @@ class Reader:
         if trace.recording_open():
             trace.note(trace.ReadRecord(
                 method=method, source=source, selector=selector.describe(), outcome=outcome,
-                pods=len(pods or ()), seconds=seconds, error=None if error is None else str(error),
+                pods=len(pods or ()), seconds=seconds, error=None if error is None else str(error), filled=filled,
                 items=tuple(pods) if pods is not None and trace.keeping_pods() else None,
             ))

@@ -18,7 +18,8 @@ from podread.selector import Pod
 class ReadRecord:
     """One read: the Reader method, its source (``cache``/``live``), the selector, and how it went.
 
-    ``items`` holds the pods read when the recording asked to keep them, else ``None``.
+    ``items`` holds the pods read when the recording asked to keep them, else ``None``. ``filled``
+    marks a cached read that missed and was answered by the list this read sent to fill the cache.
     """
 
     method: str
@@ -29,6 +30,7 @@ class ReadRecord:
     seconds: float
     error: str | None = None
     items: tuple[Pod, ...] | None = None
+    filled: bool = False
 
 
 @dataclass

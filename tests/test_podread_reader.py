@@ -224,8 +224,10 @@ def test_a_cache_fill_from_the_live_client_in_this_call_is_the_live_check() -> N
     list is the API server's answer, so the same list is not sent again."""
     live = FakeLister([pod("w-0", phase="Succeeded")])
     reader = Reader(PodCache(live), live)
-    assert reader.active_job_pods("team-a", "llama") == []
+    with recording() as first:
+        assert reader.active_job_pods("team-a", "llama") == []
     assert len(live.calls) == 1
+    assert [(r.source, r.filled) for r in first] == [("cache", True)]
     with recording() as records:
         assert reader.active_job_pods("team-a", "llama") == []  # a hit: the live check is made
     assert [r.source for r in records] == ["cache", "live"] and len(live.calls) == 2
