@@ -112,7 +112,8 @@ def parse_json(raw: bytes, *, max_bytes: int, max_depth: int) -> object:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(400, f"request body is not JSON: {exc}") from None
-    if nested_deeper_than(document, max_depth):
+    # Nesting cannot exceed the number of opening brackets (a C-speed count): most requests skip the walk.
+    if raw.count(b"{") + raw.count(b"[") > max_depth and nested_deeper_than(document, max_depth):
         raise InvalidRequest(400, f"request JSON is nested more than {max_depth} levels deep")
     return document
 
