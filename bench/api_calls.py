@@ -173,19 +173,6 @@ def _registry() -> Any:
     return CollectorRegistry()
 
 
-class _FillTimes:
-    """Wraps the cache's source: notes the simulated time of the last fill of each job."""
-
-    def __init__(self, source: Any, clock: SimClock) -> None:
-        self._source, self._clock = source, clock
-        self.last: dict[str, float] = {}
-
-    def list_pods(self, selector: PodSelector) -> list[Pod]:
-        pods = self._source.list_pods(selector)
-        self.last[selector.labels.get(JOB_LABEL, "")] = self._clock.now
-        return pods
-
-
 # ---- the world -----------------------------------------------------------------------------------
 
 @dataclass
@@ -242,9 +229,11 @@ class World:
         self.compare = compare
         self.settings = Settings(resync_seconds=DRAIN_RESYNC)
         metrics = ReadMetrics(registry=_registry())
-        self.fills = _FillTimes(cluster.lister("cached"), self.clock)
-        self.reader_a = Reader(PodCache(self.fills, ttl_seconds=ttl, clock=self.clock, metrics=metrics),
-                               cluster.lister("cached"), metrics=metrics)
+        # Wired as in production: the cache fills from the Reader's own live client.
+        live_a = cluster.lister("cached")
+        self.reader_a = Reader(PodCache(live_a, ttl_seconds=ttl, clock=self.clock, metrics=metrics), live_a,
+                               metrics=metrics)
+        self.filled_at: dict[str, float] = {}  # job -> simulated time of its last cache fill
         live_b = cluster.lister("live")
         self.reader_b = Reader(live_b, live_b, metrics=metrics) if compare else None
         self._events: list[tuple[float, int, Callable[[], None]]] = []
@@ -397,8 +386,11 @@ class World:
         self.apply(job, result_a.body)
 
     def _note_reads(self, job: Job, result: HookResult) -> None:
-        filled_at = self.fills.last.get(job.name)
-        filled_now = filled_at == self.clock.now
+        filled_now = False
+        for read in result.reads:
+            if read.source == "cache" and read.filled:
+                self.filled_at[job.name] = self.clock.now
+                filled_now = True
         for read in result.reads:
             if read.source == "cache":
                 self._cache_reads.setdefault(job.name, []).append(self.clock.now)
@@ -414,7 +406,7 @@ class World:
         if error:
             self.replay.active_error_syncs += 1
             self.replay.active_error_max = max(self.replay.active_error_max, error)
-        filled_at = self.fills.last.get(job.name)
+        filled_at = self.filled_at.get(job.name)
         if filled_at is not None and any(read.source == "cache" for read in result.reads):
             self.replay.stale_age_max = max(self.replay.stale_age_max, self.clock.now - filled_at)
 
