@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from podread import ATTEMPT_LABEL
 
 API_VERSION = "nvcre.nvidia.com/v1alpha1"
@@ -87,7 +89,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     parent = _object(payload["parent"], "parent")
     if parent.get("apiVersion") != API_VERSION or parent.get("kind") != KIND:
         raise InvalidRequest(422, f"parent: expected apiVersion {API_VERSION} kind {KIND}, got apiVersion "
-                                  f"{parent.get('apiVersion')!r} kind {parent.get('kind')!r}")
+                                  f"{_shown(parent.get('apiVersion'))} kind {_shown(parent.get('kind'))}")
     metadata = _object(parent.get("metadata"), "parent.metadata")
     name = _string(metadata.get("name"), "parent.metadata.name", required=True)
     namespace = _string(metadata.get("namespace"), "parent.metadata.namespace", required=True)
@@ -194,6 +196,11 @@ def _check_namespace(namespace: str) -> None:
     if len(namespace) > _MAX_LABEL_VALUE or not _DNS1123_LABEL.fullmatch(namespace):
         raise InvalidRequest(400, f"parent.metadata.namespace: {namespace!r} is not a valid namespace "
                                   f"(a DNS-1123 label of at most {_MAX_LABEL_VALUE} characters)")
+
+
+def _shown(value: object) -> str:
+    """A field's value for an error message, in JSON terms: ``"v1"``, ``null`` when missing."""
+    return orjson.dumps(value).decode() if isinstance(value, str | int | float | bool | None) else _json_type(value)
 
 
 def _json_type(value: object) -> str:
