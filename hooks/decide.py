@@ -20,7 +20,6 @@ phase. Only rows 1, 3, 4 (while draining), 5 (while holding) and 7 leave the cur
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from typing import Any
 from hooks import conditions as cond
 from hooks.jobset import API_VERSION as JOBSET_API_VERSION
 from hooks.jobset import KIND as JOBSET_KIND
-from hooks.jobset import InvalidSpec, build_jobset, workload_name
+from hooks.jobset import InvalidSpec, build_jobset, json_copy, workload_name
 from hooks.observed import Observed
 from podread import ATTEMPT_LABEL, is_active
 from podread.errors import PodReadError
@@ -196,8 +195,8 @@ def _suspend(ctx: _Context, work: _Work) -> None:
 
 
 def _resume(ctx: _Context, work: _Work) -> None:
-    """Row 4: unsuspended. Once the barrier passes (at once when already Suspended), the next attempt
-    starts: attempt+1, restarts unchanged. While holding, the phase stays as it was.
+    """Row 4: unsuspended. Once the barrier passes (checked again even when already Suspended), the
+    next attempt starts: attempt+1, restarts unchanged. While holding, the phase stays as it was.
     """
     _next_attempt(ctx, work, kind="created")
 
@@ -334,8 +333,14 @@ def _steady(ctx: _Context, work: _Work, *, drained: bool = False) -> None:
     state = _jobset_state(current) if current is not None else ""
     max_restarts = ctx.observed.spec.get("maxRestarts") or 0
     if state == FAILED and work.restarts < max_restarts:
-        work.restarts += 1  # row 7: exactly once; the fed-back status is Restarting (row 5)
-        _restart(ctx, work)
+        # Row 7, in two calls, so that the decision survives a lost status write: this answer
+        # records Restarting and restarts+1 and still keeps the failed JobSet; the next call (row 5,
+        # fed that status) leaves it out. Leaving it out at once would let a lost status write
+        # recreate the failed attempt under the same name, uncounted. restarts+1 happens exactly
+        # once: the fed-back status is Restarting.
+        work.restarts += 1
+        _restart(ctx, work)  # holds: the failed JobSet is still observed
+        work.children = [desired]
         return
     if state in (FAILED, "Completed"):
         work.phase = FAILED if state == FAILED else SUCCEEDED  # rows 8 and 9
@@ -358,15 +363,21 @@ def _run(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, desired:
     """
     name = desired["metadata"]["name"]
     work.workload = name
-    if current is None and not drained and not _barrier(ctx, work, gate=True):
-        work.kind = "held"
-        work.children = []
-        work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
-        work.message = f"{work.message} (before creating JobSet {name})"
-        return
+    if current is None and not drained:
+        if not _barrier(ctx, work, gate=True):
+            work.kind = "held"
+            work.children = []
+            work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+            work.message = f"{work.message} (before creating JobSet {name})"
+            return
+        drained = True
     work.kind = "kept" if current is not None else "created"
     work.children = [desired]
-    running = _workload_running(ctx, work, name) if _count_pods(ctx, work) else None
+    if drained:  # the barrier has just found no active pod and no active launcher, live: nothing runs
+        work.active_pods = 0
+        running: bool | None = False
+    else:
+        running = _workload_running(ctx, work, name) if _count_pods(ctx, work) else None
     if running is None:
         work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
         return
@@ -403,7 +414,7 @@ def _invalid_spec(ctx: _Context, work: _Work, current: Mapping[str, Any] | None,
     else:
         work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
         work.workload = current["metadata"]["name"]
-        work.children = [_keep(ctx, current, work.attempt)]
+        work.children = [_as_observed(current)]  # the spec cannot be built: keep what exists
     _count_pods(ctx, work)
     work.message = f"waiting for a valid spec: {invalid.reason}"
 
@@ -440,7 +451,11 @@ def _keep(ctx: _Context, observed: Mapping[str, Any], attempt: int) -> dict[str,
     try:
         return build_jobset(ctx.job_object(), attempt)
     except InvalidSpec:
-        pass
+        return _as_observed(observed)
+
+
+def _as_observed(observed: Mapping[str, Any]) -> dict[str, Any]:
+    """The child that keeps an observed JobSet as it is: identity, labels, annotations and spec."""
     metadata = observed["metadata"]
     kept: dict[str, Any] = {"name": metadata["name"], "namespace": metadata["namespace"]}
     if metadata.get("labels"):
@@ -452,5 +467,5 @@ def _keep(ctx: _Context, observed: Mapping[str, Any], attempt: int) -> dict[str,
         "apiVersion": observed.get("apiVersion") or JOBSET_API_VERSION,
         "kind": observed.get("kind") or JOBSET_KIND,
         "metadata": kept,
-        "spec": copy.deepcopy(observed.get("spec") or {}),
+        "spec": json_copy(observed.get("spec") or {}),
     }

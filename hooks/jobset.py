@@ -33,7 +33,7 @@ class InvalidSpec(Exception):
         self.code = code
 
 
-def _json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
+def json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of a JSON object (4-8x faster than ``copy.deepcopy``; the input came from JSON)."""
     return orjson.loads(orjson.dumps(value))
 
@@ -67,7 +67,7 @@ def build_jobset(job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
     attempt_value = str(attempt)
     replicated_jobs = []
     for entry in entries:
-        replicated = _json_copy(entry)
+        replicated = json_copy(entry)
         _label_pod_template(replicated, job=name, attempt=attempt_value, is_launcher=entry["name"] == launcher)
         replicated_jobs.append(replicated)
     jobset_spec: dict[str, Any] = {"replicatedJobs": replicated_jobs, "failurePolicy": {"maxRestarts": 0}}

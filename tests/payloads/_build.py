@@ -131,7 +131,8 @@ for keying in ("v1", "v2"):
 
     @scenario(f"{k}-jobset-failed-restart")
     def _(k: str = k) -> dict[str, Any]:
-        return case("row 7: the JobSet failed with a restart left: torn down, Restarting, restarts 1",
+        return case("row 7: the JobSet failed with a restart left: Restarting, restarts 1 recorded while the "
+                    "failed JobSet is still kept (the next call, row 5, tears it down)",
                     keying=k, status=running_status(), jobsets=((0, "Failed"),), cache=workers(0))
 
     @scenario(f"{k}-restarts-exhausted")
