@@ -120,6 +120,9 @@ def test_suspend_drain_suspended_and_resume_as_a_new_attempt(
     assert h.condition("pause", "Drained")["status"] == "True"
     h.step(3)
     assert h.jobsets("pause") == [] and h.phase("pause") == "Suspended"
+    # The other gunicorn worker's cache may still hold the pods as they were while draining (active):
+    # it would rightly hold the resume until its entry expires. Past the TTL, the resume is immediate.
+    h.wait_cache(1.0)
     h.driver.patch_spec(h.namespace, "pause", suspend=None)
     h.reconcile()
     assert h.jobsets("pause") == ["pause-1"]
