@@ -6,7 +6,6 @@ import copy
 import threading
 import time
 from collections.abc import Callable, Hashable
-from typing import Any
 
 import cachetools
 
@@ -63,7 +62,8 @@ class PodCache:
     cannot hold. The pods returned are the entry's pods that match the whole selector.
 
     Freshness: an entry is at most ``ttl_seconds`` old (measured on ``clock``, from when its list
-    returned); a key costs at most one list per TTL, whatever the number of reads. Concurrent misses
+    returned); a key costs at most one successful list per TTL, whatever the number of reads (a
+    failed list stores nothing, so the next read lists again). Concurrent misses
     of one key share one list. A failed list raises ``PodReadError`` to every reader waiting for it
     and stores nothing: an error is never cached, and never becomes "no pods".
 
@@ -121,11 +121,6 @@ class PodCache:
         with self._lock:
             return len(self._entries)
 
-    def invalidate(self) -> None:
-        """Drops every entry; fills in flight still complete for the readers waiting on them."""
-        with self._lock:
-            self._entries.clear()
-
     @staticmethod
     def _key(selector: PodSelector) -> tuple[tuple[str, ...], PodSelector]:
         job = selector.labels.get(JOB_LABEL)
@@ -170,7 +165,9 @@ class PodCache:
             del self._fills[key]
             if pods is not None:
                 self._entries[key] = pods
-        fill.finish(pods, error)
+        # Waiters get copies of the error as it is now: the Reader names its own method on the one
+        # it raises, and each waiter's Reader must name its own.
+        fill.finish(pods, copy.copy(error) if error is not None else None)
         self._metrics.cache_fills.labels(index, "ok" if error is None else "error").inc()
         if error is not None:
             raise error
@@ -184,9 +181,3 @@ class PodCache:
         # Keep exactly what the fill selected (which always requires JOB_LABEL), whatever the source
         # returned: no pod without the label is ever stored, and a hit needs no filtering.
         return [_strip(pod) for pod in listed if fill_selector.matches(pod)]
-
-
-def cached_keys(cache: PodCache) -> list[Any]:
-    """The keys the cache holds now (for tests and debugging)."""
-    with cache._lock:
-        return list(cache._entries.keys())

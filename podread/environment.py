@@ -43,7 +43,7 @@ def _kubeconfig_paths(env: Mapping[str, str]) -> list[Path]:
     return [Path(env.get("HOME", "~")).expanduser() / ".kube" / "config"]
 
 
-def load_api_client(env: Mapping[str, str], timeout_seconds: float) -> tuple[k8s.ApiClient | None, str]:
+def load_api_client(env: Mapping[str, str]) -> tuple[k8s.ApiClient | None, str]:
     """The kubernetes ApiClient for this process, and where its configuration came from.
 
     Tries the kubeconfig first (``KUBECONFIG``, or ``~/.kube/config``), then the in-cluster service
@@ -100,7 +100,7 @@ def from_environment(env: Mapping[str, str] | None = None) -> Reader:
     max_entries = int(_number(env, "NVCRE_CACHE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES, integer=True))
     timeout = _number(env, "NVCRE_API_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS, integer=False,
                       below=HOOK_TIMEOUT_SECONDS)
-    api_client, where = load_api_client(env, timeout)
+    api_client, where = load_api_client(env)
     if api_client is None:
         log.warning("no cluster configuration found (%s): the hooks will start, and every pod read "
                     "will fail until the process is restarted with a configuration", where)

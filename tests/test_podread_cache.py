@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -190,3 +191,27 @@ def test_read_says_whether_this_call_filled_the_entry() -> None:
     cache = make(FakeLister([pod("w-0")]))
     assert cache.read(JOB)[1] is True
     assert cache.read(JOB)[1] is False
+
+
+def test_each_reader_waiting_on_a_failed_fill_names_its_own_method() -> None:
+    from podread import Reader
+
+    source = FakeLister([pod("w-0")], delay=0.3)
+    source.fail_with = failing("boom")
+    reader = Reader(make(source), source)
+    errors: dict[str, str] = {}
+
+    def read(method: str) -> None:
+        try:
+            getattr(reader, method)("team-a", "llama")
+        except PodReadError as exc:
+            errors[method] = str(exc)
+
+    threads = [threading.Thread(target=read, args=(m,)) for m in ("job_pods", "active_job_pods")]
+    threads[0].start()
+    time.sleep(0.1)  # job_pods leads the fill; active_job_pods waits on it
+    threads[1].start()
+    for thread in threads:
+        thread.join()
+    assert errors == {"job_pods": "job_pods from cache: boom", "active_job_pods": "active_job_pods from cache: boom"}
+    assert len(source.calls) == 1
