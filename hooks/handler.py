@@ -107,7 +107,7 @@ def parse_json(raw: bytes, *, max_bytes: int, max_depth: int) -> object:
     levels itself; the tighter limit is then checked level by level, without recursion.
     """
     if len(raw) > max_bytes:
-        raise InvalidRequest(413, f"request body is {len(raw)} bytes, more than the limit of {max_bytes}")
+        raise InvalidRequest(413, f"request body is larger than the limit of {max_bytes} bytes")
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -84,7 +84,7 @@ def parse_request(payload: object, hook: str) -> Observed:
         raise ValueError(f"unknown hook {hook!r}")
     if not isinstance(payload, Mapping):
         raise InvalidRequest(400, f"request: expected an object, got {_json_type(payload)}")
-    if "parent" not in payload:
+    if payload.get("parent") is None:
         raise InvalidRequest(400, "request: parent is missing")
     parent = _object(payload["parent"], "parent")
     if parent.get("apiVersion") != API_VERSION or parent.get("kind") != KIND:
@@ -115,7 +115,11 @@ def _parse_spec(raw: object) -> Mapping[str, Any]:
     replicated = spec.get("replicatedJobs")
     if replicated is not None and not isinstance(replicated, list):
         raise InvalidRequest(400, f"parent.spec.replicatedJobs: expected an array, got {_json_type(replicated)}")
-    _string(spec.get("launcher"), "parent.spec.launcher")
+    launcher = _string(spec.get("launcher"), "parent.spec.launcher")
+    if launcher and (len(launcher) > _MAX_LABEL_VALUE or not _DNS1123_LABEL.fullmatch(launcher)):
+        # It goes into the label selector of the launcher read (jobset.sigs.k8s.io/replicatedjob-name).
+        raise InvalidRequest(400, f"parent.spec.launcher: {launcher[:80]!r} is not a replicated job name (a DNS-1123 "
+                                  f"label of at most {_MAX_LABEL_VALUE} characters), so it cannot be put in a selector")
     _integer(spec.get("maxRestarts"), "parent.spec.maxRestarts", minimum=None)
     _boolean(spec.get("suspend"), "parent.spec.suspend")
     return spec

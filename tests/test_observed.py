@@ -171,3 +171,22 @@ def test_semantic_spec_errors_are_not_4xx() -> None:
 def test_unknown_hook_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="unknown hook"):
         parse_request(job_request(), "customize")
+
+
+def test_a_null_parent_is_missing_not_the_wrong_kind() -> None:
+    with pytest.raises(InvalidRequest) as raised:
+        parse_request({"parent": None}, "sync")
+    assert (raised.value.status, raised.value.message) == (400, "request: parent is missing")
+
+
+@pytest.mark.parametrize("launcher", ["a b", "a,b", "Launcher", "l" * 64, "x=y"])
+def test_a_launcher_that_cannot_go_in_a_selector_is_400(launcher: str) -> None:
+    with pytest.raises(InvalidRequest) as raised:
+        parse_request(job_request(spec=job_spec(launcher=launcher)), "sync")
+    assert raised.value.status == 400 and "parent.spec.launcher" in raised.value.message
+
+
+def test_a_launcher_naming_no_replicated_job_is_not_a_400() -> None:
+    """A well-formed name that names no entry is InvalidSpec (a 200), the decision's to report."""
+    observed = parse_request(job_request(spec=job_spec(launcher="mpirun")), "sync")
+    assert observed.spec["launcher"] == "mpirun"
