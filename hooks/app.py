@@ -19,11 +19,12 @@ from hooks import logs, metrics
 from hooks.auth import BearerToken
 from hooks.config import Settings
 from hooks.handler import HookResult, encode, handle
+from hooks.observed import HOOKS
 from hooks.record import Recorder
 
 log = logging.getLogger("nvcre.hooks.app")
 
-HOOK_ROUTES = {"/sync": "sync", "/finalize": "finalize"}
+HOOK_ROUTES = {f"/{hook}": hook for hook in HOOKS}
 
 
 def utc_now() -> datetime:

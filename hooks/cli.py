@@ -18,6 +18,7 @@ import click
 import podread
 from hooks import cli_format, replay, scenario
 from hooks.config import Settings
+from hooks.observed import HOOKS
 
 EXIT_DIFFERS = 1
 EXIT_BAD_INPUT = 2
@@ -59,7 +60,7 @@ def cli(log_level: str) -> None:
 @click.option("--pods", "pods_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Pod snapshot to read from: `kubectl get pods -o json` output, or a scenario's pods.json.")
 @click.option("--live", is_flag=True, help="Read pods from the cluster (KUBECONFIG, then in-cluster config).")
-@click.option("--hook", type=click.Choice(["sync", "finalize"]),
+@click.option("--hook", type=click.Choice(list(HOOKS)),
               help="Hook to run. Default: meta.json's hook, else finalize if the request says finalizing, else sync.")
 @click.option("--now", "now_text", metavar="RFC3339",
               help="Freeze the clock here. Default: meta.json's now, else the current time.")

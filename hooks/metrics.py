@@ -21,7 +21,8 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-HOOKS = ("sync", "finalize")
+from hooks.observed import HOOKS
+
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0)
 """Up to Metacontroller's default 10 s hook timeout: a call slower than that has already failed."""
 

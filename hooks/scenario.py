@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from hooks.observed import HOOKS
 from podread import ReadRecord, pod_key
 
 REQUEST = "request.json"
@@ -156,7 +157,7 @@ def load(path: Path) -> Scenario:
         return Scenario(name=path.name, raw=raw)
     meta = _json_file(folder / META) or {}
     hook = meta.get("hook")
-    if hook is not None and hook not in ("sync", "finalize"):
+    if hook is not None and hook not in HOOKS:
         raise ScenarioError(f"{folder / META}: hook must be sync or finalize, not {hook!r}")
     now = None
     if meta.get("now") is not None:
