@@ -1,7 +1,8 @@
 """The scenario folder: one hook call as files, the layout of ``tests/payloads/<scenario>/``.
 
     request.json   the request body Metacontroller sent
-    pods.json      the pods the Reader saw: {"cache": {"pods": [...]} | {"error": "..."}, "live": ...}
+    pods.json      the pods the Reader saw: {"cache": {"pods": [...]} | {"error": "...", "code": "..."},
+                   "live": ...}
     meta.json      {"hook": "sync"|"finalize", "now": RFC 3339, "description": ..., ...}
     response.json  the answer body
 
@@ -96,16 +97,20 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
     """The pods.json of a hook call from the ReadRecords of its reads (recorded with ``keep_pods``).
 
     Each source (``cache``, ``live``) gets the union of the pods its reads returned, deduplicated by
-    namespace/name (the first copy read is kept), or ``{"error": reason}`` when one of its reads
-    failed: a replay then fails that source's reads with the same text. A source with no read has no
+    namespace/name (the first copy read is kept), or ``{"error": reason, "code": class}`` when one
+    of its reads failed: a replay then fails that source's reads with the same text and class (the
+    class is what the status shows). A source with no read has no
     pods. Raises ``ValueError`` when a successful read did not keep its pods.
     """
     pods: dict[str, dict[str, dict[str, Any]]] = {source: {} for source in SOURCES}
-    errors: dict[str, str] = {}
+    errors: dict[str, dict[str, str]] = {}
     for record in reads:
         side = pods.setdefault(record.source, {})
         if record.outcome != "ok":
-            errors.setdefault(record.source, _reason(record))
+            failed = {"error": _reason(record)}
+            if record.error_code:
+                failed["code"] = record.error_code
+            errors.setdefault(record.source, failed)
         elif record.items is None:
             if record.pods:
                 raise ValueError(f"{record.method} from {record.source} did not keep its pods "
@@ -114,7 +119,7 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
             for pod in record.items:
                 side.setdefault(pod_key(pod), pod)
     return {
-        source: {"error": errors[source]} if source in errors else {"pods": list(side.values())}
+        source: errors[source] if source in errors else {"pods": list(side.values())}
         for source, side in pods.items()
     }
 

@@ -11,6 +11,7 @@ source is decided and reviewed.
 """
 
 from podread.cache import PodCache
+from podread.calltime import deadline
 from podread.constants import (
     ATTEMPT_LABEL,
     FINISHED_PHASES,
@@ -22,7 +23,15 @@ from podread.constants import (
     REPLICATED_JOB_LABEL,
 )
 from podread.environment import from_environment
-from podread.errors import ApiError, CacheScopeError, NoLiveReaderError, NoSourceError, PodReadError
+from podread.errors import (
+    CAUSES,
+    ApiError,
+    CacheScopeError,
+    DeadlineExceeded,
+    NoLiveReaderError,
+    NoSourceError,
+    PodReadError,
+)
 from podread.live import LiveClient
 from podread.metrics import ReadMetrics
 from podread.reader import Reader
@@ -31,9 +40,9 @@ from podread.snapshot import SnapshotLister, reader_from_snapshot
 from podread.trace import ReadRecord, recording
 
 __all__ = [
-    "ATTEMPT_LABEL", "FINISHED_PHASES", "JOBSET_NAME_LABEL", "JOB_INDEX_FIELD", "JOB_LABEL", "LAUNCHER_LABEL",
-    "NODE_NAME_INDEX_FIELD", "REPLICATED_JOB_LABEL",
-    "ApiError", "CacheScopeError", "LiveClient", "NoLiveReaderError", "NoSourceError", "Pod", "PodCache",
-    "PodLister", "PodReadError", "PodSelector", "ReadMetrics", "ReadRecord", "Reader", "SnapshotLister",
-    "from_environment", "is_active", "pod_key", "reader_from_snapshot", "recording",
+    "ATTEMPT_LABEL", "CAUSES", "FINISHED_PHASES", "JOBSET_NAME_LABEL", "JOB_INDEX_FIELD", "JOB_LABEL",
+    "LAUNCHER_LABEL", "NODE_NAME_INDEX_FIELD", "REPLICATED_JOB_LABEL",
+    "ApiError", "CacheScopeError", "DeadlineExceeded", "LiveClient", "NoLiveReaderError", "NoSourceError", "Pod",
+    "PodCache", "PodLister", "PodReadError", "PodSelector", "ReadMetrics", "ReadRecord", "Reader", "SnapshotLister",
+    "deadline", "from_environment", "is_active", "pod_key", "reader_from_snapshot", "recording",
 ]

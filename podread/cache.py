@@ -9,8 +9,9 @@ from collections.abc import Callable, Hashable
 
 import cachetools
 
+from podread import calltime
 from podread.constants import JOB_INDEX_FIELD, JOB_LABEL, NODE_NAME_INDEX_FIELD
-from podread.errors import CacheScopeError, NoSourceError, PodReadError
+from podread.errors import CacheScopeError, DeadlineExceeded, NoSourceError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
 from podread.selector import Pod, PodLister, PodSelector
 
@@ -31,7 +32,12 @@ class _Fill:
         self._done.set()
 
     def wait(self) -> list[Pod]:
-        self._done.wait()
+        """The fill's pods, or its error; within the hook call's deadline when one is in force
+        (``DeadlineExceeded`` when the fill is not done by then)."""
+        left = calltime.remaining()
+        if not self._done.wait(None if left is None else max(0.0, left)):
+            raise DeadlineExceeded("waited for a cache fill another read had started until the hook call's "
+                                   "deadline for reads passed")
         if self.error is not None:
             shared = copy.copy(self.error)
             raise shared from self.error
@@ -159,7 +165,7 @@ class PodCache:
         except PodReadError as exc:
             error = exc
         except Exception as exc:  # a lister bug must reach every waiter as a read failure, not hang them
-            error = PodReadError(f"unexpected error while filling the cache: {exc!r}")
+            error = PodReadError(f"unexpected error while filling the cache: {exc!r}", code="unexpected")
             error.__cause__ = exc
         with self._lock:
             del self._fills[key]

@@ -13,7 +13,8 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from podread.errors import ApiError
+from podread import calltime
+from podread.errors import ApiError, DeadlineExceeded
 from podread.metrics import ReadMetrics, default_metrics
 from podread.selector import Pod, PodSelector
 
@@ -36,11 +37,13 @@ class LiveClient:
       from the first page's snapshot. On 410 Gone (the token expired) the list restarts from the
       first page, at most MAX_LIST_RESTARTS times.
     - Bounded: each request has client-side connect and read timeouts, and the whole list gives up
-      after ``timeout_seconds`` in all, so a hook answers before Metacontroller's 10 s timeout.
+      after ``timeout_seconds`` in all, or at the hook call's deadline (``podread.deadline``) when
+      that is sooner, so a hook answers before Metacontroller's 10 s timeout.
     - Raw JSON (``_preload_content=False``): the client's model building is 6-20x slower and takes
       about 3x the memory.
     Every failure (HTTP 4xx/5xx including 429, a timeout, a refused or dropped connection, a body
-    that is not a PodList) raises ``ApiError`` saying which list failed and why. Returns every pod
+    that is not a PodList, even with 200) raises ``ApiError`` saying which list failed and why, with
+    the error's class in ``code``; a deadline that passed raises ``DeadlineExceeded``. Returns every pod
     the selector selects; never a partial list. Thread-safe (the kubernetes client's pool is).
     """
 
@@ -64,39 +67,56 @@ class LiveClient:
         self._clock = clock
 
     def list_pods(self, selector: PodSelector) -> list[Pod]:
-        """Returns every pod ``selector`` selects, from the API server's current state."""
-        deadline = self._clock() + self._timeout
+        """Returns every pod ``selector`` selects, from the API server's current state.
+
+        The whole list ends by ``timeout_seconds`` from now, or by the deadline of the hook call in
+        force (``podread.deadline``) when that comes first; with that deadline already gone nothing
+        is sent and ``DeadlineExceeded`` is raised.
+        """
         what = f"list pods ({selector.describe()})"
+        budget = self._timeout
+        left = calltime.remaining()
+        if left is not None and left < budget:
+            if left <= 0:
+                raise DeadlineExceeded(f"{what}: not sent, the hook call's deadline for reads had passed")
+            budget = left
+        deadline = self._clock() + budget
         for _ in range(MAX_LIST_RESTARTS + 1):
-            pods, expired = self._list_all_pages(selector, deadline, what)
+            pods, expired = self._list_all_pages(selector, deadline, budget, what)
             if not expired:
                 return pods
-        raise ApiError(f"{what}: continue token expired (410 Gone) {MAX_LIST_RESTARTS + 1} times", status=410)
+        raise ApiError(f"{what}: continue token expired (410 Gone) {MAX_LIST_RESTARTS + 1} times", status=410,
+                       code="expired")
 
-    def _list_all_pages(self, selector: PodSelector, deadline: float, what: str) -> tuple[list[Pod], bool]:
+    def _list_all_pages(
+        self, selector: PodSelector, deadline: float, budget: float, what: str,
+    ) -> tuple[list[Pod], bool]:
         """Lists page after page; returns (pods, False), or ([], True) when a continue token expired."""
         pods: list[Pod] = []
         token: str | None = None
         while True:
-            body = self._page(selector, token, deadline, what)
+            body = self._page(selector, token, deadline, budget, what)
             if body is None:
                 return [], True
-            items = body.get("items")
-            if items is None:
-                items = []
-            if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-                raise ApiError(f"{what}: the answer's items are not a list of objects")
-            pods.extend(items)
+            pods.extend(pod_list_items(body, what))
             metadata = body.get("metadata") or {}
             token = metadata.get("continue") if isinstance(metadata, dict) else None
+            if token is not None and not isinstance(token, str):
+                raise ApiError(f"{what}: the answer's metadata.continue is not a string", code="not-a-pod-list")
             if not token:
                 return pods, False
 
-    def _page(self, selector: PodSelector, token: str | None, deadline: float, what: str) -> dict[str, Any] | None:
-        """One list request. Returns the decoded PodList, or None on 410 Gone for a continued list."""
+    def _page(
+        self, selector: PodSelector, token: str | None, deadline: float, budget: float, what: str,
+    ) -> dict[str, Any] | None:
+        """One list request. Returns the decoded answer (a JSON object), or None on 410 Gone for a
+        continued list."""
         remaining = deadline - self._clock()
         if remaining <= 0:
-            raise ApiError(f"{what}: gave up after {self._timeout:g}s (the list did not finish in time)")
+            if budget < self._timeout:
+                raise DeadlineExceeded(f"{what}: the hook call's deadline for reads passed after {budget:g}s")
+            raise ApiError(f"{what}: gave up after {self._timeout:g}s (the list did not finish in time)",
+                           code="gave-up")
         kwargs: dict[str, Any] = {
             "limit": self._page_size,
             "timeout_seconds": max(1, math.ceil(remaining)),
@@ -120,20 +140,58 @@ class LiveClient:
             self._metrics.api_requests.labels(scope, "error").inc()
             if exc.status == 410 and token:
                 return None
-            raise ApiError(f"{what}: the API server answered {exc.status} {_reason(exc)}", status=exc.status) from exc
+            raise http_error(what, exc) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             self._metrics.api_requests.labels(scope, "error").inc()
-            raise ApiError(f"{what}: {_transport_reason(exc)}") from exc
+            raise transport_error(what, exc) from exc
         try:
             body = _loads(raw)
         except orjson.JSONDecodeError as exc:
             self._metrics.api_requests.labels(scope, "error").inc()
-            raise ApiError(f"{what}: the answer is not valid JSON ({exc})") from exc
+            raise ApiError(f"{what}: the answer is not valid JSON ({exc})", code="invalid-json") from exc
         if not isinstance(body, dict):
             self._metrics.api_requests.labels(scope, "error").inc()
-            raise ApiError(f"{what}: the answer is not a PodList object")
+            raise ApiError(f"{what}: the answer is a JSON {type(body).__name__}, not a PodList object",
+                           code="not-a-pod-list")
         self._metrics.api_requests.labels(scope, "ok").inc()
         return body
+
+
+def pod_list_items(body: Any, what: str) -> list[Pod]:
+    """The pods of one decoded list answer, which must be a PodList: a JSON object whose ``items``
+    is a list of objects and whose ``kind``, when present, is ``PodList``.
+
+    Raises ``ApiError`` (code ``not-a-pod-list``) for anything else, ``{}``, ``items: null`` and a
+    ``kind: Status`` body answered with 200 included: such an answer is a failed read, never "no pods".
+    """
+    if not isinstance(body, dict):
+        raise ApiError(f"{what}: the answer is not a PodList object", code="not-a-pod-list")
+    kind = body.get("kind")
+    if kind is not None and kind != "PodList":
+        raise ApiError(f"{what}: the answer is a {str(kind)[:40]!r}, not a PodList", code="not-a-pod-list")
+    items = body.get("items")
+    if not isinstance(items, list):
+        got = "missing" if "items" not in body else f"a JSON {type(items).__name__}"
+        raise ApiError(f"{what}: the answer's items are {got}, not a list", code="not-a-pod-list")
+    if not all(isinstance(item, dict) for item in items):
+        raise ApiError(f"{what}: the answer's items are not a list of objects", code="not-a-pod-list")
+    return items
+
+
+def http_error(what: str, exc: ApiException) -> ApiError:
+    """The ``ApiError`` of an HTTP error answer: code ``http-<status>``, the server's own words in
+    the reason."""
+    status = exc.status if isinstance(exc.status, int) else None
+    error = ApiError(f"{what}: the API server answered {exc.status} {_reason(exc)}", status=status)
+    if status is None:
+        error.code = "unreachable"
+    return error
+
+
+def transport_error(what: str, exc: BaseException) -> ApiError:
+    """The ``ApiError`` of an error below HTTP: a timeout, a refused or dropped connection."""
+    code, text = _transport_reason(exc)
+    return ApiError(f"{what}: {text}", code=code)
 
 
 def _loads(raw: bytes) -> Any:
@@ -162,13 +220,14 @@ def _reason(exc: ApiException) -> str:
     return f"({exc.reason})"
 
 
-def _transport_reason(exc: BaseException) -> str:
-    """A short cause for an error below HTTP: a timeout, a refused or dropped connection."""
+def _transport_reason(exc: BaseException) -> tuple[str, str]:
+    """The class (an error code) and a short cause of an error below HTTP: a timeout, a refused or
+    dropped connection."""
     text = str(getattr(exc, "reason", None) or exc)
     if "refused" in text.lower():  # urllib3 files a refused connection under its connect timeouts
-        return f"connection refused ({text})"
+        return "refused", f"connection refused ({text})"
     if isinstance(exc, urllib3.exceptions.TimeoutError) or "timed out" in text.lower():
-        return f"timed out ({text})"
+        return "timeout", f"timed out ({text})"
     if isinstance(exc, urllib3.exceptions.ProtocolError) or "closed" in text.lower() or "reset" in text.lower():
-        return f"connection dropped ({text})"
-    return f"could not reach the API server ({text})"
+        return "dropped", f"connection dropped ({text})"
+    return "unreachable", f"could not reach the API server ({text})"

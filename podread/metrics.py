@@ -14,6 +14,8 @@ class ReadMetrics:
 
     - ``podread_reads_total{method,source,outcome}``: Reader reads; outcome is ``ok`` or ``error``.
     - ``podread_read_duration_seconds{method,source}``: how long each read took.
+    - ``podread_read_errors_total{method,source,code}``: failed reads by the error's class
+      (``podread.errors.CAUSES``: ``timeout``, ``http-503``, ``not-a-pod-list``, ``deadline``, ...).
     - ``podread_cache_lookups_total{index,result}``: cache lookups; result is ``hit``, ``miss`` (this
       lookup filled the entry) or ``shared`` (it waited for a fill another thread had started).
     - ``podread_cache_fills_total{index,outcome}``: lists the cache sent to fill an entry.
@@ -29,6 +31,10 @@ class ReadMetrics:
         self.read_seconds = Histogram(
             "podread_read_duration_seconds", "Duration of Pod reads by Reader method and source.",
             ["method", "source"], buckets=READ_BUCKETS, registry=registry,
+        )
+        self.read_errors = Counter(
+            "podread_read_errors_total", "Failed Pod reads by Reader method, source and error class.",
+            ["method", "source", "code"], registry=registry,
         )
         self.cache_lookups = Counter(
             "podread_cache_lookups_total", "Pod cache lookups by index and result (hit, miss, shared).",

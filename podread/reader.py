@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 
-from podread import trace
+from podread import calltime, trace
 from podread.cache import PodCache
-from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
-from podread.errors import NoLiveReaderError, PodReadError
+from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
+from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
 from podread.selector import Pod, PodLister, PodSelector, is_active
 
@@ -16,6 +17,10 @@ log = logging.getLogger("podread")
 
 CACHE = "cache"
 LIVE = "live"
+MAX_SET_VALUES = 50
+"""The most workload names ``active_attempt_pods`` puts in one ``in (...)`` label term; past it,
+the read selects every JobSet-labelled pod of the namespace and keeps the Job's own (one list,
+whatever the attempt)."""
 
 
 class Reader:
@@ -94,6 +99,40 @@ class Reader:
             labels[REPLICATED_JOB_LABEL] = replicated_job
         return self._read("workload_pods", LIVE, PodSelector(namespace=namespace, labels=labels))
 
+    def active_launcher_pods(self, namespace: str, job: str) -> list[Pod]:
+        """A Job's MPI launcher pods that have not finished, of every attempt, from the API server:
+        the pods carrying LAUNCHER_LABEL=job in namespace whose phase is neither Succeeded nor Failed.
+
+        It reads by the launcher's own label, not by a workload name computed from the status or the
+        spec: a launcher of an earlier attempt, or of a Job whose ``spec.launcher`` was removed, is
+        found all the same. Launchers carry no JOB_LABEL, so the cache cannot hold them.
+        """
+        selector = PodSelector(namespace=namespace, labels={LAUNCHER_LABEL: job})
+        return [pod for pod in self._read("active_launcher_pods", LIVE, selector) if is_active(pod)]
+
+    def active_attempt_pods(self, namespace: str, job: str, last_attempt: int) -> list[Pod]:
+        """The pods of a Job's workloads that have not finished, found by the labels JobSet itself
+        writes, from the API server: pods in namespace whose ``jobset.sigs.k8s.io/jobset-name`` is
+        one of ``<job>-0`` ... ``<job>-<last_attempt>``, phase neither Succeeded nor Failed.
+
+        JOB_LABEL and LAUNCHER_LABEL are on the pod template, and anyone who can patch a pod can
+        remove or change them; JobSet's label names the workload the pod was made for. Up to
+        MAX_SET_VALUES names go in one ``in (...)`` term; beyond that, the read selects every pod
+        carrying the JobSet label in namespace and keeps those whose value is ``<job>-<number>``
+        (every attempt). Either way one list. The cache cannot serve it (no JOB_LABEL term).
+        """
+        if last_attempt < 0:
+            raise ValueError(f"last_attempt must be >= 0, got {last_attempt}")
+        if last_attempt < MAX_SET_VALUES:
+            names = tuple(f"{job}-{attempt}" for attempt in range(last_attempt + 1))
+            selector = PodSelector(namespace=namespace, label_in={JOBSET_NAME_LABEL: names})
+            return [pod for pod in self._read("active_attempt_pods", LIVE, selector) if is_active(pod)]
+        selector = PodSelector(namespace=namespace, has_labels=(JOBSET_NAME_LABEL,))
+        own = re.compile(re.escape(job) + r"-(0|[1-9][0-9]*)")
+        return [pod for pod in self._read("active_attempt_pods", LIVE, selector)
+                if is_active(pod) and own.fullmatch(str(((pod.get("metadata") or {}).get("labels") or {})
+                                                        .get(JOBSET_NAME_LABEL, "")))]
+
     def _read(self, method: str, source: str, selector: PodSelector) -> list[Pod]:
         """Runs one list on ``source``; see ``_list``."""
         return self._list(method, source, selector)[0]
@@ -113,17 +152,22 @@ class Reader:
             if lister is None:
                 raise NoLiveReaderError("no live client: this Reader was built without one, so it cannot "
                                         "read the API server")
+            left = calltime.remaining()
+            if source == LIVE and left is not None and left <= 0:
+                raise DeadlineExceeded("not sent: the hook call's deadline for reads had passed")
             if isinstance(lister, PodCache):
                 pods, filled = lister.read(selector)
             else:
                 pods = lister.list_pods(selector)
         except Exception as exc:
-            error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}")
+            error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}",
+                                                                           code="unexpected")
             if error is not exc:
                 error.__cause__ = exc
             error.located(method, source)
             self._finish(method, source, selector, started, error=error)
-            log.warning("pod read failed: %s from %s (%s): %s", method, source, selector.describe(), error.reason)
+            log.warning("pod read failed: %s from %s (%s): %s [%s]", method, source, selector.describe(),
+                        error.reason, error.code)
             if error is exc:
                 raise
             raise error from exc
@@ -139,9 +183,12 @@ class Reader:
         outcome = "ok" if error is None else "error"
         self._metrics.reads.labels(method, source, outcome).inc()
         self._metrics.read_seconds.labels(method, source).observe(seconds)
+        if error is not None:
+            self._metrics.read_errors.labels(method, source, error.code).inc()
         if trace.recording_open():
             trace.note(trace.ReadRecord(
                 method=method, source=source, selector=selector.describe(), outcome=outcome,
                 pods=len(pods or ()), seconds=seconds, error=None if error is None else str(error), filled=filled,
+                error_code=None if error is None else error.code,
                 items=tuple(pods) if pods is not None and trace.keeping_pods() else None,
             ))

@@ -17,24 +17,35 @@ Pod = dict[str, Any]
 class PodSelector:
     """One pod list: a namespace (``None`` for all), label terms and an optional node.
 
-    ``labels`` are equality terms (``key=value``), ``has_labels`` existence terms (``key``), and
-    ``node_name`` the field term ``spec.nodeName=<node>``. Only these forms exist because they are
-    all the Reader's methods need; each has an exact server-side meaning.
+    ``labels`` are equality terms (``key=value``), ``label_in`` set terms (``key in (a,b)``, values
+    kept sorted), ``has_labels`` existence terms (``key``), and ``node_name`` the field term
+    ``spec.nodeName=<node>``. Only these forms exist because they are all the Reader's methods
+    need; each has an exact server-side meaning.
     """
 
     namespace: str | None = None
     labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     has_labels: tuple[str, ...] = ()
     node_name: str | None = None
+    label_in: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
         object.__setattr__(self, "has_labels", tuple(self.has_labels))
+        sets = {key: tuple(sorted(set(values))) for key, values in self.label_in.items()}
+        if any(not values for values in sets.values()):
+            raise ValueError("a label set term needs at least one value")
+        object.__setattr__(self, "label_in", MappingProxyType(sets))
+
+    def __hash__(self) -> int:
+        return hash((self.namespace, tuple(sorted(self.labels.items())), self.has_labels, self.node_name,
+                     tuple(sorted(self.label_in.items()))))
 
     def label_selector(self) -> str:
         """The ``labelSelector`` query value, or ``""`` when the list selects on no label."""
         terms = [f"{key}={value}" for key, value in sorted(self.labels.items())]
-        terms += [key for key in self.has_labels if key not in self.labels]
+        terms += [f"{key} in ({','.join(values)})" for key, values in sorted(self.label_in.items())]
+        terms += [key for key in self.has_labels if key not in self.labels and key not in self.label_in]
         return ",".join(terms)
 
     def field_selector(self) -> str:
@@ -57,6 +68,8 @@ class PodSelector:
             return False
         labels = metadata.get("labels") or {}
         if any(labels.get(key) != value for key, value in self.labels.items()):
+            return False
+        if any(labels.get(key) not in values for key, values in self.label_in.items()):
             return False
         if any(key not in labels for key in self.has_labels):
             return False

@@ -18,12 +18,14 @@ class SnapshotLister:
     """A PodLister over a fixed list of pods, or one that always fails.
 
     ``list_pods`` returns the pods the selector selects, in the order given; with ``error`` set it
-    raises ``ApiError(error)`` instead, as the API server failing would.
+    raises ``ApiError(error)`` instead, as the API server failing would, of class ``code`` (see
+    ``podread.errors.CAUSES``; default ``failed``).
     """
 
-    def __init__(self, pods: Iterable[Pod] = (), error: str | None = None) -> None:
+    def __init__(self, pods: Iterable[Pod] = (), error: str | None = None, code: str = "") -> None:
         self._pods = list(pods)
         self._error = error
+        self._code = code
 
     @property
     def pods(self) -> list[Pod]:
@@ -33,7 +35,8 @@ class SnapshotLister:
     def list_pods(self, selector: PodSelector) -> list[Pod]:
         """The snapshot's pods that ``selector`` selects; raises ApiError if the snapshot is a failure."""
         if self._error is not None:
-            raise ApiError(self._error)
+            status = int(self._code[5:]) if self._code.startswith("http-") and self._code[5:].isdigit() else None
+            raise ApiError(self._error, status=status, code=self._code)
         return [pod for pod in self._pods if selector.matches(pod)]
 
 
@@ -44,7 +47,10 @@ def _side(doc: Mapping[str, Any], name: str) -> SnapshotLister:
     if not isinstance(side, Mapping):
         raise ValueError(f"{name}: expected an object with 'pods' or 'error'")
     if "error" in side:
-        return SnapshotLister(error=str(side["error"]))
+        code = side.get("code", "")
+        if not isinstance(code, str):
+            raise ValueError(f"{name}.code: expected a string")
+        return SnapshotLister(error=str(side["error"]), code=code)
     pods = side.get("pods", [])
     if not isinstance(pods, list) or not all(isinstance(pod, dict) for pod in pods):
         raise ValueError(f"{name}.pods: expected a list of pod objects")
@@ -57,13 +63,17 @@ def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reade
     ``doc`` is either a PodList (``{"kind": "PodList", "items": [...]}``, what
     ``kubectl get pods -o json`` prints; a bare ``{"items": [...]}`` too): both sources see the same
     pods; or the scenario form ``{"cache": {"pods": [...]} | {"error": "..."}, "live": ...}`` where
-    each source has its own pods or fails with the given message (a missing side has no pods).
-    Raises ValueError when ``doc`` is neither.
+    each source has its own pods or fails with the given message and, when given, error class
+    (``{"error": "...", "code": "timeout"}``; a missing side has no pods). Raises ValueError when
+    ``doc`` is neither, when ``kind`` is there and is not ``PodList``, or when ``items`` is not a
+    list of objects (``items: null`` included: it is not "no pods").
     """
     if not isinstance(doc, Mapping):
         raise ValueError("a pod snapshot must be a JSON object (a PodList or {cache, live})")
-    if "items" in doc:
-        items = doc["items"] or []
+    if "items" in doc or doc.get("kind") is not None:
+        if doc.get("kind") not in (None, "PodList"):
+            raise ValueError(f"kind: expected PodList, got {str(doc.get('kind'))[:40]!r}")
+        items = doc.get("items")
         if not isinstance(items, list) or not all(isinstance(pod, dict) for pod in items):
             raise ValueError("items: expected a list of pod objects")
         lister = SnapshotLister(items)

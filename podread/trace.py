@@ -20,6 +20,7 @@ class ReadRecord:
 
     ``items`` holds the pods read when the recording asked to keep them, else ``None``. ``filled``
     marks a cached read that missed and was answered by the list this read sent to fill the cache.
+    ``error`` is a failed read's full text, ``error_code`` its class (``podread.errors.CAUSES``).
     """
 
     method: str
@@ -31,6 +32,7 @@ class ReadRecord:
     error: str | None = None
     items: tuple[Pod, ...] | None = None
     filled: bool = False
+    error_code: str | None = None
 
 
 @dataclass

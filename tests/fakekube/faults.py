@@ -21,7 +21,8 @@ class Fault:
     Effects, applied in this order: wait ``delay`` seconds; then ``drop`` closes the connection with
     no answer, or ``status`` answers that code with a Kubernetes ``Status`` body (and a
     ``Retry-After: retry_after`` header when set), or ``invalid_json`` answers 200 with a body that
-    is not JSON. A fault with only a delay answers normally after it.
+    is not JSON, or ``body`` answers 200 with exactly those bytes (JSON that is not a PodList, say).
+    A fault with only a delay answers normally after it.
     """
 
     path: str | None = None
@@ -29,6 +30,7 @@ class Fault:
     delay: float = 0.0
     drop: bool = False
     invalid_json: bool = False
+    body: bytes | None = None
     retry_after: int | None = None
     times: int | None = None
     query: Mapping[str, str] = field(default_factory=dict)
@@ -56,6 +58,8 @@ class Fault:
             return f"status:{self.status}"
         if self.invalid_json:
             return "invalid_json"
+        if self.body is not None:
+            return "body"
         return "delay"
 
     # Convenience constructors ---------------------------------------------------------------------
@@ -98,6 +102,14 @@ class Fault:
     ) -> Fault:
         """Answer 200 with a truncated, invalid JSON body."""
         return cls(path=path, invalid_json=True, times=times, query=query or {})
+
+
+    @classmethod
+    def answer(
+        cls, path: str | None, body: bytes, *, times: int | None = None, query: Mapping[str, str] | None = None
+    ) -> Fault:
+        """Answer 200 with ``body`` as it is (e.g. ``b"{}"`` or a ``Status`` object)."""
+        return cls(path=path, body=body, times=times, query=query or {})
 
 
 class FaultList:

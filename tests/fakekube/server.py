@@ -491,6 +491,8 @@ class FakeKubeServer:
             return _Answer(fault.status, body, headers, fault=fault.kind)
         if fault.invalid_json:
             return _Answer(200, _INVALID_JSON, fault=fault.kind)
+        if fault.body is not None:
+            return _Answer(200, fault.body, fault=fault.kind)
         return None
 
     def _route(self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str]) -> _Answer:

@@ -1,0 +1,46 @@
+"""One deadline for every read of a piece of work: ``with podread.deadline(8.0): ...``.
+
+A hook call may make several live lists one after the other (an MPI teardown makes three). Each is
+bounded by the live client's own timeout, but together they must still end before Metacontroller
+gives up on the call (10 s). Inside ``deadline(seconds)`` every read shares one moment: a live list
+is given only the time that is left, a read whose time is gone is not sent
+(``DeadlineExceeded``), and a read waiting for a cache fill another thread sends waits no longer.
+The deadline is per context (thread), like ``podread.recording``; deadlines nest, the earlier wins.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_current: contextvars.ContextVar[float | None] = contextvars.ContextVar("podread_deadline", default=None)
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[float]:
+    """Sets the moment (on ``time.monotonic``) by which every read in this context must end:
+    ``seconds`` from now, or an enclosing deadline when that is earlier. Yields the moment."""
+    if not seconds > 0:
+        raise ValueError(f"seconds must be > 0, got {seconds}")
+    moment = time.monotonic() + seconds
+    outer = _current.get()
+    if outer is not None:
+        moment = min(moment, outer)
+    token = _current.set(moment)
+    try:
+        yield moment
+    finally:
+        _current.reset(token)
+
+
+def current() -> float | None:
+    """The deadline in force in this context (a ``time.monotonic`` moment), or ``None``."""
+    return _current.get()
+
+
+def remaining() -> float | None:
+    """Seconds left before the deadline in force (negative once it passed), or ``None`` without one."""
+    moment = _current.get()
+    return None if moment is None else moment - time.monotonic()
