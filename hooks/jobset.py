@@ -15,6 +15,16 @@ from podread import ATTEMPT_LABEL, JOB_LABEL, LAUNCHER_LABEL
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KIND = "JobSet"
+MAX_ATTEMPT = 9999
+"""The last attempt a Job can reach. Names are validated for it (``<job>-9999-...``), so a name
+that fits attempt 0 fits every attempt; a restart or resume that would need attempt 10000 ends
+the Job Failed (``hooks.decide``, reason ``AttemptLimitReached``) instead of parking it."""
+JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
+"""The ``managedBy`` value of JobSet's own controller (anything else: the JobSet runs elsewhere)."""
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+"""The ``managedBy`` value of the batch Job controller of this cluster."""
+MAX_POD_COUNT = 2**31 - 1
+"""JobSet's limit on ``replicas x parallelism`` of one replicated job."""
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _MAX_NAME = 63
 _POD_SUFFIX = "abcde"  # the 5-character random suffix the Job controller appends to pod names
@@ -48,9 +58,14 @@ def build_jobset(job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
     ``metadata.namespace``, ``spec``).
 
     Raises ``InvalidSpec`` when the spec has no replicated jobs, an entry without a name or
-    template, duplicate names, replicas that are not a non-negative integer, a launcher that names no
-    entry, a negative ``maxRestarts``, or names that JobSet's webhook would reject as too long for
-    this attempt (jobset-mpi-cache-facts §F).
+    template, duplicate names, replicas, parallelism or completions that are not non-negative
+    integers, ``replicas x parallelism`` over JobSet's limit (``TooManyPods``), a launcher that names
+    no entry, a negative ``maxRestarts``, a ``managedBy`` that hands the workload to another
+    controller (``ManagedElsewhere``: MultiKueue would run the pods in another cluster, where the
+    drain barrier reads nothing), names JobSet derives that are not DNS-1035 labels
+    (``InvalidName``) or longer than 63 characters at the worst attempt, ``MAX_ATTEMPT``
+    (``NameTooLong``), or ``attempt`` beyond ``MAX_ATTEMPT`` (``AttemptLimitReached``). The name
+    checks follow JobSet's webhook (jobset-mpi-cache-facts §F) and do not depend on ``attempt``.
     """
     metadata = job.get("metadata") or {}
     name = str(metadata.get("name", ""))
@@ -61,9 +76,12 @@ def build_jobset(job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
     entries = _check_entries(spec.get("replicatedJobs"))
     launcher = _check_launcher(spec.get("launcher"), entries)
     _check_max_restarts(spec.get("maxRestarts"))
+    _check_managed_by(spec.get("managedBy"), "spec.managedBy", JOBSET_CONTROLLER)
+    check_names(name, entries)
+    if attempt > MAX_ATTEMPT:
+        raise InvalidSpec(f"attempt {attempt} is beyond the last attempt a Job can have ({MAX_ATTEMPT})",
+                          "AttemptLimitReached")
     jobset_name = workload_name(name, attempt)
-    for index, entry in enumerate(entries):
-        _check_generated_names(jobset_name, entry, index)
     attempt_value = str(attempt)
     replicated_jobs = []
     for entry in entries:
@@ -103,14 +121,44 @@ def _check_entries(raw: object) -> list[Mapping[str, Any]]:
         if not isinstance(entry.get("template"), Mapping):
             raise InvalidSpec(f"{path} ({name}) has no template", "InvalidReplicatedJob")
         if name in seen:
-            raise InvalidSpec(f"spec.replicatedJobs names {name!r} more than once", "DuplicateReplicatedJob")
+            raise InvalidSpec(f"spec.replicatedJobs names {_shown(name, 70)} more than once", "DuplicateReplicatedJob")
         seen.add(name)
         replicas = entry.get("replicas", 1)
-        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
-            raise InvalidSpec(f"{path}.replicas ({name}) must be a non-negative integer, got {replicas!r}",
+        if not _count(replicas):
+            raise InvalidSpec(f"{path}.replicas ({name}) must be a non-negative integer, got {_shown(replicas)}",
                               "InvalidReplicas")
         _check_template_shape(entry["template"], f"{path}.template", name)
+        job_spec = entry["template"].get("spec") or {}
+        for key in ("parallelism", "completions"):
+            value = job_spec.get(key)
+            if value is not None and not _count(value):
+                raise InvalidSpec(f"{path}.template.spec.{key} ({name}) must be a non-negative integer, got "
+                                  f"{_shown(value)}", "InvalidReplicatedJob")
+        parallelism = job_spec.get("parallelism", 1)
+        if replicas * parallelism > MAX_POD_COUNT:
+            raise InvalidSpec(f"{path} ({name}): replicas x parallelism is {replicas * parallelism}, over "
+                              f"JobSet's limit of {MAX_POD_COUNT}", "TooManyPods")
+        _check_managed_by(job_spec.get("managedBy"), f"{path}.template.spec.managedBy", JOB_CONTROLLER)
     return list(raw)
+
+
+def _count(value: object) -> bool:
+    """Whether ``value`` is a non-negative integer (a boolean is not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _shown(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters, so a message stays short whatever the input."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_managed_by(raw: object, path: str, own: str) -> None:
+    """Checks a ``managedBy`` field: unset, or ``own`` (the controller of this cluster)."""
+    if raw is None or raw == own:
+        return
+    raise InvalidSpec(f"{path} is {_shown(raw, 70)}: only {own} may manage the workload (another controller "
+                      "would run its pods where the drain barrier cannot see them)", "ManagedElsewhere")
 
 
 def _check_template_shape(template: Mapping[str, Any], path: str, name: str) -> None:
@@ -134,7 +182,8 @@ def _check_launcher(raw: object, entries: list[Mapping[str, Any]]) -> str:
         return ""
     names = sorted(str(entry["name"]) for entry in entries)
     if not isinstance(raw, str) or raw not in names:
-        raise InvalidSpec(f"spec.launcher {raw!r} names no replicated job (have: {', '.join(names)})",
+        raise InvalidSpec(f"spec.launcher {_shown(raw, 70)} names no replicated job (have: "
+                          f"{_shown(', '.join(names), 200)})",
                           "UnknownLauncher")
     return raw
 
@@ -144,36 +193,47 @@ def _check_max_restarts(raw: object) -> None:
     if raw is None:
         return
     if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-        raise InvalidSpec(f"spec.maxRestarts must be a non-negative integer, got {raw!r}", "InvalidMaxRestarts")
+        raise InvalidSpec(f"spec.maxRestarts must be a non-negative integer, got {_shown(raw)}", "InvalidMaxRestarts")
 
 
-def _check_generated_names(jobset_name: str, entry: Mapping[str, Any], index: int) -> None:
-    """Checks the longest Job name (and, with ``completions``, pod name) JobSet will generate for
-    ``entry`` is a DNS-1035 label, as JobSet's validating webhook does.
+def check_names(job: str, entries: list[Mapping[str, Any]]) -> None:
+    """Checks every name JobSet derives from ``job`` and ``entries`` at the worst attempt,
+    ``MAX_ATTEMPT``, as JobSet's validating webhook does for one JobSet: the longest Job name
+    ``<job>-<attempt>-<replicatedJob>-<replicas-1>`` and, for jobs with pods, the longest pod name
+    ``<that>-<completions-1>-abcde`` (``completions`` defaults to 1, as the batch API defaults it)
+    must be DNS-1035 labels of at most 63 characters. The JobSet name (the ``jobset-name`` label
+    value and the headless Service's name) is a prefix of them, so it fits too.
+
+    Raises ``InvalidSpec``: ``InvalidName`` when a name has characters or a start a DNS-1035 label
+    cannot have (``my.job``, ``1job``, ``Workers_A``), whatever its length; ``NameTooLong`` when
+    only the length is over.
     """
-    replicas = entry.get("replicas", 1)
-    longest_job = f"{jobset_name}-{entry['name']}-{replicas - 1}"
-    if not _is_dns1035(longest_job):
-        raise InvalidSpec(f"JobSet {jobset_name}: generated job name {longest_job!r} is not a DNS-1035 label "
-                          f"of at most {_MAX_NAME} characters (shorten the Job or replicated job name)",
-                          "NameTooLong")
-    template_spec = entry["template"].get("spec") or {}
-    completions = template_spec.get("completions")
-    if completions is None:
-        return
-    if isinstance(completions, bool) or not isinstance(completions, int) or completions < 0:
-        raise InvalidSpec(f"spec.replicatedJobs[{index}].template.spec.completions must be a non-negative "
-                          f"integer, got {completions!r}", "InvalidReplicatedJob")
-    longest_pod = f"{longest_job}-{completions - 1}-{_POD_SUFFIX}"
-    if not _is_dns1035(longest_pod):
-        raise InvalidSpec(f"JobSet {jobset_name}: generated pod name {longest_pod!r} is not a DNS-1035 label "
-                          f"of at most {_MAX_NAME} characters (shorten the Job or replicated job name)",
-                          "NameTooLong")
+    if not _DNS1035_LABEL.fullmatch(job):
+        raise InvalidSpec(f"the Job name {job!r} is not a DNS-1035 label (lowercase letters, digits and '-', "
+                          "starting with a letter): JobSet derives its Job, pod and Service names from it",
+                          "InvalidName")
+    jobset = workload_name(job, MAX_ATTEMPT)
+    for index, entry in enumerate(entries):
+        replicas = entry.get("replicas", 1)
+        if replicas == 0:
+            continue
+        rj = str(entry["name"])
+        if not re.fullmatch(r"[-a-z0-9]+", rj):
+            raise InvalidSpec(f"spec.replicatedJobs[{index}].name {rj[:70]!r} cannot be part of a DNS-1035 label "
+                              "(lowercase letters, digits and '-')", "InvalidName")
+        longest_job = f"{jobset}-{rj}-{replicas - 1}"
+        _check_length("job", longest_job)
+        completions = (entry["template"].get("spec") or {}).get("completions", 1)
+        if completions:
+            _check_length("pod", f"{longest_job}-{completions - 1}-{_POD_SUFFIX}")
 
 
-def _is_dns1035(name: str) -> bool:
-    """Whether ``name`` is a DNS-1035 label: at most 63 of ``[a-z0-9-]``, starting with a letter."""
-    return len(name) <= _MAX_NAME and _DNS1035_LABEL.fullmatch(name) is not None
+def _check_length(kind: str, name: str) -> None:
+    """``NameTooLong`` when ``name`` (a DNS-1035 label by construction) is over 63 characters."""
+    if len(name) > _MAX_NAME:
+        raise InvalidSpec(f"generated {kind} name {name!r} is {len(name)} characters, over the limit of {_MAX_NAME} "
+                          f"(names must fit attempt {MAX_ATTEMPT}, the last one; shorten the Job or replicated "
+                          "job name)", "NameTooLong")
 
 
 def _label_pod_template(replicated: dict[str, Any], *, job: str, attempt: str, is_launcher: bool) -> None:

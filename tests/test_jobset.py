@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hooks.jobset import InvalidSpec, build_jobset
+from hooks.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset
 from tests import crdschema
 from tests.fake_reader import job_spec
 
@@ -80,7 +80,17 @@ def test_input_is_not_mutated_and_user_fields_pass_through() -> None:
     ({"replicatedJobs": [{"name": "w", "template": {}}], "maxRestarts": -2}, "InvalidMaxRestarts", "-2"),
     ({"replicatedJobs": [{"name": "w", "template": {"spec": {"template": "x"}}}]}, "InvalidReplicatedJob",
      "must be an object"),
-    ({"replicatedJobs": [{"name": "W", "template": {}}]}, "NameTooLong", "DNS-1035"),
+    ({"replicatedJobs": [{"name": "W", "template": {}}]}, "InvalidName", "DNS-1035"),
+    ({"replicatedJobs": [{"name": "w", "template": {"spec": {"parallelism": -1}}}]}, "InvalidReplicatedJob",
+     "parallelism"),
+    ({"replicatedJobs": [{"name": "w", "template": {"spec": {"completions": "4"}}}]}, "InvalidReplicatedJob",
+     "completions"),
+    ({"replicatedJobs": [{"name": "w", "replicas": 3, "template": {"spec": {"parallelism": 2**30}}}]},
+     "TooManyPods", "over JobSet's limit"),
+    ({"replicatedJobs": [{"name": "w", "template": {"spec": {"managedBy": "kueue.x-k8s.io/multikueue"}}}]},
+     "ManagedElsewhere", "kubernetes.io/job-controller"),
+    ({"replicatedJobs": [{"name": "w", "template": {}}], "managedBy": "kueue.x-k8s.io/multikueue"},
+     "ManagedElsewhere", "jobset.sigs.k8s.io/jobset-controller"),
 ])
 def test_invalid_specs(spec: dict[str, Any], code: str, words: str) -> None:
     with pytest.raises(InvalidSpec) as raised:
@@ -89,25 +99,64 @@ def test_invalid_specs(spec: dict[str, Any], code: str, words: str) -> None:
     assert words in raised.value.reason
 
 
-def test_job_name_limit_uses_replicas_minus_one() -> None:
-    rj = {"name": "worker", "replicas": 10, "template": {}}
-    name = "a" * (63 - len("-0-worker-9"))
+def test_job_name_limit_uses_replicas_minus_one_at_the_last_attempt() -> None:
+    rj = {"name": "worker", "replicas": 10, "template": {"spec": {"completions": 0}}}
+    name = "a" * (63 - len(f"-{MAX_ATTEMPT}-worker-9"))
     build_jobset(job({"replicatedJobs": [rj]}, name=name), 0)
-    with pytest.raises(InvalidSpec, match="generated job name"):
+    with pytest.raises(InvalidSpec, match="generated job name") as raised:
         build_jobset(job({"replicatedJobs": [{**rj, "replicas": 11}]}, name=name), 0)
+    assert raised.value.code == "NameTooLong" and str(MAX_ATTEMPT) in raised.value.reason
 
 
-def test_pod_name_limit_with_completions() -> None:
+def test_pod_name_limit_with_completions_defaulting_to_one() -> None:
     rj = {"name": "w", "replicas": 1, "template": {"spec": {"completions": 4}}}
-    name = "a" * (63 - len("-0-w-0-3-abcde"))
+    name = "a" * (63 - len(f"-{MAX_ATTEMPT}-w-0-3-abcde"))
     build_jobset(job({"replicatedJobs": [rj]}, name=name), 0)
     with pytest.raises(InvalidSpec, match="generated pod name"):
-        build_jobset(job({"replicatedJobs": [rj]}, name=name), 10)
+        build_jobset(job({"replicatedJobs": [{**rj, "template": {"spec": {"completions": 11}}}]}, name=name), 0)
+    unset = {"name": "w", "replicas": 1, "template": {}}  # the batch API defaults completions to 1
+    build_jobset(job({"replicatedJobs": [unset]}, name="a" * (63 - len(f"-{MAX_ATTEMPT}-w-0-0-abcde"))), 0)
+    with pytest.raises(InvalidSpec, match="generated pod name"):
+        build_jobset(job({"replicatedJobs": [unset]}, name="a" * (64 - len(f"-{MAX_ATTEMPT}-w-0-0-abcde"))), 0)
 
 
-def test_job_name_starting_with_a_digit_is_invalid_spec() -> None:
-    with pytest.raises(InvalidSpec, match="DNS-1035"):
-        build_jobset(job(job_spec(), name="1train"), 0)
+def test_names_are_judged_for_the_worst_attempt_so_they_never_park_a_job() -> None:
+    """A 52-character name fits attempt 9 and not attempt 10: it is refused before attempt 0, so no
+    restart is ever spent on a JobSet that cannot be created."""
+    spec = {"replicatedJobs": [{"name": "worker", "replicas": 2, "template": {}}]}
+    for attempt in (0, 9, 10, MAX_ATTEMPT):
+        with pytest.raises(InvalidSpec) as raised:
+            build_jobset(job(spec, name="j" * 52), attempt)
+        assert raised.value.code == "NameTooLong"
+    fits = "j" * (63 - len(f"-{MAX_ATTEMPT}-worker-1-0-abcde"))
+    assert build_jobset(job(spec, name=fits), MAX_ATTEMPT)["metadata"]["name"] == f"{fits}-{MAX_ATTEMPT}"
+
+
+def test_attempts_beyond_the_last_are_refused() -> None:
+    with pytest.raises(InvalidSpec) as raised:
+        build_jobset(job(job_spec()), MAX_ATTEMPT + 1)
+    assert raised.value.code == "AttemptLimitReached"
+
+
+@pytest.mark.parametrize("name", ["my.job", "1train", "a.b.c"])
+def test_a_name_invalid_for_another_reason_than_length_is_invalid_name(name: str) -> None:
+    with pytest.raises(InvalidSpec, match="DNS-1035") as raised:
+        build_jobset(job(job_spec(), name=name), 0)
+    assert raised.value.code == "InvalidName"
+
+
+def test_the_controllers_own_managed_by_values_are_accepted() -> None:
+    spec = job_spec()
+    spec["managedBy"] = "jobset.sigs.k8s.io/jobset-controller"
+    spec["replicatedJobs"][0]["template"]["spec"]["managedBy"] = "kubernetes.io/job-controller"
+    out = build_jobset(job(spec), 0)
+    assert schema_errors(out) == [] and "managedBy" not in out["spec"]
+
+
+def test_messages_stay_short_whatever_the_input() -> None:
+    with pytest.raises(InvalidSpec) as raised:
+        build_jobset(job({"replicatedJobs": [{"name": "w", "template": {}, "replicas": list(range(10**4))}]}), 0)
+    assert len(raised.value.reason) < 200
 
 
 @pytest.mark.parametrize("launcher", ["", "launcher"])

@@ -1,8 +1,8 @@
 """The deployable manifests: they parse, fit together, and validate against the real schemas.
 
 Schema checks read the published CRDs from ``../shared/reference/`` (``tests/crdschema.py``) and skip
-with a reason when it is absent. CEL rules are not evaluated by jsonschema: the launcher rule is
-checked with a Python equivalent, tied to the rule's exact text.
+with a reason when it is absent. CEL rules are not evaluated by jsonschema: each rule that judges a
+sample is checked with a Python equivalent, tied to the rule's message (``CEL_EQUIVALENTS``).
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ INVALID_EXPECTED: dict[str, tuple[str, str]] = {
     "no-replicated-jobs.yaml": ("spec", "'replicatedJobs' is a required property"),
     "empty-replicated-jobs.yaml": ("spec.replicatedJobs", "should be non-empty"),
     "launcher-not-a-replicated-job.yaml": ("cel", "launcher must name an entry of replicatedJobs"),
+    "job-name-with-a-dot.yaml": ("cel", "the Job name must be a DNS-1035 label"),
+    "name-too-long-for-the-last-attempt.yaml": ("cel", "the Job name is too long"),
+    "managed-by-multikueue.yaml": ("cel", "template.spec.managedBy must be unset or kubernetes.io/job-controller"),
+    "too-many-pods.yaml": ("cel", "replicas x parallelism must not exceed 2147483647"),
     "negative-max-restarts.yaml": ("spec.maxRestarts", "-1 is less than the minimum of 0"),
     "duplicate-replicated-job-names.yaml": ("spec.replicatedJobs[1]", "Duplicate value"),
     "suspend-not-a-bool.yaml": ("spec.suspend", "'yes' is not of type 'boolean'"),
@@ -60,6 +64,10 @@ HOOK_REJECTS = {
     "duplicate-replicated-job-names.yaml",
     "bad-replicated-job-name.yaml",
     "negative-replicas.yaml",
+    "job-name-with-a-dot.yaml",
+    "name-too-long-for-the-last-attempt.yaml",
+    "managed-by-multikueue.yaml",
+    "too-many-pods.yaml",
 }
 
 
@@ -157,6 +165,58 @@ def launcher_rule_holds(spec: Mapping[str, Any]) -> bool:
     )
 
 
+def _job_spec_of(entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (entry.get("template") or {}).get("spec") or {}
+
+
+def name_rule_holds(job: Mapping[str, Any]) -> bool:
+    """Python equivalent of the root rule on ``metadata.name`` (a DNS-1035 label)."""
+    return re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", job["metadata"]["name"]) is not None
+
+
+def length_rule_holds(job: Mapping[str, Any]) -> bool:
+    """Python equivalent of the root length rule: names fit attempt 9999."""
+    name = job["metadata"]["name"]
+    for entry in job["spec"].get("replicatedJobs") or []:
+        replicas = entry.get("replicas", 1)
+        if replicas == 0:
+            continue
+        fixed = len(name) + len(entry["name"]) + len(str(replicas - 1))
+        completions = _job_spec_of(entry).get("completions", 1)
+        if fixed > 56 or (completions != 0 and fixed + len(str(completions - 1)) > 49):
+            return False
+    return True
+
+
+def items_rules_hold(job: Mapping[str, Any], message: str) -> bool:
+    """Python equivalents of the two rules on each replicated job (managedBy, replicas x parallelism)."""
+    for entry in job["spec"].get("replicatedJobs") or []:
+        spec = _job_spec_of(entry)
+        if message.startswith("template.spec.managedBy") and spec.get("managedBy", JOB_CONTROLLER) != JOB_CONTROLLER:
+            return False
+        if message.startswith("replicas x parallelism") and entry.get("replicas", 1) * spec.get("parallelism", 1) \
+                > 2**31 - 1:
+            return False
+    return True
+
+
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+CEL_EQUIVALENTS: dict[str, tuple[str, Any]] = {
+    # message prefix -> (path of the rule, Python equivalent on the whole Job)
+    "launcher must name": ("spec", lambda job: launcher_rule_holds(job["spec"])),
+    "the Job name must be a DNS-1035 label": ("", name_rule_holds),
+    "the Job name is too long": ("", length_rule_holds),
+    "template.spec.managedBy": ("spec.replicatedJobs[]",
+                                lambda job: items_rules_hold(job, "template.spec.managedBy")),
+    "replicas x parallelism": ("spec.replicatedJobs[]", lambda job: items_rules_hold(job, "replicas x parallelism")),
+}
+
+
+def cel_holds(job: Mapping[str, Any]) -> list[str]:
+    """The messages of the CEL rules ``job`` breaks, judged by their Python equivalents."""
+    return [prefix for prefix, (_, holds) in CEL_EQUIVALENTS.items() if not holds(job)]
+
+
 # ---- every manifest parses; the kustomization lists exactly the files -------------------------
 
 
@@ -229,11 +289,12 @@ def test_crd_identity_and_printer_columns() -> None:
 
 
 def test_crd_schema_is_structural(job_schema: dict) -> None:
-    """Every node has a type; unknown fields are preserved only inside the pod templates."""
+    """Every node has a type; unknown fields are preserved only inside the Job templates (the
+    template and its spec, whose few fields the CEL rules read are declared)."""
 
     def walk(node: Mapping[str, Any], path: str) -> None:
         if node.get("x-kubernetes-preserve-unknown-fields"):
-            assert path.endswith(".template"), f"{path}: preserve-unknown-fields only under templates"
+            assert path.endswith((".template", ".template.spec")), f"{path}: preserve-unknown-fields only in templates"
         assert "type" in node or node.get("x-kubernetes-int-or-string"), f"{path} has no type"
         for prop, sub in node.get("properties", {}).items():
             walk(sub, f"{path}.{prop}")
@@ -292,7 +353,7 @@ def test_valid_samples_validate(path: pathlib.Path, job_schema: dict) -> None:
     job = load_one(path)
     assert (job["apiVersion"], job["kind"]) == ("nvcre.nvidia.com/v1alpha1", "Job")
     assert crdschema.validate(job, job_schema) == []
-    assert launcher_rule_holds(job["spec"])
+    assert cel_holds(job) == []
 
 
 def test_samples_cover_multinode_and_mpi() -> None:
@@ -315,15 +376,41 @@ def test_invalid_samples_fail_for_the_stated_reason(path: pathlib.Path, job_sche
     where, text = INVALID_EXPECTED[path.name]
     errors = crdschema.validate(job, job_schema)
     if where == "cel":
-        # jsonschema cannot evaluate CEL: the schema passes, the launcher rule does not.
+        # jsonschema cannot evaluate CEL: the schema passes, the rule (by its Python equivalent) does not.
         assert errors == []
-        rules = {rule["rule"]: rule for _, rule in crdschema.cel_rules(job_schema)}
-        assert rules[LAUNCHER_RULE]["message"] == text
-        assert not launcher_rule_holds(job["spec"])
+        messages = [rule["message"] for _, rule in crdschema.cel_rules(job_schema)]
+        assert any(message.startswith(text) for message in messages), text
+        assert [prefix for prefix in cel_holds(job) if text.startswith(prefix)], f"{path.name} breaks no rule"
         return
     assert len(errors) == 1, errors
     assert errors[0].startswith(f"{where}: "), errors
     assert text in errors[0], errors
+
+
+def test_every_cel_rule_has_a_python_equivalent_at_its_path(job_schema: dict) -> None:
+    """A new rule, or a reworded one, needs its equivalent here (and a check against a real API
+    server: the CEL itself was run by kube-apiserver v1.37 when written)."""
+    rules = crdschema.cel_rules(job_schema)
+    transition = [rule for _, rule in rules if "oldSelf" in rule["rule"]]
+    judged = {(path, next(p for p in CEL_EQUIVALENTS if rule["message"].startswith(p)))
+              for path, rule in rules if rule not in transition}
+    assert judged == {(path, prefix) for prefix, (path, _) in CEL_EQUIVALENTS.items()}
+
+
+def test_length_rule_equivalent_matches_the_hook() -> None:
+    from hooks.jobset import InvalidSpec, check_names
+
+    for name_length in range(30, 60):
+        for replicas, completions in ((2, None), (11, 0), (1, 11), (0, None)):
+            spec: dict[str, Any] = {"completions": completions} if completions is not None else {}
+            entry = {"name": "worker", "replicas": replicas, "template": {"spec": spec}}
+            job = {"metadata": {"name": "a" * name_length}, "spec": {"replicatedJobs": [entry]}}
+            try:
+                check_names("a" * name_length, [entry])
+                hook_ok = True
+            except InvalidSpec:
+                hook_ok = False
+            assert length_rule_holds(job) == hook_ok, (name_length, replicas, completions)
 
 
 def test_launcher_rule_equivalent_on_edge_cases() -> None:
