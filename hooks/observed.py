@@ -15,8 +15,6 @@ from typing import Any
 
 import orjson
 
-from podread import ATTEMPT_LABEL
-
 API_VERSION = "nvcre.nvidia.com/v1alpha1"
 KIND = "Job"
 JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
@@ -166,8 +164,11 @@ def _parse_children(raw: object, namespace: str) -> tuple[Mapping[str, Any], ...
         key_namespace, _, key_name = key.rpartition("/")
         name = _string(metadata.get("name"), f"{path}.metadata.name") or key_name
         child_namespace = _string(metadata.get("namespace"), f"{path}.metadata.namespace") or key_namespace
-        labels = _object(metadata.get("labels"), f"{path}.metadata.labels")
-        _string(labels.get(ATTEMPT_LABEL), f'{path}.metadata.labels["{ATTEMPT_LABEL}"]')
+        _string(child.get("apiVersion"), f"{path}.apiVersion")
+        _string(child.get("kind"), f"{path}.kind")
+        for field_name in ("labels", "annotations"):
+            _string_map(metadata.get(field_name), f"{path}.metadata.{field_name}")
+        _object(child.get("spec"), f"{path}.spec")
         _string(metadata.get("deletionTimestamp"), f"{path}.metadata.deletionTimestamp")
         status = _object(child.get("status"), f"{path}.status")
         _string(status.get("terminalState"), f"{path}.status.terminalState")
@@ -185,6 +186,13 @@ def _parse_children(raw: object, namespace: str) -> tuple[Mapping[str, Any], ...
         normalized["metadata"] = {**metadata, "name": name, "namespace": child_namespace or namespace}
         found.setdefault((child_namespace or namespace, name), normalized)
     return tuple(found[key] for key in sorted(found))
+
+
+def _string_map(value: object, path: str) -> None:
+    """Checks a ``map[string]string`` field (labels, annotations): absent, or an object of strings."""
+    for key, entry in _object(value, path).items():
+        if not isinstance(entry, str):
+            raise InvalidRequest(400, f'{path}["{str(key)[:80]}"]: expected a string, got {_json_type(entry)}')
 
 
 def _check_job_name(name: str) -> None:

@@ -190,3 +190,33 @@ def test_a_launcher_naming_no_replicated_job_is_not_a_400() -> None:
     """A well-formed name that names no entry is InvalidSpec (a 200), the decision's to report."""
     observed = parse_request(job_request(spec=job_spec(launcher="mpirun")), "sync")
     assert observed.spec["launcher"] == "mpirun"
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (("metadata", "annotations"), "x", ".metadata.annotations: expected an object, got string"),
+    (("metadata", "annotations"), ["a"], ".metadata.annotations: expected an object, got array"),
+    (("metadata", "annotations"), {"a": 1}, '.metadata.annotations["a"]: expected a string, got integer'),
+    (("metadata", "labels"), {"team": None}, '.metadata.labels["team"]: expected a string, got null'),
+    (("spec",), [], '["train-0"].spec: expected an object, got array'),
+    (("apiVersion",), 2, '["train-0"].apiVersion: expected a string'),
+    (("kind",), {}, '["train-0"].kind: expected a string'),
+])
+def test_bad_child_metadata_is_a_400_not_a_500(path: tuple[str, ...], value: Any, message: str) -> None:
+    """The observed JobSet is re-emitted as observed when the spec cannot be built: a wrong type
+    there made a 500 (an exception in the decision) instead of naming the bad field."""
+    from datetime import UTC, datetime
+
+    from hooks.app import create_app
+    from hooks.config import Settings
+    from tests.fake_reader import FakeReader
+
+    payload = job_request(spec={"replicatedJobs": []}, jobsets=[jobset_child("train", 0)],
+                          status={"phase": "Succeeded"})
+    node = payload["children"][JOBSET_GROUP]["train-0"]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    assert message in rejected(payload)
+    app = create_app(FakeReader(), clock=lambda: datetime(2026, 1, 1, tzinfo=UTC), settings=Settings())
+    answer = app.test_client().post("/sync", json=payload)
+    assert answer.status_code == 400 and message in answer.get_json()["error"]
