@@ -1,23 +1,27 @@
 """A reconcile driver that behaves as Metacontroller does (reference/metacontroller-facts.md §1, §2, §4, §5).
 
-It keeps NVCRE Jobs (spec, status, finalizers, deletionTimestamp) and, through the ``Cluster``,
-their JobSet children, and calls the hooks:
+One driver for every server the tests run against. Where the NVCRE Jobs and their JobSet children
+live is its ``Backend``: ``SimulatedBackend`` keeps them in memory over the step-driven ``Cluster``
+simulator (whose pods the wire-level fake API server serves), and
+``tests.cluster.metacontroller.ApiBackend`` keeps them in a real kube-apiserver. Either way the
+driver calls the hooks as Metacontroller does:
 
 - the request is ``{controller, parent, children, related: {}, finalizing}``; the children group
   ``JobSet.jobset.x-k8s.io/v1alpha2`` is always present, keyed by ``name`` (hook version v1) or
   ``namespace/name`` (v2); ``/finalize`` (``finalizing: true``) once the Job has a
   ``deletionTimestamp``, ``/sync`` otherwise; the finalizer is added before the first call;
 - on a 200 with a JSON object: desired children that are not observed are created, observed ones
-  that are omitted are deleted (background propagation: the cluster keeps their pods for a grace
-  period), existing ones are never updated (``OnDelete``); the whole status is replaced by the
-  answer's (plus ``observedGeneration``); ``finalized: true`` removes the finalizer and the Job is
-  gone; ``resyncAfterSeconds`` schedules one more call;
-- on a non-200, a body that is not a JSON object, or no answer within the 10 s hook timeout:
-  nothing is written and the Job is retried with exponential backoff (429: after ``Retry-After``);
+  that are omitted are deleted (background propagation: their pods can outlive them), existing
+  ones are never updated (``OnDelete``); the whole status is replaced by the answer's (plus
+  ``observedGeneration``, through the ``/status`` subresource on a real server); ``finalized:
+  true`` removes the finalizer and the Job is gone; ``resyncAfterSeconds`` schedules one more call;
+- on a non-200, a body that is not a JSON object, no answer within the 10 s hook timeout, or a
+  write the server refuses: nothing more is written and the Job is retried with exponential
+  backoff (429: after ``Retry-After``);
 - a Job is called again on every change of itself or of its children (JobSet status included),
   never because a pod changed: pods are not children, so only resyncs see them.
 
-Time is simulated: one ``Cluster.step`` is one second of the driver's clock.
+Time is the simulated clock (``advance``) unless a ``clock`` is given (wall-clock on a real server).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import http.client
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,6 +37,9 @@ import orjson
 
 from tests.e2e.cluster import Cluster, clone, timestamp
 from tests.e2e.invariants import Invariants
+
+Key = tuple[str, str]
+Obj = dict[str, Any]
 
 JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
 CONTROLLER_NAME = "nvcre-jobs"
@@ -109,9 +116,150 @@ class Call:
     deleted: list[str] = field(default_factory=list)
 
 
+
+class BackendError(Exception):
+    """A write the server refused or could not take (a conflict, an outage): the driver writes
+    nothing more for the Job in this call and retries it later, as Metacontroller requeues."""
+
+
+class Backend(Protocol):
+    """Where the driver's NVCRE Jobs (parents) and JobSets (children) live.
+
+    Reads return the objects as the server holds them; writes raise ``BackendError`` when refused.
+    """
+
+    def parents(self) -> dict[Key, Obj]:
+        """Every Job the driver manages, by ``(namespace, name)``; a Job that is gone is absent."""
+        ...
+
+    def create_parent(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
+        """Creates a Job (``kubectl apply``)."""
+        ...
+
+    def patch_parent_spec(self, namespace: str, name: str, changes: Mapping[str, Any]) -> bool:
+        """Changes spec fields (``None`` removes one); False when the Job is gone."""
+        ...
+
+    def delete_parent(self, namespace: str, name: str) -> bool:
+        """``kubectl delete``: the finalizer keeps the Job; False when it was already gone."""
+        ...
+
+    def set_finalizers(self, parent: Obj, finalizers: list[str]) -> None:
+        """Writes the Job's finalizer list (optimistic: on the ``parent`` version read)."""
+        ...
+
+    def write_status(self, parent: Obj, status: Obj) -> None:
+        """Replaces the Job's whole status (the ``/status`` subresource on a real server)."""
+        ...
+
+    def children(self, parent: Obj) -> list[Obj]:
+        """The JobSets the Job controls (ControllerRef), as Metacontroller observes them."""
+        ...
+
+    def child_versions(self, parent: Obj) -> tuple[Any, ...]:
+        """What a change of the children shows as (names and resourceVersions)."""
+        ...
+
+    def create_child(self, parent: Obj, child: Obj) -> None:
+        """Creates a JobSet owned by the Job (controller ownerReference)."""
+        ...
+
+    def delete_child(self, parent: Obj, child: Obj) -> None:
+        """Deletes a JobSet with background propagation and a UID precondition."""
+        ...
+
+
+class SimulatedBackend:
+    """Jobs in memory, JobSets in the ``Cluster`` simulator (whose pods the fake API server serves).
+
+    The Job objects are kept here and changed in place; a Job whose last finalizer goes is removed
+    at once and its JobSets are garbage-collected (deleted) with it.
+    """
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.objects: dict[Key, Obj] = {}
+        self._uids = 0
+
+    def parents(self) -> dict[Key, Obj]:
+        return self.objects
+
+    def create_parent(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
+        self._uids += 1
+        self.objects[(namespace, name)] = {
+            "apiVersion": "nvcre.nvidia.com/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"job-uid-{name}-{self._uids}",
+                         "generation": 1, "resourceVersion": "1", "creationTimestamp": timestamp(self.cluster.time)},
+            "spec": clone(dict(spec)),
+        }
+
+    def patch_parent_spec(self, namespace: str, name: str, changes: Mapping[str, Any]) -> bool:
+        obj = self.objects.get((namespace, name))
+        if obj is None:
+            return False
+        spec = obj["spec"]
+        for key, value in changes.items():
+            if value is None:
+                spec.pop(key, None)
+            else:
+                spec[key] = value
+        obj["metadata"]["generation"] += 1
+        _touch(obj)
+        return True
+
+    def delete_parent(self, namespace: str, name: str) -> bool:
+        obj = self.objects.get((namespace, name))
+        if obj is None:
+            return False
+        metadata = obj["metadata"]
+        if "deletionTimestamp" not in metadata:
+            metadata["deletionTimestamp"] = timestamp(self.cluster.time)
+            if not metadata.get("finalizers"):
+                self._remove(obj)  # never synced: nothing holds it
+                return True
+            _touch(obj)
+        return True
+
+    def set_finalizers(self, parent: Obj, finalizers: list[str]) -> None:
+        parent["metadata"]["finalizers"] = list(finalizers)
+        _touch(parent)
+        if not finalizers and "deletionTimestamp" in parent["metadata"]:
+            self._remove(parent)
+
+    def write_status(self, parent: Obj, status: Obj) -> None:
+        parent["status"] = status
+        _touch(parent)
+
+    def children(self, parent: Obj) -> list[Obj]:
+        return self.cluster.jobsets_of(parent["metadata"]["uid"])
+
+    def child_versions(self, parent: Obj) -> tuple[Any, ...]:
+        return self.cluster.jobset_versions(parent["metadata"]["uid"])
+
+    def create_child(self, parent: Obj, child: Obj) -> None:
+        self.cluster.create_jobset(child, parent["metadata"]["uid"])
+
+    def delete_child(self, parent: Obj, child: Obj) -> None:
+        self.cluster.delete_jobset(child["metadata"]["namespace"], child["metadata"]["name"])
+
+    def _remove(self, obj: Obj) -> None:
+        metadata = obj["metadata"]
+        self.objects.pop((metadata["namespace"], metadata["name"]), None)
+        for child in self.cluster.jobsets_of(metadata["uid"]):  # garbage collection of what is left
+            self.cluster.delete_jobset(metadata["namespace"], child["metadata"]["name"])
+
+
+def _touch(obj: Obj) -> None:
+    metadata = obj["metadata"]
+    metadata["resourceVersion"] = str(int(metadata["resourceVersion"]) + 1)
+
+
 @dataclass
 class _Job:
-    obj: dict[str, Any]
+    """The driver's bookkeeping for one Job: its last-read object and its work-queue state."""
+
+    obj: Obj
     due_at: float = 0.0
     failures: int = 0
     seen: tuple[Any, ...] = ()
@@ -121,97 +269,108 @@ class _Job:
 class Driver:
     """Metacontroller's stand-in for one CompositeController over NVCRE Jobs.
 
+    ``backend`` holds the Jobs and JobSets (a ``Cluster`` is wrapped in a ``SimulatedBackend``);
+    ``invariants`` is told of every answer and write (defaults to ``Invariants`` of that cluster).
     ``version`` is the hook version (``"v1"`` or ``"v2"``; may be changed between calls), ``token``
     the bearer token sent (``None``: no Authorization header), ``resync_period`` the controller's
-    ``resyncPeriodSeconds`` (``None``: only events and ``resyncAfterSeconds`` call the hooks).
+    ``resyncPeriodSeconds`` (``None``: only events and ``resyncAfterSeconds`` call the hooks),
+    ``clock`` the time source in seconds (``None``: simulated, moved by ``advance``).
     """
 
     def __init__(
         self,
-        cluster: Cluster,
+        backend: Backend | Cluster,
         transport: Transport,
-        invariants: Invariants | None = None,
+        invariants: Any = None,
         *,
         version: str = "v1",
         token: str | None = None,
         resync_period: float | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
-        self.cluster = cluster
+        if isinstance(backend, Cluster):
+            self.cluster: Cluster | None = backend
+            backend = SimulatedBackend(backend)
+            invariants = invariants or Invariants(self.cluster)
+        else:
+            self.cluster = None
+        if invariants is None:
+            raise ValueError("a Driver over a real server needs its invariants")
+        self.backend: Backend = backend
         self.transport = transport
-        self.invariants = invariants or Invariants(cluster)
+        self.invariants = invariants
         self.version = version
         self.token = token
         self.resync_period = resync_period
-        self.now = 0.0
-        self.jobs: dict[tuple[str, str], _Job] = {}
+        self._clock = clock
+        self._simulated_now = 0.0
+        self._epoch = clock() if clock is not None else 0.0
+        self.jobs: dict[Key, _Job] = {}
         self.calls: list[Call] = []
         self.keep_calls = True
-        self._uids = 0
+
+    @property
+    def now(self) -> float:
+        """Seconds on the driver's clock (simulated, or since the driver was made)."""
+        return self._clock() - self._epoch if self._clock is not None else self._simulated_now
 
     # -- the user's side ---------------------------------------------------------------------------
 
     def create_job(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
-        """Creates an NVCRE Job (``kubectl apply``)."""
-        self._uids += 1
-        obj = {
-            "apiVersion": "nvcre.nvidia.com/v1alpha1",
-            "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "uid": f"job-uid-{name}-{self._uids}",
-                         "generation": 1, "resourceVersion": "1", "creationTimestamp": timestamp(self.cluster.time)},
-            "spec": clone(dict(spec)),
-        }
-        self.jobs[(namespace, name)] = _Job(obj, due_at=self.now)
+        """Creates an NVCRE Job (``kubectl apply``); it is due at once."""
+        self.backend.create_parent(namespace, name, spec)
+        self.refresh()
+        if (namespace, name) in self.jobs:
+            self.jobs[(namespace, name)].due_at = self.now
 
     def patch_spec(self, namespace: str, name: str, **changes: Any) -> bool:
-        """Changes spec fields (``suspend=True``, ``maxRestarts=2``, ...); bumps the generation.
-        Returns False when the Job is gone."""
-        job = self.jobs.get((namespace, name))
-        if job is None:
-            return False
-        spec = job.obj["spec"]
-        for key, value in changes.items():
-            if value is None:
-                spec.pop(key, None)
-            else:
-                spec[key] = value
-        job.obj["metadata"]["generation"] += 1
-        self._touch(job)
-        return True
+        """Changes spec fields (``suspend=True``, ``maxRestarts=2``, ``launcher=None`` removes);
+        bumps the generation. Returns False when the Job is gone."""
+        changed = self.backend.patch_parent_spec(namespace, name, changes)
+        self.refresh()
+        return changed
 
     def delete_job(self, namespace: str, name: str) -> bool:
         """``kubectl delete``: sets the deletionTimestamp (the finalizer keeps the Job)."""
-        job = self.jobs.get((namespace, name))
-        if job is None:
-            return False
-        metadata = job.obj["metadata"]
-        if "deletionTimestamp" not in metadata:
-            metadata["deletionTimestamp"] = timestamp(self.cluster.time)
-            if FINALIZER not in metadata.get("finalizers", []):
-                self.jobs.pop((namespace, name))  # never synced: nothing holds it
-                return True
-            self._touch(job)
-        return True
+        deleted = self.backend.delete_parent(namespace, name)
+        self.refresh()
+        return deleted
 
     def job(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """A copy of the Job, or ``None`` once it is gone."""
+        """A copy of the Job as last read, or ``None`` once it is gone."""
         job = self.jobs.get((namespace, name))
         return clone(job.obj) if job is not None else None
 
     def status(self, namespace: str, name: str) -> dict[str, Any]:
-        """The Job's status (``{}`` when gone or never written)."""
+        """The Job's status as last read (``{}`` when gone or never written)."""
         job = self.jobs.get((namespace, name))
         return clone(job.obj.get("status") or {}) if job is not None else {}
 
     # -- time and reconciling ----------------------------------------------------------------------
 
     def advance(self, seconds: float = 1.0) -> None:
-        """Moves the driver's clock (the cluster's steps move it by one second each)."""
-        self.now += seconds
+        """Moves the simulated clock (the cluster's steps move it by one second each); a no-op on
+        a wall clock."""
+        self._simulated_now += seconds
+
+    def refresh(self) -> None:
+        """Reads every Job from the backend (what Metacontroller's informer holds)."""
+        current = self.backend.parents()
+        for key in list(self.jobs):
+            if key not in current:
+                del self.jobs[key]
+        for key, obj in current.items():
+            job = self.jobs.get(key)
+            if job is None:
+                self.jobs[key] = _Job(obj, due_at=self.now)
+            else:
+                job.obj = obj
 
     def reconcile_due(self) -> int:
         """Calls the hooks for every Job that is due (changed, resync or retry time reached), again
         and again within this instant while changes keep coming; returns the number of calls."""
         made = 0
+        self.refresh()
         for job in self.jobs.values():
             job.calls_this_step = 0
         while True:
@@ -230,6 +389,7 @@ class Driver:
                 job.calls_this_step += 1
                 self.reconcile(*key)
                 made += 1
+            self.refresh()
 
     def _is_due(self, job: _Job) -> bool:
         if job.calls_this_step >= MAX_CALLS_PER_STEP and job.due_at > self.now:
@@ -238,17 +398,13 @@ class Driver:
 
     def _fingerprint(self, job: _Job) -> tuple[Any, ...]:
         """What Metacontroller's informers would report a change of: the Job and its children."""
-        return job.obj["metadata"]["resourceVersion"], self.cluster.jobset_versions(job.obj["metadata"]["uid"])
-
-    def _touch(self, job: _Job) -> None:
-        metadata = job.obj["metadata"]
-        metadata["resourceVersion"] = str(int(metadata["resourceVersion"]) + 1)
+        return job.obj["metadata"]["resourceVersion"], self.backend.child_versions(job.obj)
 
     def request_for(self, namespace: str, name: str) -> dict[str, Any]:
         """The request body Metacontroller would send for the Job now."""
         job = self.jobs[(namespace, name)]
         children = {}
-        for child in self.cluster.jobsets_of(job.obj["metadata"]["uid"]):
+        for child in self.backend.children(job.obj):
             metadata = child["metadata"]
             key = metadata["name"] if self.version == "v1" else f"{metadata['namespace']}/{metadata['name']}"
             children[key] = child
@@ -265,13 +421,20 @@ class Driver:
             "finalizing": "deletionTimestamp" in job.obj["metadata"],
         }
 
-    def reconcile(self, namespace: str, name: str) -> Call:
-        """One hook call for the Job, and the answer applied as Metacontroller would."""
+    def reconcile(self, namespace: str, name: str) -> Call | None:
+        """One hook call for the Job, and the answer applied as Metacontroller would. Returns
+        ``None`` when a write before the call was refused (the Job is retried later)."""
         job = self.jobs[(namespace, name)]
         metadata = job.obj["metadata"]
-        if "deletionTimestamp" not in metadata and FINALIZER not in metadata.setdefault("finalizers", []):
-            metadata["finalizers"].append(FINALIZER)  # added before any hook call
-            self._touch(job)
+        finalizers = list(metadata.get("finalizers") or [])
+        if "deletionTimestamp" not in metadata and FINALIZER not in finalizers:
+            try:  # added before any hook call
+                self.backend.set_finalizers(job.obj, [*finalizers, FINALIZER])
+            except BackendError:
+                self._retry_later(job, Reply(None, b"", 0.0))
+                return None
+            self.refresh()
+            job = self.jobs[(namespace, name)]
         job.seen = self._fingerprint(job)
         request = self.request_for(namespace, name)
         hook = "finalize" if request["finalizing"] else "sync"
@@ -292,7 +455,10 @@ class Driver:
         if reply.status != 200 or not isinstance(body, dict) or not self._strict_ok(body):
             self._retry_later(job, reply)
             return call
-        self._apply(job, body, call)
+        try:
+            self._apply(job, request, body, call)
+        except BackendError:
+            self._retry_later(job, reply)
         return call
 
     def _strict_ok(self, body: Mapping[str, Any]) -> bool:
@@ -313,15 +479,15 @@ class Driver:
             delay = min(0.005 * 2 ** (job.failures - 1), 1000.0)
         job.due_at = self.now + max(delay, 0.001)
 
-    def _apply(self, job: _Job, body: Mapping[str, Any], call: Call) -> None:
+    def _apply(self, job: _Job, request: Mapping[str, Any], body: Mapping[str, Any], call: Call) -> None:
+        """Manages the children, writes the status, removes the finalizer: in Metacontroller's order."""
         namespace, name = job.obj["metadata"]["namespace"], job.obj["metadata"]["name"]
         uid = job.obj["metadata"]["uid"]
-        job.failures = 0
         status = body.get("status")
         status = dict(status) if isinstance(status, Mapping) else {}
         children = body.get("children") or []
         prior = job.obj.get("status") or {}
-        observed = {c["metadata"]["name"]: c for c in self.cluster.jobsets_of(uid)}
+        observed = {c["metadata"]["name"]: c for c in request["children"][JOBSET_GROUP].values()}
         desired: dict[str, Mapping[str, Any]] = {}
         for child in children:
             if not (isinstance(child, Mapping) and child.get("kind") == "JobSet"
@@ -331,11 +497,12 @@ class Driver:
                 self._retry_later(job, call.reply)
                 return
             desired[child["metadata"]["name"]] = child
+        job.failures = 0
         # manage children: deletions of omitted ones, creations of new ones; no updates (OnDelete)
         for child_name, child in sorted(observed.items()):
-            if child_name not in desired:
+            if child_name not in desired and "deletionTimestamp" not in child["metadata"]:
                 self.invariants.on_delete(name, child, status)
-                self.cluster.delete_jobset(namespace, child_name)
+                self.backend.delete_child(job.obj, child)
                 call.deleted.append(child_name)
         for child_name, child in sorted(desired.items()):
             if child_name not in observed:
@@ -343,22 +510,21 @@ class Driver:
                 obj["metadata"].setdefault("namespace", namespace)
                 obj["metadata"].setdefault("labels", {})["controller-uid"] = uid
                 self.invariants.on_create(namespace, name, obj, prior.get("phase", ""))
-                self.cluster.create_jobset(obj, uid)
+                self.backend.create_child(job.obj, obj)
                 call.created.append(child_name)
         # the status, replaced whole
         status["observedGeneration"] = job.obj["metadata"]["generation"]
         self.invariants.on_status(name, prior, status)
         if status != prior:
-            job.obj["status"] = status
-            self._touch(job)
+            self.backend.write_status(job.obj, status)
+            self.refresh()
+            job = self.jobs.get((namespace, name), job)
         call.applied = True
         if body.get("finalized") is True and "deletionTimestamp" in job.obj["metadata"]:
             self.invariants.on_finalized(namespace, name, uid)
-            job.obj["metadata"]["finalizers"] = [f for f in job.obj["metadata"]["finalizers"] if f != FINALIZER]
-            if not job.obj["metadata"]["finalizers"]:
-                del self.jobs[(namespace, name)]
-                for child in self.cluster.jobsets_of(uid):  # garbage collection of what is left
-                    self.cluster.delete_jobset(namespace, child["metadata"]["name"])
+            self.backend.set_finalizers(job.obj, [f for f in job.obj["metadata"].get("finalizers") or []
+                                                  if f != FINALIZER])
+            self.refresh()
             return
         resync = body.get("resyncAfterSeconds")
         due = math.inf

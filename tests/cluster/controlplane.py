@@ -1,0 +1,320 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver and kube-controller-manager.
+
+The binaries come from ``tests/cluster/controlplane/build.sh`` (built from Go modules into a cache
+outside the work tree, once). ``ControlPlane`` starts them as subprocesses on free 127.0.0.1 ports
+with a temporary folder for etcd's data, the certificates, the keys and the logs:
+
+- etcd: one member, no fsync (tests need no durability), its data dir kept across a restart;
+- kube-apiserver: TLS with a self-signed certificate (``--cert-dir``; clients verify it), RBAC
+  authorization, a static token file with an admin user in ``system:masters``, and a generated
+  service-account signing key, so TokenRequest issues real, verifiable ServiceAccount tokens;
+- kube-controller-manager: the garbage collector, the Job controller and the ServiceAccount
+  controllers (``default`` accounts, token Secrets); no node lifecycle or pod GC controller, so a
+  lost node's pods stay terminating until the test lets them go (as they would on a real cluster
+  until someone acts).
+
+``start()`` waits until ``/readyz`` answers ``ok`` and the ``default`` ServiceAccount exists;
+``stop()`` ends every process (SIGTERM, then SIGKILL) and is safe to call twice. Every failure
+message names the folder that holds the logs (``logs_dir``). ``stop_apiserver``/``start_apiserver``
+and ``stop_etcd``/``start_etcd`` restart one component on the same port (for fault tests).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import kubernetes
+import yaml
+
+from tests.e2e.server import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO / "tests" / "cluster" / "controlplane" / "build.sh"
+ADMIN_USER = "nvcre-admin"
+CONTROLLERS = "garbagecollector,job,serviceaccount,serviceaccount-token"
+SERVICE_CIDR = "10.96.0.0/24"
+"""Never routed: the API server only needs a range to allocate the kubernetes Service from."""
+
+
+class ControlPlaneError(RuntimeError):
+    """A component did not build, start or become ready; the message names the logs folder."""
+
+
+def binaries_dir(*, build: bool = True) -> Path:
+    """The folder holding etcd, kube-apiserver and kube-controller-manager.
+
+    ``NVCRE_CONTROL_PLANE_BIN`` (a folder with the three binaries) wins; otherwise build.sh is run,
+    which builds once and then only prints the cached folder. With ``build=False`` a cache miss
+    raises instead of building. Raises ``ControlPlaneError`` when the binaries cannot be had.
+    """
+    override = os.environ.get("NVCRE_CONTROL_PLANE_BIN")
+    if override:
+        folder = Path(override)
+    else:
+        env = dict(os.environ)
+        if not build:
+            env["NVCRE_CONTROL_PLANE_NO_BUILD"] = "1"
+        result = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env, check=False)
+        if result.returncode != 0:
+            raise ControlPlaneError(f"{BUILD_SCRIPT} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+        folder = Path(result.stdout.strip().splitlines()[-1])
+    missing = [name for name in ("etcd", "kube-apiserver", "kube-controller-manager")
+               if not os.access(folder / name, os.X_OK)]
+    if missing:
+        raise ControlPlaneError(f"{folder} lacks {', '.join(missing)}")
+    return folder
+
+
+class _Process:
+    """One component: its command, its log file, its subprocess."""
+
+    def __init__(self, name: str, command: list[str], log_path: Path) -> None:
+        self.name, self.command, self.log_path = name, command, log_path
+        self.popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n==== start {time.strftime('%H:%M:%S')}: {' '.join(self.command)}\n".encode())
+            log.flush()
+            self.popen = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.popen is None:
+            return
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(timeout=5)
+        self.popen = None
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+class ControlPlane:
+    """etcd + kube-apiserver + kube-controller-manager on loopback. Use as a context manager.
+
+    ``workdir`` (default: a new temporary folder, removed by ``close()`` unless ``keep`` is set or a
+    start failed) holds ``etcd-data/``, ``certs/``, the keys, the token file, kubeconfigs and
+    ``logs/``. ``url`` is the API server's ``https://127.0.0.1:<port>``; ``admin_token`` its
+    admin's bearer token; ``ca_file`` the certificate clients verify it with.
+    """
+
+    def __init__(self, binaries: Path | None = None, workdir: Path | None = None, *, keep: bool = False) -> None:
+        self.binaries = binaries or binaries_dir()
+        self._own_dir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="nvcre-cluster-"))
+        self.keep = keep
+        self.logs_dir = self.workdir / "logs"
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        self.etcd_port, self.etcd_peer_port = free_port(), free_port()
+        self.port = free_port()
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.admin_token = os.urandom(16).hex()
+        self.cert_dir = self.workdir / "certs"
+        self.ca_file = self.cert_dir / "apiserver.crt"
+        self.started_in: float | None = None
+        """Seconds from the first process start to a ready API server (set by ``start``)."""
+        self._etcd = _Process("etcd", self._etcd_command(), self.logs_dir / "etcd.log")
+        self._apiserver = _Process("kube-apiserver", self._apiserver_command(), self.logs_dir / "kube-apiserver.log")
+        self._kcm = _Process("kube-controller-manager", self._kcm_command(),
+                             self.logs_dir / "kube-controller-manager.log")
+
+    # -- commands ----------------------------------------------------------------------------------
+
+    def _etcd_command(self) -> list[str]:
+        client, peer = f"http://127.0.0.1:{self.etcd_port}", f"http://127.0.0.1:{self.etcd_peer_port}"
+        return [str(self.binaries / "etcd"), "--name=nvcre", f"--data-dir={self.workdir / 'etcd-data'}",
+                f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=nvcre={peer}", "--unsafe-no-fsync", "--log-level=warn"]
+
+    def _apiserver_command(self) -> list[str]:
+        return [str(self.binaries / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+                "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.port}",
+                f"--cert-dir={self.cert_dir}", "--authorization-mode=RBAC",
+                f"--token-auth-file={self.workdir / 'tokens.csv'}",
+                f"--service-account-key-file={self.workdir / 'sa.pub'}",
+                f"--service-account-signing-key-file={self.workdir / 'sa.key'}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                "--api-audiences=https://kubernetes.default.svc.cluster.local",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                # the loopback address cannot be published in the kubernetes Endpoints
+                "--endpoint-reconciler-type=none", "--profiling=false", "--v=1"]
+
+    def _kcm_command(self) -> list[str]:
+        return [str(self.binaries / "kube-controller-manager"),
+                f"--kubeconfig={self.workdir / 'kcm.kubeconfig'}", f"--controllers={CONTROLLERS}",
+                f"--service-account-private-key-file={self.workdir / 'sa.key'}",
+                f"--root-ca-file={self.ca_file}", "--leader-elect=false", "--secure-port=0",
+                "--concurrent-gc-syncs=10", "--concurrent-job-syncs=10", "--v=1"]
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 90.0) -> ControlPlane:
+        """Starts the three components and waits until the API server is ready and the
+        ``default`` ServiceAccount exists in ``default``. Raises ``ControlPlaneError`` (everything
+        stopped) naming the logs folder."""
+        began = time.monotonic()
+        try:
+            self._write_credentials()
+            self.start_etcd()
+            self.start_apiserver(timeout=timeout)
+            self.started_in = time.monotonic() - began
+            self.write_kubeconfig(self.workdir / "kcm.kubeconfig")
+            self._kcm.start()
+            self._wait_default_service_account(timeout=max(10.0, timeout - (time.monotonic() - began)))
+        except BaseException:
+            self.keep = True
+            self.stop()
+            raise
+        return self
+
+    def start_etcd(self) -> None:
+        """Starts etcd (again) on its port and data dir."""
+        self._etcd.start()
+
+    def stop_etcd(self) -> None:
+        """Stops etcd; the API server stays up and its storage calls fail until ``start_etcd``."""
+        self._etcd.stop()
+
+    def start_apiserver(self, timeout: float = 60.0) -> None:
+        """Starts the API server (again) on its port and waits for ``/readyz``."""
+        self._apiserver.start()
+        self.wait_ready(timeout=timeout)
+
+    def stop_apiserver(self) -> None:
+        """Stops the API server; every client then sees a refused connection."""
+        self._apiserver.stop()
+
+    def stop(self) -> None:
+        """Ends every process (controller manager, API server, etcd). Idempotent."""
+        for process in (self._kcm, self._apiserver, self._etcd):
+            process.stop()
+
+    def close(self) -> None:
+        """Stops and removes the working folder (kept when ``keep`` is set)."""
+        self.stop()
+        if self._own_dir and not self.keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc is not None:
+            self.keep = True
+        self.close()
+
+    # -- readiness ---------------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        """Whether ``/readyz`` answers 200 ``ok`` now."""
+        if not self.ca_file.exists():
+            return False
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        request = urllib.request.Request(f"{self.url}/readyz",
+                                         headers={"Authorization": f"Bearer {self.admin_token}"})
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=2) as response:
+                return response.status == 200 and response.read().strip() == b"ok"
+        except (OSError, ssl.SSLError):
+            return False
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Waits until ``ready()``; raises ``ControlPlaneError`` with the logs' tails on timeout or
+        when a component exits."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for process in (self._etcd, self._apiserver):
+                if process.popen is not None and not process.alive():
+                    raise self._error(f"{process.name} exited")
+            if self.ready():
+                return
+            time.sleep(0.2)
+        raise self._error(f"kube-apiserver not ready after {timeout:g}s")
+
+    def _wait_default_service_account(self, timeout: float) -> None:
+        core = kubernetes.client.CoreV1Api(self.api_client())
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self._kcm.alive():
+                raise self._error("kube-controller-manager exited")
+            with contextlib.suppress(kubernetes.client.ApiException):
+                core.read_namespaced_service_account("default", "default", _request_timeout=5)
+                return
+            time.sleep(0.2)
+        raise self._error(f"no default ServiceAccount after {timeout:g}s (is the controller manager running?)")
+
+    def _error(self, what: str) -> ControlPlaneError:
+        self.keep = True
+        tails = "\n".join(f"--- {p.name} (last lines of {p.log_path}):\n{p.tail()}"
+                          for p in (self._etcd, self._apiserver, self._kcm))
+        return ControlPlaneError(f"{what}; logs in {self.logs_dir}\n{tails}")
+
+    # -- credentials and clients -------------------------------------------------------------------
+
+    def _write_credentials(self) -> None:
+        key = self.workdir / "sa.key"
+        if not key.exists():
+            subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
+                            "-out", str(key)], check=True, capture_output=True)
+            subprocess.run(["openssl", "pkey", "-in", str(key), "-pubout", "-out", str(self.workdir / "sa.pub")],
+                           check=True, capture_output=True)
+        (self.workdir / "tokens.csv").write_text(f'{self.admin_token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
+
+    def kubeconfig_dict(self, token: str | None = None, user: str = ADMIN_USER) -> dict[str, object]:
+        """A kubeconfig for the API server with ``token`` (default: the admin's)."""
+        return {
+            "apiVersion": "v1", "kind": "Config", "current-context": "nvcre",
+            "clusters": [{"name": "nvcre", "cluster": {"server": self.url,
+                                                       "certificate-authority": str(self.ca_file)}}],
+            "users": [{"name": user, "user": {"token": token or self.admin_token}}],
+            "contexts": [{"name": "nvcre", "context": {"cluster": "nvcre", "user": user}}],
+        }
+
+    def write_kubeconfig(self, path: str | Path, token: str | None = None, user: str = ADMIN_USER) -> str:
+        """Writes ``kubeconfig_dict(token, user)`` to ``path``; returns the path."""
+        Path(path).write_text(yaml.safe_dump(self.kubeconfig_dict(token, user)))
+        return str(path)
+
+    def api_client(self, token: str | None = None) -> kubernetes.client.ApiClient:
+        """A real ``kubernetes`` ApiClient for the API server (admin unless ``token`` is given),
+        with no retries of its own."""
+        configuration = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config_from_dict(self.kubeconfig_dict(token), client_configuration=configuration)
+        configuration.retries = False
+        return kubernetes.client.ApiClient(configuration)
+
+
+@contextlib.contextmanager
+def running_control_plane(**kwargs: object) -> Iterator[ControlPlane]:
+    """A started ``ControlPlane``, stopped (and its folder removed unless something failed) on exit."""
+    plane = ControlPlane(**kwargs)  # type: ignore[arg-type]
+    with plane:
+        yield plane
