@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: venv test lint run bench soak demo image clean
+.PHONY: venv test lint run bench soak demo image clean control-plane test-cluster
 
 venv: $(STAMP)
 
@@ -21,6 +21,16 @@ lint: $(STAMP)
 
 test: lint
 	$(PY) -m pytest -q
+
+# The cluster tier: kube-apiserver, kube-controller-manager and etcd built from Go modules (once,
+# cached in ~/.cache/nvcre-hooks), then the tests marked `cluster` against them.
+control-plane:
+	@start=$$(date +%s); bash tests/cluster/controlplane/build.sh >/dev/null; \
+	echo "control plane: ready in $$(( $$(date +%s) - start )) s (build or cache)"
+
+test-cluster: $(STAMP) control-plane
+	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster tests/cluster; rc=$$?; \
+	echo "cluster tier: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 run: $(STAMP)
 	$(VENV)/bin/gunicorn --config hooks/gunicorn.conf.py --bind $(HOST):$(PORT) 'hooks.app:create_app()'

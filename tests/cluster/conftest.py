@@ -1,0 +1,84 @@
+"""Fixtures of the cluster tier (each module sets ``pytestmark = pytest.mark.cluster``): one real
+control plane for the session.
+
+The binaries are built on first use (tests/cluster/controlplane/build.sh, cached outside the work
+tree). Without Go and without a cache the tier is skipped with the reason, unless
+``NVCRE_REQUIRE_CLUSTER=1`` (``make test-cluster`` sets it), where it fails instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cluster.controlplane import ControlPlane, ControlPlaneError, binaries_dir
+from tests.cluster.kube import METACONTROLLER_CRDS, Applier, jobset_crd, kustomized_manifests, load_documents
+from tests.cluster.kube import service_account_token as sa_token
+from tests.cluster.world import ClusterWorld, KubeconfigSource
+from tests.e2e.server import HookServer
+
+HOOK_TOKEN = "cluster-tier-hook-token"
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """etcd, kube-apiserver and kube-controller-manager, started once for the session."""
+    try:
+        binaries = binaries_dir()
+    except ControlPlaneError as exc:
+        if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
+            pytest.fail(f"the cluster tier needs the control plane: {exc}")
+        pytest.skip(f"no control plane binaries (cluster tier skipped): {exc}")
+    plane = ControlPlane(binaries)
+    plane.start()
+    print(f"\ncontrol plane: kube-apiserver ready in {plane.started_in:.1f}s (logs in {plane.logs_dir})",
+          file=sys.stderr)
+    try:
+        yield plane
+    finally:
+        plane.close()
+
+
+@pytest.fixture(scope="session")
+def installed(control_plane: ControlPlane) -> dict[str, str]:
+    """The JobSet CRD, Metacontroller's CRDs (when ../shared/reference has them) and the whole of
+    manifests/ applied; returns what came from where (and what was skipped)."""
+    applier = Applier(control_plane.api_client())
+    crd, source = jobset_crd()
+    applier.apply(crd)
+    notes = {"jobset-crd": source}
+    objects = kustomized_manifests()
+    if METACONTROLLER_CRDS.is_file():
+        applier.apply_all(load_documents(METACONTROLLER_CRDS))
+        notes["metacontroller-crds"] = str(METACONTROLLER_CRDS)
+    else:
+        objects = [o for o in objects if o["kind"] != "CompositeController"]
+        notes["metacontroller-crds"] = f"SKIPPED: {METACONTROLLER_CRDS} is missing, CompositeController not applied"
+        print(f"\n{notes['metacontroller-crds']}", file=sys.stderr)
+    applier.apply_all(objects)
+    return notes
+
+
+@pytest.fixture(scope="session")
+def hooks_token(control_plane: ControlPlane, installed: dict[str, str]) -> str:
+    """A TokenRequest token of the ServiceAccount manifests/rbac.yaml binds (nvcre-system/nvcre-hooks)."""
+    return sa_token(control_plane.api_client(), "nvcre-system", "nvcre-hooks")
+
+
+@pytest.fixture(scope="module")
+def hooks(control_plane: ControlPlane, hooks_token: str) -> Iterator[HookServer]:
+    """The real gunicorn hook server reading the real API server as the hooks' ServiceAccount."""
+    source = KubeconfigSource(control_plane, hooks_token, "nvcre-hooks")
+    with HookServer(source, token=HOOK_TOKEN) as server:  # type: ignore[arg-type]
+        yield server
+
+
+@pytest.fixture
+def world(control_plane: ControlPlane, hooks: HookServer) -> ClusterWorld:
+    """A world in a namespace of its own."""
+    return ClusterWorld(control_plane, hooks, f"cluster-{next(_names)}")

@@ -1,0 +1,169 @@
+"""Putting the real things on the cluster tier's API server: manifests, CRDs, namespaces, tokens.
+
+Everything goes through the official ``kubernetes`` client (the dynamic client for YAML
+documents), as a user's ``kubectl apply`` would: an object that exists is replaced, a CRD is
+waited on until it is ``Established``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import yaml
+from kubernetes.client import ApiException
+from kubernetes.dynamic import DynamicClient
+
+REPO = Path(__file__).resolve().parents[2]
+MANIFESTS = REPO / "manifests"
+REFERENCE = REPO.parent / "shared" / "reference"
+JOBSET_MODULE = "sigs.k8s.io/jobset@v0.12.0"
+JOBSET_CRD_IN_MODULE = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+METACONTROLLER_CRDS = REFERENCE / "metacontroller-v4.17.2-crds.yaml"
+
+
+def load_documents(path: Path) -> list[dict[str, Any]]:
+    """The non-empty YAML documents of ``path``."""
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+
+
+def kustomized_manifests() -> list[dict[str, Any]]:
+    """The objects ``kubectl apply -k manifests/`` creates, in the kustomization's order, with its
+    common labels (a small kustomize: ``resources`` and ``labels`` pairs are all ours uses)."""
+    kustomization = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
+    pairs: dict[str, str] = {}
+    for entry in kustomization.get("labels") or []:
+        pairs.update(entry.get("pairs") or {})
+    objects = []
+    for resource in kustomization["resources"]:
+        for doc in load_documents(MANIFESTS / resource):
+            doc.setdefault("metadata", {}).setdefault("labels", {}).update(pairs)
+            objects.append(doc)
+    return objects
+
+
+@cache
+def jobset_crd() -> tuple[dict[str, Any], str]:
+    """The JobSet CRD and where it came from: the ``sigs.k8s.io/jobset`` module from the Go module
+    proxy when ``go`` can fetch it, else ``../shared/reference/jobset-v0.12.0-crd.yaml``. Raises
+    ``FileNotFoundError`` when neither can be had."""
+    go = shutil.which("go")
+    if go is not None:
+        cache_home = Path(os.environ.get("NVCRE_CACHE_HOME") or Path.home() / ".cache" / "nvcre-hooks")
+        env = {**os.environ, "GOMODCACHE": str(cache_home / "go" / "mod"), "GOFLAGS": "-mod=mod"}
+        result = subprocess.run([go, "mod", "download", "-json", JOBSET_MODULE], capture_output=True,
+                                text=True, env=env, cwd=cache_home if cache_home.exists() else None, check=False)
+        if result.returncode == 0:
+            folder = Path(json.loads(result.stdout)["Dir"])
+            path = folder / JOBSET_CRD_IN_MODULE
+            if path.is_file():
+                return load_documents(path)[0], f"module {JOBSET_MODULE}"
+    path = REFERENCE / "jobset-v0.12.0-crd.yaml"
+    if path.is_file():
+        return load_documents(path)[0], str(path)
+    raise FileNotFoundError(f"no JobSet CRD: {JOBSET_MODULE} could not be downloaded and {path} is missing")
+
+
+class Applier:
+    """``kubectl apply`` through the dynamic client: create, or replace what exists."""
+
+    def __init__(self, api_client: kubernetes.client.ApiClient) -> None:
+        self.api_client = api_client
+        self.dynamic = DynamicClient(api_client)
+
+    def resource(self, api_version: str, kind: str) -> Any:
+        """The dynamic client's resource for ``kind``, rediscovered once if it is new (a CRD just
+        established)."""
+        try:
+            return self.dynamic.resources.get(api_version=api_version, kind=kind)
+        except kubernetes.dynamic.exceptions.ResourceNotFoundError:
+            self.dynamic.resources.invalidate_cache()
+            return self.dynamic.resources.get(api_version=api_version, kind=kind)
+
+    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Creates ``obj`` or replaces the existing one; returns the server's object. A CRD is
+        waited on until ``Established``. Raises ``ApiException`` when the server refuses it."""
+        resource = self.resource(obj["apiVersion"], obj["kind"])
+        namespace = obj["metadata"].get("namespace") if resource.namespaced else None
+        try:
+            result = resource.create(body=dict(obj), namespace=namespace).to_dict()
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            current = resource.get(name=obj["metadata"]["name"], namespace=namespace)
+            body = json.loads(json.dumps(obj))
+            body["metadata"]["resourceVersion"] = current.metadata.resourceVersion
+            result = resource.replace(body=body, namespace=namespace).to_dict()
+        if obj["kind"] == "CustomResourceDefinition":
+            self.wait_established(obj["metadata"]["name"])
+        return result
+
+    def apply_all(self, objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """``apply`` for each object, CRDs first (what uses them can then be created)."""
+        ordered = sorted(objects, key=lambda o: o["kind"] != "CustomResourceDefinition")
+        return [self.apply(obj) for obj in ordered]
+
+    def wait_established(self, name: str, timeout: float = 30.0) -> None:
+        """Waits until the CRD ``name`` is ``Established`` and its resource is discoverable."""
+        api = kubernetes.client.ApiextensionsV1Api(self.api_client)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            crd = api.read_custom_resource_definition(name)
+            conditions = {c.type: c.status for c in (crd.status.conditions or [])}
+            if conditions.get("Established") == "True" and self._listable(crd):
+                self.dynamic.resources.invalidate_cache()
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"CRD {name} not Established after {timeout:g}s")
+
+
+    def _listable(self, crd: Any) -> bool:
+        """Whether a list of the CRD's resource is served: right after Established the server
+        answers 429 "storage is (re)initializing" for a moment (found on the real server)."""
+        version = next(v.name for v in crd.spec.versions if v.storage)
+        try:
+            kubernetes.client.CustomObjectsApi(self.api_client).list_cluster_custom_object(
+                crd.spec.group, version, crd.spec.names.plural, limit=1)
+        except ApiException as exc:
+            if exc.status == 429:
+                return False
+            raise
+        return True
+
+
+def ensure_namespace(api_client: kubernetes.client.ApiClient, name: str, timeout: float = 30.0) -> None:
+    """Creates namespace ``name`` (if missing) and waits for its ``default`` ServiceAccount, without
+    which the ServiceAccount admission plugin refuses every pod the Job controller creates."""
+    core = kubernetes.client.CoreV1Api(api_client)
+    try:
+        core.create_namespace({"metadata": {"name": name}})
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            core.read_namespaced_service_account("default", name)
+            return
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        time.sleep(0.1)
+    raise TimeoutError(f"no default ServiceAccount in {name} after {timeout:g}s")
+
+
+def service_account_token(api_client: kubernetes.client.ApiClient, namespace: str, name: str,
+                          seconds: int = 3600) -> str:
+    """A TokenRequest token of ServiceAccount ``namespace/name`` (what a pod using it gets)."""
+    core = kubernetes.client.CoreV1Api(api_client)
+    answer = core.create_namespaced_service_account_token(
+        name, namespace, {"spec": {"expirationSeconds": seconds}})
+    return str(answer.status.token)

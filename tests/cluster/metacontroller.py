@@ -1,0 +1,149 @@
+"""``ApiBackend``: the e2e driver's Jobs and JobSets kept in a real kube-apiserver.
+
+With it, ``tests.e2e.driver.Driver`` does what Metacontroller's CompositeController does to a real
+server (reference/metacontroller-facts.md §1, §2, §5):
+
+- it observes the NVCRE Jobs of its namespaces and, per Job, the JobSets that carry the
+  ``controller-uid`` label (``generateSelector``) and name the Job as their controller owner; both
+  are read once per round (Metacontroller reads its informers' caches, which lag as much);
+- a new child is created with the ``controller-uid`` label and a controller ownerReference
+  (``blockOwnerDeletion``), so the garbage collector removes it with its Job;
+- an omitted child is deleted with ``propagationPolicy: Background`` and a UID precondition, so its
+  Jobs and pods go later, in the background; a child already being deleted is left alone;
+- the status is written through the ``/status`` subresource with the Job's resourceVersion
+  (a conflict is a failed sync, retried);
+- the finalizer is added and removed with a merge patch on the read resourceVersion.
+
+Every refused or failed write raises ``BackendError``; a failed read keeps the last objects read
+(the informers' cache keeps serving while the server is away).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import kubernetes
+import urllib3
+from kubernetes.client import ApiException
+
+from tests.e2e.driver import BackendError, Key, Obj
+
+GROUP, VERSION = "nvcre.nvidia.com", "v1alpha1"
+JOBSET_GROUP, JOBSET_VERSION = "jobset.x-k8s.io", "v1alpha2"
+REQUEST_TIMEOUT = (2.0, 5.0)
+WRITE_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
+
+
+class ApiBackend:
+    """NVCRE Jobs and their JobSets in namespaces ``namespaces`` of a real API server, read and
+    written with ``api_client`` (the kubernetes client; Metacontroller's own credentials)."""
+
+    def __init__(self, api_client: kubernetes.client.ApiClient, namespaces: Iterable[str]) -> None:
+        self.custom = kubernetes.client.CustomObjectsApi(api_client)
+        self.namespaces = sorted(namespaces)
+        self._jobs: dict[Key, Obj] = {}
+        self._jobsets: dict[str, list[Obj]] = {}
+        self.read_failures = 0
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def parents(self) -> dict[Key, Obj]:
+        """Lists the Jobs and JobSets of every namespace (one round's snapshot). On a failed read
+        the previous snapshot is returned."""
+        try:
+            jobs: dict[Key, Obj] = {}
+            jobsets: dict[str, list[Obj]] = {}
+            for namespace in self.namespaces:
+                for obj in self._list(GROUP, VERSION, namespace, "jobs"):
+                    jobs[(namespace, obj["metadata"]["name"])] = obj
+                for obj in self._list(JOBSET_GROUP, JOBSET_VERSION, namespace, "jobsets", "controller-uid"):
+                    for owner in obj["metadata"].get("ownerReferences") or []:
+                        if owner.get("controller") and owner.get("kind") == "Job":
+                            jobsets.setdefault(owner["uid"], []).append(obj)
+        except WRITE_ERRORS:
+            self.read_failures += 1
+            return dict(self._jobs)
+        self._jobs, self._jobsets = jobs, jobsets
+        return dict(jobs)
+
+    def _list(self, group: str, version: str, namespace: str, plural: str, label: str = "") -> list[Obj]:
+        answer = self.custom.list_namespaced_custom_object(group, version, namespace, plural,
+                                                           label_selector=label or None,
+                                                           _request_timeout=REQUEST_TIMEOUT)
+        return list(answer.get("items") or [])
+
+    def children(self, parent: Obj) -> list[Obj]:
+        """The parent's JobSets in the last snapshot whose ``controller-uid`` label matches it."""
+        uid = parent["metadata"]["uid"]
+        return sorted((c for c in self._jobsets.get(uid, [])
+                       if c["metadata"].get("labels", {}).get("controller-uid") == uid),
+                      key=lambda c: c["metadata"]["name"])
+
+    def child_versions(self, parent: Obj) -> tuple[Any, ...]:
+        return tuple((c["metadata"]["name"], c["metadata"]["resourceVersion"]) for c in self.children(parent))
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def create_parent(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Job",
+                "metadata": {"name": name, "namespace": namespace}, "spec": dict(spec)}
+        self._write(self.custom.create_namespaced_custom_object, GROUP, VERSION, namespace, "jobs", body)
+
+    def patch_parent_spec(self, namespace: str, name: str, changes: Mapping[str, Any]) -> bool:
+        try:
+            self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, "jobs", name,
+                                                       {"spec": dict(changes)}, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise BackendError(f"patch spec of {namespace}/{name}: {exc.status} {exc.reason}") from exc
+        return True
+
+    def delete_parent(self, namespace: str, name: str) -> bool:
+        try:
+            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "jobs", name,
+                                                        _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise BackendError(f"delete {namespace}/{name}: {exc.status} {exc.reason}") from exc
+        return True
+
+    def set_finalizers(self, parent: Obj, finalizers: list[str]) -> None:
+        metadata = parent["metadata"]
+        patch = {"metadata": {"finalizers": finalizers or None, "resourceVersion": metadata["resourceVersion"]}}
+        self._write(self.custom.patch_namespaced_custom_object, GROUP, VERSION, metadata["namespace"], "jobs",
+                    metadata["name"], patch, missing_ok=True)
+
+    def write_status(self, parent: Obj, status: Obj) -> None:
+        metadata = parent["metadata"]
+        body = {"apiVersion": parent["apiVersion"], "kind": parent["kind"], "metadata": metadata,
+                "spec": parent.get("spec"), "status": status}
+        self._write(self.custom.replace_namespaced_custom_object_status, GROUP, VERSION, metadata["namespace"],
+                    "jobs", metadata["name"], body, missing_ok=True)
+
+    def create_child(self, parent: Obj, child: Obj) -> None:
+        metadata = parent["metadata"]
+        body = dict(child)
+        body["metadata"] = {**child["metadata"], "ownerReferences": [{
+            "apiVersion": f"{GROUP}/{VERSION}", "kind": "Job", "name": metadata["name"], "uid": metadata["uid"],
+            "controller": True, "blockOwnerDeletion": True}]}
+        self._write(self.custom.create_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION,
+                    body["metadata"]["namespace"], "jobsets", body)
+
+    def delete_child(self, parent: Obj, child: Obj) -> None:
+        metadata = child["metadata"]
+        options = {"propagationPolicy": "Background", "preconditions": {"uid": metadata["uid"]}}
+        self._write(self.custom.delete_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION,
+                    metadata["namespace"], "jobsets", metadata["name"], body=options, missing_ok=True)
+
+    def _write(self, method: Any, *args: Any, missing_ok: bool = False, **kwargs: Any) -> None:
+        try:
+            method(*args, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+        except ApiException as exc:
+            if missing_ok and exc.status == 404:
+                return
+            raise BackendError(f"{method.__name__}: {exc.status} {exc.reason}: {(exc.body or '')[:300]}") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise BackendError(f"{method.__name__}: {exc}") from exc
