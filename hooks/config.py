@@ -15,6 +15,9 @@ from typing import TypeVar
 T = TypeVar("T")
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+READ_DEADLINE_SECONDS = 7.5
+"""The deadline of all pod reads of one hook call: Metacontroller gives up at 10 s, and the answer
+still has to be decided, encoded and sent after the last read."""
 ORJSON_MAX_DEPTH = 1024
 """orjson refuses documents nested deeper than this, so a configured depth above it would be a lie."""
 
@@ -30,6 +33,9 @@ class Settings:
       for no authentication (``NVCRE_HOOK_TOKEN_FILE``).
     - ``max_json_depth``: the deepest JSON nesting a request may have, else 400 (``NVCRE_MAX_JSON_DEPTH``).
     - ``port``: the TCP port gunicorn binds when no ``--bind`` is given (``PORT``).
+    - ``read_deadline_seconds``: the one deadline all pod reads of a hook call share (not from the
+      environment: ``READ_DEADLINE_SECONDS``, below Metacontroller's 10 s hook timeout, so that a
+      call whose reads are slow still answers, and holds, in time).
     """
 
     resync_seconds: float = 5.0
@@ -38,6 +44,11 @@ class Settings:
     hook_token_file: str | None = None
     max_json_depth: int = 64
     port: int = 8080
+    read_deadline_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.read_deadline_seconds > 0:
+            object.__setattr__(self, "read_deadline_seconds", READ_DEADLINE_SECONDS)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -3,19 +3,45 @@
 Pure: the only I/O is the Reader passed in. Rows, first match decides:
 
 1. finalizing                     -> no children; Terminating; finalized only after the drain barrier
-2. phase Succeeded/Failed         -> terminal forever: keep the current JobSet if observed, never create
-3. spec.suspend                   -> no children; Suspending, then Suspended after the barrier
-4. phase Suspended/Suspending     -> barrier, then attempt+1 (a resume, not a restart), Pending
-5. phase Restarting               -> barrier, then attempt+1, Pending
-6. spec cannot be built           -> InvalidSpec; keep the current JobSet if observed, create nothing
-7. current JobSet Failed, restarts left    -> teardown: Restarting, restarts+1, then as row 5
-8. current JobSet Failed, none left        -> keep it; Failed
-9. current JobSet Completed                -> keep it; Succeeded
-10. otherwise                     -> the current attempt's JobSet; Running if a cached pod is active.
+2. spec.suspend (not terminal)    -> no children; Suspending, then Suspended after the barrier
+3. status disagrees with children -> hold: keep every observed JobSet not being deleted, create
+                                     nothing, advance nothing; StatusMismatch=True says why
+4. phase Succeeded/Failed         -> terminal forever: keep the current JobSet if observed, never create
+5. phase Suspended/Suspending     -> barrier, then attempt+1 (a resume, not a restart), Pending
+6. phase Restarting               -> barrier, then attempt+1, Pending
+7. spec cannot be built           -> InvalidSpec; keep the current JobSet if observed, create nothing
+8. current JobSet Failed, restarts left    -> Restarting, restarts+1 (the JobSet is kept in this
+                                     answer), then as row 6
+9. current JobSet Failed, none left        -> keep it; Failed
+10. current JobSet Completed               -> keep it; Succeeded
+11. otherwise                     -> the current attempt's JobSet; Running if a cached pod is active.
                                      One not observed yet is created only once the barrier passes.
 
-Terminal comes before suspend so that suspending a finished Job never moves it out of its final
-phase. Only rows 1, 3, 4 (while draining), 5 (while holding) and 7 leave the current JobSet out.
+A step that would need an attempt past ``MAX_ATTEMPT`` (rows 5, 6, 8) ends the Job Failed instead,
+with condition ``Failed`` reason ``AttemptLimitReached``: names are validated for that attempt, so no
+Job is ever parked on a name it cannot have.
+
+Status is a claim, not a fact (row 3). An observed JobSet that is not being deleted and not
+finished is a healthy workload; it is left out only when the spec says so (deletion, suspend) or
+when it failed (rows 6, 8): never because ``status.attempt``, ``phase`` or ``restarts`` says
+otherwise. Row 3 catches: two or more healthy JobSets (``SeveralWorkloads``: a stray next to the
+current one is not adopted); one healthy JobSet that is not the status' attempt (``WorkloadNotCurrent``;
+a newer one is adopted instead: Metacontroller creates children before it writes the status);
+``Suspended``/``Suspending``/``Restarting`` while the current JobSet is there and not failed
+(``PhaseDisagrees``); ``restarts`` that no sequence of steps gives (``RestartsDisagree``). It holds
+until the disagreement goes (a person corrects the status or removes a JobSet, or the workload
+finishes), then ``StatusMismatch`` turns False.
+
+The drain barrier reads, live, every pod that may belong to the Job by any identity it carries:
+JOB_LABEL (``active_job_pods``, cache then live), LAUNCHER_LABEL of every attempt
+(``active_launcher_pods``), and JobSet's own ``jobset-name`` label for ``<job>-0`` up to one past
+the highest attempt in the status, the children and those pods (``active_attempt_pods``). All reads
+of one call share one deadline (``hooks.handler``); a failed or late read holds, with a status whose
+words depend only on the error's class.
+
+Terminal comes after suspend only for Jobs that are not terminal, so suspending a finished Job never
+moves it out of its final phase. Only rows 1, 2, 5 (while draining), 6 (while holding) and the
+failed JobSet of row 8 on the next call leave the current JobSet out.
 """
 
 from __future__ import annotations
@@ -29,9 +55,17 @@ from typing import Any
 from hooks import conditions as cond
 from hooks.jobset import API_VERSION as JOBSET_API_VERSION
 from hooks.jobset import KIND as JOBSET_KIND
-from hooks.jobset import InvalidSpec, build_jobset, json_copy, workload_name
+from hooks.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset, json_copy, workload_name
 from hooks.observed import Observed
-from podread import ATTEMPT_LABEL, is_active
+from podread import (
+    ATTEMPT_LABEL,
+    JOB_LABEL,
+    JOBSET_NAME_LABEL,
+    LAUNCHER_LABEL,
+    REPLICATED_JOB_LABEL,
+    is_active,
+    pod_key,
+)
 from podread.errors import PodReadError
 
 PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
@@ -40,11 +74,17 @@ SUCCEEDED, FAILED, TERMINATING = "Succeeded", "Failed", "Terminating"
 TERMINAL = frozenset({SUCCEEDED, FAILED})
 KINDS = frozenset({"created", "kept", "held", "proceeded", "terminal", "invalid-spec"})
 
+PHASES = frozenset({PENDING, RUNNING, RESTARTING, SUSPENDING, SUSPENDED, SUCCEEDED, FAILED, TERMINATING})
+
 DRAINED = "Drained"
 INVALID_SPEC = "InvalidSpec"
+STATUS_MISMATCH = "StatusMismatch"
+FAILED_CONDITION = "Failed"
 _LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
-_ATTEMPT_VALUE = re.compile(r"0|[1-9][0-9]*")
+_ATTEMPT_VALUE = re.compile(r"0|[1-9][0-9]{0,8}")
 _MAX_LISTED = 5
+MAX_MESSAGE = 1024
+"""The longest ``status.message`` (and condition message) written, whatever the input."""
 
 
 @dataclass(frozen=True)
@@ -128,10 +168,11 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     """Decides the desired children and the whole status for ``observed``.
 
     Reads pods only through ``reader`` (the podread Reader methods ``job_pods``,
-    ``active_job_pods``, ``workload_pods``); ``now`` stamps condition transitions. Returns the
-    ``Decision`` whose ``response`` is the 200 body: ``status``, ``children`` (always a list),
-    ``resyncAfterSeconds`` (``resync_seconds``) only while waiting, ``finalized`` only when
-    finalizing. A failed read never lets a teardown proceed.
+    ``active_job_pods``, ``active_launcher_pods``, ``active_attempt_pods``, ``workload_pods``);
+    ``now`` stamps condition transitions. Returns the ``Decision`` whose ``response`` is the 200
+    body: ``status``, ``children`` (always a list), ``resyncAfterSeconds`` (``resync_seconds``) only
+    while waiting, ``finalized`` only when finalizing. A failed read never lets a teardown proceed;
+    a status that disagrees with the children never drops a healthy JobSet.
     """
     prior = observed.status
     ctx = _Context(observed, reader, now)
@@ -141,19 +182,80 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
     work = _Work(phase=phase, attempt=attempt, restarts=prior.restarts, workload=prior.workload,
                  active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions))
+    mismatch = None if observed.finalizing else status_mismatch(observed, attempt, phase)
     if observed.finalizing:
         _finalize(ctx, work)
+    elif observed.spec.get("suspend") is True and phase not in TERMINAL:
+        _suspend(ctx, work)
+    elif mismatch is not None:
+        _hold_mismatch(ctx, work, *mismatch)
     elif phase in TERMINAL:
         _terminal(ctx, work)
-    elif observed.spec.get("suspend") is True:
-        _suspend(ctx, work)
     elif phase in (SUSPENDED, SUSPENDING):
         _resume(ctx, work)
     elif phase == RESTARTING:
         _restart(ctx, work)
     else:
         _steady(ctx, work)
+    if mismatch is None and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
+        work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
     return _decision(observed, work, resync_seconds)
+
+
+def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, str] | None:
+    """Whether the status (``attempt`` after adoption, ``phase``, ``restarts``) disagrees with the
+    observed JobSets. Reads only ``observed``. Returns ``(reason, message)`` or ``None``.
+
+    A healthy JobSet is one not being deleted and not finished (Failed or Completed).
+    """
+    job = observed.name
+    healthy = [js for js in observed.jobsets if _healthy(js)]
+    names = [str(js["metadata"]["name"]) for js in healthy]
+    current = workload_name(job, attempt)
+    if len(healthy) > 1:
+        return "SeveralWorkloads", (f"JobSets {_list_names(names)} all run, but a Job has one workload at a time "
+                                    f"(status.attempt is {observed.status.attempt})")
+    if healthy and names[0] != current:
+        return "WorkloadNotCurrent", (f"JobSet {names[0]} runs, but status.attempt is {attempt} "
+                                      f"(JobSet {current})")
+    present = next((js for js in observed.jobsets if js["metadata"]["name"] == current
+                    and not js["metadata"].get("deletionTimestamp")), None)
+    if present is not None and phase in (SUSPENDED, SUSPENDING) and _healthy(present):
+        return "PhaseDisagrees", f"status.phase is {phase}, but JobSet {current} runs"
+    if present is not None and phase == RESTARTING and _jobset_state(present) != FAILED:
+        state = _jobset_state(present) or "running"
+        return "PhaseDisagrees", f"status.phase is Restarting, but JobSet {current} is {state.lower()}, not failed"
+    restarts = observed.status.restarts
+    allowed = attempt + (1 if phase == RESTARTING else 0)
+    if restarts > allowed:
+        return "RestartsDisagree", f"status.restarts is {restarts}, more than attempt {attempt} can have had"
+    if phase == RESTARTING and restarts == 0:
+        return "RestartsDisagree", "status.phase is Restarting, but status.restarts records no restart"
+    return None
+
+
+def _healthy(jobset: Mapping[str, Any]) -> bool:
+    """A JobSet that is not being deleted and has not finished: a workload that runs."""
+    return not jobset["metadata"].get("deletionTimestamp") and _jobset_state(jobset) == ""
+
+
+def _hold_mismatch(ctx: _Context, work: _Work, reason: str, message: str) -> None:
+    """Row 3: the status disagrees with the children. Keeps every observed JobSet not being deleted
+    exactly as observed, creates nothing, keeps the status' claims (phase, attempt, restarts,
+    workload) so that nothing moves, and says why in ``StatusMismatch`` and the message.
+    ``activePods`` comes from the cached read."""
+    prior = ctx.observed.status
+    work.kind = "held"
+    work.phase = prior.phase if prior.phase in PHASES else PENDING
+    work.attempt = prior.attempt
+    work.restarts = prior.restarts
+    work.workload = prior.workload
+    work.children = [_as_observed(js) for js in ctx.observed.jobsets if not js["metadata"].get("deletionTimestamp")]
+    work.resync = True
+    work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.TRUE, reason, _bounded(message),
+                                         ctx.now)
+    _count_pods(ctx, work)
+    work.message = _bounded(f"holding, the status disagrees with what is observed: {message}")
 
 
 def _decision(observed: Observed, work: _Work, resync_seconds: float) -> Decision:
@@ -165,7 +267,7 @@ def _decision(observed: Observed, work: _Work, resync_seconds: float) -> Decisio
         "workload": work.workload,
         "activePods": work.active_pods,
         "conditions": work.conditions,
-        "message": work.message,
+        "message": _bounded(work.message),
     }
     response: dict[str, Any] = {"status": status, "children": work.children}
     if work.resync:
@@ -173,7 +275,7 @@ def _decision(observed: Observed, work: _Work, resync_seconds: float) -> Decisio
     if observed.finalizing:
         response["finalized"] = work.finalized
     return Decision(response=response, kind=work.kind, phase_before=observed.status.phase,
-                    phase_after=work.phase, message=work.message)
+                    phase_after=work.phase, message=status["message"])
 
 
 # ---- teardown rows -------------------------------------------------------------------------------
@@ -213,6 +315,9 @@ def _next_attempt(ctx: _Context, work: _Work, *, kind: str) -> None:
     While the barrier holds nothing is emitted and the phase stays as the caller set it.
     """
     work.workload = ""
+    if work.attempt >= MAX_ATTEMPT:
+        _attempt_limit(ctx, work)
+        return
     if not _barrier(ctx, work, next_attempt=True):
         work.kind = "held"
         return
@@ -223,39 +328,46 @@ def _next_attempt(ctx: _Context, work: _Work, *, kind: str) -> None:
         work.kind = kind
 
 
+def _attempt_limit(ctx: _Context, work: _Work) -> None:
+    """The next step would need attempt ``MAX_ATTEMPT + 1``: the Job ends Failed, with condition
+    ``Failed`` reason ``AttemptLimitReached`` (terminal: nothing is created again)."""
+    work.phase = FAILED
+    work.kind = "terminal"
+    work.message = ""
+    work.conditions = cond.set_condition(
+        work.conditions, FAILED_CONDITION, cond.TRUE, "AttemptLimitReached",
+        f"attempt {work.attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is left", ctx.now)
+
+
 def _barrier(ctx: _Context, work: _Work, *, gate: bool = False, next_attempt: bool = False) -> bool:
-    """The drain barrier. Returns True only when no JobSet of the Job is observed,
-    ``active_job_pods`` returns none and (with a launcher) no launcher pod is active in the current
-    attempt's workload, nor, with ``next_attempt``, in the workload about to be created (launchers
-    carry no JOB_LABEL, so ``active_job_pods`` cannot see them; a launcher left by a JobSet of the
-    same name deleted outside this controller would otherwise overlap the new one).
-    Sets the ``Drained`` condition, ``message``, ``activePods`` and, while waiting, resync.
-    A failed read holds: ``Drained`` Unknown, ``ReadFailed``, previous ``activePods`` kept.
+    """The drain barrier. Returns True only when no JobSet of the Job is observed and no pod that
+    may belong to the Job is active, by any identity it carries, all confirmed live:
+    ``active_job_pods`` (JOB_LABEL), ``active_launcher_pods`` (LAUNCHER_LABEL, every attempt, with
+    or without ``spec.launcher``) and ``active_attempt_pods`` (JobSet's ``jobset-name`` label, for
+    ``<job>-0`` up to one past the highest attempt known: the status, ``next_attempt``'s attempt,
+    the children, and those pods' attempt and ``jobset-name`` labels).
+    Sets the ``Drained`` condition, ``message``, ``activePods`` (the active pods that are not
+    launchers) and, while waiting, resync. A failed read holds: ``Drained`` Unknown, ``ReadFailed``,
+    previous ``activePods`` kept, wording fixed by the error's class.
     With ``gate`` (the check before creating the current attempt's JobSet when it is not observed)
     a pass adds no ``Drained`` condition where there was none, so a new Job's status stays minimal.
     """
-    launcher = ctx.observed.spec.get("launcher")
-    workloads = [workload_name(ctx.job, work.attempt)]
-    if next_attempt:
-        workloads.append(workload_name(ctx.job, work.attempt + 1))
     try:
-        active = sorted(ctx.reader.active_job_pods(ctx.namespace, ctx.job), key=_pod_name)
-        launchers: list[Mapping[str, Any]] = []
-        if isinstance(launcher, str) and launcher:
-            for workload in workloads:
-                pods = ctx.reader.workload_pods(ctx.namespace, workload, launcher)
-                launchers.extend(pod for pod in pods if is_active(pod))
-            launchers.sort(key=_pod_name)
+        found = list(ctx.reader.active_job_pods(ctx.namespace, ctx.job))
+        found += ctx.reader.active_launcher_pods(ctx.namespace, ctx.job)
+        last = _last_attempt(ctx, work.attempt + (1 if next_attempt else 0), found) + 1
+        found += ctx.reader.active_attempt_pods(ctx.namespace, ctx.job, last)
     except PodReadError as error:
         _read_failed(ctx, work, error, in_barrier=True)
         return False
+    active, launchers = _split_launchers(ctx, found)
     work.active_pods = len(active)
-    jobsets = sorted(jobset["metadata"]["name"] for jobset in ctx.observed.jobsets)
+    jobsets = sorted(str(jobset["metadata"]["name"]) for jobset in ctx.observed.jobsets)
     waiting: list[str] = []
     reason = ""
     if jobsets:
         noun = "JobSet" if len(jobsets) == 1 else "JobSets"
-        waiting.append(f"{noun} {', '.join(jobsets)} to be deleted")
+        waiting.append(f"{noun} {_list_names(jobsets)} to be deleted")
         reason = "WorkloadPresent"
     if active:
         noun = "active pod" if len(active) == 1 else "active pods"
@@ -265,7 +377,7 @@ def _barrier(ctx: _Context, work: _Work, *, gate: bool = False, next_attempt: bo
         waiting.append(f"launcher pod {_list_pods(launchers)} to finish")
         reason = reason or "LauncherActive"
     if waiting:
-        work.message = "waiting for " + " and ".join(waiting)
+        work.message = _bounded("waiting for " + " and ".join(waiting))
         work.conditions = cond.set_condition(work.conditions, DRAINED, cond.FALSE, reason, work.message, ctx.now)
         work.resync = True
         return False
@@ -276,19 +388,74 @@ def _barrier(ctx: _Context, work: _Work, *, gate: bool = False, next_attempt: bo
     return True
 
 
+def _last_attempt(ctx: _Context, attempt: int, pods: list[Mapping[str, Any]]) -> int:
+    """The highest attempt the evidence names: ``attempt``, ``status.attempt``, the observed
+    JobSets named ``<job>-<n>``, and the attempt and ``jobset-name`` labels of ``pods``."""
+    best = max(attempt, ctx.observed.status.attempt)
+    prefix = f"{ctx.job}-"
+    values = [str(js["metadata"]["name"]) for js in ctx.observed.jobsets]
+    for pod in pods:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        values.append(str(labels.get(JOBSET_NAME_LABEL, "")))
+        number = str(labels.get(ATTEMPT_LABEL, ""))
+        if _ATTEMPT_VALUE.fullmatch(number):
+            best = max(best, int(number))
+    for value in values:
+        if value.startswith(prefix) and _ATTEMPT_VALUE.fullmatch(value[len(prefix):]):
+            best = max(best, int(value[len(prefix):]))
+    return best
+
+
+def _split_launchers(ctx: _Context, pods: list[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]],
+                                                                             list[Mapping[str, Any]]]:
+    """``pods`` without duplicates, sorted by name and split into (workers, launchers). A launcher
+    carries LAUNCHER_LABEL=<job> and not JOB_LABEL=<job>, or lost both and is in the replicated job
+    ``spec.launcher`` names."""
+    launcher = ctx.observed.spec.get("launcher")
+    unique = {pod_key(pod): pod for pod in reversed(pods)}
+    workers, launchers = [], []
+    for pod in sorted(unique.values(), key=lambda p: (_pod_name(p), pod_key(p))):
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if labels.get(JOB_LABEL) == ctx.job:
+            workers.append(pod)
+        elif labels.get(LAUNCHER_LABEL) == ctx.job or (launcher and labels.get(REPLICATED_JOB_LABEL) == launcher):
+            launchers.append(pod)
+        else:
+            workers.append(pod)
+    return workers, launchers
+
+
 def _read_failed(ctx: _Context, work: _Work, error: PodReadError, *, in_barrier: bool) -> None:
     """Holds on a failed read: resync soon, say so in the message and, in a barrier, set
     ``Drained`` Unknown with reason ``ReadFailed``. ``activePods`` keeps its previous value.
+
+    The words are the error's class only (``error.cause``: "the API server did not answer in
+    time"), never its full text, which names timeouts and server messages that change from call to
+    call: the same failure, read again, writes the same status, so a slow API server is not also
+    handed a hot loop of status writes. The full text is in the log and the read metrics.
     """
-    work.message = f"waiting for a pod read to succeed: {error}"
+    work.message = f"waiting for a pod read to succeed: {error.cause}"
     work.resync = True
     if in_barrier:
-        work.conditions = cond.set_condition(work.conditions, DRAINED, cond.UNKNOWN, "ReadFailed", str(error),
+        work.conditions = cond.set_condition(work.conditions, DRAINED, cond.UNKNOWN, "ReadFailed", error.cause,
                                              ctx.now)
 
 
 def _pod_name(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata") or {}).get("name", ""))
+
+
+def _list_names(names: list[str]) -> str:
+    """Names up to five names (already sorted), then "and N more"."""
+    text = ", ".join(name[:80] for name in names[:_MAX_LISTED])
+    if len(names) > _MAX_LISTED:
+        text += f" and {len(names) - _MAX_LISTED} more"
+    return text
+
+
+def _bounded(text: str) -> str:
+    """``text`` cut to ``MAX_MESSAGE`` characters."""
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
 
 
 def _list_pods(pods: list[Mapping[str, Any]]) -> str:
@@ -332,6 +499,12 @@ def _steady(ctx: _Context, work: _Work, *, drained: bool = False) -> None:
         work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, "Valid", "", ctx.now)
     state = _jobset_state(current) if current is not None else ""
     max_restarts = ctx.observed.spec.get("maxRestarts") or 0
+    if state == FAILED and work.restarts < max_restarts and work.attempt >= MAX_ATTEMPT:
+        work.workload = desired["metadata"]["name"]
+        work.children = [desired]
+        _attempt_limit(ctx, work)
+        _count_pods(ctx, work)
+        return
     if state == FAILED and work.restarts < max_restarts:
         # Row 7, in two calls, so that the decision survives a lost status write: this answer
         # records Restarting and restarts+1 and still keeps the failed JobSet; the next call (row 5,
@@ -405,8 +578,8 @@ def _workload_running(ctx: _Context, work: _Work, workload: str) -> bool | None:
 def _invalid_spec(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, invalid: InvalidSpec) -> None:
     """Row 6: the spec cannot be built. Report it; keep the current JobSet when observed, create none."""
     work.kind = "invalid-spec"
-    work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.TRUE, invalid.code, invalid.reason,
-                                         ctx.now)
+    work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.TRUE, invalid.code,
+                                         _bounded(invalid.reason), ctx.now)
     if current is None:
         work.phase = PENDING
         work.workload = ""

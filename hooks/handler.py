@@ -21,7 +21,7 @@ import orjson
 from hooks.config import Settings
 from hooks.decide import Decision, decide
 from hooks.observed import InvalidRequest, parse_request
-from podread import Reader, ReadRecord, recording
+from podread import Reader, ReadRecord, deadline, recording
 
 log = logging.getLogger("nvcre.hooks.handler")
 
@@ -67,8 +67,10 @@ def handle(
     """Answers one ``hook`` (``sync`` or ``finalize``) request whose body is ``raw``.
 
     Reads ``settings.max_body_bytes`` (413 above it), ``settings.max_json_depth`` (400 deeper) and
-    ``settings.resync_seconds`` (passed to ``decide``); calls ``clock()`` once for the decision's
-    time. Pod reads go through ``reader`` only; with ``keep_pods`` the result's ``reads`` also hold the
+    ``settings.resync_seconds`` (passed to ``decide``) and ``settings.read_deadline_seconds`` (every
+    pod read of the call shares that one deadline, ``podread.deadline``: a read that would pass it
+    fails, and the decision holds); calls ``clock()`` once for the decision's time. Pod reads go
+    through ``reader`` only; with ``keep_pods`` the result's ``reads`` also hold the
     pods each read returned (for the recorder and replay). Returns 200 with the decision's response, 4xx with
     ``{"error": ...}`` for bad input, or 500 ``{"error": "internal error: <Type>"}``; never raises
     for anything the request or the decision does.
@@ -84,7 +86,7 @@ def handle(
         payload = parse_json(raw, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
         observed = parse_request(payload, hook)
         namespace, job = observed.namespace, observed.name
-        with recording(keep_pods=keep_pods) as reads:
+        with recording(keep_pods=keep_pods) as reads, deadline(settings.read_deadline_seconds):
             decision = decide(observed, reader, clock(), resync_seconds=settings.resync_seconds)
         _check_response(decision.response)
         return result(200, decision.response, decision)

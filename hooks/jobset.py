@@ -182,8 +182,9 @@ def _check_launcher(raw: object, entries: list[Mapping[str, Any]]) -> str:
         return ""
     names = sorted(str(entry["name"]) for entry in entries)
     if not isinstance(raw, str) or raw not in names:
-        raise InvalidSpec(f"spec.launcher {_shown(raw, 70)} names no replicated job (have: "
-                          f"{_shown(', '.join(names), 200)})",
+        have = ", ".join(names)
+        have = have if len(have) <= 200 else have[:197] + "..."
+        raise InvalidSpec(f"spec.launcher {_shown(raw, 70)} names no replicated job (have: {have})",
                           "UnknownLauncher")
     return raw
 

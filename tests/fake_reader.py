@@ -2,16 +2,17 @@
 
 ``pods`` is what the cache holds (only pods carrying JOB_LABEL are visible through it, as in the real
 cache); ``live_pods`` what the API server holds (``None``: the same pods as the cache). ``fail`` names
-methods that raise ``PodReadError`` (``"job_pods"``, ``"active_job_pods"``, ``"workload_pods"``, ...)
-or a whole source (``"cache"``, ``"live"``).
+methods that raise ``PodReadError`` (``"job_pods"``, ``"active_job_pods"``, ``"workload_pods"``,
+``"active_launcher_pods"``, ``"active_attempt_pods"``, ...) or a whole source (``"cache"``,
+``"live"``); ``error`` builds the error raised (default: ``PodReadError("injected failure")``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from podread import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL, is_active
+from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL, is_active
 from podread.errors import PodReadError
 
 Pod = dict[str, Any]
@@ -40,15 +41,18 @@ class FakeReader:
     """A duck-typed podread Reader for unit tests. ``calls`` lists ``(method, source, args)``."""
 
     def __init__(self, pods: Iterable[Mapping[str, Any]] = (), live_pods: Iterable[Mapping[str, Any]] | None = None,
-                 fail: Iterable[str] = ()) -> None:
+                 fail: Iterable[str] = (), error: Callable[[], PodReadError] | None = None) -> None:
         self.pods = [dict(pod) for pod in pods]
         self.live_pods = None if live_pods is None else [dict(pod) for pod in live_pods]
         self.fail = set(fail)
-        self.calls: list[tuple[str, str, tuple[str, ...]]] = []
+        self.error = error
+        self.calls: list[tuple[str, str, tuple[Any, ...]]] = []
 
-    def _source(self, method: str, source: str, args: tuple[str, ...]) -> list[Pod]:
+    def _source(self, method: str, source: str, args: tuple[Any, ...]) -> list[Pod]:
         self.calls.append((method, source, args))
         if method in self.fail or source in self.fail:
+            if self.error is not None:
+                raise self.error().located(method, source)
             raise PodReadError("injected failure", method=method, source=source)
         if source == "cache":
             return [pod for pod in self.pods if JOB_LABEL in _labels(pod)]
@@ -74,6 +78,17 @@ class FakeReader:
         pods = self._source("workload_pods", "live", (namespace, workload, replicated_job))
         return [p for p in pods if _ns(p) == namespace and _labels(p).get(JOBSET_NAME_LABEL) == workload
                 and (not replicated_job or _labels(p).get(REPLICATED_JOB_LABEL) == replicated_job)]
+
+    def active_launcher_pods(self, namespace: str, job: str) -> list[Pod]:
+        """Active live pods with LAUNCHER_LABEL=job, every attempt."""
+        pods = self._source("active_launcher_pods", "live", (namespace, job))
+        return [p for p in pods if _ns(p) == namespace and _labels(p).get(LAUNCHER_LABEL) == job and is_active(p)]
+
+    def active_attempt_pods(self, namespace: str, job: str, last_attempt: int) -> list[Pod]:
+        """Active live pods JobSet labelled ``<job>-0`` ... ``<job>-<last_attempt>``."""
+        pods = self._source("active_attempt_pods", "live", (namespace, job, last_attempt))
+        names = {f"{job}-{attempt}" for attempt in range(last_attempt + 1)}
+        return [p for p in pods if _ns(p) == namespace and _labels(p).get(JOBSET_NAME_LABEL) in names and is_active(p)]
 
     def job_pods_on_node(self, node: str) -> list[Pod]:
         """Cached job pods bound to ``node``."""

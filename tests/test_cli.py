@@ -225,9 +225,12 @@ def test_replay_live_with_every_pod_finished_lets_the_finalizer_go(fake_kube: Fa
     result = run("replay", str(STALE), "--live", "--output", "json", env={"KUBECONFIG": kubeconfig})
     document = json.loads(result.stdout)
     assert document["response"]["finalized"] is True
-    # A fresh process's cache misses: the one list it sends to fill it is the live check.
-    assert [(r["source"], r["filled"], r["outcome"]) for r in document["reads"]] == [("cache", True, "ok")]
-    assert sum(r.path == "/api/v1/namespaces/team-a/pods" for r in fake_kube.requests) == 1
+    # A fresh process's cache misses: the one list it sends to fill it is the live check of the job
+    # label; the launcher label and JobSet's label are read live too.
+    assert [(r["method"], r["source"], r["filled"], r["outcome"]) for r in document["reads"]] == [
+        ("active_job_pods", "cache", True, "ok"), ("active_launcher_pods", "live", False, "ok"),
+        ("active_attempt_pods", "live", False, "ok")]
+    assert sum(r.path == "/api/v1/namespaces/team-a/pods" for r in fake_kube.requests) == 3
     text = run("replay", str(STALE), "--live", env={"KUBECONFIG": kubeconfig}).stdout
     assert "active_job_pods from cache, filled from the API server" in text
 
@@ -237,7 +240,8 @@ def test_replay_live_shows_a_failed_read_as_the_server_would(fake_kube: FakeKube
     result = run("replay", str(STALE), "--live", env={"KUBECONFIG": kubeconfig})
     assert result.exit_code == 0
     assert "decision  held" in result.stdout
-    assert "message   waiting for a pod read to succeed: active_job_pods from cache:" in result.stdout
+    # The status names the error's class; the read list keeps the full story.
+    assert "message   waiting for a pod read to succeed: the API server answered HTTP 500" in result.stdout
     assert "failed: active_job_pods from cache:" in result.stdout
 
 

@@ -96,13 +96,19 @@ def test_resume_lost_status_write_does_not_skip_an_attempt() -> None:
     assert names(d) == ["train-5"] and status(d)["attempt"] == 5 and d.kind == "kept"
 
 
-def test_older_jobsets_are_never_desired_and_odd_names_not_adopted() -> None:
+def test_older_running_jobsets_are_held_not_dropped_and_odd_names_not_adopted() -> None:
+    """Several healthy JobSets at once: none is dropped (the status' attempt is a claim), none is
+    adopted, nothing is created; StatusMismatch says so."""
     stray = jobset_child("train", 9)
     stray["metadata"]["name"] = "other-9"
     d = run(jobsets=[jobset_child("train", 1), jobset_child("train", 2), stray],
             status={"phase": "Running", "attempt": 2})
-    assert names(d) == ["train-2"]
+    assert names(d) == ["other-9", "train-1", "train-2"] and d.kind == "held"
+    assert condition(d, "StatusMismatch")["reason"] == "SeveralWorkloads"
     assert current_attempt(parse_request(job_request(jobsets=[stray]), "sync")) == 0
+    finished = jobset_child("train", 1, state="Failed")
+    d = run(jobsets=[finished, jobset_child("train", 2)], status={"phase": "Running", "attempt": 2})
+    assert names(d) == ["train-2"] and condition(d, "StatusMismatch") is None  # a failed older one may go
 
 
 # ---- row 1: finalize --------------------------------------------------------------------------------
@@ -150,7 +156,8 @@ def test_pod_list_is_sorted_truncated_and_marks_terminating() -> None:
     assert status(d)["activePods"] == 7
 
 
-@pytest.mark.parametrize("failing", ["cache", "live", "active_job_pods", "workload_pods"])
+@pytest.mark.parametrize("failing", ["cache", "live", "active_job_pods", "active_launcher_pods",
+                                     "active_attempt_pods"])
 def test_any_barrier_read_failure_holds(failing: str) -> None:
     reader = FakeReader([], fail={failing})
     d = run(reader, finalizing=True, spec=job_spec(launcher="launcher"),
@@ -158,11 +165,11 @@ def test_any_barrier_read_failure_holds(failing: str) -> None:
     assert d.response["finalized"] is False and d.response["resyncAfterSeconds"] == 5.0
     drained = condition(d, "Drained")
     assert (drained["status"], drained["reason"]) == ("Unknown", "ReadFailed")
-    assert "injected failure" in drained["message"]
+    assert drained["message"] == "the pod read failed" and "injected" not in status(d)["message"]
     assert status(d)["activePods"] == 3
 
 
-@pytest.mark.parametrize("failing", ["live", "workload_pods"])
+@pytest.mark.parametrize("failing", ["live", "active_launcher_pods", "active_attempt_pods"])
 def test_read_failure_never_lets_a_restart_proceed(failing: str) -> None:
     d = run(FakeReader([], fail={failing}), spec=job_spec(launcher="launcher", max_restarts=2),
             status={"phase": "Restarting", "attempt": 0, "restarts": 1})
@@ -187,7 +194,8 @@ def test_finished_launcher_passes() -> None:
     reader = FakeReader([launcher])
     d = run(reader, finalizing=True, spec=job_spec(launcher="launcher"))
     assert d.response["finalized"] is True
-    assert ("workload_pods", "live", ("default", "train-0", "launcher")) in reader.calls
+    assert ("active_launcher_pods", "live", ("default", "train")) in reader.calls
+    assert ("active_attempt_pods", "live", ("default", "train", 1)) in reader.calls
 
 
 def test_workers_done_and_launcher_running_is_running() -> None:
@@ -209,7 +217,8 @@ def test_a_failed_launcher_read_keeps_the_phase_and_resyncs() -> None:
     d = run(FakeReader([], fail={"workload_pods"}), spec=job_spec(launcher="launcher"),
             jobsets=[jobset_child("train", 0)], status={"phase": "Running", "attempt": 0, "activePods": 4})
     assert (d.kind, names(d), status(d)["phase"]) == ("kept", ["train-0"], "Running")
-    assert d.response["resyncAfterSeconds"] > 0 and "injected failure" in status(d)["message"]
+    assert d.response["resyncAfterSeconds"] > 0
+    assert status(d)["message"] == "waiting for a pod read to succeed: the pod read failed"
 
 
 def test_a_launcher_left_in_the_workload_to_create_holds_its_creation() -> None:
@@ -352,11 +361,18 @@ def test_invalid_spec_condition_cleared_only_when_it_existed() -> None:
     assert condition(run(), "InvalidSpec") is None
 
 
-def test_name_limit_depends_on_attempt() -> None:
-    name = "j" * 52  # j...-9-worker-1 is 63 characters, j...-10-worker-1 is 64
-    assert run(name=name, status={"attempt": 9}).kind == "created"
-    d = run(name=name, status={"attempt": 10})
-    assert condition(d, "InvalidSpec")["reason"] == "NameTooLong"
+def test_a_name_too_long_for_a_later_attempt_is_refused_before_the_first() -> None:
+    """j...-9-worker-1 is 63 characters, j...-10-worker-1 is 64: judged at the last attempt, the Job
+    never gets a JobSet, so no restart is spent on one that cannot be created."""
+    for attempt in (0, 9, 10):
+        d = run(name="j" * 52, status={"attempt": attempt})
+        assert (d.kind, d.response["children"]) == ("invalid-spec", [])
+        assert condition(d, "InvalidSpec")["reason"] == "NameTooLong"
+
+
+def test_a_name_that_is_not_a_dns_1035_label_is_invalid_name() -> None:
+    d = run(name="my.job")
+    assert (d.kind, condition(d, "InvalidSpec")["reason"]) == ("invalid-spec", "InvalidName")
 
 
 # ---- conditions and determinism ---------------------------------------------------------------------
@@ -387,5 +403,6 @@ def test_new_job_waits_for_leftover_pods_and_failed_reads_before_creating() -> N
 def test_proceeding_reads_the_barrier_once() -> None:
     reader = FakeReader([])
     run(reader, status={"phase": "Restarting", "attempt": 0, "restarts": 1}, spec=job_spec(max_restarts=1))
-    # The barrier's live answer (none active) is the pod count too: no further read.
-    assert [c[:2] for c in reader.calls] == [("active_job_pods", "cache"), ("active_job_pods", "live")]
+    # The barrier's live answers (none active) are the pod count too: no further read.
+    assert [c[:2] for c in reader.calls] == [("active_job_pods", "cache"), ("active_job_pods", "live"),
+                                            ("active_launcher_pods", "live"), ("active_attempt_pods", "live")]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from hooks.decide import current_attempt, decide
 from hooks.observed import Observed, parse_request
-from podread import JOB_LABEL, LAUNCHER_LABEL, is_active
+from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, is_active
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
 from tests.test_jobset import schema_errors
 
@@ -23,25 +23,32 @@ LATER = NOW + timedelta(hours=1)
 JOB = "train"
 PHASES = ["", "Pending", "Running", "Restarting", "Suspending", "Suspended", "Succeeded", "Failed", "Terminating"]
 TEARDOWN_PHASES = {"Terminating", "Suspending", "Suspended", "Restarting"}
-FAILURES = ["cache", "live", "job_pods", "active_job_pods", "workload_pods"]
+FAILURES = ["cache", "live", "job_pods", "active_job_pods", "workload_pods", "active_launcher_pods",
+            "active_attempt_pods"]
 
 EXAMPLES = int(os.environ.get("NVCRE_PROPERTY_EXAMPLES", "150"))  # raise it for a longer local run
 fast = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
-def pods(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """Worker pods of the job and launcher pods of some attempt, in any phase, maybe terminating."""
+def pods(draw: st.DrawFn, max_attempt: int = 3) -> list[dict[str, Any]]:
+    """Worker pods of the job, launcher pods of some attempt, and pods that kept only JobSet's label
+    (their nvcre labels removed) of an attempt up to ``max_attempt``, in any phase, maybe terminating."""
     out = []
     for index in range(draw(st.integers(0, 4))):
         phase = draw(st.sampled_from(["Pending", "Running", "Succeeded", "Failed", "Unknown"]))
         deleting = draw(st.sampled_from(["", "", "2025-12-31T23:59:00Z"]))
-        if draw(st.booleans()):
+        kind = draw(st.sampled_from(["worker", "launcher", "stripped"]))
+        if kind == "worker":
             out.append(make_pod(f"w-{index}", job=JOB, phase=phase, deleting=deleting))
-        else:
+        elif kind == "launcher":
             attempt = draw(st.integers(0, 3))
             out.append(make_pod(f"l-{index}", launcher=JOB, workload=f"{JOB}-{attempt}", replicated_job="launcher",
                                 phase=phase, deleting=deleting))
+        else:
+            attempt = draw(st.integers(0, max_attempt))
+            out.append(make_pod(f"s-{index}", workload=f"{JOB}-{attempt}", replicated_job="worker", phase=phase,
+                                deleting=deleting))
     return out
 
 
@@ -67,8 +74,12 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
         children.append(jobset_child(JOB, child_attempt, state=state))
     request = job_request(spec=spec, status=status, jobsets=children, keying=draw(st.sampled_from(["v1", "v2"])),
                           finalizing=draw(st.integers(0, 4)) == 0)
-    cache = draw(pods())
-    live = draw(st.one_of(st.none(), pods()))
+    # Pods that kept only JobSet's label are found up to one past the highest attempt the status,
+    # the children and the other pods name (the documented reach of the barrier's JobSet-label read).
+    reach = max(attempt, *(int(js["metadata"]["name"].rsplit("-", 1)[1]) for js in children)) + 1 \
+        if children else attempt + 1
+    cache = draw(pods(reach))
+    live = draw(st.one_of(st.none(), pods(reach)))
     fail = draw(st.sets(st.sampled_from(FAILURES), max_size=2)) if draw(st.integers(0, 3)) == 0 else set()
     return request, {"pods": cache, "live_pods": live, "fail": fail}
 
@@ -82,13 +93,13 @@ def live_view_clear(observed: Observed, reader_args: dict[str, Any], attempt: in
     if observed.jobsets or reader_args["fail"] & {"live", "active_job_pods"}:
         return False
     live = reader_args["live_pods"] if reader_args["live_pods"] is not None else reader_args["pods"]
-    labels = [(p["metadata"]["labels"], p) for p in live if is_active(p)]
-    if any(lab.get(JOB_LABEL) == JOB for lab, _ in labels):
-        return False
-    launcher = observed.spec.get("launcher")
-    return not (launcher and any(lab.get(LAUNCHER_LABEL) == JOB and
-                                 lab.get("jobset.sigs.k8s.io/jobset-name") == f"{JOB}-{attempt}"
-                                 for lab, _ in labels))
+    for pod in live:
+        labels = pod["metadata"]["labels"]
+        workload = labels.get(JOBSET_NAME_LABEL, "")
+        mine = workload.startswith(f"{JOB}-") and workload[len(JOB) + 1:].isdigit()
+        if is_active(pod) and (JOB in (labels.get(JOB_LABEL), labels.get(LAUNCHER_LABEL)) or mine):
+            return False
+    return True
 
 
 @fast
@@ -113,8 +124,10 @@ def test_status_is_a_fixed_point(scenario: tuple[dict[str, Any], dict[str, Any]]
 @fast
 @given(scenarios())
 def test_safety(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
-    """Teardown only in teardown rows; finalize and new attempts only after a live-confirmed drain;
-    counters never decrease; every child is a valid JobSet."""
+    """Teardown only in teardown rows; a healthy JobSet is left out only when the spec says so
+    (deletion, suspend), never on the status' word; finalize and new attempts only after a
+    live-confirmed drain of every pod of the Job, whatever labels it kept; counters never decrease;
+    every child is a valid JobSet; more than one child only when holding on a status mismatch."""
     request, reader_args = scenario
     observed = observe(request)
     decision = decide(observed, FakeReader(**reader_args), NOW)
@@ -133,6 +146,13 @@ def test_safety(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
     assert observed.status.restarts <= out["restarts"] <= observed.status.restarts + 1
     assert ("finalized" in decision.response) == observed.finalizing
     assert isinstance(decision.response["children"], list)
-    assert len(emitted) <= 1
+    for jobset in observed.jobsets:
+        healthy = not jobset["metadata"].get("deletionTimestamp") and not jobset["status"].get("terminalState")
+        if healthy and jobset["metadata"]["name"] not in emitted:
+            assert observed.finalizing or observed.spec.get("suspend") is True
+    mismatch = next((c for c in out["conditions"] if c["type"] == "StatusMismatch"), None)
+    if len(emitted) > 1:
+        assert mismatch is not None and mismatch["status"] == "True" and decision.kind == "held"
+        assert out["attempt"] == observed.status.attempt
     for child in decision.response["children"]:
         assert schema_errors(child) == []

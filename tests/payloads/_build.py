@@ -43,9 +43,10 @@ def launcher(attempt: int, phase: str = "Running") -> dict[str, Any]:
 def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None,
          jobsets: tuple[tuple[int, str], ...] = (), keying: str = "v1", finalizing: bool = False,
          cache: list[dict[str, Any]] | str = (), live: list[dict[str, Any]] | str | None = None,
-         launchers: list[dict[str, Any]] = (), name: str = JOB) -> dict[str, Any]:
-    """One scenario. ``cache``/``live`` are pod lists or an error text; ``live`` defaults to the
-    cache's pods; ``launchers`` are live-only (the cache never holds launcher pods)."""
+         launchers: list[dict[str, Any]] = (), name: str = JOB, live_code: str = "") -> dict[str, Any]:
+    """One scenario. ``cache``/``live`` are pod lists or an error text (``live_code`` the error's
+    class, see podread.errors.CAUSES); ``live`` defaults to the cache's pods; ``launchers`` are
+    live-only (the cache never holds launcher pods)."""
     children = [jobset_child(name, attempt, namespace=NS, state=state) for attempt, state in jobsets]
     request = job_request(name=name, namespace=NS, spec=spec if spec is not None else job_spec(max_restarts=1),
                           status=status, jobsets=children, keying=keying, finalizing=finalizing,
@@ -55,9 +56,18 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
     else:
         cache_doc = {"pods": list(cache)}
     live_source = cache if live is None else live
-    live_doc = {"error": live_source} if isinstance(live_source, str) else {"pods": [*live_source, *launchers]}
+    live_doc: dict[str, Any] = {"error": live_source} if isinstance(live_source, str) else {
+        "pods": [*live_source, *launchers]}
+    if live_code:
+        live_doc["code"] = live_code
     meta = {"hook": "finalize" if finalizing else "sync", "description": description, "now": NOW}
     return {"request": request, "pods": {"cache": cache_doc, "live": live_doc}, "meta": meta}
+
+
+def stripped(attempt: int, n: int = 1) -> list[dict[str, Any]]:
+    """Workers of ``attempt`` whose nvcre labels were removed: only JobSet's labels are left."""
+    return [make_pod(f"{JOB}-{attempt}-worker-{i + 2}-0", namespace=NS, workload=f"{JOB}-{attempt}",
+                     replicated_job="worker", node=f"gpu-{i}") for i in range(n)]
 
 
 def running_status(attempt: int = 0, restarts: int = 0, phase: str = "Running", active: int = 2) -> dict[str, Any]:
@@ -247,6 +257,109 @@ def _() -> dict[str, Any]:
     return case("row 10, MPI: the current JobSet is not observed but its launcher still runs: no JobSet is "
                 "created next to it (hold)", keying="v2", spec=MPI, status=running_status(active=0),
                 cache=[], launchers=[launcher(0)])
+
+
+TIMEOUT = ("HTTPSConnectionPool(host='10.0.0.1', port=443): Read timed out. (read timeout=2.7436181)")
+
+
+@scenario("v2-finalize-launcher-of-an-earlier-attempt")
+def _() -> dict[str, Any]:
+    return case("issue 12: status.attempt says 1 (written by hand or restored) while attempt 0's launcher runs: "
+                "found by its launcher label, not by the status' workload name: hold", keying="v2", spec=MPI,
+                finalizing=True, status={**running_status(attempt=1, phase="Terminating"), "workload": ""},
+                cache=[], launchers=[launcher(0)])
+
+
+@scenario("v1-finalize-launcher-without-spec-launcher")
+def _() -> dict[str, Any]:
+    return case("issue 12: spec.launcher removed while a launcher runs: the launcher label still holds the "
+                "finalizer", finalizing=True, status={**running_status(phase="Terminating"), "workload": ""},
+                cache=[], launchers=[launcher(0)])
+
+
+@scenario("v2-finalize-worker-without-job-label")
+def _() -> dict[str, Any]:
+    return case("issue 12: a worker whose nvcre labels were removed still carries JobSet's jobset-name label: "
+                "it holds the finalizer", keying="v2", finalizing=True,
+                status={**running_status(phase="Terminating"), "workload": ""},
+                cache=workers(0, phase="Succeeded"), live=[*workers(0, phase="Succeeded"), *stripped(0)])
+
+
+@scenario("v1-restart-waits-for-a-relabelled-worker")
+def _() -> dict[str, Any]:
+    return case("issue 12: Restarting, the job label of a worker of attempt 0 was removed: attempt 1 waits for it",
+                status={**running_status(restarts=1, phase="Restarting"), "workload": ""},
+                cache=workers(0, phase="Failed"), live=[*workers(0, phase="Failed"), *stripped(0)])
+
+
+@scenario("v1-status-attempt-ahead-keeps-running-jobset")
+def _() -> dict[str, Any]:
+    return case("issue 12: status.attempt is 1 while JobSet llama-0 runs: llama-0 is kept as observed, nothing "
+                "is created, StatusMismatch WorkloadNotCurrent, hold", status=running_status(attempt=1),
+                jobsets=((0, ""),), cache=workers(0))
+
+
+@scenario("v2-suspended-status-while-running-is-held")
+def _() -> dict[str, Any]:
+    return case("issue 12: phase Suspended (spec.suspend unset) while JobSet llama-0 runs: kept, never dropped; "
+                "StatusMismatch PhaseDisagrees", keying="v2", status=running_status(phase="Suspended"),
+                jobsets=((0, ""),), cache=workers(0))
+
+
+@scenario("v1-restarting-status-while-running-is-held")
+def _() -> dict[str, Any]:
+    return case("issue 12: phase Restarting while JobSet llama-0 runs and has not failed: kept, hold",
+                status=running_status(phase="Restarting", restarts=1), jobsets=((0, ""),), cache=workers(0))
+
+
+@scenario("v2-extra-child-not-adopted")
+def _() -> dict[str, Any]:
+    return case("issue 12: an extra child llama-1 with the attempt label next to the running llama-0: neither "
+                "is dropped nor adopted; StatusMismatch SeveralWorkloads", keying="v2", status=running_status(),
+                jobsets=((0, ""), (1, "")), cache=workers(0))
+
+
+@scenario("v1-finalize-read-timed-out")
+def _() -> dict[str, Any]:
+    return case("issue 12: the live read timed out: the status says so in fixed words (no timeout value), so "
+                "the next call writes the same status", finalizing=True,
+                status={**running_status(phase="Terminating"), "workload": ""},
+                cache=workers(0, phase="Succeeded"), live=f"list pods (namespace=team-a): timed out ({TIMEOUT})",
+                live_code="timeout")
+
+
+@scenario("v1-invalid-spec-job-name-with-a-dot")
+def _() -> dict[str, Any]:
+    return case("issue 12: my.job is a valid object name but no DNS-1035 label: InvalidName, not NameTooLong",
+                name="my.job")
+
+
+@scenario("v2-invalid-spec-name-too-long-for-a-later-attempt")
+def _() -> dict[str, Any]:
+    return case("issue 12: a 52-character name fits attempt 9, not 10: refused before attempt 0 (NameTooLong)",
+                keying="v2", name="l" * 52)
+
+
+@scenario("v2-restart-past-the-last-attempt-fails")
+def _() -> dict[str, Any]:
+    return case("issue 12: Restarting at attempt 9999, the last: the Job ends Failed (AttemptLimitReached) "
+                "instead of sitting in Pending", keying="v2", spec=job_spec(max_restarts=5),
+                status={**running_status(attempt=9999, restarts=2, phase="Restarting", active=0), "workload": ""})
+
+
+@scenario("v2-invalid-spec-managed-by-multikueue")
+def _() -> dict[str, Any]:
+    spec = job_spec()
+    spec["replicatedJobs"][0]["template"]["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    return case("issue 12: a replicated job managed by MultiKueue would run where the barrier reads nothing: "
+                "InvalidSpec ManagedElsewhere", keying="v2", spec=spec)
+
+
+@scenario("v1-invalid-spec-too-many-pods")
+def _() -> dict[str, Any]:
+    spec = job_spec(workers=3)
+    spec["replicatedJobs"][0]["template"]["spec"]["parallelism"] = 2**30
+    return case("issue 12: replicas x parallelism over JobSet's 2^31-1: InvalidSpec TooManyPods", spec=spec)
 
 
 def write(name: str, built: dict[str, Any]) -> None:
