@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from podread import ATTEMPT_LABEL, JOB_LABEL
 from tests.e2e.harness import Harness
 from tests.e2e.server import HookServer
 from tests.fakekube import FakeKubeServer, Fault
@@ -274,4 +275,106 @@ def test_a_pod_stuck_terminating_is_named_and_holds_until_it_goes(stack: tuple[F
     assert h.condition("stuck", "Drained")["status"] == "False"
     h.cluster.release()
     h.run_until(lambda: h.gone("stuck"), "finalized once the pod is gone")
+    h.assert_safe()
+
+
+# ---- issue 12: the barrier finds every pod of the Job; a status is a claim; one deadline -----------
+
+def test_a_worker_whose_job_label_was_removed_holds_the_finalizer(stack: tuple[FakeKubeServer, HookServer]) -> None:
+    """Someone removes nvcre.nvidia.com/job from a running worker (its node is then lost): the
+    invariants see it (it is still the JobSet's pod), and so does the barrier, by JobSet's label."""
+    h = world(stack, "v2", grace_steps=2)
+    h.create_job("relabel")
+    h.run_until(lambda: h.phase("relabel") == "Running", "Running")
+    worker = h.cluster.pod_names(h.namespace, "relabel")[0]
+    h.cluster.strip_labels(h.namespace, worker, JOB_LABEL, ATTEMPT_LABEL)
+    h.cluster.lose_node(h.namespace, worker)
+    h.driver.delete_job(h.namespace, "relabel")
+    h.reconcile()
+    h.step(10)
+    assert not h.gone("relabel"), "finalized while a relabelled worker runs"
+    assert worker in h.status("relabel")["message"]
+    h.cluster.release()
+    h.run_until(lambda: h.gone("relabel"), "finalized once the pod is gone")
+    h.assert_safe()
+
+
+def test_a_launcher_is_waited_for_even_with_spec_launcher_removed(stack: tuple[FakeKubeServer, HookServer]) -> None:
+    h = world(stack, "v1", grace_steps=1, launcher_grace_steps=6)
+    h.create_job("nolauncher", launcher=True)
+    h.run_until(lambda: h.phase("nolauncher") == "Running", "Running")
+    h.driver.patch_spec(h.namespace, "nolauncher", launcher=None)  # e.g. the CRD's rule bypassed
+    h.driver.delete_job(h.namespace, "nolauncher")
+    h.reconcile()
+    h.step(3)
+    assert h.cluster.active_pods(h.namespace, "nolauncher") and not h.gone("nolauncher")
+    assert "launcher pod" in h.status("nolauncher")["message"]
+    h.run_until(lambda: h.gone("nolauncher"), "finalized once the launcher is gone")
+    h.assert_safe()
+
+
+def test_a_status_attempt_out_of_step_never_drops_the_running_jobset(
+    stack: tuple[FakeKubeServer, HookServer],
+) -> None:
+    """Someone who can write jobs/status sets attempt 1 while attempt 0 runs (a restore from backup
+    does the same): the JobSet is kept, nothing new is created, the status says why."""
+    h = world(stack, "v2")
+    h.create_job("forged")
+    h.run_until(lambda: h.phase("forged") == "Running", "Running")
+    write_status(h, "forged", attempt=1)
+    h.reconcile()
+    h.step(3)
+    assert h.jobsets("forged") == ["forged-0"] and not any(call.deleted for call in h.driver.calls)
+    assert h.condition("forged", "StatusMismatch")["reason"] == "WorkloadNotCurrent"
+    write_status(h, "forged", attempt=0)  # corrected by hand
+    h.reconcile()
+    assert h.condition("forged", "StatusMismatch")["status"] == "False", h.describe()
+    h.run_until(lambda: h.phase("forged") == "Running", "Running again")  # a cache may still hold no pods
+    assert h.jobsets("forged") == ["forged-0"]
+    h.assert_safe()
+
+
+def write_status(h: Harness, name: str, **fields: object) -> None:
+    """Writes status fields of a Job as someone with access to ``jobs/status`` would (through the
+    driver's backend when it has one, else on the driver's own copy), as a change Metacontroller sees."""
+    backend = getattr(h.driver, "backend", None)
+    if backend is not None:
+        parent = backend.parents()[(h.namespace, name)]
+        backend.write_status(parent, {**(parent.get("status") or {}), **fields})
+        h.driver.refresh()
+        return
+    obj = h.driver.jobs[(h.namespace, name)].obj
+    obj["status"] = {**(obj.get("status") or {}), **fields}
+    obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
+
+
+@pytest.fixture(scope="module")
+def slow_api_stack() -> Iterator[tuple[FakeKubeServer, HookServer]]:
+    """One worker, each list allowed 3.6 s (NVCRE_API_TIMEOUT_SECONDS, the most under 10 s that makes
+    three lists overrun Metacontroller's timeout) and a cache that expires before every call."""
+    with FakeKubeServer() as fake, HookServer(fake, env={"NVCRE_API_TIMEOUT_SECONDS": "3.6"},
+                                              args=["--workers", "1"]) as server:
+        yield fake, server
+
+
+def test_an_mpi_teardown_with_slow_lists_answers_and_holds_within_the_hook_timeout(
+    slow_api_stack: tuple[FakeKubeServer, HookServer],
+) -> None:
+    """An MPI restart reads three lists live; at 3.5 s each that is 10.5 s, past the 10 s after which
+    Metacontroller abandons the call (and the teardown never advances). With one deadline for the
+    call the third read is cut short and the call holds, a 200 in time."""
+    h = world(slow_api_stack, "v2", grace_steps=1)
+    h.create_job("slowmpi", launcher=True, max_restarts=1)
+    h.run_until(lambda: h.phase("slowmpi") == "Running", "Running")
+    h.fake.inject(Fault.slow(pods_path(h.namespace), 3.5))  # type: ignore[union-attr]
+    h.cluster.fail_worker(h.namespace, "slowmpi-0")
+    h.reconcile()
+    slow = [c for c in h.driver.calls if c.reply.seconds > 3]
+    assert slow and all(c.reply.status == 200 and c.reply.seconds < 9.0 for c in slow), \
+        [(c.reply.status, round(c.reply.seconds, 2)) for c in slow]
+    drained = h.condition("slowmpi", "Drained")
+    assert (drained.get("status"), drained.get("reason")) == ("Unknown", "ReadFailed"), h.status("slowmpi")
+    assert h.phase("slowmpi") == "Restarting"
+    h.fake.clear_faults()  # type: ignore[union-attr]
+    h.run_until(lambda: h.jobsets("slowmpi") == ["slowmpi-1"], "attempt 1 once the API server is fast again")
     h.assert_safe()

@@ -19,11 +19,16 @@ What JobSet does, as modelled here:
 - delete (background propagation): the JobSet object is gone at once; its pods get a
   ``deletionTimestamp``, stay in their phase for a grace period of steps, then vanish; a pod on a
   lost node never goes away until ``release`` is called.
+
+A pod belongs to the JobSet that made it whatever its labels say: ``strip_labels`` removes labels
+from a live pod (as ``kubectl label pod ... nvcre.nvidia.com/job-`` would), and the ground truth
+(``job_pods``, ``active_pods``, ``active_attempts``) still counts it for its Job.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -239,6 +244,15 @@ class Cluster:
             for life in self._life.values():
                 life.stuck = False
 
+    def strip_labels(self, namespace: str, pod_name: str, *keys: str) -> None:
+        """Removes ``keys`` from one pod's labels (a user patching the pod); the pod stays what it is."""
+        with self._lock:
+            labels = self._pods[(namespace, pod_name)]["metadata"]["labels"]
+            for key in keys:
+                labels.pop(key, None)
+            self._mirror((namespace, pod_name))
+            self.version += 1
+
     def add_pod(self, pod: Mapping[str, Any], jobset: Key) -> None:
         """Puts an extra pod in (e.g. one a stale cache does not know of), as part of ``jobset``."""
         with self._lock:
@@ -256,23 +270,45 @@ class Cluster:
             return [clone(self._pods[k]) for k in sorted(self._pods) if namespace in (None, k[0])]
 
     def job_pods(self, namespace: str, job: str, *, copy: bool = True) -> list[Pod]:
-        """Every pod of a Job: its workers (JOB_LABEL) and its launchers (LAUNCHER_LABEL). With
-        ``copy=False`` the stored dicts themselves (read only, for the checks)."""
+        """Every pod of a Job, by every identity it has: its workers (JOB_LABEL), its launchers
+        (LAUNCHER_LABEL), and any pod JobSet made for one of the Job's JobSets (``<job>-<n>``, by
+        JobSet's ``jobset-name`` label or by the JobSet that made it), whatever labels were removed
+        or changed since. With ``copy=False`` the stored dicts themselves (read only, for the checks)."""
+        own = re.compile(re.escape(job) + r"-(0|[1-9][0-9]*)")
         with self._lock:
             found = []
             for key, pod in sorted(self._pods.items()):
                 labels = pod["metadata"]["labels"]
-                if key[0] == namespace and job in (labels.get(JOB_LABEL), labels.get(LAUNCHER_LABEL)):
+                if key[0] != namespace:
+                    continue
+                if (job in (labels.get(JOB_LABEL), labels.get(LAUNCHER_LABEL))
+                        or own.fullmatch(str(labels.get(JOBSET_NAME_LABEL, "")))
+                        or own.fullmatch(self._life[key].jobset[1])):
                     found.append(clone(pod) if copy else pod)
             return found
+
+    def jobset_of(self, pod: Mapping[str, Any]) -> str:
+        """The name of the JobSet that made ``pod`` (whatever its labels say now), or ``""``."""
+        with self._lock:
+            life = self._life.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
+            return life.jobset[1] if life is not None else ""
 
     def active_pods(self, namespace: str, job: str) -> list[Pod]:
         """The Job's pods (workers and launchers) that have not finished: the truth the barrier guards."""
         return [pod for pod in self.job_pods(namespace, job, copy=False) if is_active(pod)]
 
     def active_attempts(self, namespace: str, job: str) -> set[str]:
-        """The attempt labels of the Job's active pods."""
-        return {pod["metadata"]["labels"].get(ATTEMPT_LABEL, "?") for pod in self.active_pods(namespace, job)}
+        """The attempts of the Job's active pods: the attempt of the JobSet that made each (its
+        ``<job>-<n>`` name), else its attempt label."""
+        attempts = set()
+        for pod in self.active_pods(namespace, job):
+            jobset = self.jobset_of(pod)
+            prefix = f"{job}-"
+            if jobset.startswith(prefix) and jobset[len(prefix):].isdigit():
+                attempts.add(jobset[len(prefix):])
+            else:
+                attempts.add(pod["metadata"]["labels"].get(ATTEMPT_LABEL, "?"))
+        return attempts
 
     def pod_names(self, namespace: str, job: str, *, launcher: bool = False) -> list[str]:
         """Names of the Job's worker (or launcher) pods."""

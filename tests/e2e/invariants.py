@@ -6,7 +6,9 @@ all; tests assert the list is empty.
 
 1. No two attempts' pods active at once: a JobSet is never created while any pod (worker or
    launcher) of another JobSet of the same Job is active, and after every step the active pods of
-   a Job all belong to one attempt.
+   a Job all belong to one attempt. A pod is the Job's by every identity it has (the cluster's
+   ``job_pods``: the nvcre labels, JobSet's ``jobset-name`` label, the JobSet that made it), so a
+   pod whose nvcre labels were removed is still judged.
 2. ``finalized: true`` only when no pod of the Job is active and no JobSet of it is left.
 3. A JobSet is deleted only in a teardown (phase ``Restarting``/``Suspending``/``Suspended``/
    ``Terminating`` in the answer) or when it belongs to an attempt older than the answer's.
@@ -81,7 +83,7 @@ class Invariants:
         self.checks += 1
         name = jobset["metadata"]["name"]
         others = [pod for pod in self.cluster.active_pods(namespace, job)
-                  if pod["metadata"]["labels"].get(JOBSET_NAME_LABEL) != name]
+                  if pod["metadata"]["labels"].get(JOBSET_NAME_LABEL) != name or self.cluster.jobset_of(pod) != name]
         if others:
             self.fail(f"{job}: JobSet {name} created while pods of another attempt are active: {names(others)}")
         if prior_phase in TERMINAL_PHASES:
