@@ -46,13 +46,13 @@ failed JobSet of row 8 on the next call leave the current JobSet out.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from hooks import conditions as cond
+from hooks.evidence import ATTEMPT_VALUE, MAX_LISTED, current_attempt, jobset_state, list_names, status_mismatch
 from hooks.jobset import API_VERSION as JOBSET_API_VERSION
 from hooks.jobset import KIND as JOBSET_KIND
 from hooks.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset, json_copy, workload_name
@@ -81,8 +81,7 @@ INVALID_SPEC = "InvalidSpec"
 STATUS_MISMATCH = "StatusMismatch"
 FAILED_CONDITION = "Failed"
 _LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
-_ATTEMPT_VALUE = re.compile(r"0|[1-9][0-9]{0,8}")
-_MAX_LISTED = 5
+_MAX_LISTED = MAX_LISTED
 MAX_MESSAGE = 1024
 """The longest ``status.message`` (and condition message) written, whatever the input."""
 
@@ -148,22 +147,6 @@ class _Context:
         return None
 
 
-def current_attempt(observed: Observed) -> int:
-    """Returns the current attempt: the larger of ``status.attempt`` and the attempt label of any
-    observed JobSet named ``<job>-<attempt>`` with that label.
-
-    Adopting a newer observed JobSet protects against a lost status write: Metacontroller creates
-    children before it writes the status.
-    """
-    best = observed.status.attempt
-    for jobset in observed.jobsets:
-        metadata = jobset["metadata"]
-        value = (metadata.get("labels") or {}).get(ATTEMPT_LABEL) or ""
-        if _ATTEMPT_VALUE.fullmatch(value) and metadata["name"] == workload_name(observed.name, int(value)):
-            best = max(best, int(value))
-    return best
-
-
 def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: float = 5.0) -> Decision:
     """Decides the desired children and the whole status for ``observed``.
 
@@ -200,43 +183,6 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     if mismatch is None and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
     return _decision(observed, work, resync_seconds)
-
-
-def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, str] | None:
-    """Whether the status (``attempt`` after adoption, ``phase``, ``restarts``) disagrees with the
-    observed JobSets. Reads only ``observed``. Returns ``(reason, message)`` or ``None``.
-
-    A healthy JobSet is one not being deleted and not finished (Failed or Completed).
-    """
-    job = observed.name
-    healthy = [js for js in observed.jobsets if _healthy(js)]
-    names = [str(js["metadata"]["name"]) for js in healthy]
-    current = workload_name(job, attempt)
-    if len(healthy) > 1:
-        return "SeveralWorkloads", (f"JobSets {_list_names(names)} all run, but a Job has one workload at a time "
-                                    f"(status.attempt is {observed.status.attempt})")
-    if healthy and names[0] != current:
-        return "WorkloadNotCurrent", (f"JobSet {names[0]} runs, but status.attempt is {attempt} "
-                                      f"(JobSet {current})")
-    present = next((js for js in observed.jobsets if js["metadata"]["name"] == current
-                    and not js["metadata"].get("deletionTimestamp")), None)
-    if present is not None and phase in (SUSPENDED, SUSPENDING) and _healthy(present):
-        return "PhaseDisagrees", f"status.phase is {phase}, but JobSet {current} runs"
-    if present is not None and phase == RESTARTING and _jobset_state(present) != FAILED:
-        state = _jobset_state(present) or "running"
-        return "PhaseDisagrees", f"status.phase is Restarting, but JobSet {current} is {state.lower()}, not failed"
-    restarts = observed.status.restarts
-    allowed = attempt + (1 if phase == RESTARTING else 0)
-    if restarts > allowed:
-        return "RestartsDisagree", f"status.restarts is {restarts}, more than attempt {attempt} can have had"
-    if phase == RESTARTING and restarts == 0:
-        return "RestartsDisagree", "status.phase is Restarting, but status.restarts records no restart"
-    return None
-
-
-def _healthy(jobset: Mapping[str, Any]) -> bool:
-    """A JobSet that is not being deleted and has not finished: a workload that runs."""
-    return not jobset["metadata"].get("deletionTimestamp") and _jobset_state(jobset) == ""
 
 
 def _hold_mismatch(ctx: _Context, work: _Work, reason: str, message: str) -> None:
@@ -367,7 +313,7 @@ def _barrier(ctx: _Context, work: _Work, *, gate: bool = False, next_attempt: bo
     reason = ""
     if jobsets:
         noun = "JobSet" if len(jobsets) == 1 else "JobSets"
-        waiting.append(f"{noun} {_list_names(jobsets)} to be deleted")
+        waiting.append(f"{noun} {list_names(jobsets)} to be deleted")
         reason = "WorkloadPresent"
     if active:
         noun = "active pod" if len(active) == 1 else "active pods"
@@ -398,10 +344,10 @@ def _last_attempt(ctx: _Context, attempt: int, pods: list[Mapping[str, Any]]) ->
         labels = (pod.get("metadata") or {}).get("labels") or {}
         values.append(str(labels.get(JOBSET_NAME_LABEL, "")))
         number = str(labels.get(ATTEMPT_LABEL, ""))
-        if _ATTEMPT_VALUE.fullmatch(number):
+        if ATTEMPT_VALUE.fullmatch(number):
             best = max(best, int(number))
     for value in values:
-        if value.startswith(prefix) and _ATTEMPT_VALUE.fullmatch(value[len(prefix):]):
+        if value.startswith(prefix) and ATTEMPT_VALUE.fullmatch(value[len(prefix):]):
             best = max(best, int(value[len(prefix):]))
     return best
 
@@ -443,14 +389,6 @@ def _read_failed(ctx: _Context, work: _Work, error: PodReadError, *, in_barrier:
 
 def _pod_name(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata") or {}).get("name", ""))
-
-
-def _list_names(names: list[str]) -> str:
-    """Names up to five names (already sorted), then "and N more"."""
-    text = ", ".join(name[:80] for name in names[:_MAX_LISTED])
-    if len(names) > _MAX_LISTED:
-        text += f" and {len(names) - _MAX_LISTED} more"
-    return text
 
 
 def _bounded(text: str) -> str:
@@ -497,7 +435,7 @@ def _steady(ctx: _Context, work: _Work, *, drained: bool = False) -> None:
         return
     if cond.get_condition(work.conditions, INVALID_SPEC) is not None:
         work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, "Valid", "", ctx.now)
-    state = _jobset_state(current) if current is not None else ""
+    state = jobset_state(current) if current is not None else ""
     max_restarts = ctx.observed.spec.get("maxRestarts") or 0
     if state == FAILED and work.restarts < max_restarts and work.attempt >= MAX_ATTEMPT:
         work.workload = desired["metadata"]["name"]
@@ -603,18 +541,6 @@ def _count_pods(ctx: _Context, work: _Work) -> bool:
         return False
     work.active_pods = sum(1 for pod in pods if is_active(pod))
     return True
-
-
-def _jobset_state(jobset: Mapping[str, Any]) -> str:
-    """``"Failed"``, ``"Completed"`` or ``""`` from a JobSet's conditions or ``terminalState``."""
-    status = jobset.get("status") or {}
-    true_types = {c.get("type") for c in status.get("conditions") or () if c.get("status") == "True"}
-    terminal = status.get("terminalState")
-    if "Failed" in true_types or terminal == "Failed":
-        return FAILED
-    if "Completed" in true_types or terminal == "Completed":
-        return "Completed"
-    return ""
 
 
 def _keep(ctx: _Context, observed: Mapping[str, Any], attempt: int) -> dict[str, Any]:
