@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: venv test lint run bench soak demo image clean control-plane test-cluster
+.PHONY: venv test lint run bench soak demo image clean control-plane test-cluster dev
 
 venv: $(STAMP)
 
@@ -31,6 +31,9 @@ control-plane:
 test-cluster: $(STAMP) control-plane
 	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster tests/cluster; rc=$$?; \
 	echo "cluster tier: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+dev: $(STAMP) control-plane
+	$(PY) -m tests.cluster.dev
 
 run: $(STAMP)
 	$(VENV)/bin/gunicorn --config hooks/gunicorn.conf.py --bind $(HOST):$(PORT) 'hooks.app:create_app()'

@@ -171,6 +171,7 @@ class JobSetController:
                                               "controller": True, "blockOwnerDeletion": True}]},
             "spec": spec,
         }
+        _quantities_as_strings(body)
         try:
             self.batch.create_namespaced_job(namespace, body, _request_timeout=TIMEOUT)
         except ApiException as exc:
@@ -208,3 +209,17 @@ class JobSetController:
         if wanted and (any(done) if policy.get("operator") == "Any" else all(done)):
             return "Completed"
         return ""
+
+
+def _quantities_as_strings(value: Any) -> None:
+    """Resource quantities written as JSON numbers (``nvidia.com/gpu: 8``) become strings: the API
+    server takes both, the kubernetes client's model validation only strings."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("limits", "requests") and isinstance(item, dict):
+                value[key] = {k: str(v) if isinstance(v, int | float) else v for k, v in item.items()}
+            else:
+                _quantities_as_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            _quantities_as_strings(item)

@@ -50,11 +50,15 @@ class Kubelet:
     nodes (see the module doc). ``linger`` is how long a deleted pod keeps running."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient, namespaces: Iterable[str], *,
-                 nodes: int = 4, node_prefix: str = "node", linger: float = 0.5) -> None:
+                 nodes: int = 4, node_prefix: str = "node", linger: float = 0.5,
+                 succeed_after: float | None = None) -> None:
         self.core = kubernetes.client.CoreV1Api(api_client)
         self.namespaces = sorted(namespaces)
         self.node_names = [f"{node_prefix}-{i}" for i in range(nodes)]
         self.linger = linger
+        self.succeed_after = succeed_after
+        """When set, a running pod's containers exit 0 after that many seconds (``make dev``)."""
+        self._running_since: dict[str, float] = {}
         self.lost: set[str] = set()
         self.held: set[str] = set()
         self.pod_linger: list[tuple[Callable[[Pod], bool], float]] = []
@@ -165,6 +169,10 @@ class Kubelet:
             return
         if phase == "Pending":
             self._set_status(pod, "Running", running=True)
+        elif phase == "Running" and self.succeed_after is not None:
+            since = self._running_since.setdefault(metadata["uid"], time.monotonic())
+            if time.monotonic() - since >= self.succeed_after:
+                self._terminate(pod, "Succeeded", 0)
 
     def _linger_of(self, pod: Pod) -> float:
         for predicate, seconds in self.pod_linger:

@@ -105,12 +105,14 @@ class ClusterWorld:
     """A namespace on the real control plane with the stand-ins and the driver (module doc)."""
 
     def __init__(self, plane: ControlPlane, hooks: HookServer, namespace: str, *, version: str = "v2",
-                 linger: float = 0.5, resync_period: float | None = RESYNC_PERIOD_SECONDS) -> None:
+                 linger: float = 0.5, resync_period: float | None = RESYNC_PERIOD_SECONDS,
+                 succeed_after: float | None = None) -> None:
         self.plane = plane
         self.namespace = namespace
         admin = plane.api_client()
         ensure_namespace(admin, namespace)
-        self.kubelet = Kubelet(admin, [namespace], node_prefix=f"{namespace}-node", linger=linger).start()
+        self.kubelet = Kubelet(admin, [namespace], node_prefix=f"{namespace}-node", linger=linger,
+                               succeed_after=succeed_after).start()
         self.jobset_controller = JobSetController(admin, [namespace])
         self.backend = ApiBackend(admin, [namespace])
         self.view = ServerView(admin, namespace)

@@ -23,6 +23,7 @@ fi
 if [[ -n "${NVCRE_CONTROL_PLANE_NO_BUILD:-}" ]]; then
   echo "control plane: not built yet in $out (run make control-plane)" >&2; exit 4
 fi
+[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null || { echo "control plane: no 'go' on PATH; the cluster tier needs Go >= 1.26" >&2; exit 3; }
 export GOMODCACHE="${GOMODCACHE_OVERRIDE:-$cache_home/go/mod}"
 export GOCACHE="${GOCACHE_OVERRIDE:-$cache_home/go/build}"
