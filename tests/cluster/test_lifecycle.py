@@ -22,3 +22,103 @@ def test_create_run_succeed(world: ClusterWorld) -> None:
     status = world.status("happy")
     assert (status["attempt"], status["restarts"]) == (0, 0)
     world.assert_safe()
+
+
+def test_failure_restarts_only_after_the_last_pod_is_gone(world: ClusterWorld) -> None:
+    world.create_job("retry", max_restarts=1, launcher=True)
+    first = world.run_until_pods_run("retry", 3)
+    lingering = sorted(first)[0]
+    world.kubelet.hold(lingering)
+    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=retry", phase="Failed", exit_code=1, limit=1)
+    world.run_until(lambda: world.phase("retry") == "Restarting", "Restarting")
+    world.run_until(lambda: world.jobsets("retry") == [], "the failed attempt torn down")
+    world.run_for(3)
+    assert world.jobsets("retry") == [], "no next attempt while a pod of the last one runs"
+    assert lingering in [p["metadata"]["name"] for p in world.active_pods("retry")]
+    assert world.condition("retry", "Drained")["status"] == "False"
+    world.kubelet.release()
+    world.run_until(lambda: world.jobsets("retry") == ["retry-1"], "attempt 1 created")
+    status = world.status("retry")
+    assert (status["attempt"], status["restarts"]) == (1, 1)
+    world.assert_safe()
+
+
+def test_delete_keeps_the_job_until_its_pods_are_gone(world: ClusterWorld) -> None:
+    world.create_job("doomed")
+    pods = world.run_until_pods_run("doomed", 2)
+    world.kubelet.hold(pods[0])
+    world.driver.delete_job(world.namespace, "doomed")
+    world.run_until(lambda: world.phase("doomed") == "Terminating", "Terminating")
+    world.run_for(3)
+    assert not world.gone("doomed"), "the finalizer holds the Job while a pod runs"
+    world.kubelet.release()
+    world.run_until(lambda: world.gone("doomed"), "the Job gone", timeout=90)
+    assert world.active_pods("doomed") == []
+    world.assert_safe()
+
+
+def test_suspend_then_resume(world: ClusterWorld) -> None:
+    world.create_job("pause")
+    world.run_until_pods_run("pause", 2)
+    world.driver.patch_spec(world.namespace, "pause", suspend=True)
+    world.run_until(lambda: world.phase("pause") == "Suspended", "Suspended", timeout=90)
+    assert world.active_pods("pause") == []
+    world.driver.patch_spec(world.namespace, "pause", suspend=False)
+    world.run_until(lambda: world.jobsets("pause") == ["pause-1"], "resumed as attempt 1")
+    world.run_until_pods_run("pause", 2)
+    world.assert_safe()
+
+
+def test_restarts_exhausted_ends_failed(world: ClusterWorld) -> None:
+    world.create_job("broken")
+    world.run_until_pods_run("broken", 2)
+    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=broken", phase="Failed", exit_code=1, limit=1)
+    world.run_until(lambda: world.phase("broken") == "Failed", "Failed")
+    world.run_for(2)
+    assert world.jobsets("broken") == ["broken-0"], "a Failed Job keeps its JobSet and gets no new one"
+    world.assert_safe()
+
+
+def test_a_lost_node_holds_the_teardown(world: ClusterWorld) -> None:
+    world.create_job("stranded")
+    world.run_until_pods_run("stranded", 2)
+    pod = sorted(world.active_pods("stranded"), key=lambda p: p["metadata"]["name"])[0]
+    node = pod["spec"]["nodeName"]
+    world.kubelet.lose_node(node)
+    world.driver.delete_job(world.namespace, "stranded")
+    world.run_until(lambda: world.phase("stranded") == "Terminating", "Terminating")
+    world.run_for(4)
+    assert not world.gone("stranded")
+    drained = world.condition("stranded", "Drained")
+    assert drained["status"] == "False"
+    assert pod["metadata"]["name"] in world.status("stranded")["message"] + drained["message"]
+    world.kubelet.restore_node(node)
+    world.run_until(lambda: world.gone("stranded"), "the Job gone after the node came back", timeout=90)
+    world.assert_safe()
+
+
+@pytest.mark.timeout(240)
+def test_api_server_outage_during_a_drain_holds(world: ClusterWorld) -> None:
+    world.create_job("outage")
+    pods = world.run_until_pods_run("outage", 2)
+    world.kubelet.hold(*pods)
+    world.driver.delete_job(world.namespace, "outage")
+    world.run_until(lambda: world.phase("outage") == "Terminating", "Terminating")
+    calls_before = len(world.driver.calls)
+    plane = world.plane
+    plane.stop_apiserver()
+    try:
+        world.run_for(4)
+    finally:
+        plane.start_apiserver()
+    during = world.driver.calls[calls_before:]
+    assert during, "the hooks were called during the outage"
+    for call in during:
+        assert call.body is None or call.body.get("finalized") is not True, "nothing proceeds in an outage"
+    held = [c for c in during if c.body and any(
+        cond.get("reason") == "ReadFailed" for cond in c.body["status"].get("conditions") or [])]
+    assert held, "the hooks held with ReadFailed while the API server could not answer"
+    assert not world.gone("outage")
+    world.kubelet.release()
+    world.run_until(lambda: world.gone("outage"), "the lifecycle completes after the restart", timeout=120)
+    world.assert_safe()
