@@ -52,7 +52,14 @@ from datetime import datetime
 from typing import Any
 
 from hooks import conditions as cond
-from hooks.evidence import ATTEMPT_VALUE, MAX_LISTED, current_attempt, jobset_state, list_names, status_mismatch
+from hooks.evidence import (
+    ATTEMPT_VALUE,
+    attempt_in_name,
+    current_attempt,
+    jobset_state,
+    list_names,
+    status_mismatch,
+)
 from hooks.jobset import API_VERSION as JOBSET_API_VERSION
 from hooks.jobset import KIND as JOBSET_KIND
 from hooks.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset, json_copy, workload_name
@@ -81,7 +88,6 @@ INVALID_SPEC = "InvalidSpec"
 STATUS_MISMATCH = "StatusMismatch"
 FAILED_CONDITION = "Failed"
 _LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
-_MAX_LISTED = MAX_LISTED
 MAX_MESSAGE = 1024
 """The longest ``status.message`` (and condition message) written, whatever the input."""
 
@@ -338,18 +344,15 @@ def _last_attempt(ctx: _Context, attempt: int, pods: list[Mapping[str, Any]]) ->
     """The highest attempt the evidence names: ``attempt``, ``status.attempt``, the observed
     JobSets named ``<job>-<n>``, and the attempt and ``jobset-name`` labels of ``pods``."""
     best = max(attempt, ctx.observed.status.attempt)
-    prefix = f"{ctx.job}-"
-    values = [str(js["metadata"]["name"]) for js in ctx.observed.jobsets]
+    names = [str(js["metadata"]["name"]) for js in ctx.observed.jobsets]
     for pod in pods:
         labels = (pod.get("metadata") or {}).get("labels") or {}
-        values.append(str(labels.get(JOBSET_NAME_LABEL, "")))
+        names.append(str(labels.get(JOBSET_NAME_LABEL, "")))
         number = str(labels.get(ATTEMPT_LABEL, ""))
         if ATTEMPT_VALUE.fullmatch(number):
             best = max(best, int(number))
-    for value in values:
-        if value.startswith(prefix) and ATTEMPT_VALUE.fullmatch(value[len(prefix):]):
-            best = max(best, int(value[len(prefix):]))
-    return best
+    named = (attempt_in_name(ctx.job, name) for name in names)
+    return max([best, *(n for n in named if n is not None)])
 
 
 def _split_launchers(ctx: _Context, pods: list[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]],
@@ -399,13 +402,10 @@ def _bounded(text: str) -> str:
 def _list_pods(pods: list[Mapping[str, Any]]) -> str:
     """Names up to five pods (already sorted), marking terminating ones, then "and N more"."""
     names = []
-    for pod in pods[:_MAX_LISTED]:
+    for pod in pods:
         since = (pod.get("metadata") or {}).get("deletionTimestamp")
         names.append(f"{_pod_name(pod)} (terminating since {since})" if since else _pod_name(pod))
-    text = ", ".join(names)
-    if len(pods) > _MAX_LISTED:
-        text += f" and {len(pods) - _MAX_LISTED} more"
-    return text
+    return list_names(names, cut=None)
 
 
 # ---- rows that keep or create the current JobSet ---------------------------------------------------

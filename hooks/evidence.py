@@ -21,6 +21,14 @@ ATTEMPT_VALUE = re.compile(r"0|[1-9][0-9]{0,8}")
 MAX_LISTED = 5
 
 
+def attempt_in_name(job: str, name: str) -> int | None:
+    """The attempt a workload name ``<job>-<attempt>`` names, or ``None`` for any other name."""
+    prefix = f"{job}-"
+    if name.startswith(prefix) and ATTEMPT_VALUE.fullmatch(name[len(prefix):]):
+        return int(name[len(prefix):])
+    return None
+
+
 def current_attempt(observed: Observed) -> int:
     """Returns the current attempt: the larger of ``status.attempt`` and the attempt label of any
     observed JobSet named ``<job>-<attempt>`` with that label.
@@ -32,7 +40,7 @@ def current_attempt(observed: Observed) -> int:
     for jobset in observed.jobsets:
         metadata = jobset["metadata"]
         value = (metadata.get("labels") or {}).get(ATTEMPT_LABEL) or ""
-        if ATTEMPT_VALUE.fullmatch(value) and metadata["name"] == workload_name(observed.name, int(value)):
+        if ATTEMPT_VALUE.fullmatch(value) and attempt_in_name(observed.name, str(metadata["name"])) == int(value):
             best = max(best, int(value))
     return best
 
@@ -86,9 +94,10 @@ def jobset_state(jobset: Mapping[str, Any]) -> str:
     return ""
 
 
-def list_names(names: list[str]) -> str:
-    """Names up to five names (already sorted), then "and N more"."""
-    text = ", ".join(name[:80] for name in names[:MAX_LISTED])
+def list_names(names: list[str], *, cut: int | None = 80) -> str:
+    """Names up to five names (already sorted), each cut to ``cut`` characters (``None``: whole),
+    then "and N more"."""
+    text = ", ".join(name[:cut] for name in names[:MAX_LISTED])
     if len(names) > MAX_LISTED:
         text += f" and {len(names) - MAX_LISTED} more"
     return text

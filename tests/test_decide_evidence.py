@@ -93,6 +93,17 @@ def test_the_jobset_label_read_reaches_past_every_attempt_the_evidence_names() -
                                     "launcher pod train-6-launcher-0-0 to finish")
 
 
+def test_a_launcher_that_lost_its_labels_still_holds_as_the_launcher() -> None:
+    """A pod found only by JobSet's label, in the replicated job ``spec.launcher`` names, is a
+    launcher: the barrier waits on it and it is not counted in activePods."""
+    stripped = stripped_worker(0, name="train-0-launcher-0-0")
+    stripped["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] = "launcher"
+    d = run(FakeReader([], live_pods=[stripped]), finalizing=True, spec=job_spec(launcher="launcher"))
+    assert d.response["finalized"] is False
+    assert status(d)["message"] == "waiting for launcher pod train-0-launcher-0-0 to finish"
+    assert status(d)["activePods"] == 0
+
+
 def test_a_pod_found_twice_counts_once() -> None:
     worker = make_pod("train-0-worker-0-0", job="train", workload="train-0", replicated_job="worker")
     d = run(FakeReader([worker]), finalizing=True)

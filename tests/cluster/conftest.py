@@ -74,7 +74,7 @@ def hooks_token(control_plane: ControlPlane, installed: dict[str, str]) -> str:
 def hooks(control_plane: ControlPlane, hooks_token: str) -> Iterator[HookServer]:
     """The real gunicorn hook server reading the real API server as the hooks' ServiceAccount."""
     source = KubeconfigSource(control_plane, hooks_token, "nvcre-hooks")
-    with HookServer(source, token=HOOK_TOKEN) as server:  # type: ignore[arg-type]
+    with HookServer(source, token=HOOK_TOKEN) as server:
         yield server
 
 

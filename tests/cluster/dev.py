@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         token = service_account_token(plane.api_client(), "nvcre-system", "nvcre-hooks")
         Path(args.kubeconfig).parent.mkdir(parents=True, exist_ok=True)
         plane.write_kubeconfig(args.kubeconfig)
-        with HookServer(KubeconfigSource(plane, token, "nvcre-hooks"), token="dev") as hooks:  # type: ignore[arg-type]
+        with HookServer(KubeconfigSource(plane, token, "nvcre-hooks"), token="dev") as hooks:
             world = ClusterWorld(plane, hooks, "default", succeed_after=args.run_seconds)
             for sample in sorted((REPO / "manifests" / "samples").glob("job-*.yaml")):
                 doc = load_documents(sample)[0]

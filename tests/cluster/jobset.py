@@ -28,21 +28,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import kubernetes
-import urllib3
 from kubernetes.client import ApiException
 
 from podread import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
+from tests.cluster.kube import REQUEST_TIMEOUT as TIMEOUT
+from tests.cluster.kube import SERVER_ERRORS, rfc3339
+from tests.e2e.cluster import clone
 
 GROUP, VERSION = "jobset.x-k8s.io", "v1alpha2"
 PREFIX = "jobset.sigs.k8s.io/"
 Obj = dict[str, Any]
-TIMEOUT = (2.0, 5.0)
-SERVER_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
-"""What a pass meets while the API server (or etcd behind it) is away: the pass is skipped."""
-
-
-def _rfc3339(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def job_finished(job: Mapping[str, Any]) -> str:
@@ -117,7 +112,7 @@ class JobSetController:
             desired["terminalState"] = new_state
             desired["conditions"] = [*(status.get("conditions") or []), {
                 "type": new_state, "status": "True", "reason": reason, "message": message,
-                "lastTransitionTime": _rfc3339(self._since[key])}]
+                "lastTransitionTime": rfc3339(self._since[key])}]
         if desired != status:
             body = {**jobset, "status": desired}
             try:
@@ -153,7 +148,7 @@ class JobSetController:
             f"{PREFIX}group-name": rj.get("groupName", "default"),
             f"{PREFIX}restart-attempt": str((jobset.get("status") or {}).get("restarts", 0)),
         }
-        template = json.loads(json.dumps(rj.get("template") or {}))
+        template = clone(rj.get("template") or {})
         spec = template.get("spec") or {}
         spec.setdefault("completionMode", "Indexed")
         pod_template = spec.setdefault("template", {})

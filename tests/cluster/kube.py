@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
+import urllib3
 import yaml
 from kubernetes.client import ApiException
 from kubernetes.dynamic import DynamicClient
+
+from tests.e2e.cluster import clone
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
@@ -28,6 +31,15 @@ REFERENCE = REPO.parent / "shared" / "reference"
 JOBSET_MODULE = "sigs.k8s.io/jobset@v0.12.0"
 JOBSET_CRD_IN_MODULE = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
 METACONTROLLER_CRDS = REFERENCE / "metacontroller-v4.17.2-crds.yaml"
+REQUEST_TIMEOUT = (2.0, 5.0)
+"""(connect, read) seconds for every call the stand-ins make: a server that is away fails fast."""
+SERVER_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
+"""What a call meets when the API server refuses it or is away (stopped, or etcd behind it)."""
+
+
+def rfc3339(seconds: float | None = None) -> str:
+    """An API timestamp (``2026-12-03T09:29:52Z``) of ``seconds`` since the epoch (default: now)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def load_documents(path: Path) -> list[dict[str, Any]]:
@@ -99,7 +111,7 @@ class Applier:
             if exc.status != 409:
                 raise
             current = resource.get(name=obj["metadata"]["name"], namespace=namespace)
-            body = json.loads(json.dumps(obj))
+            body = clone(dict(obj))
             body["metadata"]["resourceVersion"] = current.metadata.resourceVersion
             result = resource.replace(body=body, namespace=namespace).to_dict()
         if obj["kind"] == "CustomResourceDefinition":

@@ -24,25 +24,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import kubernetes
-import urllib3
 from kubernetes.client import ApiException
 
+from podread import is_active
+from tests.cluster.kube import REQUEST_TIMEOUT as TIMEOUT
+from tests.cluster.kube import SERVER_ERRORS, rfc3339
+
 Pod = dict[str, Any]
-TIMEOUT = (2.0, 5.0)
-SERVER_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def is_active(pod: Mapping[str, Any]) -> bool:
-    """Not finished: phase neither ``Succeeded`` nor ``Failed`` (what the barrier guards)."""
-    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
 class Kubelet:
@@ -86,8 +78,8 @@ class Kubelet:
         return {"capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
                 "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
                 "conditions": [{"type": "Ready", "status": ready, "reason": reason,
-                                "message": "stand-in kubelet", "lastHeartbeatTime": _now(),
-                                "lastTransitionTime": _now()}]}
+                                "message": "stand-in kubelet", "lastHeartbeatTime": rfc3339(),
+                                "lastTransitionTime": rfc3339()}]}
 
     def _set_ready(self, node: str, ready: str) -> None:
         self.core.patch_node_status(node, {"status": self._node_status(ready)}, _request_timeout=TIMEOUT)
@@ -197,7 +189,7 @@ class Kubelet:
         self._set_status(pod, phase, running=False, exit_code=exit_code)
 
     def _set_status(self, pod: Pod, phase: str, *, running: bool, exit_code: int = 0) -> None:
-        now = _now()
+        now = rfc3339()
         containers = pod["spec"].get("containers") or []
         state: dict[str, Any] = ({"running": {"startedAt": now}} if running else
                                  {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0

@@ -24,15 +24,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import kubernetes
-import urllib3
 from kubernetes.client import ApiException
 
+from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS
 from tests.e2e.driver import BackendError, Key, Obj
 
 GROUP, VERSION = "nvcre.nvidia.com", "v1alpha1"
 JOBSET_GROUP, JOBSET_VERSION = "jobset.x-k8s.io", "v1alpha2"
-REQUEST_TIMEOUT = (2.0, 5.0)
-WRITE_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
 class ApiBackend:
@@ -61,7 +59,7 @@ class ApiBackend:
                     for owner in obj["metadata"].get("ownerReferences") or []:
                         if owner.get("controller") and owner.get("kind") == "Job":
                             jobsets.setdefault(owner["uid"], []).append(obj)
-        except WRITE_ERRORS:
+        except SERVER_ERRORS:
             self.read_failures += 1
             return dict(self._jobs)
         self._jobs, self._jobsets = jobs, jobsets
@@ -145,5 +143,5 @@ class ApiBackend:
             if missing_ok and exc.status == 404:
                 return
             raise BackendError(f"{method.__name__}: {exc.status} {exc.reason}: {(exc.body or '')[:300]}") from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except SERVER_ERRORS as exc:
             raise BackendError(f"{method.__name__}: {exc}") from exc

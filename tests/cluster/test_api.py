@@ -17,6 +17,7 @@ from kubernetes.client import ApiException
 from podread import JOB_LABEL, ApiError, LiveClient, PodSelector
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import REPO, ensure_namespace, load_documents, service_account_token
+from tests.e2e.cluster import clone
 
 pytestmark = pytest.mark.cluster
 
@@ -30,7 +31,7 @@ def _custom(plane: ControlPlane, token: str | None = None) -> kubernetes.client.
 
 
 def _create_job(plane: ControlPlane, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
-    doc = json.loads(json.dumps(body))
+    doc = clone(dict(body))
     doc["metadata"]["namespace"] = namespace
     return _custom(plane).create_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", doc,
                                                           field_validation="Strict")
@@ -134,7 +135,7 @@ def test_every_emitted_jobset_survives_the_jobset_crd(control_plane: ControlPlan
         answer = json.loads(response_file.read_text())
         body = answer.get("body", answer)
         for child in body.get("children") or []:
-            child = json.loads(json.dumps(child))
+            child = clone(child)
             child["metadata"]["namespace"] = "emitted"
             created = custom.create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", "emitted", "jobsets",
                                                              child, field_validation="Strict")
@@ -169,10 +170,9 @@ def test_live_client_pages_and_selects_on_the_real_server(control_plane: Control
                                                           hooks_token: str) -> None:
     ensure_namespace(control_plane.api_client(), "live-paging")
     names = _pods(control_plane, "live-paging", 12, {JOB_LABEL: "paged"})
-    _pods_other = kubernetes.client.CoreV1Api(control_plane.api_client())
-    _pods_other.create_namespaced_pod("live-paging", {"metadata": {"name": "other"},
-                                                      "spec": {"containers": [{"name": "c", "image": "i"}]}})
     core = kubernetes.client.CoreV1Api(control_plane.api_client())
+    core.create_namespaced_pod("live-paging", {"metadata": {"name": "other"},
+                                               "spec": {"containers": [{"name": "c", "image": "i"}]}})
     core.create_namespaced_pod_binding("pod-3", "live-paging", {"metadata": {"name": "pod-3"},
                                                                  "target": {"kind": "Node", "name": "gpu-9"}},
                                        _preload_content=False)

@@ -27,15 +27,16 @@ from typing import Any
 
 import kubernetes
 
-from podread import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL
+from podread import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, is_active
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.jobset import JobSetController
-from tests.cluster.kube import ensure_namespace
-from tests.cluster.kubelet import SERVER_ERRORS, Kubelet, is_active
+from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS, ensure_namespace
+from tests.cluster.kubelet import Kubelet
 from tests.cluster.metacontroller import ApiBackend
+from tests.e2e.cluster import names
 from tests.e2e.driver import Driver, HttpTransport
 from tests.e2e.harness import RESYNC_PERIOD_SECONDS, job_spec
-from tests.e2e.invariants import Invariants
+from tests.e2e.invariants import Invariants, attempt_of
 from tests.e2e.server import HookServer
 
 STEP_SECONDS = 0.1
@@ -56,6 +57,7 @@ class ServerView:
 
     def __init__(self, api_client: kubernetes.client.ApiClient, namespace: str) -> None:
         self.core = kubernetes.client.CoreV1Api(api_client)
+        self.batch = kubernetes.client.BatchV1Api(api_client)
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
         self.namespace = namespace
         self._started = time.monotonic()
@@ -66,7 +68,8 @@ class ServerView:
         return int(time.monotonic() - self._started)
 
     def pods(self) -> list[dict[str, Any]]:
-        raw = self.core.list_namespaced_pod(self.namespace, _preload_content=False, _request_timeout=(2, 5))
+        raw = self.core.list_namespaced_pod(self.namespace, _preload_content=False,
+                                           _request_timeout=REQUEST_TIMEOUT)
         return list(json.loads(raw.data)["items"])
 
     def job_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
@@ -86,11 +89,34 @@ class ServerView:
     def active_attempts(self, namespace: str, job: str) -> set[str]:
         return {attempt_of_pod(pod) for pod in self.active_pods(namespace, job)}
 
+    def jobset_of(self, pod: Mapping[str, Any]) -> str:
+        """The JobSet that made ``pod``, by its owners (pod -> batch Job -> JobSet), whatever its
+        labels say now; ``""`` when the chain is broken (the Job already gone)."""
+        job = _controller(pod, "Job")
+        if not job:
+            return ""
+        try:
+            raw = self.batch.read_namespaced_job(job, pod["metadata"]["namespace"], _preload_content=False,
+                                                 _request_timeout=REQUEST_TIMEOUT)
+        except kubernetes.client.ApiException as exc:
+            if exc.status == 404:
+                return ""
+            raise
+        return _controller(json.loads(raw.data), "JobSet")
+
     def jobsets_of(self, owner_uid: str) -> list[dict[str, Any]]:
         items = self.custom.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", self.namespace, "jobsets",
-                                                          _request_timeout=(2, 5))["items"]
+                                                          _request_timeout=REQUEST_TIMEOUT)["items"]
         return [js for js in items if any(o.get("uid") == owner_uid
                                           for o in js["metadata"].get("ownerReferences") or [])]
+
+
+def _controller(obj: Mapping[str, Any], kind: str) -> str:
+    """The name of ``obj``'s controller owner of ``kind``, or ``""``."""
+    for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if owner.get("controller") and owner.get("kind") == kind:
+            return str(owner.get("name", ""))
+    return ""
 
 
 def attempt_of_pod(pod: Mapping[str, Any]) -> str:
@@ -116,7 +142,7 @@ class ClusterWorld:
         self.jobset_controller = JobSetController(admin, [namespace])
         self.backend = ApiBackend(admin, [namespace])
         self.view = ServerView(admin, namespace)
-        self.invariants = Invariants(self.view)  # type: ignore[arg-type]
+        self.invariants = Invariants(self.view)
         self.driver = Driver(self.backend, HttpTransport("127.0.0.1", hooks.port), self.invariants,
                              version=version, token=hooks.token, resync_period=resync_period, clock=time.monotonic)
         self.created: dict[str, str] = {}
@@ -145,19 +171,16 @@ class ClusterWorld:
         try:
             self.invariants.check_step({name: (self.namespace, uid) for name, uid in self.created.items()})
             present = {key[1] for key in self.driver.jobs}
-            for name in self.created:
+            for name, uid in self.created.items():
                 active = self.view.active_pods(self.namespace, name)
                 if name not in present and active:
-                    self.invariants.fail(f"{name}: the Job is gone while pods are active: "
-                                         f"{[p['metadata']['name'] for p in active]}")
-                later = [js["metadata"]["name"] for js in self.view.jobsets_of(self.created[name])]
+                    self.invariants.fail(f"{name}: the Job is gone while pods are active: {names(active)}")
+                newest = max((attempt_of(js) for js in self.view.jobsets_of(uid)), default=-1)
                 for pod in active:
                     attempt = attempt_of_pod(pod)
-                    newer = [js for js in later if attempt.isdigit() and js.rsplit("-", 1)[-1].isdigit()
-                             and int(js.rsplit("-", 1)[-1]) > int(attempt)]
-                    if newer:
+                    if attempt.isdigit() and int(attempt) < newest:
                         self.invariants.fail(f"{name}: pod {pod['metadata']['name']} of attempt {attempt} active "
-                                             f"while JobSet {newer} exists")
+                                             f"while the JobSet of attempt {newest} exists")
         except SERVER_ERRORS:
             pass  # the API server is away (a fault test): the next step checks again
 

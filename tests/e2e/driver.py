@@ -281,7 +281,7 @@ class Driver:
         self,
         backend: Backend | Cluster,
         transport: Transport,
-        invariants: Any = None,
+        invariants: Invariants | None = None,
         *,
         version: str = "v1",
         token: str | None = None,

@@ -23,10 +23,10 @@ all; tests assert the list is empty.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from podread import ATTEMPT_LABEL, JOBSET_NAME_LABEL
-from tests.e2e.cluster import Cluster, names
+from tests.e2e.cluster import names
 
 HOOK_TIMEOUT_SECONDS = 10.0
 TEARDOWN_PHASES = frozenset({"Restarting", "Suspending", "Suspended", "Terminating"})
@@ -40,10 +40,36 @@ def attempt_of(jobset: Mapping[str, Any]) -> int:
     return int(value) if isinstance(value, str) and value.isdigit() else -1
 
 
+class GroundTruth(Protocol):
+    """What the invariants judge against: the simulator's ``Cluster``, or the cluster tier's
+    ``ServerView`` of a real API server."""
+
+    @property
+    def time(self) -> int:
+        """Seconds of the world so far (stamped on violations)."""
+        ...
+
+    def active_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        """The Job's pods that have not finished, found by every identity they carry."""
+        ...
+
+    def active_attempts(self, namespace: str, job: str) -> set[str]:
+        """The attempts of those pods."""
+        ...
+
+    def jobset_of(self, pod: Mapping[str, Any]) -> str:
+        """The JobSet that made ``pod`` (whatever its labels say now), or ``""``."""
+        ...
+
+    def jobsets_of(self, owner_uid: str) -> list[dict[str, Any]]:
+        """The JobSets owned by the Job with ``owner_uid``."""
+        ...
+
+
 class Invariants:
     """Collects invariant violations for one simulated cluster."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: GroundTruth) -> None:
         self.cluster = cluster
         self.violations: list[str] = []
         self.checks = 0

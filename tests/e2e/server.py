@@ -1,7 +1,8 @@
 """Start the real hook server (gunicorn with ``hooks/gunicorn.conf.py``) as a subprocess for tests.
 
 ``HookServer`` runs ``python -m gunicorn --config hooks/gunicorn.conf.py --bind 127.0.0.1:<port>
-'hooks.app:create_app()'`` from the repository root with a kubeconfig for a ``FakeKubeServer`` and
+'hooks.app:create_app()'`` from the repository root with a kubeconfig for a ``FakeKubeServer`` (or
+any ``KubeconfigWriter``: the cluster tier's real API server) and
 small timeouts, waits for ``/readyz``, captures stderr (the JSON logs) to a file and stops with
 SIGTERM. Nothing but 127.0.0.1 is used.
 """
@@ -20,6 +21,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 from tests.fakekube import FakeKubeServer
 
@@ -41,8 +43,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class KubeconfigWriter(Protocol):
+    """What the hook server needs of the API server it reads: a kubeconfig written to ``path``."""
+
+    def write_kubeconfig(self, path: str | Path) -> str: ...
+
+
 class HookServer:
-    """The real gunicorn hook server in a subprocess, pointed at ``fake`` (a started FakeKubeServer).
+    """The real gunicorn hook server in a subprocess, pointed at ``fake`` (a started FakeKubeServer,
+    or any ``KubeconfigWriter``).
 
     ``env`` adds or overrides environment variables (``DEFAULT_ENV`` first); ``args`` are extra
     gunicorn command-line options (e.g. ``["--workers", "1"]``). Use as a context manager.
@@ -50,7 +59,7 @@ class HookServer:
 
     def __init__(
         self,
-        fake: FakeKubeServer,
+        fake: KubeconfigWriter,
         *,
         env: Mapping[str, str] | None = None,
         args: list[str] | None = None,
