@@ -81,36 +81,39 @@ class LiveClient:
                 raise DeadlineExceeded(f"{what}: not sent, the hook call's deadline for reads had passed")
             budget = left
         deadline = self._clock() + budget
+        expired: str | None = None
         for _ in range(MAX_LIST_RESTARTS + 1):
             pods, expired = self._list_all_pages(selector, deadline, budget, what)
-            if not expired:
+            if expired is None:
                 return pods
-        raise ApiError(f"{what}: continue token expired (410 Gone) {MAX_LIST_RESTARTS + 1} times", status=410,
-                       code="expired")
+        raise ApiError(f"{what}: continue token expired {MAX_LIST_RESTARTS + 1} times; the API server answered "
+                       f"410 {expired}", status=410, code="expired")
 
     def _list_all_pages(
         self, selector: PodSelector, deadline: float, budget: float, what: str,
-    ) -> tuple[list[Pod], bool]:
-        """Lists page after page; returns (pods, False), or ([], True) when a continue token expired."""
+    ) -> tuple[list[Pod], str | None]:
+        """Lists page after page; returns (pods, None), or ([], the server's words) when a continue
+        token expired (the list must start again: the rest of it would not be consistent with the
+        pages already read)."""
         pods: list[Pod] = []
         token: str | None = None
         while True:
             body = self._page(selector, token, deadline, budget, what)
-            if body is None:
-                return [], True
+            if isinstance(body, str):
+                return [], body
             pods.extend(pod_list_items(body, what))
             metadata = body.get("metadata") or {}
             token = metadata.get("continue") if isinstance(metadata, dict) else None
             if token is not None and not isinstance(token, str):
                 raise ApiError(f"{what}: the answer's metadata.continue is not a string", code="not-a-pod-list")
             if not token:
-                return pods, False
+                return pods, None
 
     def _page(
         self, selector: PodSelector, token: str | None, deadline: float, budget: float, what: str,
-    ) -> dict[str, Any] | None:
-        """One list request. Returns the decoded answer (a JSON object), or None on 410 Gone for a
-        continued list."""
+    ) -> dict[str, Any] | str:
+        """One list request. Returns the decoded answer (a JSON object), or, on 410 Gone for a
+        continued list, the server's reason and message (a string)."""
         remaining = deadline - self._clock()
         if remaining <= 0:
             if budget < self._timeout:
@@ -139,7 +142,7 @@ class LiveClient:
         except ApiException as exc:
             self._metrics.api_requests.labels(scope, "error").inc()
             if exc.status == 410 and token:
-                return None
+                return _reason(exc)
             raise http_error(what, exc) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             self._metrics.api_requests.labels(scope, "error").inc()
@@ -209,14 +212,24 @@ def _loads(raw: bytes) -> Any:
         gc.enable()
 
 
+MAX_TEXT_BODY = 200
+"""The most characters of a plain-text error body (``404 page not found``) kept in a reason."""
+
+
 def _reason(exc: ApiException) -> str:
-    """The API server's own message from a Status body, else the HTTP reason phrase."""
+    """The API server's own message from a Status body, else the HTTP reason phrase followed by a
+    plain-text body's first line (the real server answers a path it does not serve with
+    ``404 page not found`` as text/plain)."""
+    body = exc.body or b""
     try:
-        status = orjson.loads(exc.body or b"")
+        status = orjson.loads(body)
         if isinstance(status, dict) and status.get("message"):
             return f"({status.get('reason') or exc.reason}): {status['message']}"
     except (orjson.JSONDecodeError, TypeError):
-        pass
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+        first = text.strip().splitlines()[0][:MAX_TEXT_BODY] if text.strip() else ""
+        if first and not first.lstrip().startswith(("{", "<")):
+            return f"({exc.reason}): {first}"
     return f"({exc.reason})"
 
 

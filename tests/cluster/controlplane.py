@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -123,8 +123,12 @@ class ControlPlane:
     admin's bearer token; ``ca_file`` the certificate clients verify it with.
     """
 
-    def __init__(self, binaries: Path | None = None, workdir: Path | None = None, *, keep: bool = False) -> None:
+    def __init__(self, binaries: Path | None = None, workdir: Path | None = None, *, keep: bool = False,
+                 apiserver_args: Sequence[str] = ()) -> None:
         self.binaries = binaries or binaries_dir()
+        self.apiserver_args = list(apiserver_args)
+        """Flags added to kube-apiserver's command line (a test that needs, say, a short
+        ``--etcd-compaction-interval``)."""
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="nvcre-cluster-"))
         self.keep = keep
@@ -164,7 +168,7 @@ class ControlPlane:
                 "--api-audiences=https://kubernetes.default.svc.cluster.local",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 # the loopback address cannot be published in the kubernetes Endpoints
-                "--endpoint-reconciler-type=none", "--profiling=false", "--v=1"]
+                "--endpoint-reconciler-type=none", "--profiling=false", "--v=1", *self.apiserver_args]
 
     def _kcm_command(self) -> list[str]:
         return [str(self.binaries / "kube-controller-manager"),

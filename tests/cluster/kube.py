@@ -172,6 +172,20 @@ def ensure_namespace(api_client: kubernetes.client.ApiClient, name: str, timeout
     raise TimeoutError(f"no default ServiceAccount in {name} after {timeout:g}s")
 
 
+def create_pods(api_client: kubernetes.client.ApiClient, namespace: str, count: int,
+                labels: Mapping[str, str]) -> list[str]:
+    """Creates ``count`` unscheduled pods ``pod-0``... with ``labels`` in ``namespace``; returns their names."""
+    core = kubernetes.client.CoreV1Api(api_client)
+    names = []
+    for index in range(count):
+        name = f"pod-{index}"
+        core.create_namespaced_pod(namespace, {"metadata": {"name": name, "labels": dict(labels)},
+                                               "spec": {"containers": [{"name": "c", "image": "i"}]}},
+                                   _request_timeout=REQUEST_TIMEOUT)
+        names.append(name)
+    return names
+
+
 def service_account_token(api_client: kubernetes.client.ApiClient, namespace: str, name: str,
                           seconds: int = 3600) -> str:
     """A TokenRequest token of ServiceAccount ``namespace/name`` (what a pod using it gets)."""

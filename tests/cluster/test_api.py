@@ -16,7 +16,7 @@ from kubernetes.client import ApiException
 
 from podread import JOB_LABEL, ApiError, LiveClient, PodSelector
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.kube import REPO, ensure_namespace, load_documents, service_account_token
+from tests.cluster.kube import REPO, create_pods, ensure_namespace, load_documents, service_account_token
 from tests.e2e.cluster import clone
 
 pytestmark = pytest.mark.cluster
@@ -155,21 +155,10 @@ def test_every_emitted_jobset_survives_the_jobset_crd(control_plane: ControlPlan
 # ---- LiveClient on the real server ---------------------------------------------------------------
 
 
-def _pods(plane: ControlPlane, namespace: str, count: int, labels: Mapping[str, str]) -> list[str]:
-    core = kubernetes.client.CoreV1Api(plane.api_client())
-    names = []
-    for index in range(count):
-        name = f"pod-{index}"
-        core.create_namespaced_pod(namespace, {"metadata": {"name": name, "labels": dict(labels)},
-                                               "spec": {"containers": [{"name": "c", "image": "i"}]}})
-        names.append(name)
-    return names
-
-
 def test_live_client_pages_and_selects_on_the_real_server(control_plane: ControlPlane, installed: dict,
                                                           hooks_token: str) -> None:
     ensure_namespace(control_plane.api_client(), "live-paging")
-    names = _pods(control_plane, "live-paging", 12, {JOB_LABEL: "paged"})
+    names = create_pods(control_plane.api_client(), "live-paging", 12, {JOB_LABEL: "paged"})
     core = kubernetes.client.CoreV1Api(control_plane.api_client())
     core.create_namespaced_pod("live-paging", {"metadata": {"name": "other"},
                                                "spec": {"containers": [{"name": "c", "image": "i"}]}})
