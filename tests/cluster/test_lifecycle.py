@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from podread import REPLICATED_JOB_LABEL
 from tests.cluster.world import ClusterWorld
 
 pytestmark = pytest.mark.cluster
@@ -25,16 +26,24 @@ def test_create_run_succeed(world: ClusterWorld) -> None:
 
 
 def test_failure_restarts_only_after_the_last_pod_is_gone(world: ClusterWorld) -> None:
+    """The MPI launcher outlives its workers: it stays terminating after they are gone, and the
+    next attempt waits for it."""
     world.create_job("retry", max_restarts=1, launcher=True)
-    first = world.run_until_pods_run("retry", 3)
-    lingering = sorted(first)[0]
+    world.run_until_pods_run("retry", 3)
+    launchers = [p["metadata"]["name"] for p in world.active_pods("retry")
+                 if (p["metadata"].get("labels") or {}).get(REPLICATED_JOB_LABEL) == "launcher"]
+    assert len(launchers) == 1, f"one launcher pod: {launchers}"
+    lingering = launchers[0]
     world.kubelet.hold(lingering)
     world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=retry", phase="Failed", exit_code=1, limit=1)
     world.run_until(lambda: world.phase("retry") == "Restarting", "Restarting")
     world.run_until(lambda: world.jobsets("retry") == [], "the failed attempt torn down")
     world.run_for(3)
     assert world.jobsets("retry") == [], "no next attempt while a pod of the last one runs"
-    assert lingering in [p["metadata"]["name"] for p in world.active_pods("retry")]
+    world.run_until(lambda: [p["metadata"]["name"] for p in world.active_pods("retry")] == [lingering],
+                    "the workers gone, the launcher still terminating")
+    world.run_for(2)
+    assert world.jobsets("retry") == [], "no next attempt while the launcher of the last one runs"
     assert world.condition("retry", "Drained")["status"] == "False"
     world.kubelet.release()
     world.run_until(lambda: world.jobsets("retry") == ["retry-1"], "attempt 1 created")
@@ -121,4 +130,38 @@ def test_api_server_outage_during_a_drain_holds(world: ClusterWorld) -> None:
     assert not world.gone("outage")
     world.kubelet.release()
     world.run_until(lambda: world.gone("outage"), "the lifecycle completes after the restart", timeout=120)
+    world.assert_safe()
+
+
+@pytest.mark.timeout(300)
+def test_etcd_outage_during_a_drain_holds(world: ClusterWorld) -> None:
+    """etcd stopped under a running API server: every request hangs until its client timeout
+    instead of being refused. The stand-ins are not stepped meanwhile (each of their calls would
+    wait its timeout); Metacontroller's stand-in calls the hooks from its last snapshot, as its
+    informers would, and each hook call must hold within its deadline."""
+    world.create_job("etcdout")
+    pods = world.run_until_pods_run("etcdout", 2)
+    world.kubelet.hold(*pods)
+    world.driver.delete_job(world.namespace, "etcdout")
+    world.run_until(lambda: world.phase("etcdout") == "Terminating", "Terminating")
+    calls_before = len(world.driver.calls)
+    plane = world.plane
+    plane.stop_etcd()
+    try:
+        for _ in range(2):
+            world.driver.reconcile(world.namespace, "etcdout")
+    finally:
+        plane.start_etcd()
+        plane.wait_ready(timeout=120)
+    during = world.driver.calls[calls_before:]
+    assert len(during) == 2
+    for call in during:
+        assert call.reply.seconds < 10, f"a hook call took {call.reply.seconds:.1f}s: past Metacontroller's timeout"
+        assert call.body is None or call.body.get("finalized") is not True, "nothing proceeds in an outage"
+    held = [c for c in during if c.body and any(
+        cond.get("reason") == "ReadFailed" for cond in c.body["status"].get("conditions") or [])]
+    assert held, f"the hooks held with ReadFailed while etcd was away: {[c.reply.status for c in during]}"
+    assert not world.gone("etcdout")
+    world.kubelet.release()
+    world.run_until(lambda: world.gone("etcdout"), "the lifecycle completes after etcd is back", timeout=120)
     world.assert_safe()
