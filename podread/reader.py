@@ -11,6 +11,7 @@ from podread.cache import PodCache
 from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
+from podread.nodes import MAX_NODES_PER_READ, NodeLister, NodeState, node_state
 from podread.selector import Pod, PodLister, PodSelector, is_active
 
 log = logging.getLogger("podread")
@@ -39,10 +40,12 @@ class Reader:
     Each read is counted and timed in ``metrics`` and noted in an open ``trace.recording()``.
     """
 
-    def __init__(self, cached: PodLister, live: PodLister | None, *, metrics: ReadMetrics | None = None) -> None:
+    def __init__(self, cached: PodLister, live: PodLister | None, *, metrics: ReadMetrics | None = None,
+                 nodes: NodeLister | None = None) -> None:
         self._cached = cached
         self._live = live
         self._metrics = metrics or default_metrics()
+        self._nodes = nodes
 
     @property
     def has_live(self) -> bool:
@@ -133,6 +136,48 @@ class Reader:
                 if is_active(pod) and own.fullmatch(str(((pod.get("metadata") or {}).get("labels") or {})
                                                         .get(JOBSET_NAME_LABEL, "")))]
 
+    def attempt_failure_pods(self, namespace: str, workload: str) -> list[Pod]:
+        """The pods of a failed workload that say why it failed, from the API server: pods JobSet
+        labelled with ``workload`` (``jobset.sigs.k8s.io/jobset-name``, workers and launcher alike)
+        whose phase is Failed, or that carry a ``DisruptionTarget`` condition, or a container that
+        ended with a non-zero exit code. Sorted by name.
+
+        Live, not cached: a failure policy turns this answer into a final decision (``FailJob``
+        is terminal), so it must be the server's current state, and launchers are not cached.
+        """
+        selector = PodSelector(namespace=namespace, labels={JOBSET_NAME_LABEL: workload})
+        pods = [pod for pod in self._read("attempt_failure_pods", LIVE, selector) if _tells_a_failure(pod)]
+        return sorted(pods, key=lambda pod: str((pod.get("metadata") or {}).get("name", "")))
+
+    def node_states(self, names: list[str]) -> dict[str, NodeState]:
+        """The state of each named node, from the API server (``podread.nodes``): one GET per
+        node, at most ``MAX_NODES_PER_READ`` (sorted, the first ones), 404 read as deleted.
+
+        Live: "deleted" licenses a force delete, so it must come from the server, never a cache.
+        Raises ``PodReadError`` (method ``node_states``) when any read fails, or when this Reader
+        has no node lister (``NoLiveReaderError``).
+        """
+        started = time.perf_counter()
+        found: dict[str, NodeState] = {}
+        try:
+            if self._nodes is None:
+                raise NoLiveReaderError("no node lister: this Reader was built without one")
+            for name in sorted(set(names))[:MAX_NODES_PER_READ]:
+                found[name] = node_state(name, self._nodes.get_node(name))
+        except Exception as exc:
+            error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}",
+                                                                           code="unexpected")
+            error.located("node_states", LIVE)
+            self._metrics.reads.labels("node_states", LIVE, "error").inc()
+            self._metrics.read_errors.labels("node_states", LIVE, error.code).inc()
+            log.warning("node read failed: %s [%s]", error.reason, error.code)
+            if error is exc:
+                raise
+            raise error from exc
+        self._metrics.reads.labels("node_states", LIVE, "ok").inc()
+        self._metrics.read_seconds.labels("node_states", LIVE).observe(time.perf_counter() - started)
+        return found
+
     def _read(self, method: str, source: str, selector: PodSelector) -> list[Pod]:
         """Runs one list on ``source``; see ``_list``."""
         return self._list(method, source, selector)[0]
@@ -192,3 +237,18 @@ class Reader:
                 error_code=None if error is None else error.code,
                 items=tuple(pods) if pods is not None and trace.keeping_pods() else None,
             ))
+
+
+def _tells_a_failure(pod: Pod) -> bool:
+    """Whether ``pod`` failed, was disrupted, or has a container that exited non-zero."""
+    status = pod.get("status") or {}
+    if status.get("phase") == "Failed":
+        return True
+    if any(c.get("type") == "DisruptionTarget" for c in status.get("conditions") or () if isinstance(c, dict)):
+        return True
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for container in status.get(key) or ():
+            terminated = ((container or {}).get("state") or {}).get("terminated") or {}
+            if terminated.get("exitCode") not in (None, 0):
+                return True
+    return False

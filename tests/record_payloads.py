@@ -19,6 +19,7 @@ from typing import Any
 import podread
 from hooks.app import create_app
 from hooks.config import Settings
+from hooks.writer import MemoryWriter
 
 PAYLOADS = pathlib.Path(__file__).resolve().parent / "payloads"
 
@@ -40,7 +41,7 @@ def post(folder: pathlib.Path, request: Any | None = None) -> tuple[int, Any]:
     meta = load(folder, "meta")
     now = datetime.fromisoformat(meta["now"].replace("Z", "+00:00"))
     app = create_app(reader=podread.reader_from_snapshot(load(folder, "pods")), clock=lambda: now,
-                     settings=Settings())
+                     settings=Settings(), writer=MemoryWriter())
     body = load(folder, "request") if request is None else request
     answer = app.test_client().post(f"/{meta['hook']}", data=json.dumps(body), content_type="application/json")
     return answer.status_code, answer.get_json()
