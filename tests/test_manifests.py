@@ -595,11 +595,13 @@ def test_deployment_is_hardened(objects: dict) -> None:
 
 
 def test_deployment_configures_every_documented_variable(objects: dict) -> None:
-    env = {e["name"]: e.get("value") for e in hooks_container(objects)["env"]}
+    env = {e["name"]: e.get("value") for e in hooks_container(objects)["env"] if "valueFrom" not in e}
     assert set(env) == {"PORT", "NVCRE_CACHE_TTL_SECONDS", "NVCRE_CACHE_MAX_ENTRIES",
                         "NVCRE_API_TIMEOUT_SECONDS", "NVCRE_RESYNC_SECONDS", "NVCRE_MAX_BODY_BYTES",
                         "NVCRE_LOG_LEVEL", "NVCRE_HOOK_TOKEN_FILE", "PROMETHEUS_MULTIPROC_DIR"}
     assert all(isinstance(value, str) for value in env.values()), "env values must be strings"
+    from_pod = {e["name"]: e["valueFrom"] for e in hooks_container(objects)["env"] if "valueFrom" in e}
+    assert from_pod == {"POD_NAME": {"fieldRef": {"fieldPath": "metadata.name"}}}
     timeout = objects[("CompositeController", "nvcre-jobs")]["spec"]["hooks"]["sync"]["webhook"]["timeout"]
     assert float(env["NVCRE_API_TIMEOUT_SECONDS"]) < int(timeout.rstrip("s")) / 2
 
@@ -699,7 +701,7 @@ def test_validate_without_strict_lets_unknown_fields_pass() -> None:
 
 def test_deployment_env_is_accepted_by_the_server(objects: dict, tmp_path: pathlib.Path) -> None:
     """The values the manifest sets parse with the server's own settings readers (no cluster needed)."""
-    env = {e["name"]: e["value"] for e in hooks_container(objects)["env"]}
+    env = {e["name"]: e["value"] for e in hooks_container(objects)["env"] if "value" in e}
     env["KUBECONFIG"] = str(tmp_path / "no-such-kubeconfig")
     try:
         from hooks.config import Settings
