@@ -158,25 +158,44 @@ class Reader:
         has no node lister (``NoLiveReaderError``).
         """
         started = time.perf_counter()
+        wanted = sorted(set(names))[:MAX_NODES_PER_READ]
         found: dict[str, NodeState] = {}
+        existing: list[dict] = []
         try:
             if self._nodes is None:
                 raise NoLiveReaderError("no node lister: this Reader was built without one")
-            for name in sorted(set(names))[:MAX_NODES_PER_READ]:
-                found[name] = node_state(name, self._nodes.get_node(name))
+            for name in wanted:
+                node = self._nodes.get_node(name)
+                found[name] = node_state(name, node)
+                existing += [node] if node is not None else []
         except Exception as exc:
             error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}",
                                                                            code="unexpected")
             error.located("node_states", LIVE)
             self._metrics.reads.labels("node_states", LIVE, "error").inc()
             self._metrics.read_errors.labels("node_states", LIVE, error.code).inc()
+            self._note_nodes(wanted, started, error=error)
             log.warning("node read failed: %s [%s]", error.reason, error.code)
             if error is exc:
                 raise
             raise error from exc
         self._metrics.reads.labels("node_states", LIVE, "ok").inc()
         self._metrics.read_seconds.labels("node_states", LIVE).observe(time.perf_counter() - started)
+        self._note_nodes(wanted, started, nodes=existing)
         return found
+
+    @staticmethod
+    def _note_nodes(names: list[str], started: float, *, nodes: list[dict] | None = None,
+                    error: PodReadError | None = None) -> None:
+        """Notes a ``node_states`` read in an open ``trace.recording()``: the Nodes that exist as
+        ``items`` (a name read but not among them was deleted), for the recorder and replay."""
+        if trace.recording_open():
+            trace.note(trace.ReadRecord(
+                method="node_states", source=LIVE, selector="nodes=" + ",".join(names),
+                outcome="ok" if error is None else "error", pods=len(nodes or ()),
+                seconds=time.perf_counter() - started, error=None if error is None else str(error),
+                error_code=None if error is None else error.code,
+                items=tuple(nodes) if nodes is not None and trace.keeping_pods() else None))
 
     def _read(self, method: str, source: str, selector: PodSelector) -> list[Pod]:
         """Runs one list on ``source``; see ``_list``."""
