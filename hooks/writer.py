@@ -60,21 +60,34 @@ class ApiWriter:
     """
 
     def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
-        self._events = k8s.EventsV1Api(api_client)
+        self._api_client = api_client
         self._custom = k8s.CustomObjectsApi(api_client)
         self._core = k8s.CoreV1Api(api_client)
         self._timeout = (timeout_seconds, timeout_seconds)
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
+        """Sends ``body`` as it is. Not through ``EventsV1Api.create_namespaced_event``: that method
+        turns the dict into its model first, and the model writes ``eventTime`` back with
+        ``isoformat()``, which drops the fraction when it is zero (``...T00:00:00+00:00``), a
+        MicroTime the API server refuses (found on the real server, tests/cluster/test_api.py)."""
+        what = f"create event {body.get('metadata', {}).get('name')}"
+        client = self._api_client
         try:
-            self._events.create_namespaced_event(namespace, dict(body), _preload_content=False,
-                                                 _request_timeout=self._timeout)
+            request = client.param_serialize(
+                "POST", "/apis/events.k8s.io/v1/namespaces/{namespace}/events", path_params={"namespace": namespace},
+                header_params={"Content-Type": "application/json", "Accept": "application/json"}, body=dict(body),
+                auth_settings=["BearerToken"])
+            response = client.call_api(*request, _request_timeout=self._timeout)
+            response.read()
         except ApiException as exc:
-            if exc.status == 409:
-                return "exists"
-            raise _http(f"create event {body.get('metadata', {}).get('name')}", exc) from exc
+            raise _http(what, exc) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise WriteError(f"create event: {exc}", "unreachable") from exc
+            raise WriteError(f"{what}: {exc}", "unreachable") from exc
+        if response.status == 409:
+            return "exists"
+        if not 200 <= response.status <= 299:
+            raise WriteError(f"{what}: the API server answered {response.status} {response.data[:300]!r}",
+                             f"http-{response.status}")
         return "created"
 
     def delete_job(self, action: DeleteJob) -> str:

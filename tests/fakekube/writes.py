@@ -3,7 +3,8 @@
 - ``POST /apis/events.k8s.io/v1/namespaces/{ns}/events``: validated as kube-apiserver validates an
   events.k8s.io/v1 Event on create (name, eventTime, reportingController, reportingInstance,
   action, reason, type, note length, regarding in the same namespace); 201 with the stored Event,
-  409 ``AlreadyExists`` for a name already there, 422 ``Invalid`` otherwise;
+  409 ``AlreadyExists`` for a name already there, 422 ``Invalid`` otherwise, and 400 for an
+  ``eventTime`` that is no MicroTime (the real server's decoder refuses ``...T00:00:00+00:00``);
 - ``DELETE /apis/nvcre.nvidia.com/v1alpha1/namespaces/{ns}/jobs/{name}``: over the Jobs the test
   put (``jobs``); 404 when there is none, 409 when a ``preconditions.uid`` does not match, else the
   Job is marked deleted (``deleted_jobs``) and returned;
@@ -28,6 +29,8 @@ _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
 _NODE = re.compile(r"^/api/v1/nodes/([^/]+)$")
 _QUALIFIED = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                         r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+_MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$")
 
 Answer = tuple[int, bytes]
 
@@ -66,6 +69,11 @@ class WriteRoutes:
             event = json.loads(raw or b"{}")
         except ValueError:
             return 400, self._status(400, "the body is not JSON")
+        if event.get("eventTime") and not _MICRO_TIME.match(str(event["eventTime"])):
+            # the real server's decoder refuses it before validation: 400, not 422
+            return 400, self._status(400, f'Event in version "v1" cannot be handled as a Event: parsing time '
+                                          f'"{event["eventTime"]}" as "2006-01-02T15:04:05.000000Z07:00"',
+                                     reason="BadRequest")
         problems = _event_problems(namespace, event)
         if problems:
             return 422, self._status(422, f'Event.events.k8s.io "{event.get("metadata", {}).get("name", "")}" is '
