@@ -3,11 +3,11 @@
 Pure: the only I/O is the Reader passed in. Rows, first match decides:
 
 1. finalizing                     -> no children; Terminating; finalized only after the drain barrier
-1a. activeDeadlineSeconds passed  -> no children; Terminating (DeadlineExceeded=True), then after the
-    (not terminal; hooks.deadlines)  barrier Failed, condition Failed reason DeadlineExceeded
 2. spec.suspend (not terminal)    -> no children; Suspending, then Suspended after the barrier
 3. status disagrees with children -> hold: keep every observed JobSet not being deleted, create
                                      nothing, advance nothing; StatusMismatch=True says why
+3a. activeDeadlineSeconds passed  -> no children; Terminating (DeadlineExceeded=True), then after the
+    (not terminal; hooks.deadlines)  barrier Failed, condition Failed reason DeadlineExceeded
 4. phase Succeeded/Failed         -> terminal forever: keep the current JobSet if observed, never create
 5. phase Suspended/Suspending     -> barrier, then attempt+1 (a resume, not a restart), Pending
 6. phase Restarting               -> barrier, then attempt+1, Pending
@@ -204,12 +204,12 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     mismatch = None if observed.finalizing else status_mismatch(observed, attempt, phase)
     if observed.finalizing:
         _finalize(ctx, work)
-    elif phase not in TERMINAL and _deadline_due(ctx, work):  # row 1a (issue 15)
-        _deadline(ctx, work)
     elif observed.spec.get("suspend") is True and phase not in TERMINAL:
         _suspend(ctx, work)
     elif mismatch is not None:
         _hold_mismatch(ctx, work, *mismatch)
+    elif phase not in TERMINAL and _deadline_due(ctx, work):  # row 3a (issue 15)
+        _deadline(ctx, work)
     elif phase in TERMINAL:
         _terminal(ctx, work)
     elif phase in (SUSPENDED, SUSPENDING):
@@ -650,7 +650,7 @@ def _as_observed(observed: Mapping[str, Any]) -> dict[str, Any]:
 # ---- issue 15: time limits and stuck pods (hooks.deadlines, hooks.stuck) ----------------------------
 
 def _deadline_due(ctx: _Context, work: _Work) -> bool:
-    """Whether row 1a applies: ``activeDeadlineSeconds`` passed (counted from ``status.startTime``),
+    """Whether row 3a applies: ``activeDeadlineSeconds`` passed (counted from ``status.startTime``),
     or an earlier answer already said so (``DeadlineExceeded=True``: raising the limit afterwards
     does not bring the workload back)."""
     marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
@@ -660,7 +660,7 @@ def _deadline_due(ctx: _Context, work: _Work) -> bool:
 
 
 def _deadline(ctx: _Context, work: _Work) -> None:
-    """Row 1a: past the active deadline. No children; Terminating until the drain barrier passes,
+    """Row 3a: past the active deadline. No children; Terminating until the drain barrier passes,
     then Failed with condition ``Failed`` reason ``DeadlineExceeded`` (terminal)."""
     work.workload = ""
     if cond.get_condition(work.conditions, DEADLINE_EXCEEDED) is None or \
