@@ -100,7 +100,8 @@ class Effects:
         """Queues the Events of ``decision``'s transition and its actions; never raises, never blocks."""
         try:
             status = decision.response["status"]
-            for event in transition_events(observed.status, status, decision.actions):
+            children = tuple(str(c["metadata"]["name"]) for c in decision.response.get("children") or ())
+            for event in transition_events(observed.status, status, decision.actions, children):
                 self._queue_event(observed, event, now)
             for action in decision.actions:
                 self._queue_action(action)

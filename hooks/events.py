@@ -41,8 +41,11 @@ class Event:
     key: str
 
 
-def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action, ...] = ()) -> list[Event]:
-    """The Events of going from ``prior`` to ``status`` and of ``actions``, in a fixed order."""
+def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action, ...] = (),
+                      children: tuple[str, ...] | None = None) -> list[Event]:
+    """The Events of going from ``prior`` to ``status`` and of ``actions``, in a fixed order.
+    ``children`` names the JobSets the answer holds (``None``: take ``status.workload`` as held):
+    an attempt is "created" only when its JobSet is in the answer, not while a gate holds it back."""
     events: list[Event] = []
     before, after = prior.phase, str(status.get("phase", ""))
     attempt = int(status.get("attempt", 0))
@@ -62,7 +65,8 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
 
     if after in ("Pending", "Running") and before in ("Suspended", "Suspending") and attempt > prior.attempt:
         add("Resumed", NORMAL, "Resume", f"resumed as attempt {attempt}", str(attempt))
-    if workload and workload != prior.workload and after in ("Pending", "Running"):
+    held = children is None or workload in children
+    if workload and workload != prior.workload and after in ("Pending", "Running") and held:
         add("AttemptCreated", NORMAL, "CreateWorkload", f"created attempt {attempt} (JobSet {workload})", str(attempt))
     if after == "Restarting" and before != "Restarting":
         failure = status.get("lastFailure") or {}

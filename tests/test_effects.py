@@ -49,6 +49,7 @@ def test_a_fixed_point_makes_no_event() -> None:
 def test_transitions_make_their_events() -> None:
     created = {"phase": "Pending", "attempt": 0, "workload": "train-0", "conditions": []}
     assert reasons(transition_events(prior(), created)) == ["AttemptCreated"]
+    assert reasons(transition_events(prior(), created, children=())) == [], "a gate held it back: not created"
     restarting = {"phase": "Restarting", "attempt": 0, "workload": "", "restarts": 1,
                   "lastFailure": {"cause": "default", "message": "JobSet failed (FailedJobs)", "action": "RestartJob"},
                   "conditions": [{"type": "Drained", "status": "False", "message": "waiting for 2 active pods",
@@ -107,15 +108,17 @@ def test_events_of_one_job_are_rate_limited() -> None:
     writer = MemoryWriter()
     effects = Effects(writer, instance="test", clock=lambda: clock[0])
     observed = parse_request(job_request(), "sync")
-    for attempt in range(BURST + 5):
+    def created(attempt: int) -> Any:
         status = {"phase": "Pending", "attempt": attempt, "workload": f"train-{attempt}", "conditions": []}
-        decision = type("D", (), {"response": {"status": status}, "actions": ()})()
-        effects.submit(observed, decision, NOW)  # type: ignore[arg-type]
+        response = {"status": status, "children": [{"metadata": {"name": f"train-{attempt}"}}]}
+        return type("D", (), {"response": response, "actions": ()})()
+
+    for attempt in range(BURST + 5):
+        effects.submit(observed, created(attempt), NOW)
     assert effects.flush()
     assert len(writer.writes) == BURST
     clock[0] += 60.0
-    status = {"phase": "Pending", "attempt": 99, "workload": "train-99", "conditions": []}
-    effects.submit(observed, type("D", (), {"response": {"status": status}, "actions": ()})(), NOW)  # type: ignore[arg-type]
+    effects.submit(observed, created(99), NOW)
     assert effects.flush() and len(writer.writes) == BURST + 1
 
 
