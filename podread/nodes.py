@@ -13,6 +13,8 @@ A ``NodeLister`` is anything with ``get_node(name)``: ``NodeClient`` (the kubern
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -22,9 +24,12 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from podread import calltime
-from podread.errors import ApiError, DeadlineExceeded
+from podread import calltime, trace
+from podread.errors import ApiError, DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.live import DEFAULT_TIMEOUT_SECONDS, http_error, transport_error
+from podread.metrics import ReadMetrics
+
+log = logging.getLogger("podread")
 
 Node = dict[str, Any]
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
@@ -92,6 +97,50 @@ def node_state(name: str, node: Mapping[str, Any] | None) -> NodeState:
     return NodeState(name=name, exists=True, ready=str(ready.get("status", "")),
                      ready_since=str(ready.get("lastTransitionTime", "")),
                      unreachable=bool(taints & UNREACHABLE_TAINTS), out_of_service=OUT_OF_SERVICE_TAINT in taints)
+
+
+def read_states(lister: NodeLister | None, names: Iterable[str], metrics: ReadMetrics) -> dict[str, NodeState]:
+    """What ``Reader.node_states`` does: reads ``names`` (sorted, unique, at most
+    ``MAX_NODES_PER_READ``) through ``lister``, one by one, counting and timing the read as method
+    ``node_states`` from ``live`` and noting it in an open ``trace.recording()`` (the Nodes that
+    exist as ``items``: a name read and not among them was deleted). Raises ``PodReadError``
+    (``NoLiveReaderError`` without a lister); a failed read is never "deleted"."""
+    started = time.perf_counter()
+    wanted = sorted(set(names))[:MAX_NODES_PER_READ]
+    found: dict[str, NodeState] = {}
+    existing: list[Node] = []
+    try:
+        if lister is None:
+            raise NoLiveReaderError("no node lister: this Reader was built without one")
+        for name in wanted:
+            node = lister.get_node(name)
+            found[name] = node_state(name, node)
+            existing += [node] if node is not None else []
+    except Exception as exc:
+        error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}", code="unexpected")
+        error.located("node_states", "live")
+        metrics.reads.labels("node_states", "live", "error").inc()
+        metrics.read_errors.labels("node_states", "live", error.code).inc()
+        _note(wanted, started, error=error)
+        log.warning("node read failed: %s [%s]", error.reason, error.code)
+        if error is exc:
+            raise
+        raise error from exc
+    metrics.reads.labels("node_states", "live", "ok").inc()
+    metrics.read_seconds.labels("node_states", "live").observe(time.perf_counter() - started)
+    _note(wanted, started, nodes=existing)
+    return found
+
+
+def _note(names: list[str], started: float, *, nodes: list[Node] | None = None,
+          error: PodReadError | None = None) -> None:
+    if trace.recording_open():
+        trace.note(trace.ReadRecord(
+            method="node_states", source="live", selector="nodes=" + ",".join(names),
+            outcome="ok" if error is None else "error", pods=len(nodes or ()),
+            seconds=time.perf_counter() - started, error=None if error is None else str(error),
+            error_code=None if error is None else error.code,
+            items=tuple(nodes) if nodes is not None and trace.keeping_pods() else None))
 
 
 class NodeClient:

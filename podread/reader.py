@@ -11,8 +11,8 @@ from podread.cache import PodCache
 from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
-from podread.nodes import MAX_NODES_PER_READ, NodeLister, NodeState, node_state
-from podread.selector import Pod, PodLister, PodSelector, is_active
+from podread.nodes import NodeLister, NodeState, read_states
+from podread.selector import Pod, PodLister, PodSelector, is_active, tells_a_failure
 
 log = logging.getLogger("podread")
 
@@ -146,56 +146,18 @@ class Reader:
         is terminal), so it must be the server's current state, and launchers are not cached.
         """
         selector = PodSelector(namespace=namespace, labels={JOBSET_NAME_LABEL: workload})
-        pods = [pod for pod in self._read("attempt_failure_pods", LIVE, selector) if _tells_a_failure(pod)]
+        pods = [pod for pod in self._read("attempt_failure_pods", LIVE, selector) if tells_a_failure(pod)]
         return sorted(pods, key=lambda pod: str((pod.get("metadata") or {}).get("name", "")))
 
     def node_states(self, names: list[str]) -> dict[str, NodeState]:
-        """The state of each named node, from the API server (``podread.nodes``): one GET per
-        node, at most ``MAX_NODES_PER_READ`` (sorted, the first ones), 404 read as deleted.
+        """The state of each named node, from the API server (``podread.nodes.read_states``): one
+        GET per node, at most ``MAX_NODES_PER_READ`` (sorted, the first ones), 404 read as deleted.
 
         Live: "deleted" licenses a force delete, so it must come from the server, never a cache.
         Raises ``PodReadError`` (method ``node_states``) when any read fails, or when this Reader
         has no node lister (``NoLiveReaderError``).
         """
-        started = time.perf_counter()
-        wanted = sorted(set(names))[:MAX_NODES_PER_READ]
-        found: dict[str, NodeState] = {}
-        existing: list[dict] = []
-        try:
-            if self._nodes is None:
-                raise NoLiveReaderError("no node lister: this Reader was built without one")
-            for name in wanted:
-                node = self._nodes.get_node(name)
-                found[name] = node_state(name, node)
-                existing += [node] if node is not None else []
-        except Exception as exc:
-            error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}",
-                                                                           code="unexpected")
-            error.located("node_states", LIVE)
-            self._metrics.reads.labels("node_states", LIVE, "error").inc()
-            self._metrics.read_errors.labels("node_states", LIVE, error.code).inc()
-            self._note_nodes(wanted, started, error=error)
-            log.warning("node read failed: %s [%s]", error.reason, error.code)
-            if error is exc:
-                raise
-            raise error from exc
-        self._metrics.reads.labels("node_states", LIVE, "ok").inc()
-        self._metrics.read_seconds.labels("node_states", LIVE).observe(time.perf_counter() - started)
-        self._note_nodes(wanted, started, nodes=existing)
-        return found
-
-    @staticmethod
-    def _note_nodes(names: list[str], started: float, *, nodes: list[dict] | None = None,
-                    error: PodReadError | None = None) -> None:
-        """Notes a ``node_states`` read in an open ``trace.recording()``: the Nodes that exist as
-        ``items`` (a name read but not among them was deleted), for the recorder and replay."""
-        if trace.recording_open():
-            trace.note(trace.ReadRecord(
-                method="node_states", source=LIVE, selector="nodes=" + ",".join(names),
-                outcome="ok" if error is None else "error", pods=len(nodes or ()),
-                seconds=time.perf_counter() - started, error=None if error is None else str(error),
-                error_code=None if error is None else error.code,
-                items=tuple(nodes) if nodes is not None and trace.keeping_pods() else None))
+        return read_states(self._nodes, names, self._metrics)
 
     def _read(self, method: str, source: str, selector: PodSelector) -> list[Pod]:
         """Runs one list on ``source``; see ``_list``."""
@@ -257,17 +219,3 @@ class Reader:
                 items=tuple(pods) if pods is not None and trace.keeping_pods() else None,
             ))
 
-
-def _tells_a_failure(pod: Pod) -> bool:
-    """Whether ``pod`` failed, was disrupted, or has a container that exited non-zero."""
-    status = pod.get("status") or {}
-    if status.get("phase") == "Failed":
-        return True
-    if any(c.get("type") == "DisruptionTarget" for c in status.get("conditions") or () if isinstance(c, dict)):
-        return True
-    for key in ("containerStatuses", "initContainerStatuses"):
-        for container in status.get(key) or ():
-            terminated = ((container or {}).get("state") or {}).get("terminated") or {}
-            if terminated.get("exitCode") not in (None, 0):
-                return True
-    return False

@@ -15,7 +15,7 @@ from typing import Any
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL, is_active
 from podread.errors import PodReadError
 from podread.nodes import NodeState, node_state
-from podread.reader import _tells_a_failure
+from podread.selector import tells_a_failure
 
 Pod = dict[str, Any]
 
@@ -98,7 +98,7 @@ class FakeReader:
         """Live pods JobSet labelled ``workload`` that failed, were disrupted or exited non-zero."""
         pods = self._source("attempt_failure_pods", "live", (namespace, workload))
         return sorted((p for p in pods if _ns(p) == namespace and _labels(p).get(JOBSET_NAME_LABEL) == workload
-                       and _tells_a_failure(p)), key=lambda p: p["metadata"]["name"])
+                       and tells_a_failure(p)), key=lambda p: p["metadata"]["name"])
 
     def node_states(self, names: list[str]) -> dict[str, NodeState]:
         """The states of the named nodes from ``nodes`` (a name not there: deleted); without
