@@ -13,7 +13,8 @@ Events never flood, on three levels:
   remembers the names it wrote (``DEDUP_SIZE`` names, ``DEDUP_SECONDS``) and sends no second create;
 - each Job has a token bucket (``BURST`` Events, one more every ``REFILL_SECONDS``): past it Events
   are dropped and counted (``rate-limited``).
-Deletes are not rate-limited but deduplicated the same way (one in flight per object).
+Deletes are not rate-limited but deduplicated by object (kind, namespace, name, UID): sent once per
+``DEDUP_SECONDS``; one that failed is forgotten, so the next call that asks for it sends it again.
 """
 
 from __future__ import annotations
