@@ -18,9 +18,11 @@ import podread
 from hooks import logs, metrics
 from hooks.auth import BearerToken
 from hooks.config import Settings
+from hooks.effects import Effects
 from hooks.handler import HookResult, encode, handle
 from hooks.observed import HOOKS
 from hooks.record import Recorder
+from hooks.writer import Writer, writer_from_environment
 
 log = logging.getLogger("nvcre.hooks.app")
 
@@ -37,12 +39,15 @@ def create_app(
     *,
     clock: Callable[[], datetime] | None = None,
     settings: Settings | None = None,
+    writer: Writer | None = None,
 ) -> Flask:
     """Builds the hook server.
 
     Defaults: ``settings`` from the environment (``Settings.from_env``), ``reader`` from
     ``podread.from_environment()`` (with no cluster configuration it still builds, and its reads
-    fail clearly), ``clock`` the UTC wall clock. Raises ``ValueError`` on bad configuration,
+    fail clearly), ``clock`` the UTC wall clock, ``writer`` (the hooks' own writes: Events, TTL
+    deletes, force deletes; ``hooks.writer``) from the same cluster configuration. The writer is
+    wrapped in one ``hooks.effects.Effects`` per app (its queue and thread). Raises ``ValueError`` on bad configuration,
     including a missing or empty ``NVCRE_HOOK_TOKEN_FILE``, so a worker fails at start-up.
 
     Routes: ``POST /sync``, ``POST /finalize``, ``GET /healthz``, ``GET /readyz``, ``GET /metrics``.
@@ -53,10 +58,12 @@ def create_app(
     token = BearerToken(settings.hook_token_file) if settings.hook_token_file else None
     reader = podread.from_environment() if reader is None else reader
     clock = utc_now if clock is None else clock
+    effects = Effects(writer_from_environment() if writer is None else writer)
     recorder = Recorder.from_env()  # NVCRE_RECORD_DIR: None (off) unless set
 
     app = Flask("hooks")
     app.extensions["nvcre_recorder"] = recorder
+    app.extensions["nvcre_effects"] = effects
     # One byte over the limit: werkzeug cuts a chunked body (no Content-Length) at exactly this many
     # bytes without an error, so handle() sees limit + 1 bytes and answers the 413 itself.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
@@ -73,7 +80,7 @@ def create_app(
                 _account(hook, result, request.content_length or 0)
                 return Response(result.encoded, status=413, mimetype="application/json")
             answer = handle if recorder is None else recorder.handle
-            result = answer(raw, hook, reader=reader, clock=clock, settings=settings)
+            result = answer(raw, hook, reader=reader, clock=clock, settings=settings, effects=effects)
             _account(hook, result, len(raw))
             return Response(result.encoded, status=result.status_code, mimetype="application/json")
 
@@ -130,6 +137,8 @@ def _account(hook: str, result: HookResult, body_bytes: int) -> None:
     decision = result.decision
     if decision is not None:
         metrics.count_decision(decision.kind)
+        if decision.stuck_pods:
+            metrics.count_drain_stuck(decision.stuck_pods)
     logs.log_hook_call(
         hook=hook,
         namespace=result.namespace,

@@ -6,12 +6,17 @@ Pure: the only I/O is the Reader passed in. Rows, first match decides:
 2. spec.suspend (not terminal)    -> no children; Suspending, then Suspended after the barrier
 3. status disagrees with children -> hold: keep every observed JobSet not being deleted, create
                                      nothing, advance nothing; StatusMismatch=True says why
+3a. activeDeadlineSeconds passed  -> no children; Terminating (DeadlineExceeded=True), then after the
+    (not terminal; hooks.deadlines)  barrier Failed, condition Failed reason DeadlineExceeded
 4. phase Succeeded/Failed         -> terminal forever: keep the current JobSet if observed, never create
 5. phase Suspended/Suspending     -> barrier, then attempt+1 (a resume, not a restart), Pending
 6. phase Restarting               -> barrier, then attempt+1, Pending
 7. spec cannot be built           -> InvalidSpec; keep the current JobSet if observed, create nothing
 8. current JobSet Failed, restarts left    -> Restarting, restarts+1 (the JobSet is kept in this
                                      answer), then as row 6
+8a. current JobSet Failed, a failure-policy rule (hooks.failurepolicy) says FailJob -> keep it; Failed
+    (condition Failed reason FailurePolicy); RestartJobIgnoreMaxRestarts -> as row 8 without
+    restarts+1, even with none left. Every restart counts in restartsByCause[cause]
 9. current JobSet Failed, none left        -> keep it; Failed
 10. current JobSet Completed               -> keep it; Succeeded
 11. otherwise                     -> the current attempt's JobSet; Running if a cached pod is active.
@@ -39,6 +44,13 @@ the highest attempt in the status, the children and those pods (``active_attempt
 of one call share one deadline (``hooks.handler``); a failed or late read holds, with a status whose
 words depend only on the error's class.
 
+Issue 15 adds, around the rows: ``status.startTime`` (recorded once, when an answer first holds a
+JobSet) and ``status.completionTime`` (once, when the phase first becomes terminal), from which
+``hooks.deadlines`` counts; a terminal Job past ``ttlSecondsAfterFinished`` asks for its own
+deletion (``hooks.actions.DeleteJob``; the finalize row then drains it); a barrier that waits on
+pods of dead nodes says so (``DrainStuck``, ``hooks.stuck``) and may ask for a force delete
+(``ForceDeletePod``). ``resyncAfterSeconds`` also wakes the Job when a limit passes.
+
 Terminal comes after suspend only for Jobs that are not terminal, so suspending a finished Job never
 moves it out of its final phase. Only rows 1, 2, 5 (while draining), 6 (while holding) and the
 failed JobSet of row 8 on the next call leave the current JobSet out.
@@ -52,6 +64,8 @@ from datetime import datetime
 from typing import Any
 
 from hooks import conditions as cond
+from hooks import deadlines, failurepolicy, stuck
+from hooks.actions import Action, DeleteJob, ForceDeletePod
 from hooks.evidence import (
     ATTEMPT_VALUE,
     attempt_in_name,
@@ -64,6 +78,7 @@ from hooks.jobset import API_VERSION as JOBSET_API_VERSION
 from hooks.jobset import KIND as JOBSET_KIND
 from hooks.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset, json_copy, workload_name
 from hooks.observed import Observed
+from hooks.spec import check_spec
 from podread import (
     ATTEMPT_LABEL,
     JOB_LABEL,
@@ -87,6 +102,8 @@ DRAINED = "Drained"
 INVALID_SPEC = "InvalidSpec"
 STATUS_MISMATCH = "StatusMismatch"
 FAILED_CONDITION = "Failed"
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+DRAIN_STUCK = "DrainStuck"
 _LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 MAX_MESSAGE = 1024
 """The longest ``status.message`` (and condition message) written, whatever the input."""
@@ -97,7 +114,9 @@ class Decision:
     """The answer to one hook request.
 
     ``response`` is the whole 200 body; ``kind`` summarizes what was decided (one of ``KINDS``);
-    ``phase_before``/``phase_after`` are the prior and new phase; ``message`` the status message.
+    ``phase_before``/``phase_after`` are the prior and new phase; ``message`` the status message;
+    ``actions`` the writes it asks for besides the answer (``hooks.actions``); ``stuck_pods`` how
+    many pods the barrier found stuck on dead nodes.
     """
 
     response: dict[str, Any]
@@ -105,6 +124,8 @@ class Decision:
     phase_before: str
     phase_after: str
     message: str
+    actions: tuple[Action, ...] = ()
+    stuck_pods: int = 0
 
 
 @dataclass
@@ -122,6 +143,13 @@ class _Work:
     resync: bool = False
     finalized: bool = False
     kind: str = "kept"
+    restarts_by_cause: dict[str, int] = field(default_factory=dict)
+    last_failure: dict[str, Any] = field(default_factory=dict)
+    start_time: str = ""
+    completion_time: str = ""
+    wake: float | None = None
+    actions: list[Action] = field(default_factory=list)
+    stuck_pods: int = 0
 
 
 @dataclass(frozen=True)
@@ -170,7 +198,9 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     if attempt > prior.attempt and phase in (RESTARTING, SUSPENDING, SUSPENDED):
         phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
     work = _Work(phase=phase, attempt=attempt, restarts=prior.restarts, workload=prior.workload,
-                 active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions))
+                 active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions),
+                 restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
+                 start_time=prior.start_time, completion_time=prior.completion_time)
     mismatch = None if observed.finalizing else status_mismatch(observed, attempt, phase)
     if observed.finalizing:
         _finalize(ctx, work)
@@ -178,6 +208,8 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         _suspend(ctx, work)
     elif mismatch is not None:
         _hold_mismatch(ctx, work, *mismatch)
+    elif phase not in TERMINAL and _deadline_due(ctx, work):  # row 3a (issue 15)
+        _deadline(ctx, work)
     elif phase in TERMINAL:
         _terminal(ctx, work)
     elif phase in (SUSPENDED, SUSPENDING):
@@ -188,6 +220,7 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         _steady(ctx, work)
     if mismatch is None and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
+    _times(ctx, work)
     return _decision(observed, work, resync_seconds)
 
 
@@ -221,13 +254,19 @@ def _decision(observed: Observed, work: _Work, resync_seconds: float) -> Decisio
         "conditions": work.conditions,
         "message": _bounded(work.message),
     }
+    for key, value in (("restartsByCause", work.restarts_by_cause), ("lastFailure", work.last_failure),
+                       ("startTime", work.start_time), ("completionTime", work.completion_time)):
+        if value:
+            status[key] = dict(sorted(value.items())) if isinstance(value, dict) else value
     response: dict[str, Any] = {"status": status, "children": work.children}
-    if work.resync:
-        response["resyncAfterSeconds"] = resync_seconds
+    wakes = [seconds for seconds in (resync_seconds if work.resync else None, work.wake) if seconds is not None]
+    if wakes:
+        response["resyncAfterSeconds"] = min(wakes)
     if observed.finalizing:
         response["finalized"] = work.finalized
     return Decision(response=response, kind=work.kind, phase_before=observed.status.phase,
-                    phase_after=work.phase, message=status["message"])
+                    phase_after=work.phase, message=status["message"], actions=tuple(work.actions),
+                    stuck_pods=work.stuck_pods)
 
 
 # ---- teardown rows -------------------------------------------------------------------------------
@@ -332,8 +371,10 @@ def _barrier(ctx: _Context, work: _Work, *, gate: bool = False, next_attempt: bo
         work.message = _bounded("waiting for " + " and ".join(waiting))
         work.conditions = cond.set_condition(work.conditions, DRAINED, cond.FALSE, reason, work.message, ctx.now)
         work.resync = True
+        _check_stuck(ctx, work, [*active, *launchers])
         return False
     work.message = ""
+    _clear_stuck(ctx, work)
     if not gate or cond.get_condition(work.conditions, DRAINED) is not None:
         work.conditions = cond.set_condition(work.conditions, DRAINED, cond.TRUE, "NoActivePods",
                                              "no active pod (confirmed with the API server)", ctx.now)
@@ -429,32 +470,18 @@ def _steady(ctx: _Context, work: _Work, *, drained: bool = False) -> None:
     ``drained`` because the barrier has just passed)."""
     current = ctx.jobset(work.attempt)
     try:
-        desired = build_jobset(ctx.job_object(), work.attempt)
+        desired, rules = check_spec(ctx.job_object(), work.attempt)
     except InvalidSpec as invalid:
         _invalid_spec(ctx, work, current, invalid)
         return
     if cond.get_condition(work.conditions, INVALID_SPEC) is not None:
         work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, "Valid", "", ctx.now)
     state = jobset_state(current) if current is not None else ""
-    max_restarts = ctx.observed.spec.get("maxRestarts") or 0
-    if state == FAILED and work.restarts < max_restarts and work.attempt >= MAX_ATTEMPT:
-        work.workload = desired["metadata"]["name"]
-        work.children = [desired]
-        _attempt_limit(ctx, work)
-        _count_pods(ctx, work)
+    if state == FAILED and current is not None:
+        _failed(ctx, work, current, desired, rules)  # rows 8, 8a, 9
         return
-    if state == FAILED and work.restarts < max_restarts:
-        # Row 7, in two calls, so that the decision survives a lost status write: this answer
-        # records Restarting and restarts+1 and still keeps the failed JobSet; the next call (row 5,
-        # fed that status) leaves it out. Leaving it out at once would let a lost status write
-        # recreate the failed attempt under the same name, uncounted. restarts+1 happens exactly
-        # once: the fed-back status is Restarting.
-        work.restarts += 1
-        _restart(ctx, work)  # holds: the failed JobSet is still observed
-        work.children = [desired]
-        return
-    if state in (FAILED, "Completed"):
-        work.phase = FAILED if state == FAILED else SUCCEEDED  # rows 8 and 9
+    if state == "Completed":
+        work.phase = SUCCEEDED  # row 10
         work.kind = "terminal"
         work.workload = desired["metadata"]["name"]
         work.children = [desired]
@@ -462,6 +489,56 @@ def _steady(ctx: _Context, work: _Work, *, drained: bool = False) -> None:
         _count_pods(ctx, work)
         return
     _run(ctx, work, current, desired, drained=drained)
+
+
+def _failed(ctx: _Context, work: _Work, current: Mapping[str, Any], desired: dict[str, Any],
+            rules: list[Mapping[str, Any]]) -> None:
+    """Rows 8, 8a and 9: the current JobSet failed. ``spec.failurePolicy.rules`` judge why
+    (``hooks.failurepolicy``, reading the pods that tell it only when a rule needs them; a failed
+    read holds, keeping the JobSet: ``FailJob`` is final, so it is never decided on a guess).
+    FailJob, or a counted restart with none left: Failed, the JobSet kept. Otherwise row 8, in two
+    calls, so that the decision survives a lost status write: this answer records Restarting (and
+    restarts+1 when the verdict counts) and still keeps the failed JobSet; the next call (row 6, fed
+    that status) leaves it out. Leaving it out at once would let a lost status write recreate the
+    failed attempt under the same name, uncounted. The count happens exactly once: the fed-back
+    status is Restarting.
+    """
+    work.workload = desired["metadata"]["name"]
+    work.children = [desired]
+    pods: list[Mapping[str, Any]] = []
+    if failurepolicy.needs_pods(rules):
+        try:
+            pods = ctx.reader.attempt_failure_pods(ctx.namespace, str(current["metadata"]["name"]))
+        except PodReadError as error:
+            work.kind = "held"
+            work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+            _read_failed(ctx, work, error, in_barrier=False)
+            return
+    verdict = failurepolicy.judge(rules, current, pods)
+    max_restarts = ctx.observed.spec.get("maxRestarts") or 0
+    restart = verdict.action == failurepolicy.RESTART_IGNORE or (
+        verdict.action == failurepolicy.RESTART_JOB and work.restarts < max_restarts)
+    work.last_failure = {"attempt": work.attempt, "cause": verdict.cause, "message": _bounded(verdict.message),
+                         "action": verdict.action}
+    if not restart:
+        work.phase = FAILED
+        work.kind = "terminal"
+        work.message = ""
+        reason, said = ("FailurePolicy", verdict.message) if verdict.action == failurepolicy.FAIL_JOB else (
+            "MaxRestartsReached", f"{verdict.message}; maxRestarts ({max_restarts}) used up")
+        work.conditions = cond.set_condition(work.conditions, FAILED_CONDITION, cond.TRUE, reason, _bounded(said),
+                                             ctx.now)
+        _count_pods(ctx, work)
+        return
+    if work.attempt >= MAX_ATTEMPT:
+        _attempt_limit(ctx, work)
+        _count_pods(ctx, work)
+        return
+    if verdict.counted:
+        work.restarts += 1
+    work.restarts_by_cause[verdict.cause] = work.restarts_by_cause.get(verdict.cause, 0) + 1
+    _restart(ctx, work)  # holds: the failed JobSet is still observed
+    work.children = [desired]
 
 
 def _run(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, desired: dict[str, Any],
@@ -568,3 +645,107 @@ def _as_observed(observed: Mapping[str, Any]) -> dict[str, Any]:
         "metadata": kept,
         "spec": json_copy(observed.get("spec") or {}),
     }
+
+
+# ---- issue 15: time limits and stuck pods (hooks.deadlines, hooks.stuck) ----------------------------
+
+def _deadline_due(ctx: _Context, work: _Work) -> bool:
+    """Whether row 3a applies: ``activeDeadlineSeconds`` passed (counted from ``status.startTime``),
+    or an earlier answer already said so (``DeadlineExceeded=True``: raising the limit afterwards
+    does not bring the workload back)."""
+    marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
+    if marked is not None and marked.get("status") == cond.TRUE:
+        return True
+    return deadlines.passed(deadlines.deadline_at(ctx.observed.spec, work.start_time), ctx.now)
+
+
+def _deadline(ctx: _Context, work: _Work) -> None:
+    """Row 3a: past the active deadline. No children; Terminating until the drain barrier passes,
+    then Failed with condition ``Failed`` reason ``DeadlineExceeded`` (terminal)."""
+    work.workload = ""
+    if cond.get_condition(work.conditions, DEADLINE_EXCEEDED) is None or \
+            cond.get_condition(work.conditions, DEADLINE_EXCEEDED).get("status") != cond.TRUE:
+        at = deadlines.deadline_at(ctx.observed.spec, work.start_time)
+        said = (f"spec.activeDeadlineSeconds passed at {deadlines.stamp(at)} (counted from status.startTime "
+                f"{work.start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
+        work.conditions = cond.set_condition(work.conditions, DEADLINE_EXCEEDED, cond.TRUE, "ActiveDeadlineSeconds",
+                                             said, ctx.now)
+    if not _barrier(ctx, work):
+        work.phase = TERMINATING
+        work.kind = "held"
+        work.message = _bounded(f"deadline exceeded, tearing down: {work.message}")
+        return
+    work.phase = FAILED
+    work.kind = "terminal"
+    work.conditions = cond.set_condition(work.conditions, FAILED_CONDITION, cond.TRUE, "DeadlineExceeded",
+                                         str(cond.get_condition(work.conditions, DEADLINE_EXCEEDED)["message"]),
+                                         ctx.now)
+
+
+def _times(ctx: _Context, work: _Work) -> None:
+    """Records ``startTime`` (once: the first answer holding a JobSet; that JobSet's own
+    ``creationTimestamp`` when it is observed with one, else ``now``) and ``completionTime``
+    (once: the first terminal answer); wakes the Job when its active deadline will pass; asks,
+    once a terminal Job's ``ttlSecondsAfterFinished`` passed, for its deletion (``DeleteJob``,
+    repeated every call until the deletion is observed: a failed write is simply asked again)."""
+    if ctx.observed.finalizing:
+        return
+    if not work.start_time and work.children:
+        name = str(work.children[0]["metadata"]["name"])
+        observed = next((js for js in ctx.observed.jobsets if js["metadata"]["name"] == name), None)
+        created = str(((observed or {}).get("metadata") or {}).get("creationTimestamp") or "")
+        try:
+            work.start_time = deadlines.stamp(deadlines.parse_time(created) or ctx.now)
+        except ValueError:
+            work.start_time = deadlines.stamp(ctx.now)
+    if work.phase not in TERMINAL:
+        work.wake = deadlines.wake_in(deadlines.deadline_at(ctx.observed.spec, work.start_time), ctx.now)
+        return
+    if not work.completion_time:
+        work.completion_time = deadlines.stamp(ctx.now)
+    at = deadlines.ttl_at(ctx.observed.spec, work.completion_time)
+    if not deadlines.passed(at, ctx.now):
+        work.wake = deadlines.wake_in(at, ctx.now)
+        return
+    assert at is not None
+    work.message = f"deleting the Job: spec.ttlSecondsAfterFinished passed at {deadlines.stamp(at)}"
+    work.resync = True
+    work.actions.append(DeleteJob(ctx.namespace, ctx.job, ctx.observed.uid, work.message))
+
+
+def _check_stuck(ctx: _Context, work: _Work, pods: list[Mapping[str, Any]]) -> None:
+    """While the barrier waits on ``pods``: are some stuck terminating on dead nodes
+    (``hooks.stuck``)? Reads nodes (``Reader.node_states``) only once the wait has lasted
+    ``spec.drain.stuckAfterSeconds``. Sets ``DrainStuck`` True naming the pods and nodes, or False
+    once none is; asks for a force delete only as ``hooks.stuck`` allows. A failed node read
+    changes nothing (unknown is never "gone"). The barrier's answer is unchanged: it still waits."""
+    drained = cond.get_condition(work.conditions, DRAINED) or {}
+    try:
+        since = deadlines.parse_time(str(drained.get("lastTransitionTime") or ""))
+    except ValueError:
+        since = None
+    maybe = stuck.candidates(pods, since, ctx.now, ctx.observed.spec)
+    if not maybe or since is None:
+        _clear_stuck(ctx, work)
+        return
+    try:
+        nodes = ctx.reader.node_states(sorted({str(p["spec"]["nodeName"]) for p in maybe}))
+    except PodReadError:
+        return
+    found = stuck.judge(maybe, nodes, since, ctx.now, ctx.observed.spec)
+    if not found.pods:
+        _clear_stuck(ctx, work)
+        return
+    work.stuck_pods = len(found.pods)
+    work.conditions = cond.set_condition(work.conditions, DRAIN_STUCK, cond.TRUE, "PodsOnLostNodes",
+                                         _bounded(found.message()), ctx.now)
+    work.message = _bounded(f"{work.message}; {found.message()}")
+    for pod in found.force_delete:
+        work.actions.append(ForceDeletePod(pod.namespace, pod.name, pod.uid, pod.node.name,
+                                           f"node {pod.node.name} is {pod.node.describe()}"))
+
+
+def _clear_stuck(ctx: _Context, work: _Work) -> None:
+    """``DrainStuck`` False once no waited-on pod is stuck (only when the condition exists)."""
+    if cond.get_condition(work.conditions, DRAIN_STUCK) is not None:
+        work.conditions = cond.set_condition(work.conditions, DRAIN_STUCK, cond.FALSE, "NotStuck", "", ctx.now)

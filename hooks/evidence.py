@@ -69,12 +69,24 @@ def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, 
         state = jobset_state(present) or "running"
         return "PhaseDisagrees", f"status.phase is Restarting, but JobSet {current} is {state.lower()}, not failed"
     restarts = observed.status.restarts
-    allowed = attempt + (1 if phase == RESTARTING else 0)
+    # A restart is counted when Restarting begins; the active deadline (issue 15) may end the Job
+    # before that restart's attempt starts, so a Job past its deadline may keep the extra one.
+    cut_short = any(c.get("type") == "DeadlineExceeded" and c.get("status") == "True"
+                    for c in observed.status.conditions)
+    allowed = attempt + (1 if phase == RESTARTING or cut_short else 0)
     if restarts > allowed:
         return "RestartsDisagree", f"status.restarts is {restarts}, more than attempt {attempt} can have had"
-    if phase == RESTARTING and restarts == 0:
+    if phase == RESTARTING and restarts == 0 and not _uncounted_restart(observed, attempt):
         return "RestartsDisagree", "status.phase is Restarting, but status.restarts records no restart"
     return None
+
+
+def _uncounted_restart(observed: Observed, attempt: int) -> bool:
+    """Whether ``status.lastFailure`` records a restart of ``attempt`` that spends no restart
+    (failure policy ``RestartJobIgnoreMaxRestarts``, issue 15): Restarting with restarts 0 is then
+    what the steps give."""
+    last = observed.status.last_failure
+    return last.get("action") == "RestartJobIgnoreMaxRestarts" and last.get("attempt") == attempt
 
 
 def healthy(jobset: Mapping[str, Any]) -> bool:

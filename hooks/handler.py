@@ -20,6 +20,7 @@ import orjson
 
 from hooks.config import Settings
 from hooks.decide import Decision, decide
+from hooks.effects import Effects
 from hooks.observed import InvalidRequest, parse_request
 from podread import Reader, ReadRecord, deadline, recording
 
@@ -63,6 +64,7 @@ def handle(
     clock: Callable[[], datetime],
     settings: Settings,
     keep_pods: bool = False,
+    effects: Effects | None = None,
 ) -> HookResult:
     """Answers one ``hook`` (``sync`` or ``finalize``) request whose body is ``raw``.
 
@@ -71,7 +73,9 @@ def handle(
     pod read of the call shares that one deadline, ``podread.deadline``: a read that would pass it
     fails, and the decision holds); calls ``clock()`` once for the decision's time. Pod reads go
     through ``reader`` only; with ``keep_pods`` the result's ``reads`` also hold the
-    pods each read returned (for the recorder and replay). Returns 200 with the decision's response, 4xx with
+    pods each read returned (for the recorder and replay). With ``effects``, a 200's Events and
+    actions (``hooks.effects``) are queued after the answer is decided; they never change it.
+    Returns 200 with the decision's response, 4xx with
     ``{"error": ...}`` for bad input, or 500 ``{"error": "internal error: <Type>"}``; never raises
     for anything the request or the decision does.
     """
@@ -86,9 +90,12 @@ def handle(
         payload = parse_json(raw, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
         observed = parse_request(payload, hook)
         namespace, job = observed.namespace, observed.name
+        now = clock()
         with recording(keep_pods=keep_pods) as reads, deadline(settings.read_deadline_seconds):
-            decision = decide(observed, reader, clock(), resync_seconds=settings.resync_seconds)
+            decision = decide(observed, reader, now, resync_seconds=settings.resync_seconds)
         _check_response(decision.response)
+        if effects is not None:
+            effects.submit(observed, decision, now)
         return result(200, decision.response, decision)
     except InvalidRequest as exc:
         return result(exc.status, {"error": exc.message})

@@ -40,6 +40,12 @@ AUTH_FAILURES = Counter(
     "nvcre_hook_auth_failures_total", "Hook requests refused for a missing or wrong bearer token."
 )
 
+DRAIN_STUCK = Counter(
+    "nvcre_drain_stuck_pods_total",
+    "Pods found stuck terminating on a dead node by a drain barrier, summed over answered decisions "
+    "(rises for as long as a drain is stuck).",
+)
+
 for _hook in HOOKS:
     DURATION.labels(hook=_hook)
 
@@ -53,6 +59,11 @@ def observe_request(hook: str, code: int, seconds: float) -> None:
 def count_decision(kind: str) -> None:
     """Counts one decision of ``kind`` (``created``, ``held``, ...) that was answered."""
     DECISIONS.labels(kind=kind).inc()
+
+
+def count_drain_stuck(pods: int) -> None:
+    """Counts ``pods`` stuck terminating on dead nodes in one answered decision."""
+    DRAIN_STUCK.inc(pods)
 
 
 def count_auth_failure() -> None:

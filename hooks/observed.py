@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -49,6 +50,10 @@ class PriorStatus:
     active_pods: int = 0
     conditions: tuple[Mapping[str, Any], ...] = ()
     message: str = ""
+    restarts_by_cause: Mapping[str, int] = field(default_factory=dict)
+    last_failure: Mapping[str, Any] = field(default_factory=dict)
+    start_time: str = ""
+    completion_time: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class Observed:
     status: PriorStatus
     jobsets: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     hook: str = "sync"
+    uid: str = ""
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -94,6 +100,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     _check_job_name(name)
     _check_namespace(namespace)
     generation = _integer(metadata.get("generation"), "parent.metadata.generation")
+    uid = _string(metadata.get("uid"), "parent.metadata.uid")
     deletion = metadata.get("deletionTimestamp")
     _string(deletion, "parent.metadata.deletionTimestamp")
     spec = _parse_spec(parent.get("spec"))
@@ -101,7 +108,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     finalizing = _boolean(payload.get("finalizing"), "finalizing")
     jobsets = _parse_children(payload.get("children"), namespace)
     return Observed(namespace=namespace, name=name, generation=generation, deleting=bool(deletion),
-                    finalizing=finalizing, spec=spec, status=status, jobsets=jobsets, hook=hook)
+                    finalizing=finalizing, spec=spec, status=status, jobsets=jobsets, hook=hook, uid=uid)
 
 
 def _parse_spec(raw: object) -> Mapping[str, Any]:
@@ -120,6 +127,19 @@ def _parse_spec(raw: object) -> Mapping[str, Any]:
                                   f"label of at most {_MAX_LABEL_VALUE} characters), so it cannot be put in a selector")
     _integer(spec.get("maxRestarts"), "parent.spec.maxRestarts", minimum=None)
     _boolean(spec.get("suspend"), "parent.spec.suspend")
+    for key in ("activeDeadlineSeconds", "ttlSecondsAfterFinished"):
+        _integer(spec.get(key), f"parent.spec.{key}", minimum=None)
+    drain = _object(spec.get("drain"), "parent.spec.drain")
+    for key in ("stuckAfterSeconds", "forceDeleteStuckPodsAfterSeconds"):
+        _integer(drain.get(key), f"parent.spec.drain.{key}", minimum=None)
+    policy = _object(spec.get("failurePolicy"), "parent.spec.failurePolicy")
+    rules = policy.get("rules")
+    if rules is not None and not isinstance(rules, list):
+        raise InvalidRequest(400, f"parent.spec.failurePolicy.rules: expected an array, got {_json_type(rules)}")
+    for index, rule in enumerate(rules or ()):
+        _entry(rule, f"parent.spec.failurePolicy.rules[{index}]")
+        for key in ("onJobSetFailure", "onExitCodes"):
+            _object(rule.get(key), f"parent.spec.failurePolicy.rules[{index}].{key}")
     return spec
 
 
@@ -145,7 +165,28 @@ def _parse_status(raw: object) -> PriorStatus:
         active_pods=_integer(status.get("activePods"), "parent.status.activePods"),
         conditions=tuple(dict(c) for c in conditions),
         message=_string(status.get("message"), "parent.status.message"),
+        restarts_by_cause=_counts(status.get("restartsByCause"), "parent.status.restartsByCause"),
+        last_failure=dict(_object(status.get("lastFailure"), "parent.status.lastFailure")),
+        start_time=_time(status.get("startTime"), "parent.status.startTime"),
+        completion_time=_time(status.get("completionTime"), "parent.status.completionTime"),
     )
+
+
+def _counts(value: object, path: str) -> dict[str, int]:
+    """A ``map[string]int`` of non-negative counts (``restartsByCause``), sorted by key."""
+    raw = _object(value, path)
+    return {str(key): _integer(raw[key], f'{path}["{str(key)[:80]}"]') for key in sorted(raw)}
+
+
+def _time(value: object, path: str) -> str:
+    """An RFC 3339 time string (``2026-01-01T00:00:00Z``), ``""`` when absent; 400 otherwise."""
+    text = _string(value, path)
+    if text:
+        try:
+            datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidRequest(400, f"{path}: {text[:40]!r} is not an RFC 3339 time") from None
+    return text
 
 
 def _parse_children(raw: object, namespace: str) -> tuple[Mapping[str, Any], ...]:

@@ -40,6 +40,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from hooks.config import Settings
+from hooks.effects import Effects
 from hooks.handler import HookResult, handle
 from hooks.replay import RECORDED_SETTINGS
 from hooks.scenario import META, PODS, REQUEST, RESPONSE, dump, format_time, pods_document, request_bytes
@@ -132,7 +133,8 @@ class Recorder:
         return cls(directory, max_count=max_count, max_bytes=max_bytes)
 
     def handle(
-        self, raw: bytes, hook: str, *, reader: Reader, clock: Callable[[], datetime], settings: Settings
+        self, raw: bytes, hook: str, *, reader: Reader, clock: Callable[[], datetime], settings: Settings,
+        effects: Effects | None = None,
     ) -> HookResult:
         """``hooks.handler.handle`` with the pods kept and the clock's time noted, then ``submit``:
         what the app calls instead of ``handle`` when recording is on. Returns ``handle``'s result."""
@@ -143,7 +145,8 @@ class Recorder:
             seen.append(moment)
             return moment
 
-        result = handle(raw, hook, reader=reader, clock=noted_clock, settings=settings, keep_pods=True)
+        result = handle(raw, hook, reader=reader, clock=noted_clock, settings=settings, keep_pods=True,
+                        effects=effects)
         self.submit(hook, raw, result, now=seen[0] if seen else None, settings=settings)
         return result
 

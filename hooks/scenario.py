@@ -26,6 +26,8 @@ from podread import ReadRecord, pod_key
 
 REQUEST = "request.json"
 PODS = "pods.json"
+NODES = "nodes"
+"""The pods.json key of the Nodes a call read (``Reader.node_states``), as ``reader_from_snapshot`` reads it."""
 META = "meta.json"
 RESPONSE = "response.json"
 SOURCES = ("cache", "live")
@@ -97,7 +99,8 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
     """The pods.json of a hook call from the ReadRecords of its reads (recorded with ``keep_pods``).
 
     Each source (``cache``, ``live``) gets the union of the pods its reads returned, deduplicated by
-    namespace/name (the first copy read is kept), or ``{"error": reason, "code": class}`` when one
+    namespace/name (the first copy read is kept; Nodes under ``nodes``, by name, as ``{"items": [...]}``),
+    or ``{"error": reason, "code": class}`` when one
     of its reads failed: a replay then fails that source's reads with the same text and class (the
     class is what the status shows). A source with no read has no
     pods. Raises ``ValueError`` when a successful read did not keep its pods.
@@ -105,12 +108,12 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
     pods: dict[str, dict[str, dict[str, Any]]] = {source: {} for source in SOURCES}
     errors: dict[str, dict[str, str]] = {}
     for record in reads:
-        side = pods.setdefault(record.source, {})
+        side = pods.setdefault(NODES if record.method == "node_states" else record.source, {})
         if record.outcome != "ok":
             failed = {"error": _reason(record)}
             if record.error_code:
                 failed["code"] = record.error_code
-            errors.setdefault(record.source, failed)
+            errors.setdefault(NODES if record.method == "node_states" else record.source, failed)
         elif record.items is None:
             if record.pods:
                 raise ValueError(f"{record.method} from {record.source} did not keep its pods "
@@ -118,10 +121,13 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
         else:
             for pod in record.items:
                 side.setdefault(pod_key(pod), pod)
-    return {
+    document: dict[str, Any] = {
         source: errors[source] if source in errors else {"pods": list(side.values())}
-        for source, side in pods.items()
+        for source, side in pods.items() if source != NODES
     }
+    if NODES in pods:  # node reads (issue 15): the Nodes that exist; a name read but absent was deleted
+        document[NODES] = errors.get(NODES) or {"items": list(pods[NODES].values())}
+    return document
 
 
 def _reason(record: ReadRecord) -> str:

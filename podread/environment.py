@@ -12,6 +12,7 @@ from kubernetes import config as k8s_config
 
 from podread.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_SECONDS, PodCache
 from podread.live import DEFAULT_TIMEOUT_SECONDS, LiveClient
+from podread.nodes import NodeClient
 from podread.reader import Reader
 
 log = logging.getLogger("podread")
@@ -109,4 +110,5 @@ def from_environment(env: Mapping[str, str] | None = None) -> Reader:
         return Reader(cache, None)
     log.info("reading pods from the API server via %s (cache TTL %gs, API timeout %gs)", where, ttl, timeout)
     live = LiveClient(api_client, timeout_seconds=timeout)
-    return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries), live)
+    nodes = NodeClient(api_client, timeout_seconds=timeout)  # node reads (issue 15): live, by name
+    return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries), live, nodes=nodes)

@@ -11,7 +11,8 @@ from podread.cache import PodCache
 from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
-from podread.selector import Pod, PodLister, PodSelector, is_active
+from podread.nodes import NodeLister, NodeState, read_states
+from podread.selector import Pod, PodLister, PodSelector, is_active, tells_a_failure
 
 log = logging.getLogger("podread")
 
@@ -39,10 +40,12 @@ class Reader:
     Each read is counted and timed in ``metrics`` and noted in an open ``trace.recording()``.
     """
 
-    def __init__(self, cached: PodLister, live: PodLister | None, *, metrics: ReadMetrics | None = None) -> None:
+    def __init__(self, cached: PodLister, live: PodLister | None, *, metrics: ReadMetrics | None = None,
+                 nodes: NodeLister | None = None) -> None:
         self._cached = cached
         self._live = live
         self._metrics = metrics or default_metrics()
+        self._nodes = nodes
 
     @property
     def has_live(self) -> bool:
@@ -133,6 +136,29 @@ class Reader:
                 if is_active(pod) and own.fullmatch(str(((pod.get("metadata") or {}).get("labels") or {})
                                                         .get(JOBSET_NAME_LABEL, "")))]
 
+    def attempt_failure_pods(self, namespace: str, workload: str) -> list[Pod]:
+        """The pods of a failed workload that say why it failed, from the API server: pods JobSet
+        labelled with ``workload`` (``jobset.sigs.k8s.io/jobset-name``, workers and launcher alike)
+        whose phase is Failed, or that carry a ``DisruptionTarget`` condition, or a container that
+        ended with a non-zero exit code. Sorted by name.
+
+        Live, not cached: a failure policy turns this answer into a final decision (``FailJob``
+        is terminal), so it must be the server's current state, and launchers are not cached.
+        """
+        selector = PodSelector(namespace=namespace, labels={JOBSET_NAME_LABEL: workload})
+        pods = [pod for pod in self._read("attempt_failure_pods", LIVE, selector) if tells_a_failure(pod)]
+        return sorted(pods, key=lambda pod: str((pod.get("metadata") or {}).get("name", "")))
+
+    def node_states(self, names: list[str]) -> dict[str, NodeState]:
+        """The state of each named node, from the API server (``podread.nodes.read_states``): one
+        GET per node, at most ``MAX_NODES_PER_READ`` (sorted, the first ones), 404 read as deleted.
+
+        Live: "deleted" licenses a force delete, so it must come from the server, never a cache.
+        Raises ``PodReadError`` (method ``node_states``) when any read fails, or when this Reader
+        has no node lister (``NoLiveReaderError``).
+        """
+        return read_states(self._nodes, names, self._metrics)
+
     def _read(self, method: str, source: str, selector: PodSelector) -> list[Pod]:
         """Runs one list on ``source``; see ``_list``."""
         return self._list(method, source, selector)[0]
@@ -192,3 +218,4 @@ class Reader:
                 error_code=None if error is None else error.code,
                 items=tuple(pods) if pods is not None and trace.keeping_pods() else None,
             ))
+

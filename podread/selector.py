@@ -99,3 +99,19 @@ def is_active(pod: Mapping[str, Any]) -> bool:
     stop, so it stays active; so does a pod in phase ``Unknown`` or with no status yet.
     """
     return (pod.get("status") or {}).get("phase") not in FINISHED_PHASES
+
+
+def tells_a_failure(pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` says why a workload failed: phase Failed, a ``DisruptionTarget`` condition,
+    or a container (or init container) that ended with a non-zero exit code."""
+    status = pod.get("status") or {}
+    if status.get("phase") == "Failed":
+        return True
+    if any(isinstance(c, Mapping) and c.get("type") == "DisruptionTarget" for c in status.get("conditions") or ()):
+        return True
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for container in status.get(key) or ():
+            terminated = ((container or {}).get("state") or {}).get("terminated") or {}
+            if terminated.get("exitCode") not in (None, 0):
+                return True
+    return False

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from podread.errors import ApiError
+from podread.nodes import SnapshotNodes
 from podread.reader import Reader
 from podread.selector import Pod, PodSelector
 
@@ -57,6 +58,19 @@ def _side(doc: Mapping[str, Any], name: str) -> SnapshotLister:
     return SnapshotLister(pods)
 
 
+def _nodes(side: object) -> SnapshotNodes:
+    if side is None:  # unknown, not "none": a node missing from a snapshot must not read as deleted
+        return SnapshotNodes(error="the snapshot holds no nodes", code="no-source")
+    if not isinstance(side, Mapping):
+        raise ValueError("nodes: expected an object with 'items' or 'error'")
+    if "error" in side:
+        return SnapshotNodes(error=str(side["error"]), code=str(side.get("code", "")))
+    items = side.get("items", [])
+    if not isinstance(items, list) or not all(isinstance(node, dict) for node in items):
+        raise ValueError("nodes.items: expected a list of node objects")
+    return SnapshotNodes(items)
+
+
 def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reader:
     """A Reader whose cache and live sources answer from ``doc``.
 
@@ -64,7 +78,9 @@ def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reade
     ``kubectl get pods -o json`` prints; a bare ``{"items": [...]}`` too): both sources see the same
     pods; or the scenario form ``{"cache": {"pods": [...]} | {"error": "..."}, "live": ...}`` where
     each source has its own pods or fails with the given message and, when given, error class
-    (``{"error": "...", "code": "timeout"}``; a missing side has no pods). Raises ValueError when
+    (``{"error": "...", "code": "timeout"}``; a missing side has no pods), and ``nodes``, the
+    Nodes the API server holds (``{"items": [...]}``, a node not listed reads as deleted, or
+    ``{"error": ...}``; missing: every node read fails, so nothing reads as deleted). Raises ValueError when
     ``doc`` is neither, when ``kind`` is there and is not ``PodList``, or when ``items`` is not a
     list of objects (``items: null`` included: it is not "no pods").
     """
@@ -79,5 +95,5 @@ def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reade
         lister = SnapshotLister(items)
         return Reader(lister, lister, **reader_options)
     if "cache" in doc or "live" in doc:
-        return Reader(_side(doc, "cache"), _side(doc, "live"), **reader_options)
+        return Reader(_side(doc, "cache"), _side(doc, "live"), nodes=_nodes(doc.get("nodes")), **reader_options)
     raise ValueError("a pod snapshot must be a PodList (items) or have 'cache' and/or 'live'")

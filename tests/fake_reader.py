@@ -14,6 +14,8 @@ from typing import Any
 
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL, is_active
 from podread.errors import PodReadError
+from podread.nodes import NodeState, node_state
+from podread.selector import tells_a_failure
 
 Pod = dict[str, Any]
 
@@ -41,8 +43,10 @@ class FakeReader:
     """A duck-typed podread Reader for unit tests. ``calls`` lists ``(method, source, args)``."""
 
     def __init__(self, pods: Iterable[Mapping[str, Any]] = (), live_pods: Iterable[Mapping[str, Any]] | None = None,
-                 fail: Iterable[str] = (), error: Callable[[], PodReadError] | None = None) -> None:
+                 fail: Iterable[str] = (), error: Callable[[], PodReadError] | None = None,
+                 nodes: Iterable[Mapping[str, Any]] | None = None) -> None:
         self.pods = [dict(pod) for pod in pods]
+        self.nodes = None if nodes is None else {str(n["metadata"]["name"]): dict(n) for n in nodes}
         self.live_pods = None if live_pods is None else [dict(pod) for pod in live_pods]
         self.fail = set(fail)
         self.error = error
@@ -89,6 +93,20 @@ class FakeReader:
         pods = self._source("active_attempt_pods", "live", (namespace, job, last_attempt))
         names = {f"{job}-{attempt}" for attempt in range(last_attempt + 1)}
         return [p for p in pods if _ns(p) == namespace and _labels(p).get(JOBSET_NAME_LABEL) in names and is_active(p)]
+
+    def attempt_failure_pods(self, namespace: str, workload: str) -> list[Pod]:
+        """Live pods JobSet labelled ``workload`` that failed, were disrupted or exited non-zero."""
+        pods = self._source("attempt_failure_pods", "live", (namespace, workload))
+        return sorted((p for p in pods if _ns(p) == namespace and _labels(p).get(JOBSET_NAME_LABEL) == workload
+                       and tells_a_failure(p)), key=lambda p: p["metadata"]["name"])
+
+    def node_states(self, names: list[str]) -> dict[str, NodeState]:
+        """The states of the named nodes from ``nodes`` (a name not there: deleted); without
+        ``nodes`` every node read fails, as a Reader without a node lister does."""
+        self.calls.append(("node_states", "live", (tuple(names),)))
+        if self.nodes is None or "node_states" in self.fail or "live" in self.fail:
+            raise PodReadError("no nodes in this fake", method="node_states", source="live")
+        return {name: node_state(name, self.nodes.get(name)) for name in sorted(set(names))}
 
     def job_pods_on_node(self, node: str) -> list[Pod]:
         """Cached job pods bound to ``node``."""

@@ -5,7 +5,9 @@
 For each scenario folder (all of them when none is named): builds the real app with
 ``hooks.app.create_app(reader=podread.reader_from_snapshot(pods.json), clock=<meta.json now>,
 settings=Settings())``, POSTs request.json to ``/<meta.json hook>`` with the Flask test client and
-writes the JSON answer to response.json. This is the only writer of response.json; review its diff.
+writes the JSON answer to response.json and, when the call asks for writes of its own (Events, a
+TTL delete, a force delete: issue 15), those to effects.json. This is the only writer of both;
+review their diff.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import podread
 from hooks.app import create_app
 from hooks.config import Settings
+from hooks.writer import MemoryWriter
 
 PAYLOADS = pathlib.Path(__file__).resolve().parent / "payloads"
 
@@ -37,21 +40,37 @@ def post(folder: pathlib.Path, request: Any | None = None) -> tuple[int, Any]:
     """Runs ``request`` (default: the folder's request.json) through a fresh app built from the
     folder's pods.json and meta.json; returns the HTTP status and the decoded JSON body.
     """
+    status, body, _ = post_with_effects(folder, request)
+    return status, body
+
+
+def post_with_effects(folder: pathlib.Path, request: Any | None = None) -> tuple[int, Any, list[Any]]:
+    """``post``, and the writes the call asked for besides its answer (Events, deletes: issue 15),
+    from a ``MemoryWriter``, without the replica's name (``reportingInstance``)."""
     meta = load(folder, "meta")
     now = datetime.fromisoformat(meta["now"].replace("Z", "+00:00"))
+    writer = MemoryWriter()
     app = create_app(reader=podread.reader_from_snapshot(load(folder, "pods")), clock=lambda: now,
-                     settings=Settings())
+                     settings=Settings(), writer=writer)
     body = load(folder, "request") if request is None else request
     answer = app.test_client().post(f"/{meta['hook']}", data=json.dumps(body), content_type="application/json")
-    return answer.status_code, answer.get_json()
+    if not app.extensions["nvcre_effects"].flush():
+        raise RuntimeError(f"{folder.name}: the effects of the call did not finish")
+    writes = [[kind, {k: v for k, v in detail.items() if k != "reportingInstance"}] for kind, detail in writer.writes]
+    return answer.status_code, answer.get_json(), writes
 
 
 def record(folder: pathlib.Path) -> None:
     """Writes folder/response.json from the app's answer (it must be a 200)."""
-    status, body = post(folder)
+    status, body, writes = post_with_effects(folder)
     if status != 200:
         raise SystemExit(f"{folder.name}: the app answered {status}: {body}")
     (folder / "response.json").write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    effects = folder / "effects.json"
+    if writes:
+        effects.write_text(json.dumps(writes, indent=2, sort_keys=True) + "\n")
+    elif effects.exists():
+        effects.unlink()
 
 
 def main(names: list[str]) -> int:

@@ -47,7 +47,8 @@ def test_new_job_creates_attempt_zero_pending(keying: str) -> None:
     assert names(d) == ["train-0"]
     assert status(d) == {"phase": "Pending", "attempt": 0, "restarts": 0, "workload": "train-0",
                          "activePods": 0, "conditions": [],
-                         "message": "waiting for the pods of JobSet train-0 to start"}
+                         "message": "waiting for the pods of JobSet train-0 to start",
+                         "startTime": "2026-01-01T00:00:00Z"}
     assert "resyncAfterSeconds" not in d.response and "finalized" not in d.response
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hooks.actions import ForceDeletePod
 from hooks.decide import current_attempt, decide
 from hooks.observed import Observed, parse_request
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, is_active
@@ -24,7 +25,13 @@ JOB = "train"
 PHASES = ["", "Pending", "Running", "Restarting", "Suspending", "Suspended", "Succeeded", "Failed", "Terminating"]
 TEARDOWN_PHASES = {"Terminating", "Suspending", "Suspended", "Restarting"}
 FAILURES = ["cache", "live", "job_pods", "active_job_pods", "workload_pods", "active_launcher_pods",
-            "active_attempt_pods"]
+            "active_attempt_pods", "attempt_failure_pods", "node_states"]
+RULES = [{"name": "fatal", "action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+         {"name": "preempted", "action": "RestartJobIgnoreMaxRestarts",
+          "onPodConditions": [{"type": "DisruptionTarget"}]},
+         {"name": "any", "action": "RestartJob"}]
+GONE_NODE = {"metadata": {"name": "node-a"}, "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service"}]},
+             "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
 
 EXAMPLES = int(os.environ.get("NVCRE_PROPERTY_EXAMPLES", "150"))  # raise it for a longer local run
 fast = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -57,6 +64,12 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     """A request body and the FakeReader arguments."""
     spec = job_spec(launcher=draw(st.sampled_from(["", "launcher"])), max_restarts=draw(st.integers(0, 3)),
                     suspend=draw(st.booleans()))
+    if draw(st.booleans()):  # issue 15's policies
+        rules = draw(st.lists(st.sampled_from(RULES), max_size=3, unique_by=lambda r: r["name"]))
+        spec["failurePolicy"] = {"rules": rules}
+        spec["activeDeadlineSeconds"] = draw(st.sampled_from([60, 7200, 10**6]))
+        spec["ttlSecondsAfterFinished"] = draw(st.sampled_from([0, 3600]))
+        spec["drain"] = {"stuckAfterSeconds": 60, "forceDeleteStuckPodsAfterSeconds": draw(st.sampled_from([60, 600]))}
     if draw(st.integers(0, 9)) == 0:
         spec = {"replicatedJobs": [], "suspend": spec["suspend"]}
     attempt = draw(st.integers(0, 3))
@@ -65,6 +78,10 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
         "workload": draw(st.sampled_from(["", f"{JOB}-{attempt}"])), "activePods": draw(st.integers(0, 5)),
         "observedGeneration": 1,
     }
+    if draw(st.booleans()):
+        status["startTime"] = draw(st.sampled_from(["2025-12-31T23:00:00Z", "2025-12-01T00:00:00Z"]))
+    if status["phase"] in ("Succeeded", "Failed") and draw(st.booleans()):
+        status["completionTime"] = "2025-12-31T23:30:00Z"
     if draw(st.booleans()):
         status["conditions"] = [{"type": "Drained", "status": draw(st.sampled_from(["True", "False", "Unknown"])),
                                  "reason": "X", "message": "", "lastTransitionTime": "2025-12-01T00:00:00Z"}]
@@ -81,7 +98,14 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     cache = draw(pods(reach))
     live = draw(st.one_of(st.none(), pods(reach)))
     fail = draw(st.sets(st.sampled_from(FAILURES), max_size=2)) if draw(st.integers(0, 3)) == 0 else set()
-    return request, {"pods": cache, "live_pods": live, "fail": fail}
+    for pod in cache:  # some pods carry the evidence a failure policy reads
+        if draw(st.integers(0, 2)) == 0:
+            pod["status"]["containerStatuses"] = [{"name": "c", "state": {"terminated": {
+                "exitCode": draw(st.sampled_from([0, 1, 42, 143]))}}}]
+        if draw(st.integers(0, 3)) == 0:
+            pod["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True"}]
+    nodes = draw(st.sampled_from([None, [], [GONE_NODE]]))
+    return request, {"pods": cache, "live_pods": live, "fail": fail, "nodes": nodes}
 
 
 def observe(request: dict[str, Any]) -> Observed:
@@ -114,11 +138,17 @@ def test_deterministic(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
 @fast
 @given(scenarios())
 def test_status_is_a_fixed_point(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """Fed back, the status stays: at the same moment always; an hour later too unless a time limit
+    of issue 15 can pass meanwhile (a deadline, a TTL, a drain becoming stuck on a dead node)."""
     request, reader_args = scenario
     first = decide(observe(request), FakeReader(**reader_args), NOW)
     request["parent"]["status"] = first.response["status"]
-    again = decide(observe(request), FakeReader(**reader_args), LATER)
+    again = decide(observe(request), FakeReader(**reader_args), NOW)
     assert again.response["status"] == first.response["status"]
+    timed = "activeDeadlineSeconds" in request["parent"]["spec"] or reader_args["nodes"] is not None
+    if not timed:
+        later = decide(observe(request), FakeReader(**reader_args), LATER)
+        assert later.response["status"] == first.response["status"]
 
 
 @fast
@@ -127,7 +157,8 @@ def test_safety(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """Teardown only in teardown rows; a healthy JobSet is left out only when the spec says so
     (deletion, suspend), never on the status' word; finalize and new attempts only after a
     live-confirmed drain of every pod of the Job, whatever labels it kept; counters never decrease;
-    every child is a valid JobSet; more than one child only when holding on a status mismatch."""
+    every child is a valid JobSet; more than one child only when holding on a status mismatch; past
+    the active deadline a healthy JobSet may go too; a force delete only on a node confirmed gone."""
     request, reader_args = scenario
     observed = observe(request)
     decision = decide(observed, FakeReader(**reader_args), NOW)
@@ -149,7 +180,13 @@ def test_safety(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
     for jobset in observed.jobsets:
         healthy = not jobset["metadata"].get("deletionTimestamp") and not jobset["status"].get("terminalState")
         if healthy and jobset["metadata"]["name"] not in emitted:
-            assert observed.finalizing or observed.spec.get("suspend") is True
+            past_deadline = any(c["type"] == "DeadlineExceeded" and c["status"] == "True" for c in out["conditions"])
+            assert observed.finalizing or observed.spec.get("suspend") is True or past_deadline
+    for action in decision.actions:  # a force delete only for a node confirmed gone (issue 15)
+        if isinstance(action, ForceDeletePod):
+            assert reader_args["nodes"] is not None and "node_states" not in reader_args["fail"]
+            assert action.node not in {n["metadata"]["name"] for n in reader_args["nodes"]} or \
+                reader_args["nodes"][0]["spec"]["taints"][0]["key"] == "node.kubernetes.io/out-of-service"
     mismatch = next((c for c in out["conditions"] if c["type"] == "StatusMismatch"), None)
     if len(emitted) > 1:
         assert mismatch is not None and mismatch["status"] == "True" and decision.kind == "held"

@@ -51,6 +51,11 @@ INVALID_EXPECTED: dict[str, tuple[str, str]] = {
     "bad-replicated-job-name.yaml": ("spec.replicatedJobs[0].name", "does not match"),
     "negative-replicas.yaml": ("spec.replicatedJobs[0].replicas", "-2 is less than the minimum of 0"),
     "unknown-spec-field.yaml": ("spec", "'maxRestart' was unexpected"),
+    "failure-policy-in-exit-code-zero.yaml": ("cel", "exit code 0 is success"),
+    "failure-policy-unknown-action.yaml": ("spec.failurePolicy.rules[0].action", "is not one of"),
+    "failure-policy-duplicate-rule-names.yaml": ("spec.failurePolicy.rules[1]", "Duplicate value"),
+    "force-delete-before-stuck.yaml": ("cel", "forceDeleteStuckPodsAfterSeconds must be at least stuckAfterSeconds"),
+    "zero-active-deadline.yaml": ("spec.activeDeadlineSeconds", "0 is less than the minimum of 1"),
 }
 
 # Invalid samples the sync hook must refuse too (hooks.jobset.InvalidSpec): the CRD rejects at
@@ -68,6 +73,11 @@ HOOK_REJECTS = {
     "name-too-long-for-the-last-attempt.yaml",
     "managed-by-multikueue.yaml",
     "too-many-pods.yaml",
+    "failure-policy-in-exit-code-zero.yaml",
+    "failure-policy-unknown-action.yaml",
+    "failure-policy-duplicate-rule-names.yaml",
+    "force-delete-before-stuck.yaml",
+    "zero-active-deadline.yaml",
 }
 
 
@@ -209,7 +219,23 @@ CEL_EQUIVALENTS: dict[str, tuple[str, Any]] = {
     "template.spec.managedBy": ("spec.replicatedJobs[]",
                                 lambda job: items_rules_hold(job, "template.spec.managedBy")),
     "replicas x parallelism": ("spec.replicatedJobs[]", lambda job: items_rules_hold(job, "replicas x parallelism")),
+    "exit code 0 is success": ("spec.failurePolicy.rules[].onExitCodes", lambda job: exit_code_rule_holds(job)),
+    "forceDeleteStuckPodsAfterSeconds must be at least": ("spec.drain", lambda job: force_delete_rule_holds(job)),
 }
+
+
+def exit_code_rule_holds(job: Mapping[str, Any]) -> bool:
+    """Python equivalent of the onExitCodes rule: ``In`` never lists exit code 0."""
+    rules = (job["spec"].get("failurePolicy") or {}).get("rules") or []
+    return not any((r.get("onExitCodes") or {}).get("operator") == "In" and 0 in r["onExitCodes"].get("values", [])
+                   for r in rules)
+
+
+def force_delete_rule_holds(job: Mapping[str, Any]) -> bool:
+    """Python equivalent of the drain rule: a force delete never comes before a pod is stuck."""
+    drain = job["spec"].get("drain") or {}
+    return "forceDeleteStuckPodsAfterSeconds" not in drain or \
+        drain["forceDeleteStuckPodsAfterSeconds"] >= drain.get("stuckAfterSeconds", 300)
 
 
 def cel_holds(job: Mapping[str, Any]) -> list[str]:
@@ -502,15 +528,21 @@ def test_hook_and_probe_paths_are_served(objects: dict, served_routes: dict) -> 
     assert "GET" in served_routes.get("/metrics", set())
 
 
-def test_rbac_is_exactly_pods_get_list(objects: dict) -> None:
-    roles = [obj for (kind, _), obj in objects.items() if kind in ("Role", "ClusterRole")]
-    assert len(roles) == 1
-    assert roles[0]["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
-    binding = objects[("ClusterRoleBinding", "nvcre-hooks-pod-reader")]
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                  "name": roles[0]["metadata"]["name"]}
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nvcre-hooks",
-                                    "namespace": "nvcre-system"}]
+def test_rbac_is_exactly_the_reads_and_the_hooks_own_writes(objects: dict) -> None:
+    roles = {obj["metadata"]["name"]: obj for (kind, _), obj in objects.items() if kind in ("Role", "ClusterRole")}
+    assert set(roles) == {"nvcre-hooks-pod-reader", "nvcre-hooks-writer"}
+    assert roles["nvcre-hooks-pod-reader"]["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    assert roles["nvcre-hooks-writer"]["rules"] == [
+        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": ["nvcre.nvidia.com"], "resources": ["jobs"], "verbs": ["delete"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}]
+    for name in roles:
+        binding = objects[("ClusterRoleBinding", name)]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nvcre-hooks",
+                                        "namespace": "nvcre-system"}]
     pod = deployment(objects)["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "nvcre-hooks"
     assert ("ServiceAccount", "nvcre-hooks") in objects
@@ -563,11 +595,13 @@ def test_deployment_is_hardened(objects: dict) -> None:
 
 
 def test_deployment_configures_every_documented_variable(objects: dict) -> None:
-    env = {e["name"]: e.get("value") for e in hooks_container(objects)["env"]}
+    env = {e["name"]: e.get("value") for e in hooks_container(objects)["env"] if "valueFrom" not in e}
     assert set(env) == {"PORT", "NVCRE_CACHE_TTL_SECONDS", "NVCRE_CACHE_MAX_ENTRIES",
                         "NVCRE_API_TIMEOUT_SECONDS", "NVCRE_RESYNC_SECONDS", "NVCRE_MAX_BODY_BYTES",
                         "NVCRE_LOG_LEVEL", "NVCRE_HOOK_TOKEN_FILE", "PROMETHEUS_MULTIPROC_DIR"}
     assert all(isinstance(value, str) for value in env.values()), "env values must be strings"
+    from_pod = {e["name"]: e["valueFrom"] for e in hooks_container(objects)["env"] if "valueFrom" in e}
+    assert from_pod == {"POD_NAME": {"fieldRef": {"fieldPath": "metadata.name"}}}
     timeout = objects[("CompositeController", "nvcre-jobs")]["spec"]["hooks"]["sync"]["webhook"]["timeout"]
     assert float(env["NVCRE_API_TIMEOUT_SECONDS"]) < int(timeout.rstrip("s")) / 2
 
@@ -619,8 +653,10 @@ def test_jobsets_built_from_samples_validate(path: pathlib.Path, attempt: int, j
 def test_hook_rejects_what_the_crd_rejects(name: str, job_schema: dict) -> None:
     module = _jobset_module()
     job = with_defaults(load_one(INVALID / name), job_schema)
+    from hooks.spec import check_spec
+
     with pytest.raises(module.InvalidSpec):
-        module.build_jobset(job, 0)
+        check_spec(job, 0)
 
 
 # ---- the schema helper itself ----------------------------------------------------------------------
@@ -665,7 +701,7 @@ def test_validate_without_strict_lets_unknown_fields_pass() -> None:
 
 def test_deployment_env_is_accepted_by_the_server(objects: dict, tmp_path: pathlib.Path) -> None:
     """The values the manifest sets parse with the server's own settings readers (no cluster needed)."""
-    env = {e["name"]: e["value"] for e in hooks_container(objects)["env"]}
+    env = {e["name"]: e["value"] for e in hooks_container(objects)["env"] if "value" in e}
     env["KUBECONFIG"] = str(tmp_path / "no-such-kubeconfig")
     try:
         from hooks.config import Settings

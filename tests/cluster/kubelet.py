@@ -118,15 +118,16 @@ class Kubelet:
         return list(json.loads(raw.data)["items"])
 
     def finish(self, namespace: str, selector: str, phase: str = "Succeeded", exit_code: int = 0,
-               limit: int | None = None) -> list[str]:
+               limit: int | None = None, disruption: str = "") -> list[str]:
         """Ends the active, not deleted pods ``selector`` selects (at most ``limit``) in ``phase``;
-        returns their names."""
+        returns their names. ``disruption`` also sets the condition ``DisruptionTarget=True`` with
+        that reason (``PreemptionByScheduler``: what the scheduler writes on a preempted pod)."""
         done = []
         for pod in sorted(self.pods(namespace, selector), key=lambda p: p["metadata"]["name"]):
             if limit is not None and len(done) >= limit:
                 break
             if is_active(pod) and "deletionTimestamp" not in pod["metadata"] and pod["spec"].get("nodeName"):
-                self._terminate(pod, phase, exit_code)
+                self._terminate(pod, phase, exit_code, disruption)
                 done.append(pod["metadata"]["name"])
         return done
 
@@ -185,10 +186,10 @@ class Kubelet:
             if exc.status not in (404, 409):
                 raise
 
-    def _terminate(self, pod: Pod, phase: str, exit_code: int) -> None:
-        self._set_status(pod, phase, running=False, exit_code=exit_code)
+    def _terminate(self, pod: Pod, phase: str, exit_code: int, disruption: str = "") -> None:
+        self._set_status(pod, phase, running=False, exit_code=exit_code, disruption=disruption)
 
-    def _set_status(self, pod: Pod, phase: str, *, running: bool, exit_code: int = 0) -> None:
+    def _set_status(self, pod: Pod, phase: str, *, running: bool, exit_code: int = 0, disruption: str = "") -> None:
         now = rfc3339()
         containers = pod["spec"].get("containers") or []
         state: dict[str, Any] = ({"running": {"startedAt": now}} if running else
@@ -205,6 +206,9 @@ class Kubelet:
         }
         if running:
             status["startTime"] = now
+        if disruption:
+            status["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": disruption,
+                                         "message": "stand-in: the pod was disrupted", "lastTransitionTime": now})
         try:
             self.core.patch_namespaced_pod_status(pod["metadata"]["name"], pod["metadata"]["namespace"],
                                                   {"status": status}, _preload_content=False,

@@ -14,6 +14,7 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiException
 
+from hooks.writer import ApiWriter
 from podread import JOB_LABEL, ApiError, LiveClient, PodSelector
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import REPO, create_pods, ensure_namespace, load_documents, service_account_token
@@ -23,7 +24,9 @@ pytestmark = pytest.mark.cluster
 
 SAMPLES = REPO / "manifests" / "samples"
 PAYLOADS = REPO / "tests" / "payloads"
-CEL_MESSAGES = {"launcher-not-a-replicated-job.yaml": "launcher must name an entry of replicatedJobs"}
+CEL_MESSAGES = {"launcher-not-a-replicated-job.yaml": "launcher must name an entry of replicatedJobs",
+                "failure-policy-in-exit-code-zero.yaml": "exit code 0 is success",
+                "force-delete-before-stuck.yaml": "forceDeleteStuckPodsAfterSeconds must be at least stuckAfterSeconds"}
 
 
 def _custom(plane: ControlPlane, token: str | None = None) -> kubernetes.client.CustomObjectsApi:
@@ -152,6 +155,26 @@ def test_every_emitted_jobset_survives_the_jobset_crd(control_plane: ControlPlan
     assert checked >= 10, "the payloads carry JobSets"
 
 
+def test_every_recorded_status_is_kept_whole_by_the_status_subresource(control_plane: ControlPlane,
+                                                                       installed: dict) -> None:
+    """The statuses the hooks answer (restartsByCause, lastFailure, startTime, ... included) pass the
+    CRD's status schema and come back unpruned: Metacontroller writes them through /status."""
+    ensure_namespace(control_plane.api_client(), "statuses")
+    custom = _custom(control_plane)
+    job = _create_job(control_plane, "statuses", load_documents(SAMPLES / "job-policies.yaml")[0])
+    checked = 0
+    for response_file in sorted(PAYLOADS.glob("*/response.json")):
+        status = json.loads(response_file.read_text())["status"]
+        job = custom.get_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", "statuses", "jobs", "llm-finetune")
+        job["status"] = status
+        custom.replace_namespaced_custom_object_status("nvcre.nvidia.com", "v1alpha1", "statuses", "jobs",
+                                                       "llm-finetune", job)
+        back = custom.get_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", "statuses", "jobs", "llm-finetune")
+        assert _subset_missing(status, back["status"], "status") == [], response_file.parent.name
+        checked += 1
+    assert checked >= 60
+
+
 # ---- LiveClient on the real server ---------------------------------------------------------------
 
 
@@ -192,12 +215,34 @@ def test_live_client_maps_real_status_errors(control_plane: ControlPlane, instal
 # ---- RBAC ------------------------------------------------------------------------------------------
 
 
-def test_the_hooks_service_account_reads_pods_and_nothing_more(control_plane: ControlPlane, installed: dict,
-                                                               hooks_token: str) -> None:
+def test_the_hooks_service_account_reads_pods_and_makes_only_its_own_writes(
+        control_plane: ControlPlane, installed: dict, hooks_token: str) -> None:
     core = kubernetes.client.CoreV1Api(control_plane.api_client(hooks_token))
     core.list_pod_for_all_namespaces(limit=1, _preload_content=False)
     core.list_namespaced_pod("default", limit=1, _preload_content=False)
+    with pytest.raises(ApiException) as missing:  # allowed (get nodes), and this one does not exist
+        core.read_node("no-such-node", _preload_content=False)
+    assert missing.value.status == 404
+    ensure_namespace(control_plane.api_client(), "rbac-writes")
+    event = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "rbac.check"},
+             "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "nvcre.nvidia.com/nvcre-hooks",
+             "reportingInstance": "test", "action": "Check", "reason": "Check", "type": "Normal", "note": "rbac",
+             "regarding": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "x",
+                           "namespace": "rbac-writes"}}
+    writer = ApiWriter(control_plane.api_client(hooks_token))  # a zero fraction: the MicroTime must stay whole
+    assert (writer.create_event("rbac-writes", event), writer.create_event("rbac-writes", event)) == (
+        "created", "exists")
+    custom = _custom(control_plane, hooks_token)
+    with pytest.raises(ApiException) as absent:  # allowed (delete jobs), and this one does not exist
+        custom.delete_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", "rbac-writes", "jobs", "none")
+    assert absent.value.status == 404
+    with pytest.raises(ApiException) as no_pod:  # allowed (delete pods), and this one does not exist
+        core.delete_namespaced_pod("none", "rbac-writes", _preload_content=False)
+    assert no_pod.value.status == 404
     for forbidden in (lambda: core.list_namespaced_secret("nvcre-system", _preload_content=False),
+                      lambda: core.list_node(_preload_content=False),
+                      lambda: custom.patch_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", "rbac-writes",
+                                                                    "jobs", "none", {"spec": {}}),
                       lambda: core.delete_collection_namespaced_pod("default", _preload_content=False),
                       lambda: core.create_namespaced_pod("default", {"metadata": {"name": "x"}, "spec": {
                           "containers": [{"name": "c", "image": "i"}]}}, _preload_content=False),

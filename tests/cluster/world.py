@@ -244,6 +244,18 @@ class ClusterWorld:
     def active_pods(self, name: str) -> list[dict[str, Any]]:
         return self.view.active_pods(self.namespace, name)
 
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """The events.k8s.io Events regarding Job ``name`` (issue 15), oldest first."""
+        raw = kubernetes.client.EventsV1Api(self.plane.api_client()).list_namespaced_event(
+            self.namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+        items = json.loads(raw.data)["items"]
+        return sorted((e for e in items if (e.get("regarding") or {}).get("name") == name
+                       and (e.get("regarding") or {}).get("kind") == "Job"),
+                      key=lambda e: (e.get("eventTime") or "", e["metadata"]["name"]))
+
+    def event_reasons(self, name: str) -> list[str]:
+        return [str(e.get("reason")) for e in self.events(name)]
+
     def describe(self) -> str:
         lines = []
         for name in self.created:

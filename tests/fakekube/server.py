@@ -3,6 +3,8 @@
 It serves ``GET /api/v1/pods``, ``/api/v1/namespaces/{ns}/pods`` and ``.../pods/{name}`` as JSON
 with label and field selectors, ``limit``/``continue`` paging over consistent snapshots and
 Kubernetes ``Status`` errors; it records every request and can inject faults. See ``FakeKubeServer``.
+The hooks' own writes and Node reads (issue 15: Events, Job and pod deletes, ``GET`` of a Node) are
+served by ``tests.fakekube.writes`` (``FakeKubeServer.writes``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import kubernetes
 from tests.fakekube.faults import Fault, FaultList
 from tests.fakekube.selectors import SelectorError, parse_field_selector, parse_label_selector
 from tests.fakekube.store import ContinueError, PodStore, dumps
+from tests.fakekube.writes import WriteRoutes
 
 Pod = dict[str, Any]
 
@@ -172,14 +175,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Read the request, compute the answer, write it (or drop the connection), record it."""
         arrived, start = time.time(), time.perf_counter()
         length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
+        body = self.rfile.read(length) if length else b""
         split = urlsplit(self.path)
         path = unquote(split.path)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         headers = {name.lower(): value for name, value in self.headers.items()}
         fake = self.server.fake
-        answer = fake._answer(method, path, query, headers)
+        answer = fake._answer(method, path, query, headers, body)
         # Recorded before the answer is written, so a client that got its answer always finds it here.
         record = RecordedRequest(
             method=method,
@@ -288,6 +290,8 @@ class FakeKubeServer:
         self.token = token
         self.require_auth = require_auth
         self._store = PodStore(max_continue_snapshots)
+        self.writes = WriteRoutes(self._store, status_body)
+        """Events, Jobs, deleted objects and Nodes of the write routes (``tests.fakekube.writes``)."""
         self._faults = FaultList()
         self._requests: list[RecordedRequest] = []
         self._requests_lock = threading.Lock()
@@ -460,7 +464,7 @@ class FakeKubeServer:
     # -- answering ---------------------------------------------------------------------------------
 
     def _answer(
-        self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str]
+        self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes = b""
     ) -> _Answer:
         """Decide the answer to one request: an injected fault first, then auth, then the route."""
         fault = self._faults.take(method, path, query)
@@ -470,7 +474,7 @@ class FakeKubeServer:
             answer = self._fault_answer(fault)
             if answer is not None:
                 return answer
-        answer = self._route(method, path, query, headers)
+        answer = self._route(method, path, query, headers, body)
         if fault is not None:
             answer.fault = fault.kind
         return answer
@@ -495,7 +499,9 @@ class FakeKubeServer:
             return _Answer(200, fault.body, fault=fault.kind)
         return None
 
-    def _route(self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str]) -> _Answer:
+    def _route(
+        self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes = b""
+    ) -> _Answer:
         """Serve a request that no fault took."""
         if (
             self.require_auth
@@ -503,6 +509,9 @@ class FakeKubeServer:
             and headers.get("authorization") != f"Bearer {self.token}"
         ):
             return _Answer(401, status_body(401, "Unauthorized"))
+        written = self.writes.answer(method, path, body)
+        if written is not None:
+            return _Answer(*written)
         if method != "GET":
             return _Answer(
                 405,

@@ -43,7 +43,8 @@ def launcher(attempt: int, phase: str = "Running") -> dict[str, Any]:
 def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None,
          jobsets: tuple[tuple[int, str], ...] = (), keying: str = "v1", finalizing: bool = False,
          cache: list[dict[str, Any]] | str = (), live: list[dict[str, Any]] | str | None = None,
-         launchers: list[dict[str, Any]] = (), name: str = JOB, live_code: str = "") -> dict[str, Any]:
+         launchers: list[dict[str, Any]] = (), name: str = JOB, live_code: str = "",
+         nodes: list[dict[str, Any]] | None = None, now: str = NOW) -> dict[str, Any]:
     """One scenario. ``cache``/``live`` are pod lists or an error text (``live_code`` the error's
     class, see podread.errors.CAUSES); ``live`` defaults to the cache's pods; ``launchers`` are
     live-only (the cache never holds launcher pods)."""
@@ -60,8 +61,11 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
         "pods": [*live_source, *launchers]}
     if live_code:
         live_doc["code"] = live_code
-    meta = {"hook": "finalize" if finalizing else "sync", "description": description, "now": NOW}
-    return {"request": request, "pods": {"cache": cache_doc, "live": live_doc}, "meta": meta}
+    meta = {"hook": "finalize" if finalizing else "sync", "description": description, "now": now}
+    pods: dict[str, Any] = {"cache": cache_doc, "live": live_doc}
+    if nodes is not None:
+        pods["nodes"] = {"items": nodes}
+    return {"request": request, "pods": pods, "meta": meta}
 
 
 def stripped(attempt: int, n: int = 1) -> list[dict[str, Any]]:
@@ -360,6 +364,148 @@ def _() -> dict[str, Any]:
     spec = job_spec(workers=3)
     spec["replicatedJobs"][0]["template"]["spec"]["parallelism"] = 2**30
     return case("issue 12: replicas x parallelism over JobSet's 2^31-1: InvalidSpec TooManyPods", spec=spec)
+
+
+# ---- issue 15: failure policy, deadlines, TTL, stuck pods ------------------------------------------
+
+FAIL_ON_42 = {"name": "bad-config", "action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}
+PREEMPTED = {"name": "preempted", "action": "RestartJobIgnoreMaxRestarts",
+             "onPodConditions": [{"type": "DisruptionTarget"}]}
+
+
+def policy_spec(max_restarts: int = 1, **extra: Any) -> dict[str, Any]:
+    return {**job_spec(max_restarts=max_restarts), "failurePolicy": {"rules": [FAIL_ON_42, PREEMPTED]}, **extra}
+
+
+def ended(attempt: int, exit_code: int, disrupted: str = "", phase: str = "Failed") -> list[dict[str, Any]]:
+    """Worker pods of ``attempt``: the first ended with ``exit_code`` (and, when given, the
+    DisruptionTarget reason), the second was killed by its Job (143)."""
+    pods = workers(attempt, phase=phase)
+    for pod, code in zip(pods, (exit_code, 143), strict=True):
+        pod["status"]["containerStatuses"] = [{"name": "worker", "state": {"terminated": {"exitCode": code}}}]
+    if disrupted:
+        pods[0]["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True", "reason": disrupted,
+                                            "lastTransitionTime": "2025-12-31T23:59:00Z"}]
+    return pods
+
+
+def drained_false(since: str) -> dict[str, Any]:
+    return {"type": "Drained", "status": "False", "reason": "PodsActive", "message": "waiting for 1 active pod",
+            "lastTransitionTime": since}
+
+
+def node(name: str, ready: str, taints: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"taints": [{"key": t, "effect": "NoExecute"} for t in taints]},
+            "status": {"conditions": [{"type": "Ready", "status": ready, "reason": "NodeStatusUnknown",
+                                       "lastTransitionTime": "2025-12-31T23:00:00Z"}]}}
+
+
+@scenario("v1-failure-policy-exit-code-42-fails-the-job")
+def _() -> dict[str, Any]:
+    return case("row 8a: a worker exited with 42 and rule bad-config says FailJob: Failed now (reason "
+                "FailurePolicy), the JobSet kept, though a restart was left", spec=policy_spec(3),
+                status=running_status(), jobsets=((0, "Failed"),), cache=ended(0, 42))
+
+
+@scenario("v2-failure-policy-preemption-is-not-counted")
+def _() -> dict[str, Any]:
+    return case("row 8a: a worker was preempted (DisruptionTarget) and rule preempted says "
+                "RestartJobIgnoreMaxRestarts: Restarting with maxRestarts 0 used up, restarts stays 0, "
+                "restartsByCause preempted 1", keying="v2", spec=policy_spec(0), status=running_status(),
+                jobsets=((0, "Failed"),), cache=ended(0, 143, disrupted="PreemptionByScheduler"))
+
+
+@scenario("v1-failure-policy-no-rule-matches-counts")
+def _() -> dict[str, Any]:
+    return case("row 8: exit code 1 matches no rule: RestartJob, counted (restarts 1, restartsByCause default 1)",
+                spec=policy_spec(1), status=running_status(), jobsets=((0, "Failed"),), cache=ended(0, 1))
+
+
+@scenario("v2-failure-policy-evidence-read-fails")
+def _() -> dict[str, Any]:
+    return case("row 8a: the live read of the failed attempt's pods fails: hold, JobSet kept, nothing decided "
+                "(FailJob is final, never decided on a guess)", keying="v2", spec=policy_spec(1),
+                status=running_status(), jobsets=((0, "Failed"),), cache=ended(0, 42), live=UNAVAILABLE)
+
+
+@scenario("v1-uncounted-restart-proceeds")
+def _() -> dict[str, Any]:
+    last = {"attempt": 0, "cause": "preempted", "action": "RestartJobIgnoreMaxRestarts",
+            "message": "rule preempted matched"}
+    return case("row 6 after 8a: Restarting with restarts 0 (an uncounted restart) and drained: attempt 1 is "
+                "created, no StatusMismatch", spec=policy_spec(0),
+                status={**running_status(phase="Restarting", active=0), "workload": "",
+                        "restartsByCause": {"preempted": 1}, "lastFailure": last},
+                cache=ended(0, 143, disrupted="PreemptionByScheduler"))
+
+
+@scenario("v2-deadline-wakes-the-job-when-it-passes")
+def _() -> dict[str, Any]:
+    return case("issue 15: running with activeDeadlineSeconds 7200 from startTime 23:00: kept, "
+                "resyncAfterSeconds 3600 wakes it when the deadline passes", keying="v2",
+                spec={**job_spec(), "activeDeadlineSeconds": 7200},
+                status={**running_status(), "startTime": "2025-12-31T23:00:00Z"}, jobsets=((0, ""),),
+                cache=workers(0))
+
+
+@scenario("v1-deadline-exceeded-tears-down")
+def _() -> dict[str, Any]:
+    return case("row 1a: past activeDeadlineSeconds: the JobSet is left out, Terminating, DeadlineExceeded True, "
+                "waiting for the pods", spec={**job_spec(max_restarts=2), "activeDeadlineSeconds": 3600},
+                status={**running_status(), "startTime": "2025-12-31T22:00:00Z"}, jobsets=((0, ""),),
+                cache=workers(0))
+
+
+@scenario("v2-deadline-exceeded-drained-fails")
+def _() -> dict[str, Any]:
+    marked = {"type": "DeadlineExceeded", "status": "True", "reason": "ActiveDeadlineSeconds",
+              "message": "spec.activeDeadlineSeconds passed at 2025-12-31T23:00:00Z (counted from status.startTime "
+                         "2025-12-31T22:00:00Z)", "lastTransitionTime": "2025-12-31T23:00:00Z"}
+    return case("row 1a: past the deadline, JobSet gone and no pod active (confirmed live): Failed, reason "
+                "DeadlineExceeded", keying="v2", spec={**job_spec(), "activeDeadlineSeconds": 3600},
+                status={**running_status(phase="Terminating"), "workload": "", "startTime": "2025-12-31T22:00:00Z",
+                        "conditions": [marked, drained_false("2025-12-31T23:00:00Z")]},
+                cache=workers(0, phase="Failed"))
+
+
+@scenario("v2-ttl-deletes-the-finished-job")
+def _() -> dict[str, Any]:
+    return case("issue 15: Succeeded at 22:00 with ttlSecondsAfterFinished 3600: the hooks delete the Job (with "
+                "its UID); the finalize row then drains it", keying="v2",
+                spec={**job_spec(), "ttlSecondsAfterFinished": 3600},
+                status={**running_status(phase="Succeeded", active=0), "completionTime": "2025-12-31T22:00:00Z"},
+                jobsets=((0, "Completed"),), cache=workers(0, phase="Succeeded"))
+
+
+@scenario("v1-ttl-not-yet-wakes-the-job")
+def _() -> dict[str, Any]:
+    return case("issue 15: the JobSet just completed with ttlSecondsAfterFinished 600: Succeeded, completionTime "
+                "recorded, resyncAfterSeconds 600", spec={**job_spec(), "ttlSecondsAfterFinished": 600},
+                status=running_status(), jobsets=((0, "Completed"),), cache=workers(0, phase="Succeeded"))
+
+
+@scenario("v2-drain-stuck-on-a-deleted-node")
+def _() -> dict[str, Any]:
+    return case("issue 15: deleting, a worker stuck terminating for an hour on node gpu-0, which is deleted: "
+                "DrainStuck names pod and node, the wait holds, no force delete (not opted in)", keying="v2",
+                finalizing=True, status={**running_status(phase="Terminating"), "workload": "",
+                                         "conditions": [drained_false("2025-12-31T23:00:00Z")]},
+                cache=workers(0, n=1, deleting="2025-12-31T23:00:30Z"), nodes=[])
+
+
+@scenario("v1-drain-stuck-force-delete-out-of-service")
+def _() -> dict[str, Any]:
+    pods = workers(0, deleting="2025-12-31T23:00:30Z")
+    for pod in pods:
+        pod["metadata"]["uid"] = f"uid-{pod['metadata']['name']}"
+    return case("issue 15: forceDeleteStuckPodsAfterSeconds 1800, both workers stuck an hour: gpu-0 is tainted "
+                "out-of-service (confirmed gone): its pod is force-deleted; gpu-1 is only unreachable: its pod "
+                "is named, never deleted", finalizing=True,
+                spec={**job_spec(), "drain": {"forceDeleteStuckPodsAfterSeconds": 1800}},
+                status={**running_status(phase="Terminating"), "workload": "",
+                        "conditions": [drained_false("2025-12-31T23:00:00Z")]}, cache=pods,
+                nodes=[node("gpu-0", "Unknown", ("node.kubernetes.io/out-of-service",)),
+                       node("gpu-1", "Unknown", ("node.kubernetes.io/unreachable",))])
 
 
 def write(name: str, built: dict[str, Any]) -> None:

@@ -1,0 +1,195 @@
+"""Node reads: what the drain barrier asks about the nodes its pods are bound to (issue 15).
+
+The barrier waits on pods; a pod bound to a node that died can stay terminating forever, because
+only its kubelet (or a force delete) ends it. To say so, and to know when a force delete is safe,
+the decision needs each such node's state. Nodes are read one by one, by name, from the API server
+(``GET /api/v1/nodes/<name>``, no ``resourceVersion``: the server's current state, never an
+informer's). A node the server answers 404 for is *deleted*: that, or the taint
+``node.kubernetes.io/out-of-service``, is the only confirmation that a node's containers are gone.
+
+A ``NodeLister`` is anything with ``get_node(name)``: ``NodeClient`` (the kubernetes client) or
+``SnapshotNodes`` (nodes held in memory, for replay and recorded payloads).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+import urllib3
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from podread import calltime, trace
+from podread.errors import ApiError, DeadlineExceeded, NoLiveReaderError, PodReadError
+from podread.live import DEFAULT_TIMEOUT_SECONDS, http_error, transport_error
+from podread.metrics import ReadMetrics
+
+log = logging.getLogger("podread")
+
+Node = dict[str, Any]
+OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
+"""Set by an administrator once a node is confirmed shut down (non-graceful node shutdown)."""
+UNREACHABLE_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"})
+"""Set by the node lifecycle controller when a node stops reporting or reports NotReady."""
+MAX_NODES_PER_READ = 16
+"""The most nodes one ``Reader.node_states`` call reads; the rest are left unknown (not stuck)."""
+
+
+class NodeLister(Protocol):
+    """Reads one Node by name: the Node as the API server's JSON, ``None`` when it does not exist
+    (404), or raises ``PodReadError`` (a failed read is never "deleted")."""
+
+    def get_node(self, name: str) -> Node | None: ...
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """What the barrier needs to know of one node.
+
+    ``exists`` is False only when the API server answered 404 for it. ``ready`` is the ``Ready``
+    condition's status (``"True"``, ``"False"``, ``"Unknown"``, ``""`` without one) and
+    ``ready_since`` its ``lastTransitionTime``; ``unreachable`` and ``out_of_service`` say whether
+    the node carries those taints.
+    """
+
+    name: str
+    exists: bool
+    ready: str = ""
+    ready_since: str = ""
+    unreachable: bool = False
+    out_of_service: bool = False
+
+    @property
+    def gone(self) -> bool:
+        """Confirmed gone: the Node is deleted, or tainted out-of-service. Only then may a pod
+        bound to it be force-deleted: nothing can still be running there."""
+        return not self.exists or self.out_of_service
+
+    @property
+    def unhealthy(self) -> bool:
+        """Gone, not Ready, or tainted unreachable/not-ready: its pods may never finish."""
+        return self.gone or self.ready != "True" or self.unreachable
+
+    def describe(self) -> str:
+        """A short, fixed phrase for a status message: ``deleted``, ``out of service``, ...."""
+        if not self.exists:
+            return "deleted"
+        if self.out_of_service:
+            return "out of service"
+        if self.unreachable or self.ready == "Unknown":
+            return "unreachable"
+        return "not ready"
+
+
+def node_state(name: str, node: Mapping[str, Any] | None) -> NodeState:
+    """The ``NodeState`` of ``node`` (``None``: the server answered 404 for ``name``)."""
+    if node is None:
+        return NodeState(name=name, exists=False)
+    status = node.get("status") or {}
+    ready = next((c for c in status.get("conditions") or () if isinstance(c, Mapping) and c.get("type") == "Ready"),
+                 {})
+    taints = {str(t.get("key", "")) for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, Mapping)}
+    return NodeState(name=name, exists=True, ready=str(ready.get("status", "")),
+                     ready_since=str(ready.get("lastTransitionTime", "")),
+                     unreachable=bool(taints & UNREACHABLE_TAINTS), out_of_service=OUT_OF_SERVICE_TAINT in taints)
+
+
+def read_states(lister: NodeLister | None, names: Iterable[str], metrics: ReadMetrics) -> dict[str, NodeState]:
+    """What ``Reader.node_states`` does: reads ``names`` (sorted, unique, at most
+    ``MAX_NODES_PER_READ``) through ``lister``, one by one, counting and timing the read as method
+    ``node_states`` from ``live`` and noting it in an open ``trace.recording()`` (the Nodes that
+    exist as ``items``: a name read and not among them was deleted). Raises ``PodReadError``
+    (``NoLiveReaderError`` without a lister); a failed read is never "deleted"."""
+    started = time.perf_counter()
+    wanted = sorted(set(names))[:MAX_NODES_PER_READ]
+    found: dict[str, NodeState] = {}
+    existing: list[Node] = []
+    try:
+        if lister is None:
+            raise NoLiveReaderError("no node lister: this Reader was built without one")
+        for name in wanted:
+            node = lister.get_node(name)
+            found[name] = node_state(name, node)
+            existing += [node] if node is not None else []
+    except Exception as exc:
+        error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}", code="unexpected")
+        error.located("node_states", "live")
+        metrics.reads.labels("node_states", "live", "error").inc()
+        metrics.read_errors.labels("node_states", "live", error.code).inc()
+        _note(wanted, started, error=error)
+        log.warning("node read failed: %s [%s]", error.reason, error.code)
+        if error is exc:
+            raise
+        raise error from exc
+    metrics.reads.labels("node_states", "live", "ok").inc()
+    metrics.read_seconds.labels("node_states", "live").observe(time.perf_counter() - started)
+    _note(wanted, started, nodes=existing)
+    return found
+
+
+def _note(names: list[str], started: float, *, nodes: list[Node] | None = None,
+          error: PodReadError | None = None) -> None:
+    if trace.recording_open():
+        trace.note(trace.ReadRecord(
+            method="node_states", source="live", selector="nodes=" + ",".join(names),
+            outcome="ok" if error is None else "error", pods=len(nodes or ()),
+            seconds=time.perf_counter() - started, error=None if error is None else str(error),
+            error_code=None if error is None else error.code,
+            items=tuple(nodes) if nodes is not None and trace.keeping_pods() else None))
+
+
+class NodeClient:
+    """Reads Nodes from the API server with the official kubernetes client: raw JSON, bounded by
+    ``timeout_seconds`` and by the hook call's deadline (``podread.deadline``). 404 is ``None``;
+    every other failure raises ``ApiError`` with the error's class in ``code``."""
+
+    def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        if timeout_seconds <= 0:
+            raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds}")
+        self._core = k8s.CoreV1Api(api_client)
+        self._timeout = timeout_seconds
+
+    def get_node(self, name: str) -> Node | None:
+        """``GET /api/v1/nodes/<name>``: the Node, or ``None`` when the server answers 404."""
+        what = f"get node {name}"
+        budget = self._timeout
+        left = calltime.remaining()
+        if left is not None:
+            if left <= 0:
+                raise DeadlineExceeded(f"{what}: not sent, the hook call's deadline for reads had passed")
+            budget = min(budget, left)
+        try:
+            response = self._core.read_node(name, _preload_content=False, _request_timeout=(budget, budget))
+            body = orjson.loads(response.data)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise http_error(what, exc) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise transport_error(what, exc) from exc
+        except orjson.JSONDecodeError as exc:
+            raise ApiError(f"{what}: the answer is not valid JSON ({exc})", code="invalid-json") from exc
+        if not isinstance(body, dict) or body.get("kind") not in (None, "Node"):
+            raise ApiError(f"{what}: the answer is not a Node", code="not-a-pod-list")
+        return body
+
+
+class SnapshotNodes:
+    """A ``NodeLister`` over Nodes held in memory: a name not among them is deleted (404); with
+    ``error`` set every read fails as the API server would."""
+
+    def __init__(self, nodes: Iterable[Mapping[str, Any]] = (), error: str | None = None, code: str = "") -> None:
+        self._nodes = {str((n.get("metadata") or {}).get("name", "")): dict(n) for n in nodes}
+        self._error = error
+        self._code = code
+
+    def get_node(self, name: str) -> Node | None:
+        """The held Node named ``name``, or ``None``; raises ``ApiError`` for a failing snapshot."""
+        if self._error is not None:
+            raise ApiError(self._error, code=self._code)
+        return self._nodes.get(name)

@@ -1,0 +1,109 @@
+"""Issue 15 on the real control plane: failure-policy rules, the active deadline, TTL after finish,
+pods stuck on dead nodes, and the Events, written by the hooks as their ServiceAccount (so the RBAC
+of manifests/rbac.yaml is what allows them) and validated by the real API server."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import kubernetes
+import pytest
+
+from tests.cluster.world import ClusterWorld
+from tests.e2e.harness import job_spec
+
+pytestmark = pytest.mark.cluster
+
+FAIL_ON_42 = {"name": "bad-config", "action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}
+PREEMPTED = {"name": "preempted", "action": "RestartJobIgnoreMaxRestarts",
+             "onPodConditions": [{"type": "DisruptionTarget"}]}
+
+
+def spec(**extra: Any) -> dict[str, Any]:
+    return {**job_spec(max_restarts=extra.pop("max_restarts", 0)), **extra}
+
+
+def test_exit_code_42_fails_at_once_and_the_events_say_so(world: ClusterWorld) -> None:
+    world.create_job("fatal", spec(max_restarts=3, failurePolicy={"rules": [FAIL_ON_42, PREEMPTED]}))
+    world.run_until_pods_run("fatal", 2)
+    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=fatal", phase="Failed", exit_code=42, limit=1)
+    world.run_until(lambda: world.phase("fatal") == "Failed", "Failed")
+    world.run_for(2)
+    status = world.status("fatal")
+    failed = world.condition("fatal", "Failed")
+    assert failed["reason"] == "FailurePolicy" and "exited with 42" in failed["message"]
+    assert (status["attempt"], status["restarts"], status["lastFailure"]["cause"]) == (0, 0, "bad-config")
+    assert world.jobsets("fatal") == ["fatal-0"], "no restart although three were left"
+    world.run_until(lambda: "Failed" in world.event_reasons("fatal"), "the Failed Event")
+    counts = Counter(world.event_reasons("fatal"))
+    assert counts["AttemptCreated"] == 1 and counts["Failed"] == 1, counts
+    event = next(e for e in world.events("fatal") if e["reason"] == "Failed")
+    assert event["type"] == "Warning" and event["reportingController"] == "nvcre.nvidia.com/nvcre-hooks"
+    assert event["regarding"]["uid"] == world.created["fatal"]
+    world.assert_safe()
+
+
+def test_a_preemption_restarts_without_spending_a_restart(world: ClusterWorld) -> None:
+    world.create_job("preempt", spec(max_restarts=0, failurePolicy={"rules": [FAIL_ON_42, PREEMPTED]}))
+    world.run_until_pods_run("preempt", 2)
+    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=preempt", phase="Failed", exit_code=143, limit=1,
+                         disruption="PreemptionByScheduler")
+    world.run_until(lambda: world.jobsets("preempt") == ["preempt-1"], "attempt 1 created", timeout=90)
+    status = world.status("preempt")
+    assert (status["attempt"], status["restarts"]) == (1, 0)
+    assert status["restartsByCause"] == {"preempted": 1}
+    world.run_until(lambda: {"Restarting", "DrainPassed"} <= set(world.event_reasons("preempt")),
+                    "the restart's Events")
+    restarting = next(e for e in world.events("preempt") if e["reason"] == "Restarting")
+    assert "does not count against maxRestarts" in restarting["note"]
+    assert Counter(world.event_reasons("preempt"))["AttemptCreated"] == 2
+    world.assert_safe()
+
+
+def test_the_active_deadline_tears_down_then_fails(world: ClusterWorld) -> None:
+    world.create_job("late", spec(max_restarts=2, activeDeadlineSeconds=4))
+    world.run_until_pods_run("late", 2)
+    world.run_until(lambda: world.condition("late", "DeadlineExceeded").get("status") == "True",
+                    "DeadlineExceeded", timeout=30)
+    world.run_until(lambda: world.phase("late") == "Failed", "Failed after the drain", timeout=60)
+    assert world.condition("late", "Failed")["reason"] == "DeadlineExceeded"
+    assert world.active_pods("late") == [] and world.jobsets("late") == []
+    assert world.status("late")["startTime"] <= world.status("late")["completionTime"]
+    world.run_until(lambda: "DeadlineExceeded" in world.event_reasons("late"), "the DeadlineExceeded Event")
+    world.assert_safe()
+
+
+def test_a_finished_job_is_deleted_after_its_ttl(world: ClusterWorld) -> None:
+    world.create_job("brief", spec(ttlSecondsAfterFinished=2))
+    world.run_until_pods_run("brief", 2)
+    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=brief")
+    world.run_until(lambda: world.phase("brief") == "Succeeded", "Succeeded")
+    assert not world.gone("brief")
+    took = world.run_until(lambda: world.gone("brief"), "the Job deleted by its TTL, then finalized", timeout=60)
+    assert took >= 1.0, "not before the TTL"
+    assert world.active_pods("brief") == []
+    assert "Deleting" in world.event_reasons("brief")
+    world.assert_safe()
+
+
+@pytest.mark.timeout(240)
+def test_a_pod_stuck_on_a_dead_node_is_named_then_force_deleted_once_the_node_is_gone(world: ClusterWorld) -> None:
+    world.create_job("marooned", spec(drain={"stuckAfterSeconds": 1, "forceDeleteStuckPodsAfterSeconds": 2}))
+    world.run_until_pods_run("marooned", 2)
+    pod = sorted(world.active_pods("marooned"), key=lambda p: p["metadata"]["name"])[0]
+    node = pod["spec"]["nodeName"]
+    world.kubelet.lose_node(node)
+    world.driver.delete_job(world.namespace, "marooned")
+    world.run_until(lambda: world.condition("marooned", "DrainStuck").get("status") == "True", "DrainStuck",
+                    timeout=60)
+    stuck = world.condition("marooned", "DrainStuck")
+    assert pod["metadata"]["name"] in stuck["message"] and node in stuck["message"]
+    world.run_for(4)
+    assert not world.gone("marooned"), "a node that is only unreachable never licenses a force delete"
+    assert pod["metadata"]["name"] in [p["metadata"]["name"] for p in world.active_pods("marooned")]
+    assert "DrainStuck" in world.event_reasons("marooned")
+    kubernetes.client.CoreV1Api(world.plane.api_client()).delete_node(node)
+    world.run_until(lambda: world.gone("marooned"), "the Job gone after the force delete", timeout=120)
+    assert "ForceDeletingPod" in world.event_reasons("marooned")
+    world.assert_safe()
