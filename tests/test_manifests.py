@@ -285,7 +285,8 @@ def test_crd_identity_and_printer_columns() -> None:
     assert version["subresources"] == {"status": {}}, "Metacontroller ignores a parent without status"
     columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
     assert columns == {"Phase": ".status.phase", "Attempt": ".status.attempt", "Restarts": ".status.restarts",
-                       "Active": ".status.activePods", "Age": ".metadata.creationTimestamp"}
+                       "Active": ".status.activePods", "Queue": ".metadata.labels.kueue\\.x-k8s\\.io/queue-name",
+                       "Age": ".metadata.creationTimestamp"}
 
 
 def test_crd_schema_is_structural(job_schema: dict) -> None:
@@ -314,7 +315,7 @@ def test_crd_status_schema_carries_every_field_the_hook_writes(job_schema: dict)
     assert set(status) >= {"phase", "attempt", "restarts", "workload", "activePods", "message",
                            "conditions", "observedGeneration"}
     assert status["phase"]["enum"] == ["Pending", "Running", "Restarting", "Suspending", "Suspended",
-                                       "Succeeded", "Failed", "Terminating"]
+                                       "Succeeded", "Failed", "Terminating", "Queued"]
     condition = status["conditions"]["items"]["properties"]
     assert set(condition) == {"type", "status", "reason", "message", "lastTransitionTime"}
     written = {
