@@ -271,8 +271,11 @@ def _queued(ctx: _Context, work: _Work, admission: queueing.Admission) -> None:
     work.kind = "held"
     work.children = []
     work.phase = QUEUED
-    message = admission.message or "waiting for Kueue to admit the Workload"
-    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, admission.reason,
+    reason, message = admission.reason, admission.message or "waiting for Kueue to admit the Workload"
+    if admission.state == queueing.NONE:
+        reason = "Submitted"
+        message = f"Workload {queueing.workload_name(ctx.job)} submitted, waiting for Kueue to admit it"
+    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, reason,
                                          _bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.now)
     work.message = _bounded(f"queued in LocalQueue {ctx.queue}: {message}")
 
@@ -418,6 +421,7 @@ def _next_attempt(ctx: _Context, work: _Work, *, kind: str) -> None:
         return
     if not _barrier(ctx, work, next_attempt=True):
         work.kind = "held"
+        work.quota = "keep"  # queue-managed: no new Workload while the last attempt drains
         return
     work.attempt += 1
     work.phase = PENDING
