@@ -185,7 +185,10 @@ def workload_child(job: str, *, namespace: str = "default", state: str = "", rea
     if conditions:
         status["conditions"] = conditions
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": metadata,
-            "spec": {"queueName": queue, "podSets": []}, "status": status}
+            "spec": {"queueName": queue, "active": True, "podSets": [{"name": "worker", "count": 2, "template": {
+                "metadata": {"labels": {"nvcre.nvidia.com/job": job}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "worker", "image": "trainer"}]}}}]},
+            "status": status}
 
 
 def job_request(*, name: str = "train", namespace: str = "default", spec: Mapping[str, Any] | None = None,
