@@ -69,6 +69,12 @@ def workload(world: ClusterWorld, kueue: Kueue, job: str) -> dict[str, Any] | No
     return next((w for w in kueue.workloads(world.namespace) if w["metadata"]["name"] == job), None)
 
 
+def reserving(kueue: Kueue, world: ClusterWorld) -> int:
+    """How many Workloads hold quota in the world's ClusterQueue, as Kueue reports it."""
+    status = kueue.cluster_queue(f"{world.namespace}-cq").get("status") or {}
+    return int(status.get("reservingWorkloads") or 0)
+
+
 def admitted(world: ClusterWorld, job: str) -> bool:
     return world.condition(job, "Admitted").get("status") == "True"
 
@@ -92,6 +98,7 @@ def test_two_jobs_for_quota_that_fits_one(qworld: ClusterWorld, kueue: Kueue) ->
                     "first torn down", timeout=60)
     world.run_for(4)
     assert workload(world, kueue, "first") is not None, "the quota is held while a pod of the Job runs"
+    assert reserving(kueue, world) == 1, "Kueue itself still counts the first Job's quota as reserved"
     assert world.phase("second") == "Queued" and world.jobsets("second") == []
     world.kubelet.release()
     world.run_until(lambda: world.gone("first"), "first gone", timeout=90)
@@ -113,6 +120,7 @@ def test_preemption_by_a_higher_priority_spends_no_restart(qworld: ClusterWorld,
                     "low torn down", timeout=60)
     world.run_for(4)
     assert workload(world, kueue, "low") is not None, "the victim's quota is held while its pod runs"
+    assert reserving(kueue, world) == 1, "Kueue still counts the victim's quota, not the preemptor's"
     assert world.jobsets("urgent") == [], "the preemptor waits for the victim's pods"
     world.kubelet.release()
     world.run_until(lambda: world.jobsets("urgent") == ["urgent-0"], "urgent admitted after the drain", timeout=90)
