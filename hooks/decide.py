@@ -638,6 +638,20 @@ def _run(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, desired:
             return
         if admission.state == queueing.ADMITTED:
             _admitted(ctx, work, admission)
+            if current is not None:
+                desired = _as_observed(current)  # made with the admission's node labels: kept as it is
+            else:
+                workload = queueing.current_workload(ctx.observed) or {}
+                try:
+                    desired = queueing.admitted_jobset(desired, workload, ctx.observed.flavors)
+                except queueing.FlavorUnknown as unknown:
+                    work.kind, work.children, work.workload, work.resync = "held", [], "", True
+                    work.phase = PENDING
+                    work.message = _bounded(f"admitted, waiting before creating JobSet {name}: {unknown.message}")
+                    return
+                except InvalidSpec as invalid:
+                    _invalid_spec(ctx, work, None, invalid)
+                    return
     if current is None and not drained:
         if not _barrier(ctx, work, gate=True):
             work.kind = "held"

@@ -20,6 +20,7 @@ KIND = "Job"
 JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
 WORKLOAD_GROUP = "Workload.kueue.x-k8s.io/v1beta2"
 PRIORITY_CLASS_GROUP = "WorkloadPriorityClass.kueue.x-k8s.io/v1beta2"
+FLAVOR_GROUP = "ResourceFlavor.kueue.x-k8s.io/v1beta2"
 HOOKS = ("sync", "finalize")
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -79,6 +80,8 @@ class Observed:
     """Whether the CompositeController lists Workload children (the group is in the request)."""
     priority_classes: Mapping[str, int] = field(default_factory=dict)
     """Related WorkloadPriorityClasses (``PRIORITY_CLASS_GROUP``): name -> value."""
+    flavors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Related ResourceFlavors (``FLAVOR_GROUP``): name -> ``spec`` (``nodeLabels``, ``tolerations``)."""
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -115,11 +118,13 @@ def parse_request(payload: object, hook: str) -> Observed:
     _string_map(labels, "parent.metadata.labels")
     children = _object(payload.get("children"), "children")
     workloads = _parse_workloads(children.get(WORKLOAD_GROUP), namespace)
-    priority_classes = _parse_priority_classes(_object(payload.get("related"), "related").get(PRIORITY_CLASS_GROUP))
+    related = _object(payload.get("related"), "related")
+    priority_classes = _parse_priority_classes(related.get(PRIORITY_CLASS_GROUP))
+    flavors = _parse_flavors(related.get(FLAVOR_GROUP))
     return Observed(namespace=namespace, name=name, generation=generation, deleting=bool(deletion),
                     finalizing=finalizing, spec=spec, status=status, jobsets=jobsets, hook=hook,
                     labels=dict(labels), workloads=workloads, workloads_enabled=WORKLOAD_GROUP in children,
-                    priority_classes=priority_classes)
+                    priority_classes=priority_classes, flavors=flavors)
 
 
 def _parse_workloads(raw: object, namespace: str) -> tuple[Mapping[str, Any], ...]:
@@ -152,6 +157,26 @@ def _parse_workloads(raw: object, namespace: str) -> tuple[Mapping[str, Any], ..
         found.setdefault(name, {**child, "metadata": {**metadata, "name": name,
                                                       "namespace": metadata.get("namespace") or namespace}})
     return tuple(found[name] for name in sorted(found))
+
+
+def _parse_flavors(raw: object) -> dict[str, Mapping[str, Any]]:
+    """Related ResourceFlavors (cluster-scoped, keyed by name): name -> ``spec``, with
+    ``nodeLabels`` a string map and ``tolerations`` an array of objects when present."""
+    path = f'related["{FLAVOR_GROUP}"]'
+    flavors: dict[str, Mapping[str, Any]] = {}
+    for key, obj in sorted(_object(raw, path).items()):
+        where = f'{path}["{key}"]'
+        obj = _object(obj, where)
+        name = _string(_object(obj.get("metadata"), f"{where}.metadata").get("name"), f"{where}.metadata.name") or key
+        spec = _object(obj.get("spec"), f"{where}.spec")
+        _string_map(spec.get("nodeLabels"), f"{where}.spec.nodeLabels")
+        tolerations = spec.get("tolerations")
+        if tolerations is not None and not isinstance(tolerations, list):
+            raise InvalidRequest(400, f"{where}.spec.tolerations: expected an array, got {_json_type(tolerations)}")
+        for index, toleration in enumerate(tolerations or ()):
+            _entry(toleration, f"{where}.spec.tolerations[{index}]")
+        flavors[name] = spec
+    return flavors
 
 
 def _parse_priority_classes(raw: object) -> dict[str, int]:

@@ -8,7 +8,9 @@ which Metacontroller creates and deletes as a child (the CompositeController lis
 ``kueue.x-k8s.io/v1beta2 workloads`` with ``OnDelete``); Kueue admits, evicts and writes its status.
 The quota is held as long as the Workload exists, so ``hooks.decide`` leaves it out of ``children``
 only after the drain barrier has passed. ``admission`` says where Kueue stands; ``build_workload``
-builds the Workload from the JobSet the Job would run.
+builds the Workload from the JobSet the Job would run; ``admitted_jobset`` puts into that JobSet's
+pod templates what the admission says (the ResourceFlavors' ``nodeLabels`` and ``tolerations``, the
+admission checks' ``podSetUpdates``), as Kueue does for the kinds it reconciles itself.
 """
 
 from __future__ import annotations
@@ -172,6 +174,86 @@ def build_workload(observed: Observed, jobset: Mapping[str, Any]) -> dict[str, A
     }
 
 
+class FlavorUnknown(Exception):
+    """The admission names a ResourceFlavor that is not among the related objects (not synced yet,
+    or the customize hook is not configured): the JobSet cannot be given its node labels yet."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def pod_set_infos(workload: Mapping[str, Any], flavors: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What the admission of ``workload`` asks of each pod set, by pod set name: ``nodeSelector``
+    (the ``nodeLabels`` of every flavor assigned to it, in name order) and ``tolerations`` (the
+    flavors', without repeats), then ``labels``, ``annotations``, ``nodeSelector`` and ``tolerations``
+    of the admission checks' ``podSetUpdates``. Raises ``FlavorUnknown`` for a flavor not in
+    ``flavors``, ``InvalidSpec`` (``PodSetUpdateConflict``) when an update contradicts a value."""
+    status = workload.get("status") or {}
+    infos: dict[str, dict[str, Any]] = {}
+    for assignment in (status.get("admission") or {}).get("podSetAssignments") or ():
+        name = str(assignment.get("name", ""))
+        info: dict[str, Any] = {"nodeSelector": {}, "tolerations": [], "labels": {}, "annotations": {}}
+        for flavor in sorted(set((assignment.get("flavors") or {}).values())):
+            spec = flavors.get(flavor)
+            if spec is None:
+                raise FlavorUnknown(f"ResourceFlavor {flavor!r} (assigned to pod set {name}) is not known yet")
+            info["nodeSelector"].update(spec.get("nodeLabels") or {})
+            _add_tolerations(info["tolerations"], spec.get("tolerations") or ())
+        infos[name] = info
+    for check in status.get("admissionChecks") or ():
+        for update in check.get("podSetUpdates") or ():
+            info = infos.setdefault(str(update.get("name", "")), {"nodeSelector": {}, "tolerations": [],
+                                                                   "labels": {}, "annotations": {}})
+            for key in ("labels", "annotations", "nodeSelector"):
+                _merge(info[key], update.get(key) or {}, f"admission check {check.get('name')}: {key}")
+            _add_tolerations(info["tolerations"], update.get("tolerations") or ())
+    return infos
+
+
+def admitted_jobset(jobset: Mapping[str, Any], workload: Mapping[str, Any],
+                    flavors: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A copy of ``jobset`` whose replicated jobs' pod templates carry ``pod_set_infos`` of their
+    pod set (labels, annotations and node selector merged, tolerations added). Raises
+    ``FlavorUnknown``, or ``InvalidSpec`` (``PodSetUpdateConflict``) when the admission contradicts
+    the template (a node selector key with another value, ...)."""
+    infos = pod_set_infos(workload, flavors)
+    admitted = json_copy(jobset)
+    for entry in admitted["spec"]["replicatedJobs"]:
+        info = infos.get(entry["name"])
+        if info is None:
+            continue
+        template = entry["template"]["spec"]["template"]
+        metadata = template.setdefault("metadata", {})
+        pod_spec = template.setdefault("spec", {})
+        where = f"replicated job {entry['name']}"
+        for key, holder in (("labels", metadata), ("annotations", metadata), ("nodeSelector", pod_spec)):
+            if info[key]:
+                merged = dict(holder.get(key) or {})
+                _merge(merged, info[key], f"{where}: {key}")
+                holder[key] = merged
+        if info["tolerations"]:
+            tolerations = list(pod_spec.get("tolerations") or [])
+            _add_tolerations(tolerations, info["tolerations"])
+            pod_spec["tolerations"] = tolerations
+    return admitted
+
+
+def _merge(into: dict[str, Any], values: Mapping[str, Any], where: str) -> None:
+    """Adds ``values`` to ``into``; a key already there with another value is a conflict."""
+    for key, value in sorted(values.items()):
+        if key in into and into[key] != value:
+            raise InvalidSpec(f"{where}: Kueue's admission sets {key}={str(value)[:60]!r}, the template has "
+                              f"{str(into[key])[:60]!r}", "PodSetUpdateConflict")
+        into[key] = value
+
+
+def _add_tolerations(into: list[Any], tolerations: Any) -> None:
+    for toleration in tolerations:
+        if toleration not in into:
+            into.append(json_copy(toleration) if isinstance(toleration, Mapping) else toleration)
+
+
 def as_observed(workload: Mapping[str, Any]) -> dict[str, Any]:
     """The child that keeps an observed Workload: identity, labels and spec as they are (with
     ``OnDelete`` Metacontroller never updates it, so nothing fights Kueue's writes)."""
@@ -184,7 +266,8 @@ def as_observed(workload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def customize_response() -> dict[str, Any]:
-    """The customize hook's answer, the same for every Job: relate every WorkloadPriorityClass
-    (cluster-scoped; the hook must be version v2), so that the sync request carries their values."""
-    return {"relatedResources": [{"apiVersion": API_VERSION, "resource": "workloadpriorityclasses",
-                                  "labelSelector": {}}]}
+    """The customize hook's answer, the same for every Job: relate every WorkloadPriorityClass and
+    every ResourceFlavor (cluster-scoped; the hook must be version v2), so that the sync request
+    carries the priority values and the flavors' node labels and tolerations."""
+    return {"relatedResources": [{"apiVersion": API_VERSION, "resource": resource, "labelSelector": {}}
+                                 for resource in ("workloadpriorityclasses", "resourceflavors")]}

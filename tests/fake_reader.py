@@ -153,6 +153,7 @@ def jobset_child(job: str, attempt: int, *, namespace: str = "default", state: s
 
 WORKLOAD_GROUP = "Workload.kueue.x-k8s.io/v1beta2"
 PRIORITY_CLASS_GROUP = "WorkloadPriorityClass.kueue.x-k8s.io/v1beta2"
+FLAVOR_GROUP = "ResourceFlavor.kueue.x-k8s.io/v1beta2"
 
 
 def workload_child(job: str, *, namespace: str = "default", state: str = "", reason: str = "",
@@ -177,7 +178,8 @@ def workload_child(job: str, *, namespace: str = "default", state: str = "", rea
                         "message": f"Quota reserved in ClusterQueue {cluster_queue}", "lastTransitionTime": since},
                        {"type": "Admitted", "status": "True", "reason": "Admitted",
                         "message": "The workload is admitted", "lastTransitionTime": since}]
-        status["admission"] = {"clusterQueue": cluster_queue, "podSetAssignments": []}
+        status["admission"] = {"clusterQueue": cluster_queue, "podSetAssignments": [
+            {"name": "worker", "count": 2, "flavors": {"nvidia.com/gpu": "default-flavor"}}]}
     if state == "evicted":
         conditions.append({"type": "Evicted", "status": "True", "reason": reason or "Preempted",
                            "message": message or "Preempted to accommodate a workload (UID: u) due to "
@@ -195,11 +197,14 @@ def job_request(*, name: str = "train", namespace: str = "default", spec: Mappin
                 status: Mapping[str, Any] | None = None, jobsets: Iterable[Mapping[str, Any]] = (),
                 keying: str = "v1", finalizing: bool = False, deleting: str = "",
                 labels: Mapping[str, str] | None = None, workloads: Iterable[Mapping[str, Any]] | None = None,
-                priority_classes: Mapping[str, int] | None = None) -> dict[str, Any]:
+                priority_classes: Mapping[str, int] | None = None,
+                flavors: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """A CompositeController request body as Metacontroller sends it, children keyed v1 or v2.
 
     ``workloads`` not ``None`` adds the Workload child group (the Kueue overlay's
-    CompositeController), ``priority_classes`` the related WorkloadPriorityClasses (name -> value).
+    CompositeController) and the related ResourceFlavors (``flavors``: name -> spec; default one
+    ``default-flavor`` without node labels), ``priority_classes`` the related
+    WorkloadPriorityClasses (name -> value).
     """
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "generation": 1,
                                 "resourceVersion": "42",
@@ -230,6 +235,10 @@ def job_request(*, name: str = "train", namespace: str = "default", spec: Mappin
         children[WORKLOAD_GROUP] = {(w["metadata"]["name"] if keying == "v1" else
                                      f"{w['metadata']['namespace']}/{w['metadata']['name']}"): w for w in workloads}
     related: dict[str, Any] = {}
+    if workloads is not None:
+        related[FLAVOR_GROUP] = {key: {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                                       "metadata": {"name": key}, "spec": dict(spec)}
+                                 for key, spec in (flavors if flavors is not None else {"default-flavor": {}}).items()}
     if priority_classes is not None:
         related[PRIORITY_CLASS_GROUP] = {key: {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
                                                "metadata": {"name": key}, "value": value}

@@ -356,11 +356,12 @@ def test_an_exception_in_a_route_outside_handle_is_a_json_500(
     assert error_of(response) == "internal error: Boom"
 
 
-def test_customize_answers_the_related_priority_classes(client: FlaskClient) -> None:
+def test_customize_answers_the_related_priority_classes_and_flavors(client: FlaskClient) -> None:
     response = post(client, "/customize", {"controller": {}, "parent": {}})
     assert response.status_code == 200
-    assert json.loads(response.data) == {"relatedResources": [{
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "workloadpriorityclasses", "labelSelector": {}}]}
+    assert json.loads(response.data) == {"relatedResources": [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": resource, "labelSelector": {}}
+        for resource in ("workloadpriorityclasses", "resourceflavors")]}
 
 
 def test_customize_needs_the_token_when_one_is_set(tmp_path: Any) -> None:

@@ -19,6 +19,8 @@ QUEUE = {"kueue.x-k8s.io/queue-name": "team"}
 
 def run(reader: FakeReader | None = None, *, labels: dict[str, str] | None = None,
         workloads: list[dict[str, Any]] | None = None, **request: Any) -> Decision:
+    """Decides a request of a queue-managed Job (``QUEUE`` unless ``labels``) under the Kueue
+    overlay (a Workload group, ``workloads`` default empty)."""
     body = job_request(labels=QUEUE if labels is None else labels,
                        workloads=[] if workloads is None else workloads, **request)
     observed = parse_request(body, "finalize" if request.get("finalizing") else "sync")
@@ -249,6 +251,67 @@ def test_wrong_types_in_a_workload_are_a_400() -> None:
         parse_request(job_request(labels=QUEUE, workloads=[wl]), "sync")
 
 
-def test_customize_relates_every_workload_priority_class() -> None:
-    assert queueing.customize_response() == {"relatedResources": [{
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "workloadpriorityclasses", "labelSelector": {}}]}
+def test_customize_relates_every_priority_class_and_flavor() -> None:
+    assert queueing.customize_response() == {"relatedResources": [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "workloadpriorityclasses", "labelSelector": {}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "resourceflavors", "labelSelector": {}}]}
+
+
+# ---- what the admission puts into the pods ----------------------------------------------------------
+
+A100 = {"nodeLabels": {"nvidia.com/gpu.product": "A100"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+
+
+def pod_spec(d: Decision) -> dict[str, Any]:
+    jobset = next(c for c in d.response["children"] if c["kind"] == "JobSet")
+    return jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+
+
+def test_the_admitted_flavors_node_labels_and_tolerations_go_into_the_pods() -> None:
+    d = run(workloads=[workload_child("train", state="admitted")], flavors={"default-flavor": A100},
+            status={"phase": "Queued"})
+    spec = pod_spec(d)
+    assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "A100"}
+    assert spec["tolerations"] == A100["tolerations"]
+
+
+def test_admission_check_pod_set_updates_go_into_the_pods() -> None:
+    wl = workload_child("train", state="admitted")
+    wl["status"]["admissionChecks"] = [{"name": "prov", "state": "Ready", "message": "", "lastTransitionTime":
+                                        "2025-12-31T23:00:00Z", "podSetUpdates": [
+                                            {"name": "worker", "labels": {"pool": "p1"},
+                                             "nodeSelector": {"zone": "z1"}}]}]
+    d = run(workloads=[wl], flavors={"default-flavor": A100}, status={"phase": "Queued"})
+    jobset = next(c for c in d.response["children"] if c["kind"] == "JobSet")
+    template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert template["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "A100", "zone": "z1"}
+    assert template["metadata"]["labels"]["pool"] == "p1"
+    assert template["metadata"]["labels"]["nvcre.nvidia.com/job"] == "train"
+
+
+def test_an_unknown_flavor_holds_the_jobset() -> None:
+    d = run(workloads=[workload_child("train", state="admitted")], flavors={}, status={"phase": "Queued"})
+    assert kinds(d) == [("Workload", "train")]
+    assert status(d)["phase"] == "Pending" and "default-flavor" in status(d)["message"]
+    assert d.response["resyncAfterSeconds"] > 0
+
+
+def test_a_node_selector_the_admission_contradicts_is_an_invalid_spec() -> None:
+    spec = job_spec()
+    spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"] = {
+        "nvidia.com/gpu.product": "H100"}
+    d = run(spec=spec, workloads=[workload_child("train", state="admitted")], flavors={"default-flavor": A100},
+            status={"phase": "Queued"})
+    assert condition(d, "InvalidSpec")["reason"] == "PodSetUpdateConflict"
+    assert kinds(d) == [("Workload", "train")]
+
+
+def test_a_running_admitted_jobset_is_kept_as_observed() -> None:
+    jobset = jobset_child("train", 0)
+    jobset["spec"] = {"replicatedJobs": [{"name": "worker", "template": {"spec": {"template": {
+        "spec": {"nodeSelector": {"nvidia.com/gpu.product": "A100"}}}}}}]}
+    d = run(FakeReader(pods(2)), workloads=[workload_child("train", state="admitted")], flavors={},
+            jobsets=[jobset], status={"phase": "Running", "attempt": 0, "workload": "train-0"})
+    assert status(d)["phase"] == "Running"
+    assert pod_spec(d)["nodeSelector"] == {"nvidia.com/gpu.product": "A100"}

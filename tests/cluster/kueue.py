@@ -246,20 +246,25 @@ class Kueue:
     # -- queues ------------------------------------------------------------------------------------
 
     def queue(self, namespace: str, name: str, *, gpus: int, cpu: str = "64", cluster_queue: str = "",
-              preemption: bool = True) -> str:
-        """A ResourceFlavor ``default-flavor``, a ClusterQueue (``cluster_queue``, default
-        ``<name>-cq``) with ``gpus`` of ``nvidia.com/gpu`` and ``cpu`` of cpu, preempting lower
-        priorities within itself when ``preemption``, and LocalQueue ``name`` in ``namespace``.
-        The namespace is labelled for the JobSet webhooks. Returns the ClusterQueue's name."""
+              preemption: bool = True, flavor: str = "default-flavor",
+              flavor_spec: dict[str, Any] | None = None) -> str:
+        """A ResourceFlavor ``flavor`` (with ``flavor_spec``: ``nodeLabels``, ``tolerations``), a
+        ClusterQueue (``cluster_queue``, default ``<name>-cq``) with ``gpus`` of ``nvidia.com/gpu``
+        and ``cpu`` of cpu in it, preempting lower priorities within itself when ``preemption``, and
+        LocalQueue ``name`` in ``namespace``. The namespace is labelled for the JobSet webhooks.
+        Returns the ClusterQueue's name."""
         cq = cluster_queue or f"{name}-cq"
         kubernetes.client.CoreV1Api(self.api_client).patch_namespace(
             namespace, {"metadata": {"labels": {KUEUE_NAMESPACE_LABEL: "true"}}})
-        self.applier.apply({"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor",
-                            "metadata": {"name": "default-flavor"}})
+        body: dict[str, Any] = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor",
+                                "metadata": {"name": flavor}}
+        if flavor_spec:
+            body["spec"] = flavor_spec
+        self.applier.apply(body)
         spec: dict[str, Any] = {
             "namespaceSelector": {},
             "resourceGroups": [{"coveredResources": ["cpu", "nvidia.com/gpu"], "flavors": [{
-                "name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": cpu},
+                "name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu},
                                                         {"name": "nvidia.com/gpu", "nominalQuota": gpus}]}]}],
         }
         if preemption:

@@ -15,8 +15,8 @@ server (reference/metacontroller-facts.md §1, §2, §5):
 - the finalizer is added and removed with a merge patch on the read resourceVersion.
 
 With ``workloads`` (Kueue on the tier, issue 14) Workloads are children too, read, created and
-deleted the same way (background propagation, UID precondition), and every WorkloadPriorityClass is
-listed for the requests' ``related``.
+deleted the same way (background propagation, UID precondition), and every WorkloadPriorityClass and
+ResourceFlavor is listed for the requests' ``related``.
 
 Every refused or failed write raises ``BackendError``; a failed read keeps the last objects read
 (the informers' cache keeps serving while the server is away).
@@ -36,6 +36,8 @@ from tests.e2e.driver import BackendError, Key, Obj
 GROUP, VERSION = "nvcre.nvidia.com", "v1alpha1"
 JOBSET_GROUP, JOBSET_VERSION = "jobset.x-k8s.io", "v1alpha2"
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
+RELATED = (("WorkloadPriorityClass", "workloadpriorityclasses"), ("ResourceFlavor", "resourceflavors"))
+"""The related objects of the manifests-kueue customize hook (hooks.queueing.customize_response)."""
 
 
 class ApiBackend:
@@ -50,7 +52,7 @@ class ApiBackend:
         self._jobs: dict[Key, Obj] = {}
         self._jobsets: dict[str, list[Obj]] = {}
         self._workloads: dict[str, list[Obj]] = {}
-        self._priority_classes: list[Obj] = []
+        self._related: dict[str, list[Obj]] = {}
         self.read_failures = 0
 
     # -- reads -------------------------------------------------------------------------------------
@@ -75,8 +77,9 @@ class ApiBackend:
                         if owner.get("controller") and owner.get("kind") == "Job":
                             jobsets.setdefault(owner["uid"], []).append(obj)
             if self.with_workloads:
-                self._priority_classes = list(self.custom.list_cluster_custom_object(
-                    KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", _request_timeout=REQUEST_TIMEOUT)["items"])
+                self._related = {f"{kind}.{KUEUE_GROUP}/{KUEUE_VERSION}": list(self.custom.list_cluster_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=REQUEST_TIMEOUT)["items"])
+                    for kind, plural in RELATED}
         except SERVER_ERRORS:
             self.read_failures += 1
             return dict(self._jobs)
@@ -103,9 +106,9 @@ class ApiBackend:
                        if c["metadata"].get("labels", {}).get("controller-uid") == uid),
                       key=lambda c: c["metadata"]["name"])
 
-    def priority_classes(self) -> list[Obj]:
-        """Every WorkloadPriorityClass in the last snapshot."""
-        return sorted(self._priority_classes, key=lambda c: c["metadata"]["name"])
+    def related(self) -> dict[str, list[Obj]]:
+        """Every related object in the last snapshot, by Metacontroller's group key."""
+        return {group: sorted(objects, key=lambda o: o["metadata"]["name"]) for group, objects in self._related.items()}
 
     def create_workload(self, parent: Obj, child: Obj) -> None:
         self._create(parent, child, KUEUE_GROUP, KUEUE_VERSION, "workloads")

@@ -171,3 +171,17 @@ def test_delete_while_queued(qworld: ClusterWorld, kueue: Kueue) -> None:
     world.run_until(lambda: workload(world, kueue, "queued") is None, "its Workload gone", timeout=60)
     assert world.phase("running") == "Running" and admitted(world, "running")
     world.assert_safe()
+
+
+def test_the_admitted_flavor_puts_its_node_labels_and_tolerations_on_the_pods(qworld: ClusterWorld,
+                                                                              kueue: Kueue) -> None:
+    world = qworld
+    toleration = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    kueue.queue(world.namespace, "a100", gpus=8, cluster_queue=f"{world.namespace}-a100", flavor="a100",
+                flavor_spec={"nodeLabels": {"nvidia.com/gpu.product": "A100-SXM4-80GB"}, "tolerations": [toleration]})
+    world.create_job("placed", gpu_spec(), labels={QUEUE_LABEL: "a100"})
+    world.run_until_pods_run("placed", 2, timeout=90)
+    for pod in world.active_pods("placed"):
+        assert pod["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "A100-SXM4-80GB"}
+        assert toleration in pod["spec"]["tolerations"]
+    world.assert_safe()

@@ -22,8 +22,9 @@ driver calls the hooks as Metacontroller does:
   never because a pod changed: pods are not children, so only resyncs see them;
 - with ``workloads`` (the ``manifests-kueue`` overlay's CompositeController, issue 14), Workloads
   are a second child type (``Workload.kueue.x-k8s.io/v1beta2``, ``OnDelete`` as well) and every
-  WorkloadPriorityClass is a related object (the customize hook's answer); the backend must then
-  offer ``workloads``, ``create_workload``, ``delete_workload`` and ``priority_classes``. A Workload
+  WorkloadPriorityClass and ResourceFlavor is a related object (the customize hook's answer, the
+  same for every Job); the backend must then offer ``workloads``, ``create_workload``,
+  ``delete_workload`` and ``related`` (related group -> objects). A Workload
   deleted while a pod of its Job is active is a violation: its quota would go with it.
 
 Time is the simulated clock (``advance``) unless a ``clock`` is given (wall-clock on a real server).
@@ -48,7 +49,6 @@ Obj = dict[str, Any]
 
 JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
 WORKLOAD_GROUP = "Workload.kueue.x-k8s.io/v1beta2"
-PRIORITY_CLASS_GROUP = "WorkloadPriorityClass.kueue.x-k8s.io/v1beta2"
 CONTROLLER_NAME = "nvcre-jobs"
 FINALIZER = f"metacontroller.io/compositecontroller-{CONTROLLER_NAME}"
 HOOK_TIMEOUT_SECONDS = 10.0
@@ -435,7 +435,8 @@ class Driver:
             child_resources.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "workloads",
                                     "updateStrategy": {"method": "OnDelete"}})
             groups[WORKLOAD_GROUP] = {self._key(w): w for w in backend.workloads(job.obj)}
-            related[PRIORITY_CLASS_GROUP] = {pc["metadata"]["name"]: pc for pc in backend.priority_classes()}
+            related = {group: {obj["metadata"]["name"]: obj for obj in objects}
+                       for group, objects in backend.related().items()}
         return {
             "controller": {"metadata": {"name": CONTROLLER_NAME},
                            "spec": {"generateSelector": True,

@@ -45,7 +45,8 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
          cache: list[dict[str, Any]] | str = (), live: list[dict[str, Any]] | str | None = None,
          launchers: list[dict[str, Any]] = (), name: str = JOB, live_code: str = "",
          labels: dict[str, str] | None = None, workloads: list[dict[str, Any]] | None = None,
-         priority_classes: dict[str, int] | None = None) -> dict[str, Any]:
+         priority_classes: dict[str, int] | None = None,
+         flavors: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """One scenario. ``cache``/``live`` are pod lists or an error text (``live_code`` the error's
     class, see podread.errors.CAUSES); ``live`` defaults to the cache's pods; ``launchers`` are
     live-only (the cache never holds launcher pods). ``labels``, ``workloads`` and
@@ -54,7 +55,7 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
     request = job_request(name=name, namespace=NS, spec=spec if spec is not None else job_spec(max_restarts=1),
                           status=status, jobsets=children, keying=keying, finalizing=finalizing,
                           deleting="2025-12-31T23:58:00Z" if finalizing else "", labels=labels,
-                          workloads=workloads, priority_classes=priority_classes)
+                          workloads=workloads, priority_classes=priority_classes, flavors=flavors)
     if isinstance(cache, str):
         cache_doc: dict[str, Any] = {"error": cache}
     else:
@@ -404,6 +405,15 @@ def _() -> dict[str, Any]:
 def _() -> dict[str, Any]:
     return kueue_case("issue 14: admitted by Kueue: JobSet llama-0 is created, Pending, the Workload kept",
                       workload="admitted", status={"phase": "Queued", "attempt": 0, "restarts": 0})
+
+
+@scenario("v2-queued-admitted-on-a-flavor-with-node-labels")
+def _() -> dict[str, Any]:
+    a100 = {"nodeLabels": {"nvidia.com/gpu.product": "A100-SXM4-80GB"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+    return kueue_case("issue 14: admitted on a flavor with node labels and a toleration: the JobSet's pod templates "
+                      "carry them, as Kueue's own integrations do", workload="admitted",
+                      status={"phase": "Queued", "attempt": 0, "restarts": 0}, flavors={"default-flavor": a100})
 
 
 @scenario("v2-queued-evicted-holds-the-quota-while-pods-run")
