@@ -1,6 +1,6 @@
 """Queue-managed Jobs behind Kueue (issue 14, docs/adr/0103): the Workload child and what Kueue says of it.
 
-Pure: reads an ``Observed`` (the Job's labels, its observed Workloads, the related
+Pure: reads an ``Observed`` (the Job's labels, its observed Workloads, the related ResourceFlavors and
 WorkloadPriorityClasses) and returns plain values and dicts.
 
 A Job with the label ``QUEUE_LABEL`` is queue-managed. It owns one Workload, named like the Job,
