@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: venv test lint run bench soak demo image clean control-plane test-cluster dev
+.PHONY: venv test lint run bench soak demo image clean control-plane kueue test-cluster dev
 
 venv: $(STAMP)
 
@@ -28,7 +28,13 @@ control-plane:
 	@start=$$(date +%s); bash tests/cluster/controlplane/build.sh >/dev/null; \
 	echo "control plane: ready in $$(( $$(date +%s) - start )) s (build or cache)"
 
-test-cluster: $(STAMP) control-plane
+# Kueue's manager built from the Go module sigs.k8s.io/kueue (once, cached the same way), for the
+# cluster tier's queue tests (tests/cluster/kueue.py).
+kueue:
+	@start=$$(date +%s); bash tests/cluster/kueue/build.sh >/dev/null; \
+	echo "kueue: ready in $$(( $$(date +%s) - start )) s (build or cache)"
+
+test-cluster: $(STAMP) control-plane kueue
 	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster tests/cluster; rc=$$?; \
 	echo "cluster tier: $$(( $$(date +%s) - start )) s"; exit $$rc
 

@@ -15,7 +15,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
 import podread
-from hooks import logs, metrics
+from hooks import logs, metrics, queueing
 from hooks.auth import BearerToken
 from hooks.config import Settings
 from hooks.effects import Effects
@@ -50,7 +50,9 @@ def create_app(
     wrapped in one ``hooks.effects.Effects`` per app (its queue and thread). Raises ``ValueError`` on bad configuration,
     including a missing or empty ``NVCRE_HOOK_TOKEN_FILE``, so a worker fails at start-up.
 
-    Routes: ``POST /sync``, ``POST /finalize``, ``GET /healthz``, ``GET /readyz``, ``GET /metrics``.
+    Routes: ``POST /sync``, ``POST /finalize``, ``POST /customize`` (the Kueue overlay's customize
+    hook: relates every WorkloadPriorityClass, the same answer for every Job), ``GET /healthz``,
+    ``GET /readyz``, ``GET /metrics``.
     Every error is JSON ``{"error": ...}``.
     """
     settings = Settings.from_env() if settings is None else settings
@@ -89,6 +91,13 @@ def create_app(
 
     for path, hook in HOOK_ROUTES.items():
         app.add_url_rule(path, view_func=hook_view(hook), methods=["POST"], provide_automatic_options=False)
+
+    @app.post("/customize")
+    def customize() -> Response:
+        """Metacontroller's customize hook (issue 14): which related objects each sync carries."""
+        if token is not None and not token.allows(request.headers.get("Authorization")):
+            return _json(401, {"error": "missing or wrong bearer token"})
+        return _json(200, queueing.customize_response())
 
     @app.get("/healthz")
     def healthz() -> Response:

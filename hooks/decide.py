@@ -4,6 +4,8 @@ Pure: the only I/O is the Reader passed in. Rows, first match decides:
 
 1. finalizing                     -> no children; Terminating; finalized only after the drain barrier
 2. spec.suspend (not terminal)    -> no children; Suspending, then Suspended after the barrier
+2a. evicted by Kueue (queue-managed, -> no JobSet; Suspending until the barrier passes, then Queued
+    not terminal; hooks.queueing)    with attempt+1 (not a restart); the Workload kept until then
 3. status disagrees with children -> hold: keep every observed JobSet not being deleted, create
                                      nothing, advance nothing; StatusMismatch=True says why
 3a. activeDeadlineSeconds passed  -> no children; Terminating (DeadlineExceeded=True), then after the
@@ -21,6 +23,17 @@ Pure: the only I/O is the Reader passed in. Rows, first match decides:
 10. current JobSet Completed               -> keep it; Succeeded
 11. otherwise                     -> the current attempt's JobSet; Running if a cached pod is active.
                                      One not observed yet is created only once the barrier passes.
+
+Queue-managed Jobs (label ``kueue.x-k8s.io/queue-name``; ``hooks.queueing``, docs/adr/0103) also own
+one Workload child, and Kueue decides when their JobSet may run:
+
+- no JobSet is created unless the Workload is admitted: until then the phase is ``Queued`` and
+  condition ``Admitted`` is False with Kueue's reason and message;
+- evicted by Kueue (``Evicted=True``, or not admitted while a JobSet runs), after rows 1-2: the JobSet
+  is left out, ``Suspending`` until the drain barrier passes, then the attempt moves on by one (not
+  a restart) and the Job is ``Queued``; a fresh Workload is emitted on the next call;
+- the Workload is in every answer except after a passing barrier of a finalize, suspend or eviction,
+  and once a terminal Job's pods are all gone (live reads): only then is the quota released.
 
 A step that would need an attempt past ``MAX_ATTEMPT`` (rows 5, 6, 8) ends the Job Failed instead,
 with condition ``Failed`` reason ``AttemptLimitReached``: names are validated for that attempt, so no
@@ -64,12 +77,13 @@ from datetime import datetime
 from typing import Any
 
 from hooks import conditions as cond
-from hooks import deadlines, failurepolicy, stuck
+from hooks import deadlines, failurepolicy, queueing, stuck
 from hooks.actions import Action, DeleteJob, ForceDeletePod
 from hooks.evidence import (
     ATTEMPT_VALUE,
     attempt_in_name,
     current_attempt,
+    healthy,
     jobset_state,
     list_names,
     status_mismatch,
@@ -96,7 +110,9 @@ SUCCEEDED, FAILED, TERMINATING = "Succeeded", "Failed", "Terminating"
 TERMINAL = frozenset({SUCCEEDED, FAILED})
 KINDS = frozenset({"created", "kept", "held", "proceeded", "terminal", "invalid-spec"})
 
-PHASES = frozenset({PENDING, RUNNING, RESTARTING, SUSPENDING, SUSPENDED, SUCCEEDED, FAILED, TERMINATING})
+QUEUED = "Queued"
+PHASES = frozenset({PENDING, RUNNING, RESTARTING, SUSPENDING, SUSPENDED, SUCCEEDED, FAILED, TERMINATING, QUEUED})
+ADMITTED = "Admitted"
 
 DRAINED = "Drained"
 INVALID_SPEC = "InvalidSpec"
@@ -150,6 +166,10 @@ class _Work:
     wake: float | None = None
     actions: list[Action] = field(default_factory=list)
     stuck_pods: int = 0
+    quota: str = "create"
+    """Queue-managed Jobs: what becomes of the Workload child. ``create`` keeps the observed one or
+    emits a new one; ``keep`` keeps the observed one only; ``release`` leaves it out (after a passing
+    barrier only)."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +191,16 @@ class _Context:
     def job_object(self) -> dict[str, Any]:
         """The Job as ``build_jobset`` reads it."""
         return {"metadata": {"name": self.job, "namespace": self.namespace}, "spec": self.observed.spec}
+
+    @property
+    def queue(self) -> str:
+        """The LocalQueue of a queue-managed Job, ``""`` for any other Job."""
+        return queueing.queue_name(self.observed)
+
+    @property
+    def admission(self) -> queueing.Admission:
+        """What Kueue says of the Job's Workload (``none`` when there is none)."""
+        return queueing.admission(queueing.current_workload(self.observed))
 
     def jobset(self, attempt: int) -> Mapping[str, Any] | None:
         """The observed JobSet of ``attempt``, or ``None``."""
@@ -206,6 +236,8 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         _finalize(ctx, work)
     elif observed.spec.get("suspend") is True and phase not in TERMINAL:
         _suspend(ctx, work)
+    elif ctx.queue and phase not in TERMINAL and _evicted_by_kueue(ctx, work):
+        _evicted(ctx, work)  # Kueue's word, not a status claim: before the mismatch hold
     elif mismatch is not None:
         _hold_mismatch(ctx, work, *mismatch)
     elif phase not in TERMINAL and _deadline_due(ctx, work):  # row 3a (issue 15)
@@ -220,8 +252,124 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         _steady(ctx, work)
     if mismatch is None and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
-    _times(ctx, work)
+    _times(ctx, work)  # before the Workload joins the children: it stamps the JobSet's start
+    if ctx.queue:
+        _workload_child(ctx, work, hold=mismatch is not None)
     return _decision(observed, work, resync_seconds)
+
+
+# ---- queue-managed Jobs (issue 14, docs/adr/0103) --------------------------------------------------
+
+def _evicted_by_kueue(ctx: _Context, work: _Work) -> bool:
+    """Whether Kueue took the admission back: the Workload is ``Evicted``, or a healthy JobSet of
+    the Job runs while the Workload is not admitted (gone, or un-admitted without an eviction)."""
+    state = ctx.admission.state
+    if state == queueing.EVICTED:
+        return True
+    running = any(healthy(js) for js in ctx.observed.jobsets)
+    return running and state != queueing.ADMITTED and ctx.observed.workloads_enabled
+
+
+def _evicted(ctx: _Context, work: _Work) -> None:
+    """Evicted by Kueue (preempted, deactivated, its queue stopped, ...). No JobSet; the Workload is
+    kept (the quota stays held) until the drain barrier passes, then left out, the attempt moves on
+    by one (unless the Job was already ``Queued``: nothing ran since) and the Job is ``Queued``.
+    Not a failure: ``restarts`` is unchanged."""
+    admission = ctx.admission
+    work.workload = ""
+    work.quota = "keep"
+    words = f"evicted by Kueue ({admission.reason})" + (f": {admission.message}" if admission.message else "")
+    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, admission.reason,
+                                         _bounded(f"LocalQueue {ctx.queue}: {words}"), ctx.now)
+    if not _barrier(ctx, work, next_attempt=work.phase != QUEUED):
+        work.phase = SUSPENDING
+        work.kind = "held"
+        work.message = _bounded(f"{words}; {work.message} before releasing the quota")
+        return
+    if work.phase != QUEUED:
+        if work.attempt >= MAX_ATTEMPT:
+            _attempt_limit(ctx, work)
+            work.quota = "release"
+            return
+        work.attempt += 1
+    work.phase = QUEUED
+    work.kind = "proceeded"
+    work.quota = "release"
+    work.message = _bounded(f"{words}; no pod is left, the quota is released and the Job queues again in "
+                            f"LocalQueue {ctx.queue}")
+
+
+def _queued(ctx: _Context, work: _Work, admission: queueing.Admission) -> None:
+    """The current attempt's JobSet would be created, but Kueue has not admitted the Workload:
+    nothing is created, the Job is ``Queued`` and ``Admitted`` says why (Kueue's reason)."""
+    work.kind = "held"
+    work.children = []
+    work.phase = QUEUED
+    reason, message = admission.reason, admission.message or "waiting for Kueue to admit the Workload"
+    if admission.state == queueing.NONE:
+        reason = "Submitted"
+        message = f"Workload {queueing.workload_name(ctx.job)} submitted, waiting for Kueue to admit it"
+    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, reason,
+                                         _bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.now)
+    work.message = _bounded(f"queued in LocalQueue {ctx.queue}: {message}")
+
+
+def _admitted(ctx: _Context, work: _Work, admission: queueing.Admission) -> None:
+    """Sets ``Admitted`` True, naming the ClusterQueue."""
+    by = f" by ClusterQueue {admission.cluster_queue}" if admission.cluster_queue else ""
+    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.TRUE, "Admitted",
+                                         f"LocalQueue {ctx.queue}: admitted{by}", ctx.now)
+
+
+def _workload_child(ctx: _Context, work: _Work, *, hold: bool) -> None:
+    """Adds the Workload child as ``work.quota`` says. A terminal Job's Workload is released only
+    once no pod of the Job is active (live reads); a failed read keeps it. A new Workload is
+    emitted only when nothing holds (``hold``: the status disagrees) and the spec can be built; a
+    WorkloadPriorityClass that is not known yet leaves the Job ``Queued`` without one."""
+    observed = queueing.current_workload(ctx.observed)
+    if work.phase in TERMINAL and observed is not None and work.quota == "create":
+        work.quota = "release" if _no_active_pods(ctx, work) else "keep"
+    if work.quota == "release":
+        if work.phase in TERMINAL or work.phase == SUSPENDED:
+            work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, "QuotaReleased",
+                                                 "no pod is left: the Workload and its quota are released", ctx.now)
+        return
+    if observed is not None:
+        work.children.append(queueing.as_observed(observed))
+        return
+    if work.quota != "create" or hold or work.phase in TERMINAL or work.kind == "invalid-spec":
+        return
+    try:
+        jobset = build_jobset(ctx.job_object(), work.attempt)
+        work.children.append(queueing.build_workload(ctx.observed, jobset))
+    except InvalidSpec:
+        return  # reported by the row that built the JobSet
+    except queueing.PriorityUnknown as unknown:
+        if work.phase == QUEUED:
+            work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, "PriorityClassNotFound",
+                                                 _bounded(unknown.message), ctx.now)
+            work.message = _bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}")
+            work.resync = True
+
+
+def _no_active_pods(ctx: _Context, work: _Work) -> bool:
+    """Whether no pod of the Job is active by any identity (the barrier's three reads, live), for a
+    terminal Job that keeps its JobSet. A failed read, or an active pod, keeps the quota: the
+    message says so and resync is set."""
+    try:
+        found = list(ctx.reader.active_job_pods(ctx.namespace, ctx.job))
+        found += ctx.reader.active_launcher_pods(ctx.namespace, ctx.job)
+        found += ctx.reader.active_attempt_pods(ctx.namespace, ctx.job, _last_attempt(ctx, work.attempt, found) + 1)
+    except PodReadError as error:
+        work.message = f"keeping the quota until a pod read succeeds: {error.cause}"
+        work.resync = True
+        return False
+    if found:
+        unique = sorted({pod_key(pod): pod for pod in found}.values(), key=_pod_name)
+        work.message = _bounded(f"keeping the quota while {len(unique)} pods are active: {_list_pods(unique)}")
+        work.resync = True
+        return False
+    return True
 
 
 def _hold_mismatch(ctx: _Context, work: _Work, reason: str, message: str) -> None:
@@ -277,6 +425,7 @@ def _finalize(ctx: _Context, work: _Work) -> None:
     work.workload = ""
     work.finalized = _barrier(ctx, work)
     work.kind = "proceeded" if work.finalized else "held"
+    work.quota = "release" if work.finalized else "keep"
 
 
 def _suspend(ctx: _Context, work: _Work) -> None:
@@ -285,6 +434,7 @@ def _suspend(ctx: _Context, work: _Work) -> None:
     passed = _barrier(ctx, work)
     work.phase = SUSPENDED if passed else SUSPENDING
     work.kind = "proceeded" if passed else "held"
+    work.quota = "release" if passed else "keep"
 
 
 def _resume(ctx: _Context, work: _Work) -> None:
@@ -311,6 +461,7 @@ def _next_attempt(ctx: _Context, work: _Work, *, kind: str) -> None:
         return
     if not _barrier(ctx, work, next_attempt=True):
         work.kind = "held"
+        work.quota = "keep"  # queue-managed: no new Workload while the last attempt drains
         return
     work.attempt += 1
     work.phase = PENDING
@@ -471,6 +622,12 @@ def _steady(ctx: _Context, work: _Work, *, drained: bool = False) -> None:
     current = ctx.jobset(work.attempt)
     try:
         desired, rules = check_spec(ctx.job_object(), work.attempt)
+        queueing.check_jobsets(ctx.observed)
+        if ctx.queue:
+            queueing.check_queueing(ctx.observed, ctx.admission)
+            queueing.build_workload(ctx.observed, desired)  # TooManyPodSets
+    except queueing.PriorityUnknown:
+        pass  # not a spec error: the Job stays Queued without a Workload (_workload_child)
     except InvalidSpec as invalid:
         _invalid_spec(ctx, work, current, invalid)
         return
@@ -551,6 +708,28 @@ def _run(ctx: _Context, work: _Work, current: Mapping[str, Any] | None, desired:
     """
     name = desired["metadata"]["name"]
     work.workload = name
+    if ctx.queue:
+        admission = ctx.admission
+        if current is None and admission.state != queueing.ADMITTED:
+            work.workload = ""
+            _queued(ctx, work, admission)
+            return
+        if admission.state == queueing.ADMITTED:
+            _admitted(ctx, work, admission)
+            if current is not None:
+                desired = _as_observed(current)  # made with the admission's node labels: kept as it is
+            else:
+                workload = queueing.current_workload(ctx.observed) or {}
+                try:
+                    desired = queueing.admitted_jobset(desired, workload, ctx.observed.flavors)
+                except queueing.FlavorUnknown as unknown:
+                    work.kind, work.children, work.workload, work.resync = "held", [], "", True
+                    work.phase = PENDING
+                    work.message = _bounded(f"admitted, waiting before creating JobSet {name}: {unknown.message}")
+                    return
+                except InvalidSpec as invalid:
+                    _invalid_spec(ctx, work, None, invalid)
+                    return
     if current is None and not drained:
         if not _barrier(ctx, work, gate=True):
             work.kind = "held"
@@ -690,8 +869,9 @@ def _times(ctx: _Context, work: _Work) -> None:
     repeated every call until the deletion is observed: a failed write is simply asked again)."""
     if ctx.observed.finalizing:
         return
-    if not work.start_time and work.children:
-        name = str(work.children[0]["metadata"]["name"])
+    jobsets = [child for child in work.children if child.get("kind") == JOBSET_KIND]
+    if not work.start_time and jobsets:
+        name = str(jobsets[0]["metadata"]["name"])
         observed = next((js for js in ctx.observed.jobsets if js["metadata"]["name"] == name), None)
         created = str(((observed or {}).get("metadata") or {}).get("creationTimestamp") or "")
         try:

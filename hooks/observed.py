@@ -19,6 +19,9 @@ import orjson
 API_VERSION = "nvcre.nvidia.com/v1alpha1"
 KIND = "Job"
 JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
+WORKLOAD_GROUP = "Workload.kueue.x-k8s.io/v1beta2"
+PRIORITY_CLASS_GROUP = "WorkloadPriorityClass.kueue.x-k8s.io/v1beta2"
+FLAVOR_GROUP = "ResourceFlavor.kueue.x-k8s.io/v1beta2"
 HOOKS = ("sync", "finalize")
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -74,6 +77,17 @@ class Observed:
     jobsets: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     hook: str = "sync"
     uid: str = ""
+    # ---- issue 14 (Kueue, hooks.queueing): what the request says about queueing ----
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
+    workloads: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    """The observed Workload children (``WORKLOAD_GROUP``), sorted by name."""
+    workloads_enabled: bool = False
+    """Whether the CompositeController lists Workload children (the group is in the request)."""
+    priority_classes: Mapping[str, int] = field(default_factory=dict)
+    """Related WorkloadPriorityClasses (``PRIORITY_CLASS_GROUP``): name -> value."""
+    flavors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Related ResourceFlavors (``FLAVOR_GROUP``): name -> ``spec`` (``nodeLabels``, ``tolerations``)."""
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -107,8 +121,81 @@ def parse_request(payload: object, hook: str) -> Observed:
     status = _parse_status(parent.get("status"))
     finalizing = _boolean(payload.get("finalizing"), "finalizing")
     jobsets = _parse_children(payload.get("children"), namespace)
+    labels = _object(metadata.get("labels"), "parent.metadata.labels")
+    _string_map(labels, "parent.metadata.labels")
+    children = _object(payload.get("children"), "children")
+    workloads = _parse_workloads(children.get(WORKLOAD_GROUP), namespace)
+    related = _object(payload.get("related"), "related")
+    priority_classes = _parse_priority_classes(related.get(PRIORITY_CLASS_GROUP))
+    flavors = _parse_flavors(related.get(FLAVOR_GROUP))
     return Observed(namespace=namespace, name=name, generation=generation, deleting=bool(deletion),
-                    finalizing=finalizing, spec=spec, status=status, jobsets=jobsets, hook=hook, uid=uid)
+                    finalizing=finalizing, spec=spec, status=status, jobsets=jobsets, hook=hook, uid=uid,
+                    labels=dict(labels), workloads=workloads, workloads_enabled=WORKLOAD_GROUP in children,
+                    priority_classes=priority_classes, flavors=flavors)
+
+
+def _parse_workloads(raw: object, namespace: str) -> tuple[Mapping[str, Any], ...]:
+    """The observed Workloads under ``children[WORKLOAD_GROUP]`` (either key version), sorted by
+    name; the fields ``hooks.queueing`` reads are type-checked (a wrong type is a 400)."""
+    path = f'children["{WORKLOAD_GROUP}"]'
+    found: dict[str, Mapping[str, Any]] = {}
+    for key, child in sorted(_object(raw, path).items()):
+        where = f'{path}["{key}"]'
+        child = _object(child, where)
+        metadata = _object(child.get("metadata"), f"{where}.metadata")
+        name = _string(metadata.get("name"), f"{where}.metadata.name") or key.rpartition("/")[2]
+        if not name:
+            raise InvalidRequest(400, f"{where}.metadata.name: missing")
+        _string(metadata.get("deletionTimestamp"), f"{where}.metadata.deletionTimestamp")
+        _string_map(metadata.get("labels"), f"{where}.metadata.labels")
+        _object(child.get("spec"), f"{where}.spec")
+        status = _object(child.get("status"), f"{where}.status")
+        _string(status.get("clusterName"), f"{where}.status.clusterName")
+        _string(_object(status.get("admission"), f"{where}.status.admission").get("clusterQueue"),
+                f"{where}.status.admission.clusterQueue")
+        conditions = status.get("conditions")
+        if conditions is not None and not isinstance(conditions, list):
+            raise InvalidRequest(400, f"{where}.status.conditions: expected an array, got {_json_type(conditions)}")
+        for index, condition in enumerate(conditions or ()):
+            cpath = f"{where}.status.conditions[{index}]"
+            _entry(condition, cpath)
+            for field_name in ("type", "status", "reason", "message"):
+                _string(condition.get(field_name), f"{cpath}.{field_name}")
+        found.setdefault(name, {**child, "metadata": {**metadata, "name": name,
+                                                      "namespace": metadata.get("namespace") or namespace}})
+    return tuple(found[name] for name in sorted(found))
+
+
+def _parse_flavors(raw: object) -> dict[str, Mapping[str, Any]]:
+    """Related ResourceFlavors (cluster-scoped, keyed by name): name -> ``spec``, with
+    ``nodeLabels`` a string map and ``tolerations`` an array of objects when present."""
+    path = f'related["{FLAVOR_GROUP}"]'
+    flavors: dict[str, Mapping[str, Any]] = {}
+    for key, obj in sorted(_object(raw, path).items()):
+        where = f'{path}["{key}"]'
+        obj = _object(obj, where)
+        name = _string(_object(obj.get("metadata"), f"{where}.metadata").get("name"), f"{where}.metadata.name") or key
+        spec = _object(obj.get("spec"), f"{where}.spec")
+        _string_map(spec.get("nodeLabels"), f"{where}.spec.nodeLabels")
+        tolerations = spec.get("tolerations")
+        if tolerations is not None and not isinstance(tolerations, list):
+            raise InvalidRequest(400, f"{where}.spec.tolerations: expected an array, got {_json_type(tolerations)}")
+        for index, toleration in enumerate(tolerations or ()):
+            _entry(toleration, f"{where}.spec.tolerations[{index}]")
+        flavors[name] = spec
+    return flavors
+
+
+def _parse_priority_classes(raw: object) -> dict[str, int]:
+    """Related WorkloadPriorityClasses (cluster-scoped, keyed by name): name -> ``value``."""
+    path = f'related["{PRIORITY_CLASS_GROUP}"]'
+    classes: dict[str, int] = {}
+    for key, obj in sorted(_object(raw, path).items()):
+        where = f'{path}["{key}"]'
+        obj = _object(obj, where)
+        name = _string(_object(obj.get("metadata"), f"{where}.metadata").get("name"), f"{where}.metadata.name") or key
+        classes[name] = _integer(obj.get("value"), f"{where}.value", minimum=None)
+    return classes
 
 
 def _parse_spec(raw: object) -> Mapping[str, Any]:

@@ -354,3 +354,21 @@ def test_an_exception_in_a_route_outside_handle_is_a_json_500(
     response = client.get("/metrics")
     assert response.status_code == 500
     assert error_of(response) == "internal error: Boom"
+
+
+def test_customize_answers_the_related_priority_classes_and_flavors(client: FlaskClient) -> None:
+    response = post(client, "/customize", {"controller": {}, "parent": {}})
+    assert response.status_code == 200
+    assert json.loads(response.data) == {"relatedResources": [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": resource, "labelSelector": {}}
+        for resource in ("workloadpriorityclasses", "resourceflavors")]}
+
+
+def test_customize_needs_the_token_when_one_is_set(tmp_path: Any) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    with make_app(hook_token_file=str(token)).test_client() as test_client:
+        assert post(test_client, "/customize", {}).status_code == 401
+        answer = test_client.post("/customize", data=b"{}", content_type="application/json",
+                                  headers={"Authorization": "Bearer s3cret"})
+        assert answer.status_code == 200

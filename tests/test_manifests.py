@@ -311,7 +311,8 @@ def test_crd_identity_and_printer_columns() -> None:
     assert version["subresources"] == {"status": {}}, "Metacontroller ignores a parent without status"
     columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
     assert columns == {"Phase": ".status.phase", "Attempt": ".status.attempt", "Restarts": ".status.restarts",
-                       "Active": ".status.activePods", "Age": ".metadata.creationTimestamp"}
+                       "Active": ".status.activePods", "Queue": ".metadata.labels.kueue\\.x-k8s\\.io/queue-name",
+                       "Age": ".metadata.creationTimestamp"}
 
 
 def test_crd_schema_is_structural(job_schema: dict) -> None:
@@ -340,7 +341,7 @@ def test_crd_status_schema_carries_every_field_the_hook_writes(job_schema: dict)
     assert set(status) >= {"phase", "attempt", "restarts", "workload", "activePods", "message",
                            "conditions", "observedGeneration"}
     assert status["phase"]["enum"] == ["Pending", "Running", "Restarting", "Suspending", "Suspended",
-                                       "Succeeded", "Failed", "Terminating"]
+                                       "Succeeded", "Failed", "Terminating", "Queued"]
     condition = status["conditions"]["items"]["properties"]
     assert set(condition) == {"type", "status", "reason", "message", "lastTransitionTime"}
     written = {
@@ -712,3 +713,46 @@ def test_deployment_env_is_accepted_by_the_server(objects: dict, tmp_path: pathl
     assert settings.port == 8080
     assert settings.hook_token_file == env["NVCRE_HOOK_TOKEN_FILE"]
     assert from_environment(env) is not None
+
+
+# ---- manifests-kueue: the overlay for queue-managed Jobs (issue 14) ---------------------------------
+
+KUEUE_OVERLAY = MANIFESTS.parent / "manifests-kueue"
+
+
+def overlaid_compositecontroller(objects: Mapping[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    """The base CompositeController with the overlay's patch applied as kustomize applies a patch to
+    a custom resource: a JSON merge patch (RFC 7386: maps merge, lists are replaced)."""
+    def merge(base: Any, patch: Any) -> Any:
+        if not isinstance(patch, dict) or not isinstance(base, dict):
+            return copy.deepcopy(patch)
+        merged = copy.deepcopy(base)
+        for key, value in patch.items():
+            merged[key] = merge(base.get(key), value) if value is not None else None
+        return {k: v for k, v in merged.items() if v is not None}
+    patch = load_one(KUEUE_OVERLAY / "compositecontroller-patch.yaml")
+    return merge(objects[("CompositeController", "nvcre-jobs")], patch)
+
+
+def test_the_kueue_overlay_adds_workloads_and_the_customize_hook(objects: dict, composite_schema: dict) -> None:
+    kustomization = load_one(KUEUE_OVERLAY / "kustomization.yaml")
+    assert kustomization["resources"] == ["../manifests", "kueue-rbac.yaml"]
+    controller = overlaid_compositecontroller(objects)
+    assert crdschema.validate(controller, composite_schema, strict=True) == []
+    spec = controller["spec"]
+    assert spec["childResources"] == [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "resource": "jobsets", "updateStrategy": {"method": "OnDelete"}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "workloads", "updateStrategy": {"method": "OnDelete"}}]
+    assert set(spec["hooks"]) == {"sync", "finalize", "customize"}
+    customize = spec["hooks"]["customize"]
+    assert customize["version"] == "v2", "cluster-scoped related objects need hook version v2"
+    assert customize["webhook"]["path"] == "/customize"
+    assert customize["webhook"]["service"] == spec["hooks"]["sync"]["webhook"]["service"]
+    assert customize["webhook"]["authorization"] == spec["hooks"]["sync"]["webhook"]["authorization"]
+
+
+def test_the_kueue_overlay_lets_kueue_read_nvcre_jobs_only() -> None:
+    role, binding = load_all(KUEUE_OVERLAY / "kueue-rbac.yaml")
+    assert role["rules"] == [{"apiGroups": ["nvcre.nvidia.com"], "resources": ["jobs"],
+                              "verbs": ["get", "list", "watch"]}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]

@@ -14,7 +14,10 @@ the part of it the NVCRE hooks rely on (reference/jobset-mpi-cache-facts.md A2, 
   ``maxRestarts: 0``, what the hooks emit), ``Completed`` (reason ``AllJobsCompleted``) when the
   success policy is met (``All`` Jobs, or ``Any`` Job of ``targetReplicatedJobs``);
 - once terminal, still-active Jobs are deleted with foreground propagation (the MPI workers left
-  running after their launcher succeeded).
+  running after their launcher succeeded);
+- ``spec.suspend: true`` (what Kueue sets on a child JobSet whose ancestor's Workload is not
+  admitted) creates no Job and suspends the existing ones (``spec.suspend`` on each Job), so the
+  Job controller deletes their pods.
 
 ``sync()`` does one pass over its namespaces; the world calls it every step.
 """
@@ -92,6 +95,16 @@ class JobSetController:
         status = jobset.get("status") or {}
         existing = {job["metadata"]["name"]: job for job in jobs}
         terminal = status.get("terminalState") or ""
+        if jobset["spec"].get("suspend") is True and not terminal:
+            for job in jobs:
+                if job["spec"].get("suspend") is not True and "deletionTimestamp" not in job["metadata"]:
+                    try:
+                        self.batch.patch_namespaced_job(job["metadata"]["name"], metadata["namespace"],
+                                                        {"spec": {"suspend": True}}, _request_timeout=TIMEOUT)
+                    except ApiException as exc:
+                        if exc.status != 404:
+                            raise
+            return
         if not terminal:
             global_index = 0
             total = sum(int(rj.get("replicas", 1)) for rj in jobset["spec"]["replicatedJobs"])

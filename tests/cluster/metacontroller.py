@@ -14,6 +14,10 @@ server (reference/metacontroller-facts.md §1, §2, §5):
   (a conflict is a failed sync, retried);
 - the finalizer is added and removed with a merge patch on the read resourceVersion.
 
+With ``workloads`` (Kueue on the tier, issue 14) Workloads are children too, read, created and
+deleted the same way (background propagation, UID precondition), and every WorkloadPriorityClass and
+ResourceFlavor is listed for the requests' ``related``.
+
 Every refused or failed write raises ``BackendError``; a failed read keeps the last objects read
 (the informers' cache keeps serving while the server is away).
 """
@@ -31,17 +35,24 @@ from tests.e2e.driver import BackendError, Key, Obj
 
 GROUP, VERSION = "nvcre.nvidia.com", "v1alpha1"
 JOBSET_GROUP, JOBSET_VERSION = "jobset.x-k8s.io", "v1alpha2"
+KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
+RELATED = (("WorkloadPriorityClass", "workloadpriorityclasses"), ("ResourceFlavor", "resourceflavors"))
+"""The related objects of the manifests-kueue customize hook (hooks.queueing.customize_response)."""
 
 
 class ApiBackend:
     """NVCRE Jobs and their JobSets in namespaces ``namespaces`` of a real API server, read and
     written with ``api_client`` (the kubernetes client; Metacontroller's own credentials)."""
 
-    def __init__(self, api_client: kubernetes.client.ApiClient, namespaces: Iterable[str]) -> None:
+    def __init__(self, api_client: kubernetes.client.ApiClient, namespaces: Iterable[str], *,
+                 workloads: bool = False) -> None:
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
         self.namespaces = sorted(namespaces)
+        self.with_workloads = workloads
         self._jobs: dict[Key, Obj] = {}
         self._jobsets: dict[str, list[Obj]] = {}
+        self._workloads: dict[str, list[Obj]] = {}
+        self._related: dict[str, list[Obj]] = {}
         self.read_failures = 0
 
     # -- reads -------------------------------------------------------------------------------------
@@ -52,17 +63,27 @@ class ApiBackend:
         try:
             jobs: dict[Key, Obj] = {}
             jobsets: dict[str, list[Obj]] = {}
+            workloads: dict[str, list[Obj]] = {}
             for namespace in self.namespaces:
+                for obj in (self._list(KUEUE_GROUP, KUEUE_VERSION, namespace, "workloads", "controller-uid")
+                            if self.with_workloads else []):
+                    for owner in obj["metadata"].get("ownerReferences") or []:
+                        if owner.get("controller") and owner.get("kind") == "Job":
+                            workloads.setdefault(owner["uid"], []).append(obj)
                 for obj in self._list(GROUP, VERSION, namespace, "jobs"):
                     jobs[(namespace, obj["metadata"]["name"])] = obj
                 for obj in self._list(JOBSET_GROUP, JOBSET_VERSION, namespace, "jobsets", "controller-uid"):
                     for owner in obj["metadata"].get("ownerReferences") or []:
                         if owner.get("controller") and owner.get("kind") == "Job":
                             jobsets.setdefault(owner["uid"], []).append(obj)
+            if self.with_workloads:
+                self._related = {f"{kind}.{KUEUE_GROUP}/{KUEUE_VERSION}": list(self.custom.list_cluster_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=REQUEST_TIMEOUT)["items"])
+                    for kind, plural in RELATED}
         except SERVER_ERRORS:
             self.read_failures += 1
             return dict(self._jobs)
-        self._jobs, self._jobsets = jobs, jobsets
+        self._jobs, self._jobsets, self._workloads = jobs, jobsets, workloads
         return dict(jobs)
 
     def _list(self, group: str, version: str, namespace: str, plural: str, label: str = "") -> list[Obj]:
@@ -77,6 +98,26 @@ class ApiBackend:
         return sorted((c for c in self._jobsets.get(uid, [])
                        if c["metadata"].get("labels", {}).get("controller-uid") == uid),
                       key=lambda c: c["metadata"]["name"])
+
+    def workloads(self, parent: Obj) -> list[Obj]:
+        """The parent's Workloads in the last snapshot (``controller-uid`` label and owner)."""
+        uid = parent["metadata"]["uid"]
+        return sorted((c for c in self._workloads.get(uid, [])
+                       if c["metadata"].get("labels", {}).get("controller-uid") == uid),
+                      key=lambda c: c["metadata"]["name"])
+
+    def related(self) -> dict[str, list[Obj]]:
+        """Every related object in the last snapshot, by Metacontroller's group key."""
+        return {group: sorted(objects, key=lambda o: o["metadata"]["name"]) for group, objects in self._related.items()}
+
+    def create_workload(self, parent: Obj, child: Obj) -> None:
+        self._create(parent, child, KUEUE_GROUP, KUEUE_VERSION, "workloads")
+
+    def delete_workload(self, parent: Obj, child: Obj) -> None:
+        metadata = child["metadata"]
+        options = {"propagationPolicy": "Background", "preconditions": {"uid": metadata["uid"]}}
+        self._write(self.custom.delete_namespaced_custom_object, KUEUE_GROUP, KUEUE_VERSION,
+                    metadata["namespace"], "workloads", metadata["name"], body=options, missing_ok=True)
 
     def child_versions(self, parent: Obj) -> tuple[Any, ...]:
         return tuple((c["metadata"]["name"], c["metadata"]["resourceVersion"]) for c in self.children(parent))
@@ -122,13 +163,16 @@ class ApiBackend:
                     "jobs", metadata["name"], body, missing_ok=True)
 
     def create_child(self, parent: Obj, child: Obj) -> None:
+        self._create(parent, child, JOBSET_GROUP, JOBSET_VERSION, "jobsets")
+
+    def _create(self, parent: Obj, child: Obj, group: str, version: str, plural: str) -> None:
         metadata = parent["metadata"]
         body = dict(child)
         body["metadata"] = {**child["metadata"], "ownerReferences": [{
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "Job", "name": metadata["name"], "uid": metadata["uid"],
             "controller": True, "blockOwnerDeletion": True}]}
-        self._write(self.custom.create_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION,
-                    body["metadata"]["namespace"], "jobsets", body)
+        self._write(self.custom.create_namespaced_custom_object, group, version, body["metadata"]["namespace"],
+                    plural, body)
 
     def delete_child(self, parent: Obj, child: Obj) -> None:
         metadata = child["metadata"]

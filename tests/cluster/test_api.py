@@ -17,7 +17,8 @@ from kubernetes.client import ApiException
 from hooks.writer import ApiWriter
 from podread import JOB_LABEL, ApiError, LiveClient, PodSelector
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.kube import REPO, create_pods, ensure_namespace, load_documents, service_account_token
+from tests.cluster.kube import REPO, Applier, create_pods, ensure_namespace, load_documents, service_account_token
+from tests.cluster.kueue import KueueError, kueue_dir
 from tests.e2e.cluster import clone
 
 pytestmark = pytest.mark.cluster
@@ -109,7 +110,9 @@ def test_printer_columns_through_the_table_api(control_plane: ControlPlane, inst
     with urllib.request.urlopen(request, context=context, timeout=10) as response:
         table = json.loads(response.read())
     names = [c["name"] for c in table["columnDefinitions"]]
-    assert names == ["Name", "Phase", "Attempt", "Restarts", "Active", "Age"]
+    assert names == ["Name", "Phase", "Attempt", "Restarts", "Active", "Queue", "Age"]
+    priorities = {c["name"]: c.get("priority", 0) for c in table["columnDefinitions"]}
+    assert priorities["Queue"] == 1, "the queue shows with -o wide only"
     assert table["rows"][0]["cells"][0] == body["metadata"]["name"]
 
 
@@ -130,29 +133,42 @@ def _subset_missing(sent: Any, got: Any, path: str = "") -> list[str]:
     return [] if sent == got else [path]
 
 
-def test_every_emitted_jobset_survives_the_jobset_crd(control_plane: ControlPlane, installed: dict) -> None:
+def test_every_emitted_child_survives_its_crd(control_plane: ControlPlane, installed: dict) -> None:
+    """Every JobSet the recorded answers emit against the JobSet CRD, and every Workload (issue 14)
+    against Kueue's Workload CRD from its module (when the Kueue build is cached)."""
     ensure_namespace(control_plane.api_client(), "emitted")
     custom = _custom(control_plane)
-    checked = 0
+    try:
+        crd = kueue_dir(build=False) / "crd" / "kueue.x-k8s.io_workloads.yaml"
+        Applier(control_plane.api_client()).apply_all(load_documents(crd))
+        workloads = True
+    except KueueError:
+        workloads = False
+    plurals = {"JobSet": ("jobset.x-k8s.io", "v1alpha2", "jobsets"), "Workload": ("kueue.x-k8s.io", "v1beta2",
+                                                                                 "workloads")}
+    checked = {"JobSet": 0, "Workload": 0}
     for response_file in sorted(PAYLOADS.glob("*/response.json")):
         answer = json.loads(response_file.read_text())
         body = answer.get("body", answer)
         for child in body.get("children") or []:
+            if child["kind"] == "Workload" and not workloads:
+                continue
+            group, version, plural = plurals[child["kind"]]
             child = clone(child)
             child["metadata"]["namespace"] = "emitted"
-            created = custom.create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", "emitted", "jobsets",
-                                                             child, field_validation="Strict")
+            created = custom.create_namespaced_custom_object(group, version, "emitted", plural, child,
+                                                             field_validation="Strict")
             try:
-                back = custom.get_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", "emitted", "jobsets",
+                back = custom.get_namespaced_custom_object(group, version, "emitted", plural,
                                                            created["metadata"]["name"])
                 missing = _subset_missing(child["spec"], back["spec"], "spec")
                 assert not missing, f"{response_file.parent.name}: pruned or changed {missing}"
                 assert _subset_missing(child["metadata"].get("labels") or {}, back["metadata"].get("labels")) == []
             finally:
-                custom.delete_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", "emitted", "jobsets",
-                                                       created["metadata"]["name"])
-            checked += 1
-    assert checked >= 10, "the payloads carry JobSets"
+                custom.delete_namespaced_custom_object(group, version, "emitted", plural, created["metadata"]["name"])
+            checked[child["kind"]] += 1
+    assert checked["JobSet"] >= 10, "the payloads carry JobSets"
+    assert not workloads or checked["Workload"] >= 5, "the payloads carry Workloads"
 
 
 def test_every_recorded_status_is_kept_whole_by_the_status_subresource(control_plane: ControlPlane,

@@ -132,7 +132,7 @@ class ClusterWorld:
 
     def __init__(self, plane: ControlPlane, hooks: HookServer, namespace: str, *, version: str = "v2",
                  linger: float = 0.5, resync_period: float | None = RESYNC_PERIOD_SECONDS,
-                 succeed_after: float | None = None) -> None:
+                 succeed_after: float | None = None, workloads: bool = False) -> None:
         self.plane = plane
         self.namespace = namespace
         admin = plane.api_client()
@@ -140,19 +140,30 @@ class ClusterWorld:
         self.kubelet = Kubelet(admin, [namespace], node_prefix=f"{namespace}-node", linger=linger,
                                succeed_after=succeed_after).start()
         self.jobset_controller = JobSetController(admin, [namespace])
-        self.backend = ApiBackend(admin, [namespace])
+        self.backend = ApiBackend(admin, [namespace], workloads=workloads)
         self.view = ServerView(admin, namespace)
         self.invariants = Invariants(self.view)
         self.driver = Driver(self.backend, HttpTransport("127.0.0.1", hooks.port), self.invariants,
-                             version=version, token=hooks.token, resync_period=resync_period, clock=time.monotonic)
+                             version=version, token=hooks.token, resync_period=resync_period, clock=time.monotonic,
+                             workloads=workloads)
         self.created: dict[str, str] = {}
         """Job name -> uid of every Job this world created (to check that none goes too early)."""
 
     # -- the world ---------------------------------------------------------------------------------
 
-    def create_job(self, name: str, spec: Mapping[str, Any] | None = None, **spec_args: Any) -> None:
-        """Creates an NVCRE Job on the server (default spec: ``job_spec(**spec_args)``) and steps once."""
-        self.driver.create_job(self.namespace, name, spec if spec is not None else job_spec(**spec_args))
+    def create_job(self, name: str, spec: Mapping[str, Any] | None = None, *,
+                   labels: Mapping[str, str] | None = None, **spec_args: Any) -> None:
+        """Creates an NVCRE Job on the server (default spec: ``job_spec(**spec_args)``, with
+        ``labels``) and steps once."""
+        spec = spec if spec is not None else job_spec(**spec_args)
+        if labels:
+            body = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                    "metadata": {"name": name, "namespace": self.namespace, "labels": dict(labels)}, "spec": dict(spec)}
+            self.backend.custom.create_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", self.namespace,
+                                                                "jobs", body, _request_timeout=REQUEST_TIMEOUT)
+            self.driver.refresh()
+        else:
+            self.driver.create_job(self.namespace, name, spec)
         job = self.job(name)
         assert job is not None, f"Job {name} not on the server after its create"
         self.created[name] = job["metadata"]["uid"]

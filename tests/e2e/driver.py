@@ -19,7 +19,13 @@ driver calls the hooks as Metacontroller does:
   write the server refuses: nothing more is written and the Job is retried with exponential
   backoff (429: after ``Retry-After``);
 - a Job is called again on every change of itself or of its children (JobSet status included),
-  never because a pod changed: pods are not children, so only resyncs see them.
+  never because a pod changed: pods are not children, so only resyncs see them;
+- with ``workloads`` (the ``manifests-kueue`` overlay's CompositeController, issue 14), Workloads
+  are a second child type (``Workload.kueue.x-k8s.io/v1beta2``, ``OnDelete`` as well) and every
+  WorkloadPriorityClass and ResourceFlavor is a related object (the customize hook's answer, the
+  same for every Job); the backend must then offer ``workloads``, ``create_workload``,
+  ``delete_workload`` and ``related`` (related group -> objects). A Workload
+  deleted while a pod of its Job is active is a violation: its quota would go with it.
 
 Time is the simulated clock (``advance``) unless a ``clock`` is given (wall-clock on a real server).
 """
@@ -42,6 +48,7 @@ Key = tuple[str, str]
 Obj = dict[str, Any]
 
 JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
+WORKLOAD_GROUP = "Workload.kueue.x-k8s.io/v1beta2"
 CONTROLLER_NAME = "nvcre-jobs"
 FINALIZER = f"metacontroller.io/compositecontroller-{CONTROLLER_NAME}"
 HOOK_TIMEOUT_SECONDS = 10.0
@@ -287,7 +294,9 @@ class Driver:
         token: str | None = None,
         resync_period: float | None = None,
         clock: Callable[[], float] | None = None,
+        workloads: bool = False,
     ) -> None:
+        self.workloads = workloads
         if isinstance(backend, Cluster):
             self.cluster: Cluster | None = backend
             backend = SimulatedBackend(backend)
@@ -398,7 +407,16 @@ class Driver:
 
     def _fingerprint(self, job: _Job) -> tuple[Any, ...]:
         """What Metacontroller's informers would report a change of: the Job and its children."""
-        return job.obj["metadata"]["resourceVersion"], self.backend.child_versions(job.obj)
+        workloads: tuple[Any, ...] = ()
+        if self.workloads:
+            backend: Any = self.backend
+            workloads = tuple((w["metadata"]["name"], w["metadata"]["resourceVersion"])
+                              for w in backend.workloads(job.obj))
+        return job.obj["metadata"]["resourceVersion"], self.backend.child_versions(job.obj), workloads
+
+    def _key(self, obj: Mapping[str, Any]) -> str:
+        metadata = obj["metadata"]
+        return metadata["name"] if self.version == "v1" else f"{metadata['namespace']}/{metadata['name']}"
 
     def request_for(self, namespace: str, name: str) -> dict[str, Any]:
         """The request body Metacontroller would send for the Job now."""
@@ -408,16 +426,25 @@ class Driver:
             metadata = child["metadata"]
             key = metadata["name"] if self.version == "v1" else f"{metadata['namespace']}/{metadata['name']}"
             children[key] = child
+        child_resources = [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "resource": "jobsets",
+                            "updateStrategy": {"method": "OnDelete"}}]
+        groups: dict[str, Any] = {JOBSET_GROUP: children}
+        related: dict[str, Any] = {}
+        if self.workloads:
+            backend: Any = self.backend
+            child_resources.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "workloads",
+                                    "updateStrategy": {"method": "OnDelete"}})
+            groups[WORKLOAD_GROUP] = {self._key(w): w for w in backend.workloads(job.obj)}
+            related = {group: {obj["metadata"]["name"]: obj for obj in objects}
+                       for group, objects in backend.related().items()}
         return {
             "controller": {"metadata": {"name": CONTROLLER_NAME},
                            "spec": {"generateSelector": True,
                                     "parentResource": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "resource": "jobs"},
-                                    "childResources": [{"apiVersion": "jobset.x-k8s.io/v1alpha2",
-                                                        "resource": "jobsets",
-                                                        "updateStrategy": {"method": "OnDelete"}}]}},
+                                    "childResources": child_resources}},
             "parent": clone(job.obj),
-            "children": {JOBSET_GROUP: children},
-            "related": {},
+            "children": groups,
+            "related": related,
             "finalizing": "deletionTimestamp" in job.obj["metadata"],
         }
 
@@ -461,6 +488,28 @@ class Driver:
             self._retry_later(job, reply)
         return call
 
+    def _apply_workloads(self, parent: Obj, observed: Mapping[str, Obj], desired: Mapping[str, Mapping[str, Any]],
+                         call: Call) -> None:
+        """Deletes omitted Workloads (checking that no pod of the Job is active: the quota goes
+        with the Workload) and creates new ones, labelled and owned like every child."""
+        backend: Any = self.backend
+        namespace, name, uid = parent["metadata"]["namespace"], parent["metadata"]["name"], parent["metadata"]["uid"]
+        for child_name, child in sorted(observed.items()):
+            if child_name not in desired and "deletionTimestamp" not in child["metadata"]:
+                active = self.invariants.cluster.active_pods(namespace, name)
+                if active:
+                    self.invariants.fail(f"{name}: Workload {child_name} (the quota) released while pods are "
+                                         f"active: {sorted(p['metadata']['name'] for p in active)}")
+                backend.delete_workload(parent, child)
+                call.deleted.append(f"Workload/{child_name}")
+        for child_name, child in sorted(desired.items()):
+            if child_name not in observed:
+                obj = clone(dict(child))
+                obj["metadata"].setdefault("namespace", namespace)
+                obj["metadata"].setdefault("labels", {})["controller-uid"] = uid
+                backend.create_workload(parent, obj)
+                call.created.append(f"Workload/{child_name}")
+
     def _strict_ok(self, body: Mapping[str, Any]) -> bool:
         """Whether the decoder accepts the body: v2 is strict about unknown top-level fields."""
         if self.version == "v2":
@@ -488,8 +537,15 @@ class Driver:
         children = body.get("children") or []
         prior = job.obj.get("status") or {}
         observed = {c["metadata"]["name"]: c for c in request["children"][JOBSET_GROUP].values()}
+        observed_workloads = {c["metadata"]["name"]: c for c in request["children"].get(WORKLOAD_GROUP, {}).values()}
         desired: dict[str, Mapping[str, Any]] = {}
+        desired_workloads: dict[str, Mapping[str, Any]] = {}
         for child in children:
+            if (self.workloads and isinstance(child, Mapping) and child.get("kind") == "Workload"
+                    and child.get("apiVersion") == "kueue.x-k8s.io/v1beta2"
+                    and isinstance(child.get("metadata"), Mapping) and child["metadata"].get("name")):
+                desired_workloads[child["metadata"]["name"]] = child
+                continue
             if not (isinstance(child, Mapping) and child.get("kind") == "JobSet"
                     and child.get("apiVersion") == "jobset.x-k8s.io/v1alpha2"
                     and isinstance(child.get("metadata"), Mapping) and child["metadata"].get("name")):
@@ -512,6 +568,8 @@ class Driver:
                 self.invariants.on_create(namespace, name, obj, prior.get("phase", ""))
                 self.backend.create_child(job.obj, obj)
                 call.created.append(child_name)
+        if self.workloads:
+            self._apply_workloads(job.obj, observed_workloads, desired_workloads, call)
         # the status, replaced whole
         status["observedGeneration"] = job.obj["metadata"]["generation"]
         self.invariants.on_status(name, prior, status)

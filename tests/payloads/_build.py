@@ -14,7 +14,7 @@ import pathlib
 from collections.abc import Callable
 from typing import Any
 
-from tests.fake_reader import job_request, job_spec, jobset_child, make_pod
+from tests.fake_reader import job_request, job_spec, jobset_child, make_pod, workload_child
 
 HERE = pathlib.Path(__file__).resolve().parent
 NOW = "2026-01-01T00:00:00Z"
@@ -44,14 +44,19 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
          jobsets: tuple[tuple[int, str], ...] = (), keying: str = "v1", finalizing: bool = False,
          cache: list[dict[str, Any]] | str = (), live: list[dict[str, Any]] | str | None = None,
          launchers: list[dict[str, Any]] = (), name: str = JOB, live_code: str = "",
-         nodes: list[dict[str, Any]] | None = None, now: str = NOW) -> dict[str, Any]:
+         nodes: list[dict[str, Any]] | None = None, now: str = NOW,
+         labels: dict[str, str] | None = None, workloads: list[dict[str, Any]] | None = None,
+         priority_classes: dict[str, int] | None = None,
+         flavors: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """One scenario. ``cache``/``live`` are pod lists or an error text (``live_code`` the error's
     class, see podread.errors.CAUSES); ``live`` defaults to the cache's pods; ``launchers`` are
-    live-only (the cache never holds launcher pods)."""
+    live-only (the cache never holds launcher pods). ``labels``, ``workloads`` and
+    ``priority_classes`` make a queue-managed Job's request (issue 14)."""
     children = [jobset_child(name, attempt, namespace=NS, state=state) for attempt, state in jobsets]
     request = job_request(name=name, namespace=NS, spec=spec if spec is not None else job_spec(max_restarts=1),
                           status=status, jobsets=children, keying=keying, finalizing=finalizing,
-                          deleting="2025-12-31T23:58:00Z" if finalizing else "")
+                          deleting="2025-12-31T23:58:00Z" if finalizing else "", labels=labels,
+                          workloads=workloads, priority_classes=priority_classes, flavors=flavors)
     if isinstance(cache, str):
         cache_doc: dict[str, Any] = {"error": cache}
     else:
@@ -506,6 +511,108 @@ def _() -> dict[str, Any]:
                         "conditions": [drained_false("2025-12-31T23:00:00Z")]}, cache=pods,
                 nodes=[node("gpu-0", "Unknown", ("node.kubernetes.io/out-of-service",)),
                        node("gpu-1", "Unknown", ("node.kubernetes.io/unreachable",))])
+
+
+# ---- issue 14: queue-managed Jobs behind Kueue (hooks.queueing, docs/adr/0103) ----------------------
+
+QUEUE = {"kueue.x-k8s.io/queue-name": "team-a-gpus"}
+PRIORITIES = {"training-low": 100, "training-high": 1000}
+
+
+def kueue_case(description: str, *, workload: str | None = "", reason: str = "", **kwargs: Any) -> dict[str, Any]:
+    """A v2 scenario of a queue-managed Job whose Workload is in ``workload`` state (``None``: no
+    Workload observed; see ``workload_child``)."""
+    workloads = [] if workload is None else [workload_child(JOB, namespace=NS, state=workload, reason=reason,
+                                                            cluster_queue="gpus", queue="team-a-gpus")]
+    return case(description, keying="v2", labels={**QUEUE, **kwargs.pop("labels", {})}, workloads=workloads,
+                priority_classes=PRIORITIES, **kwargs)
+
+
+@scenario("v2-queued-new-job-emits-its-workload")
+def _() -> dict[str, Any]:
+    return kueue_case("issue 14: a new queue-managed Job: only its Workload (priority from the related class), "
+                      "Queued, no JobSet", workload=None, labels={"kueue.x-k8s.io/priority-class": "training-high"})
+
+
+@scenario("v2-queued-pending-with-kueues-reason")
+def _() -> dict[str, Any]:
+    return kueue_case("issue 14: Kueue has no quota for it yet: Queued, Admitted False with Kueue's reason and "
+                      "message, the Workload kept", workload="pending",
+                      status={"phase": "Queued", "attempt": 0, "restarts": 0, "conditions": []})
+
+
+@scenario("v2-queued-priority-class-unknown")
+def _() -> dict[str, Any]:
+    return kueue_case("issue 14: the named WorkloadPriorityClass is not known: Queued without a Workload, "
+                      "PriorityClassNotFound", workload=None, labels={"kueue.x-k8s.io/priority-class": "urgent"})
+
+
+@scenario("v2-queued-admitted-creates-the-jobset")
+def _() -> dict[str, Any]:
+    return kueue_case("issue 14: admitted by Kueue: JobSet llama-0 is created, Pending, the Workload kept",
+                      workload="admitted", status={"phase": "Queued", "attempt": 0, "restarts": 0})
+
+
+@scenario("v2-queued-admitted-on-a-flavor-with-node-labels")
+def _() -> dict[str, Any]:
+    a100 = {"nodeLabels": {"nvidia.com/gpu.product": "A100-SXM4-80GB"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+    return kueue_case("issue 14: admitted on a flavor with node labels and a toleration: the JobSet's pod templates "
+                      "carry them, as Kueue's own integrations do", workload="admitted",
+                      status={"phase": "Queued", "attempt": 0, "restarts": 0}, flavors={"default-flavor": a100})
+
+
+@scenario("v2-queued-evicted-holds-the-quota-while-pods-run")
+def _() -> dict[str, Any]:
+    return kueue_case("issue 14: preempted by Kueue: the JobSet is left out, Suspending, the Workload (the "
+                      "quota) kept while workers run", workload="evicted", status=running_status(),
+                      jobsets=((0, ""),), cache=workers(0))
+
+
+@scenario("v2-queued-evicted-drained-releases-the-quota")
+def _() -> dict[str, Any]:
+    return kueue_case("issue 14: preempted, JobSet and pods gone (live): the Workload is left out (quota "
+                      "released), Queued, attempt 1, restarts unchanged", workload="evicted",
+                      status={**running_status(phase="Suspending", active=0), "workload": ""},
+                      cache=workers(0, phase="Failed"))
+
+
+@scenario("v2-queued-restart-keeps-the-workload")
+def _() -> dict[str, Any]:
+    return kueue_case("issue 14: the attempt failed with restarts left: Restarting, the failed JobSet and the "
+                      "admitted Workload kept", workload="admitted", status=running_status(),
+                      jobsets=((0, "Failed"),), cache=workers(0, n=1))
+
+
+@scenario("v2-queued-finalize-keeps-the-workload-while-pods-run")
+def _() -> dict[str, Any]:
+    return kueue_case("issue 14: deleting a queue-managed Job with a worker terminating: Terminating, the "
+                      "Workload kept, finalized false", workload="admitted", finalizing=True,
+                      status={**running_status(phase="Terminating"), "workload": ""},
+                      cache=workers(0, n=1, deleting="2025-12-31T23:59:00Z"))
+
+
+@scenario("v2-queued-succeeded-releases-the-quota-when-no-pod-is-left")
+def _() -> dict[str, Any]:
+    return kueue_case("issue 14: Succeeded and no pod active (live): the JobSet kept, the Workload left out, "
+                      "QuotaReleased", workload="admitted", status=running_status(phase="Succeeded", active=0),
+                      jobsets=((0, "Completed"),), cache=workers(0, phase="Succeeded"))
+
+
+@scenario("v2-invalid-spec-queueing-unavailable")
+def _() -> dict[str, Any]:
+    return case("issue 14: a queue-managed Job under a CompositeController without Workload children: "
+                "InvalidSpec QueueingUnavailable, nothing created", keying="v2", labels=QUEUE)
+
+
+@scenario("v2-invalid-spec-jobset-managed-elsewhere")
+def _() -> dict[str, Any]:
+    built = case("issue 14: an observed JobSet whose spec.managedBy was set by another controller: InvalidSpec "
+                 "ManagedElsewhere, the JobSet kept as observed, nothing new", keying="v2",
+                 status=running_status(), jobsets=((0, ""),), cache=workers(0))
+    for child in built["request"]["children"]["JobSet.jobset.x-k8s.io/v1alpha2"].values():
+        child["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    return built
 
 
 def write(name: str, built: dict[str, Any]) -> None:
