@@ -73,7 +73,10 @@ def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, 
     # before that restart's attempt starts, so a Job past its deadline may keep the extra one.
     cut_short = any(c.get("type") == "DeadlineExceeded" and c.get("status") == "True"
                     for c in observed.status.conditions)
-    allowed = attempt + (1 if phase == RESTARTING or cut_short else 0)
+    # Likewise a restart counted and then suspended before its attempt began: Suspending/Suspended
+    # keep the extra one until the resume starts the next attempt.
+    suspended_early = phase in (SUSPENDING, SUSPENDED)
+    allowed = attempt + (1 if phase == RESTARTING or cut_short or suspended_early else 0)
     if restarts > allowed:
         return "RestartsDisagree", f"status.restarts is {restarts}, more than attempt {attempt} can have had"
     if phase == RESTARTING and restarts == 0 and not _uncounted_restart(observed, attempt):

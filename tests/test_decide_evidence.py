@@ -215,3 +215,18 @@ def test_the_message_stays_bounded_however_many_children_are_observed() -> None:
 
 def test_jobset_label_constant_is_what_the_fake_reads() -> None:
     assert stripped_worker(0)["metadata"]["labels"][JOBSET_NAME_LABEL] == "train-0"
+
+
+def test_a_restart_suspended_before_its_attempt_began_resumes() -> None:
+    """Restarting (restarts 1 at attempt 0), then suspended and resumed before attempt 1 began:
+    Suspended with restarts one past the attempt is what those steps give, not a mismatch; the
+    resume starts attempt 1 without counting another restart. (Found by test_e2e_stateful: the
+    Job held on RestartsDisagree forever.)"""
+    spec = job_spec(max_restarts=1)
+    suspended = run(FakeReader([]), spec={**spec, "suspend": True},
+                    status={"phase": "Restarting", "attempt": 0, "restarts": 1})
+    assert (status(suspended)["phase"], status(suspended)["restarts"]) == ("Suspended", 1)
+    resumed = run(FakeReader([]), spec=spec, status=status(suspended), now=LATER)
+    assert condition(resumed, "StatusMismatch") is None
+    assert names(resumed) == ["train-1"]
+    assert (status(resumed)["attempt"], status(resumed)["restarts"]) == (1, 1)
