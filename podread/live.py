@@ -73,6 +73,15 @@ class LiveClient:
         force (``podread.deadline``) when that comes first; with that deadline already gone nothing
         is sent and ``DeadlineExceeded`` is raised.
         """
+        return self.list_snapshot(selector)[0]
+
+    def list_snapshot(
+        self, selector: PodSelector, project: Callable[[Pod], Pod] | None = None,
+    ) -> tuple[list[Pod], str]:
+        """Like ``list_pods``, and also returns the list's ``resourceVersion`` (the state every page
+        was read at, from which a watch resumes). With ``project``, each page's pods are passed
+        through it as the page is decoded, so a large list never holds every whole pod at once.
+        """
         what = f"list pods ({selector.describe()})"
         budget = self._timeout
         left = calltime.remaining()
@@ -82,29 +91,65 @@ class LiveClient:
             budget = left
         deadline = self._clock() + budget
         for _ in range(MAX_LIST_RESTARTS + 1):
-            pods, expired = self._list_all_pages(selector, deadline, budget, what)
+            pods, version, expired = self._list_all_pages(selector, deadline, budget, what, project)
             if not expired:
-                return pods
+                return pods, version
         raise ApiError(f"{what}: continue token expired (410 Gone) {MAX_LIST_RESTARTS + 1} times", status=410,
                        code="expired")
 
+    def open_watch(self, selector: PodSelector, resource_version: str, timeout_seconds: int) -> Any:
+        """Opens a watch of the pods ``selector`` selects, after ``resource_version``: ``GET .../pods
+        ?watch=true&allowWatchBookmarks=true&resourceVersion=<rv>&timeoutSeconds=<n>``, raw
+        (``_preload_content=False``). Returns the streaming urllib3 response, one JSON watch event
+        per line, which the server ends after ``timeout_seconds``. The socket read timeout is
+        ``timeout_seconds`` + 10 s (the server's bookmark before its timeout, or its close, comes
+        first). An HTTP error (410 Gone included) or a transport error raises ``ApiError``.
+        """
+        what = f"watch pods ({selector.describe()}) from resourceVersion {resource_version}"
+        kwargs: dict[str, Any] = {
+            "watch": True,
+            "allow_watch_bookmarks": True,
+            "resource_version": resource_version,
+            "timeout_seconds": timeout_seconds,
+            "_request_timeout": (self._timeout, timeout_seconds + 10.0),
+            "_preload_content": False,
+        }
+        if selector.label_selector():
+            kwargs["label_selector"] = selector.label_selector()
+        if selector.field_selector():
+            kwargs["field_selector"] = selector.field_selector()
+        try:
+            if selector.namespace is not None:
+                return self._core.list_namespaced_pod(selector.namespace, **kwargs)
+            return self._core.list_pod_for_all_namespaces(**kwargs)
+        except ApiException as exc:
+            raise http_error(what, exc) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise transport_error(what, exc) from exc
+
     def _list_all_pages(
         self, selector: PodSelector, deadline: float, budget: float, what: str,
-    ) -> tuple[list[Pod], bool]:
-        """Lists page after page; returns (pods, False), or ([], True) when a continue token expired."""
+        project: Callable[[Pod], Pod] | None = None,
+    ) -> tuple[list[Pod], str, bool]:
+        """Lists page after page; returns (pods, resourceVersion, False), or ([], "", True) when a
+        continue token expired."""
         pods: list[Pod] = []
         token: str | None = None
+        version = ""
         while True:
             body = self._page(selector, token, deadline, budget, what)
             if body is None:
-                return [], True
-            pods.extend(pod_list_items(body, what))
+                return [], "", True
+            items = pod_list_items(body, what)
+            pods.extend(items if project is None else [project(item) for item in items])
             metadata = body.get("metadata") or {}
+            if token is None and isinstance(metadata, dict):
+                version = str(metadata.get("resourceVersion") or "")
             token = metadata.get("continue") if isinstance(metadata, dict) else None
             if token is not None and not isinstance(token, str):
                 raise ApiError(f"{what}: the answer's metadata.continue is not a string", code="not-a-pod-list")
             if not token:
-                return pods, False
+                return pods, version, False
 
     def _page(
         self, selector: PodSelector, token: str | None, deadline: float, budget: float, what: str,
