@@ -97,6 +97,18 @@ class LiveClient:
         raise ApiError(f"{what}: continue token expired (410 Gone) {MAX_LIST_RESTARTS + 1} times", status=410,
                        code="expired")
 
+    def current_version(self, selector: PodSelector) -> str:
+        """The API server's current resourceVersion, from one consistent list of at most one pod
+        (``limit=1``) of ``selector``: cheap, and on the real server it also makes the watch cache
+        catch up (the cacher asks etcd for progress before answering a consistent list), so that
+        the next bookmark of a quiet watch carries it. Raises ``ApiError`` like ``list_pods``."""
+        what = f"list pods ({selector.describe()}, limit 1, for the resourceVersion)"
+        body = self._page(selector, None, self._clock() + self._timeout, self._timeout, what, limit=1)
+        assert body is not None
+        pod_list_items(body, what)
+        metadata = body.get("metadata") or {}
+        return str(metadata.get("resourceVersion") or "") if isinstance(metadata, dict) else ""
+
     def open_watch(self, selector: PodSelector, resource_version: str, timeout_seconds: int) -> Any:
         """Opens a watch of the pods ``selector`` selects, after ``resource_version``: ``GET .../pods
         ?watch=true&allowWatchBookmarks=true&resourceVersion=<rv>&timeoutSeconds=<n>``, raw
@@ -153,6 +165,7 @@ class LiveClient:
 
     def _page(
         self, selector: PodSelector, token: str | None, deadline: float, budget: float, what: str,
+        limit: int | None = None,
     ) -> dict[str, Any] | None:
         """One list request. Returns the decoded answer (a JSON object), or None on 410 Gone for a
         continued list."""
@@ -163,7 +176,7 @@ class LiveClient:
             raise ApiError(f"{what}: gave up after {self._timeout:g}s (the list did not finish in time)",
                            code="gave-up")
         kwargs: dict[str, Any] = {
-            "limit": self._page_size,
+            "limit": limit or self._page_size,
             "timeout_seconds": max(1, math.ceil(remaining)),
             "_request_timeout": (min(remaining, self._timeout), min(remaining, self._timeout)),
             "_preload_content": False,

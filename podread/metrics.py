@@ -29,6 +29,9 @@ class ReadMetrics:
     - ``podread_watch_lists_total{scope,outcome}``: the lists that (re)start the watch.
     - ``podread_watch_events_total{scope,type,outcome}``: events received; outcome ``applied`` or
       ``ignored`` (a duplicate, or older than the pod already held).
+    - ``podread_watch_nudges_total{scope,outcome}``: one-pod lists a quiet watch sent to confirm
+      itself: ``confirmed`` (the watch had reached the server's resourceVersion), ``behind`` (the
+      next bookmark will confirm it) or ``error``.
     - ``podread_watch_staleness_seconds{scope}``: the age of the watch's last confirmation (an event,
       a bookmark or a list) when last looked at (by a read, or 0 at a confirmation).
     - ``podread_watch_last_confirmed_timestamp_seconds{scope}``: when that was (Unix time): the
@@ -74,6 +77,10 @@ class ReadMetrics:
         self.watch_events = Counter(
             "podread_watch_events_total", "Pod watch events by scope, type and outcome (applied, ignored).",
             ["scope", "type", "outcome"], registry=registry,
+        )
+        self.watch_nudges = Counter(
+            "podread_watch_nudges_total", "One-pod lists sent to confirm a quiet pod watch, by scope and outcome.",
+            ["scope", "outcome"], registry=registry,
         )
         self.watch_staleness = Gauge(
             "podread_watch_staleness_seconds", "Age of the pod watch's last confirmation when last looked at.",

@@ -175,6 +175,21 @@ class WatchedPods:
         self._publish()
         return True
 
+    def progress(self, resource_version: str, sent_at: float) -> bool:
+        """The API server's resourceVersion was ``resource_version`` when a list was sent at
+        ``sent_at`` (on ``clock``). When the watch has already reached it, nothing the server held
+        then is missing here: confirms the store as of ``sent_at`` and returns True. Otherwise the
+        watch is behind that list (or cannot be compared) and nothing is confirmed."""
+        wanted = _version(resource_version)
+        with self._lock:
+            position = _version(self.resource_version)
+            if not self._synced or wanted is None or position is None or position < wanted:
+                return False
+            if self._confirmed_at is None or sent_at > self._confirmed_at:
+                self._confirm(sent_at)
+        self._publish()
+        return True
+
     def bookmark(self, resource_version: str) -> None:
         """A bookmark: every event up to ``resource_version`` has been sent. Confirms the store."""
         with self._lock:
@@ -354,8 +369,16 @@ class PodWatch:
     - 410 Gone (an HTTP answer, or an ERROR event with code 410): list again (``expired``);
     - any other error (HTTP, transport, a broken stream, an ERROR event): wait ``backoff`` and
       resume from the last resourceVersion (``error``); a failed list is retried the same way.
+    A quiet watch: the real server sends a bookmark only when its watch cache has moved past what
+    the watch has seen (a pod changed anywhere, or some client's consistent list made it catch up),
+    so with no pod changing no bookmark comes. A second thread therefore nudges it (``nudge``):
+    every ``nudge_every`` seconds, when the store is unconfirmed for half the TTL, one consistent
+    list of at most one pod (``LiveClient.current_version``): when the watch has already reached
+    that resourceVersion the store is confirmed as of the list (``WatchedPods.progress``);
+    otherwise the list made the server's watch cache catch up, and the bookmark before the watch's
+    timeout confirms it. ``nudge_every=None`` runs no such thread (a caller nudges itself).
     Started by ``start`` (idempotent; in a forked child it starts anew with an empty store), stopped
-    by ``stop`` (closes the open response, joins the thread). The watch never answers a read: the
+    by ``stop`` (closes the open response, joins the threads). The watch never answers a read: the
     cache asks the store, which answers only while confirmed within the TTL.
     """
 
@@ -367,8 +390,11 @@ class PodWatch:
         watch_seconds: int | None = None,
         backoff: Backoff | None = None,
         metrics: ReadMetrics | None = None,
+        nudge_every: float | None = 1.0,
     ) -> None:
         self._live = live
+        self.nudge_every = nudge_every
+        self._nudger: threading.Thread | None = None
         self.store = store
         self.watch_seconds = watch_seconds or watch_timeout_seconds(store.ttl_seconds)
         self._backoff = backoff or Backoff()
@@ -401,6 +427,10 @@ class PodWatch:
                 return
             self._thread = threading.Thread(target=self._run, name=f"podread-watch-{self.store.scope}", daemon=True)
             self._thread.start()
+            if self.nudge_every is not None:
+                self._nudger = threading.Thread(target=self._nudge_loop, name=f"podread-nudge-{self.store.scope}",
+                                                daemon=True)
+                self._nudger.start()
 
     @property
     def running(self) -> bool:
@@ -415,9 +445,37 @@ class PodWatch:
             response = self._response
         if response is not None:
             _shut(response)
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread() and self._pid == os.getpid():
-            thread.join(timeout)
+        for thread in (self._thread, self._nudger):
+            if thread is not None and thread is not threading.current_thread() and self._pid == os.getpid():
+                thread.join(timeout)
+
+    # -- nudging a quiet watch ------------------------------------------------------------------
+
+    def nudge(self) -> bool | None:
+        """When the store is synced and unconfirmed for half its TTL or more: one consistent list of
+        at most one pod, then ``WatchedPods.progress``. Returns whether that confirmed the store,
+        or ``None`` when no list was needed or it failed."""
+        age = self.store.staleness()
+        if age is None or age < self.store.ttl_seconds / 2:
+            return None
+        sent_at = self.store.now()
+        try:
+            version = self._live.current_version(self.selector)
+        except PodReadError as error:
+            self._metrics.watch_nudges.labels(self.store.scope, "error").inc()
+            log.debug("pod watch (%s): the nudge failed: %s", self.store.scope, error)
+            return None
+        confirmed = self.store.progress(version, sent_at)
+        self._metrics.watch_nudges.labels(self.store.scope, "confirmed" if confirmed else "behind").inc()
+        return confirmed
+
+    def _nudge_loop(self) -> None:
+        assert self.nudge_every is not None
+        while not self._stop.wait(self.nudge_every):
+            try:
+                self.nudge()
+            except Exception:  # the nudge is an optimisation: never let it end the process' watch
+                log.exception("pod watch (%s): unexpected error in the nudge", self.store.scope)
 
     # -- the loop ----------------------------------------------------------------------------------
 

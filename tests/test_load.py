@@ -124,8 +124,9 @@ def loaded() -> Iterator[tuple[FakeKubeServer, HookServer]]:
     with FakeKubeServer() as fake:
         for index in range(JOBS):
             fake.put_pods(make_job_pods(f"job-{index}", PODS_PER_JOB, NAMESPACE))
+        # TTL mode: the slow-API phase slows the per-job lists, which the watch mode does not send.
         env = {"NVCRE_CACHE_TTL_SECONDS": "5", "NVCRE_RESYNC_SECONDS": "5", "NVCRE_API_TIMEOUT_SECONDS": "1",
-               "NVCRE_LOG_LEVEL": "WARNING"}
+               "NVCRE_LOG_LEVEL": "WARNING", "NVCRE_CACHE_MODE": "ttl"}
         with HookServer(fake, env=env) as server:
             yield fake, server
 

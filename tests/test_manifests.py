@@ -502,10 +502,10 @@ def test_hook_and_probe_paths_are_served(objects: dict, served_routes: dict) -> 
     assert "GET" in served_routes.get("/metrics", set())
 
 
-def test_rbac_is_exactly_pods_get_list(objects: dict) -> None:
+def test_rbac_is_exactly_pods_get_list_watch(objects: dict) -> None:
     roles = [obj for (kind, _), obj in objects.items() if kind in ("Role", "ClusterRole")]
     assert len(roles) == 1
-    assert roles[0]["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+    assert roles[0]["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
     binding = objects[("ClusterRoleBinding", "nvcre-hooks-pod-reader")]
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                   "name": roles[0]["metadata"]["name"]}

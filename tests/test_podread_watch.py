@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 from podread import JOB_LABEL, LiveClient, PodCache, PodSelector, Reader, ReadMetrics
 from podread.constants import JOB_INDEX_FIELD, NODE_NAME_INDEX_FIELD
 from podread.slim import slim
-from podread.watch import Backoff, PodWatch, WatchedPods, watch_timeout_seconds
+from podread.watch import Backoff, PodWatch, WatchedPods, events, watch_timeout_seconds
 from tests.fakekube import FakeKubeServer, Fault, make_job_pods, make_pod
 
 NS = "team-a"
@@ -146,7 +146,7 @@ class Setup:
         self.live = LiveClient(server.api_client(retries=False), timeout_seconds=5, metrics=metrics)
         self.store = WatchedPods(None, ttl_seconds=ttl, clock=self.clock, metrics=metrics)
         self.watch = PodWatch(self.live, self.store, watch_seconds=watch_seconds, metrics=metrics,
-                              backoff=Backoff(0.01, 0.05))
+                              backoff=Backoff(0.01, 0.05), nudge_every=None)
         self.cache = PodCache(self.live, ttl_seconds=ttl, clock=self.clock, metrics=metrics, watches=[self.watch])
         self.reader = Reader(self.cache, self.live, metrics=metrics)
 
@@ -312,17 +312,40 @@ def test_the_server_ends_each_watch_at_its_timeout_and_it_resumes(server: FakeKu
         setup.watch.stop()
 
 
-def test_the_fake_sends_bookmarks_before_the_timeout_with_only_a_resource_version(server: FakeKubeServer) -> None:
+def test_the_fake_sends_a_bookmark_before_the_timeout_only_when_its_watch_cache_moved(
+    server: FakeKubeServer,
+) -> None:
     live = LiveClient(server.api_client(retries=False))
     server.put_pods(make_job_pods("llama", 1, NS))
     _, version = live.list_snapshot(PodSelector(has_labels=(JOB_LABEL,)))
-    from podread.watch import events
-
     started = time.monotonic()
-    got = list(events(live.open_watch(PodSelector(has_labels=(JOB_LABEL,)), version, 3)))
-    assert 2.5 <= time.monotonic() - started < 4.5
+    assert list(events(live.open_watch(PodSelector(has_labels=(JOB_LABEL,)), version, 3))) == []  # nothing new
+    assert 2.5 <= time.monotonic() - started < 4.5  # ended at timeoutSeconds
+    response = live.open_watch(PodSelector(has_labels=(JOB_LABEL,)), version, 3)
+    wait_until(lambda: server.watches == 1)
+    server.put_pod(make_pod("unlabelled", namespace="kube-system"))  # the watch cache moves, no event for us
+    got = list(events(response))
     assert [e["type"] for e in got] == ["BOOKMARK"]
-    assert got[0]["object"]["metadata"] == {"resourceVersion": version, "creationTimestamp": None}
+    assert got[0]["object"]["metadata"] == {"resourceVersion": str(server.resource_version),
+                                            "creationTimestamp": None}
+
+
+def test_a_quiet_watch_is_confirmed_by_a_nudge(server: FakeKubeServer, setup: Setup) -> None:
+    server.put_pods(make_job_pods("llama", 1, NS))
+    setup.synced()
+    setup.clock.now += 2.0
+    assert setup.watch.nudge() is None  # confirmed 2 s ago: no list needed
+    setup.clock.now += 4.0
+    assert setup.store.answer(JOB_KEY) is None
+    assert setup.watch.nudge() is True  # nothing changed since: the watch is current as of the nudge
+    assert len(setup.store.answer(JOB_KEY) or []) == 1
+    setup.clock.now += 6.0
+    server.bump_resource_version()  # another kind of object changed: the watch is "behind" the list
+    assert setup.watch.nudge() is False
+    server.bookmark()  # the nudge's consistent list moved the watch cache: the next bookmark confirms
+    wait_until(lambda: setup.store.answer(JOB_KEY) is not None)
+    nudges = [r for r in server.requests if r.query.get("limit") == "1"]
+    assert len(nudges) == 2 and all(r.query["labelSelector"] == JOB_LABEL for r in nudges)
 
 
 def test_the_store_keeps_slim_pods() -> None:

@@ -208,6 +208,11 @@ def test_the_hooks_service_account_reads_pods_and_nothing_more(control_plane: Co
     core = kubernetes.client.CoreV1Api(control_plane.api_client(hooks_token))
     core.list_pod_for_all_namespaces(limit=1, _preload_content=False)
     core.list_namespaced_pod("default", limit=1, _preload_content=False)
+    watching = core.list_pod_for_all_namespaces(watch=True, timeout_seconds=1, allow_watch_bookmarks=True,
+                                                label_selector="nvcre.nvidia.com/job", _preload_content=False)
+    assert watching.status == 200  # the watch that feeds the pod cache
+    watching.read()
+    watching.release_conn()
     for forbidden in (lambda: core.list_namespaced_secret("nvcre-system", _preload_content=False),
                       lambda: core.delete_collection_namespaced_pod("default", _preload_content=False),
                       lambda: core.create_namespaced_pod("default", {"metadata": {"name": "x"}, "spec": {

@@ -29,7 +29,7 @@ import kubernetes
 from tests.fakekube.faults import Fault, FaultList
 from tests.fakekube.selectors import SelectorError, parse_field_selector, parse_label_selector
 from tests.fakekube.store import ContinueError, PodStore, dumps
-from tests.fakekube.watch import Watcher, expired_line, initial_lines, parse_timeout
+from tests.fakekube.watch import Watcher, expired_line, initial_lines, lines_for, parse_timeout
 
 Pod = dict[str, Any]
 
@@ -433,6 +433,15 @@ class FakeKubeServer:
         """The current global resourceVersion (bumped by every mutation)."""
         return self._store.resource_version
 
+    @property
+    def watch_cache_version(self) -> int:
+        """The pods' watch cache resourceVersion: what a bookmark carries (see ``PodStore``)."""
+        return self._store.watch_cache_version
+
+    def bump_resource_version(self) -> int:
+        """Move the global resourceVersion as a change to another kind of object would (no pod event)."""
+        return self._store.bump_resource_version()
+
     def put_pod(self, pod: Mapping[str, Any]) -> Pod:
         """Create or replace a pod; returns the stored copy (resourceVersion, uid, timestamps set)."""
         return self._store.put([pod])[0].pod()
@@ -507,8 +516,7 @@ class FakeKubeServer:
     def replay_watch_events(self, since: int) -> int:
         """Send every open watch the events after resourceVersion ``since`` again: duplicates."""
         changes = self._store.history_since(since)
-        return self._each_watcher(lambda watcher: watcher.push(
-            [line for line in (watcher.line_for(change) for change in changes) if line is not None]))
+        return self._each_watcher(lambda watcher: watcher.push(lines_for(watcher, changes)))
 
     def compact(self) -> int:
         """Forget the event history (an etcd compaction): a watch from an older resourceVersion gets an

@@ -160,6 +160,7 @@ class PodStore:
         self._max_history = max_history
         self._history_from = 100
         self._listeners: list[Callable[[Change], None]] = []
+        self._cache_rv = 100
         self._entries: dict[Key, Entry] = {}
         self._indexes = _Indexes()
         self._sorted_keys: list[Key] | None = None
@@ -172,6 +173,21 @@ class PodStore:
     def resource_version(self) -> int:
         """The current global resourceVersion."""
         with self._lock:
+            return self._rv
+
+    @property
+    def watch_cache_version(self) -> int:
+        """The resourceVersion the pods' watch cache has reached: the last pod change, or the global
+        resourceVersion at the last consistent list (which asks etcd for progress, as the real
+        cacher does). Bookmarks carry it."""
+        with self._lock:
+            return self._cache_rv
+
+    def bump_resource_version(self) -> int:
+        """Another kind of object changed (a Lease, say): the global resourceVersion moves, and the
+        pods' watch cache does not hear of it until a pod changes or a consistent list asks."""
+        with self._lock:
+            self._rv += 1
             return self._rv
 
     # -- mutations ---------------------------------------------------------------------------------
@@ -260,18 +276,27 @@ class PodStore:
 
     def _changed(self, change: Change) -> None:
         """Keeps ``change`` in the history and tells every listener; the lock must be held."""
+        self._cache_rv = change.rv
         self._history.append(change)
         while len(self._history) > self._max_history:
             self._history_from = self._history.popleft().rv
         for listener in list(self._listeners):
             listener(change)
 
+    def _progress(self) -> None:
+        """A consistent list: the watch cache catches up with the global resourceVersion (etcd
+        progress notify) and tells the listeners with a change that has neither entry. Lock held."""
+        if self._rv > self._cache_rv:
+            self._cache_rv = self._rv
+            for listener in list(self._listeners):
+                listener(Change(self._rv, None, None, b""))
+
     def subscribe(self, since: int | None, listener: Callable[[Change], None]) -> tuple[list[Change], list[Entry], int]:
         """Registers ``listener`` for every later change, atomically with what came before it.
 
         ``since`` is a watch's resourceVersion: returns the changes after it (and no entries), or,
         for ``None`` (a watch from "now" or "any"), every current entry (and no changes). Also returns
-        the current resourceVersion. Raises ``ContinueError(410)`` when the history no longer reaches
+        the watch cache's resourceVersion. Raises ``ContinueError(410)`` when the history no longer reaches
         back to ``since`` (it was compacted), as etcd answers a watch from a compacted revision.
         """
         with self._lock:
@@ -284,7 +309,7 @@ class PodStore:
                 backlog = [change for change in self._history if change.rv > since]
                 entries = []
             self._listeners.append(listener)
-            return backlog, entries, self._rv
+            return backlog, entries, max(self._cache_rv, since or 0)
 
     def unsubscribe(self, listener: Callable[[Change], None]) -> None:
         """Stops telling ``listener``."""
@@ -376,6 +401,7 @@ class PodStore:
                     continue_token, namespace, labels, fields, signature
                 )
             else:
+                self._progress()
                 snapshot = Snapshot(self._rv, signature, self._select(namespace, labels, fields))
                 snapshot_id, offset = 0, 0
             entries = snapshot.entries

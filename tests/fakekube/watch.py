@@ -14,9 +14,13 @@ k8s.io/apiserver v0.37 ``pkg/storage/cacher``, and the real server in ``tests/cl
   after a MODIFIED, others are not sent. A deletion's event carries the deletion's resourceVersion.
 - ``allowWatchBookmarks=true``: BOOKMARK events whose object has only ``metadata.resourceVersion``
   (and the zero values Go writes: ``creationTimestamp: null``, ``spec.containers: null``,
-  ``status: {}``), sent 2 s before the watch's timeout and every ``bookmark_interval`` (60 s on
-  the real server), and on ``FakeKubeServer.bookmark()``. A bookmark's resourceVersion is the
-  store's when nothing is pending for the watch: every change up to it has been sent.
+  ``status: {}``), due 2 s before the watch's timeout and every ``bookmark_interval`` (60 s on
+  the real server), and on ``FakeKubeServer.bookmark()``. A bookmark carries the pods' watch cache
+  resourceVersion (the last pod change anywhere, or the global resourceVersion at the last
+  consistent list: the real cacher asks etcd for progress then), is sent only when nothing is
+  pending for the watch, and only when that resourceVersion is newer than everything the watch has
+  sent: a due bookmark with nothing new is skipped, as the real cacher skips it (so a quiet watch
+  gets no bookmark until some pod changes or some client lists pods).
 - ``timeoutSeconds``: the server ends the stream (a final zero-length chunk) after that long
   (default 1800 s; the real server picks 30-60 min).
 """
@@ -63,9 +67,10 @@ class Watcher:
         self.bookmarks = bookmarks
         self._seen_rv = start_rv
         self._cond = threading.Condition()
-        self._pending: list[bytes] = []
+        self._pending: list[tuple[int, bytes]] = []
+        self._sent_rv = start_rv
         self._held = False
-        self._held_lines: list[bytes] = []
+        self._held_lines: list[tuple[int, bytes]] = []
         self._broken = False
         self._ended = False
         self._bookmark_now = False
@@ -89,6 +94,8 @@ class Watcher:
 
     def line_for(self, change: Change) -> bytes | None:
         """The event this watch sends for ``change``, or ``None``."""
+        if change.old is None and change.new is None:
+            return None  # progress of the watch cache, no object
         before, after = self.selects(change.old), self.selects(change.new)
         if change.new is None:
             return event_line("DELETED", change.raw) if before else None
@@ -102,17 +109,18 @@ class Watcher:
         line = self.line_for(change)
         with self._cond:
             if line is not None:
-                (self._held_lines if self._held else self._pending).append(line)
+                (self._held_lines if self._held else self._pending).append((change.rv, line))
             self._seen_rv = max(self._seen_rv, change.rv)
             self._cond.notify_all()
 
     def started_at(self, rv: int) -> None:
-        """The store's resourceVersion when this watch subscribed."""
+        """The watch cache's resourceVersion when this watch subscribed (where it starts)."""
         with self._cond:
             self._seen_rv = max(self._seen_rv, rv)
+            self._sent_rv = max(self._sent_rv, rv)
 
-    def push(self, lines: list[bytes]) -> None:
-        """Queues ``lines`` as they are (held back while ``hold`` is in force)."""
+    def push(self, lines: list[tuple[int, bytes]]) -> None:
+        """Queues ``(resourceVersion, line)`` pairs as they are (held back while ``hold`` is in force)."""
         with self._cond:
             (self._held_lines if self._held else self._pending).extend(lines)
             self._cond.notify_all()
@@ -158,13 +166,15 @@ class Watcher:
                 if self._broken or stopping.is_set() or gone():
                     raise ConnectionError("fakekube: watch broken")
                 if self._pending:
-                    lines, self._pending = self._pending, []
-                    return lines, False
+                    pending, self._pending = self._pending, []
+                    self._sent_rv = max([self._sent_rv, *(rv for rv, _ in pending)])
+                    return [line for _, line in pending], False
                 now = time.monotonic()
                 if self._ended or now >= self.deadline:
                     return [], True
                 due = self._bookmark_due(now)
-                if due and not self._held_lines and not self._held:
+                if due and not self._held_lines and not self._held and self._seen_rv > self._sent_rv:
+                    self._sent_rv = self._seen_rv
                     return [bookmark_line(self._seen_rv)], False
                 wake = min(self.deadline, self._next_wake())
                 self._cond.wait(max(0.0, min(wake - now, 0.2)))
@@ -197,6 +207,11 @@ def initial_lines(watcher: Watcher, backlog: list[Change], entries: list[Entry])
         if line is not None:
             lines.append(line)
     return lines
+
+
+def lines_for(watcher: Watcher, changes: list[Change]) -> list[tuple[int, bytes]]:
+    """``(resourceVersion, line)`` of the events ``changes`` make for ``watcher``."""
+    return [(change.rv, line) for change in changes if (line := watcher.line_for(change)) is not None]
 
 
 def parse_timeout(query: dict[str, str] | Any) -> float:
