@@ -118,7 +118,7 @@ class _Indexes:
                     del index[bucket]
 
 
-def _at_version(entry: Entry, rv: int) -> bytes:
+def at_version(entry: Entry, rv: int) -> bytes:
     """``entry``'s pod under resourceVersion ``rv`` (what a deletion's watch event carries)."""
     pod = json.loads(entry.raw)
     pod.setdefault("metadata", {})["resourceVersion"] = str(rv)
@@ -242,7 +242,7 @@ class PodStore:
             self._sorted_keys = None
             self._rv += 1
             for entry in removed:
-                self._changed(Change(self._rv, entry, None, _at_version(entry, self._rv)))
+                self._changed(Change(self._rv, entry, None, at_version(entry, self._rv)))
             for pod in pods:
                 self._store(pod)
 
@@ -255,7 +255,7 @@ class PodStore:
             self._indexes.remove(entry)
             self._sorted_keys = None
             self._rv += 1
-            self._changed(Change(self._rv, entry, None, _at_version(entry, self._rv)))
+            self._changed(Change(self._rv, entry, None, at_version(entry, self._rv)))
             return entry.pod()
 
     def update(self, namespace: str, name: str, mutate: Callable[[Pod], Pod | None]) -> Pod:

@@ -10,8 +10,9 @@ k8s.io/apiserver v0.37 ``pkg/storage/cacher``, and the real server in ``tests/cl
   watch cache answers; the HTTP-410 form of the same refusal is a ``Fault``); N newer than the
   store: 504 ``Too large resource version``.
 - Selectors apply to each change as the watch cache applies them: a pod that starts matching is an
-  ADDED, one that stops matching a DELETED (carrying its new state), one that matches before and
-  after a MODIFIED, others are not sent. A deletion's event carries the deletion's resourceVersion.
+  ADDED, one that stops matching a DELETED carrying its previous content under the change's
+  resourceVersion (its labels as they were), one that matches before and after a MODIFIED, others
+  are not sent. A deletion's event carries the deletion's resourceVersion.
 - ``allowWatchBookmarks=true``: BOOKMARK events whose object has only ``metadata.resourceVersion``
   (and the zero values Go writes: ``creationTimestamp: null``, ``spec.containers: null``,
   ``status: {}``), due 2 s before the watch's timeout and every ``bookmark_interval`` (60 s on
@@ -33,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.fakekube.selectors import FieldSelector, LabelSelector
-from tests.fakekube.store import Change, Entry, dumps
+from tests.fakekube.store import Change, Entry, at_version, dumps
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
 PRE_TIMEOUT_BOOKMARK = 2.0
@@ -101,7 +102,9 @@ class Watcher:
             return event_line("DELETED", change.raw) if before else None
         if after:
             return event_line("MODIFIED" if before else "ADDED", change.raw)
-        return event_line("DELETED", change.raw) if before else None
+        if before and change.old is not None:
+            return event_line("DELETED", at_version(change.old, change.rv))
+        return None
 
     def offer(self, change: Change) -> None:
         """A store listener (called in the order of the changes): queues the event ``change`` makes
