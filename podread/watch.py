@@ -372,7 +372,7 @@ class PodWatch:
     A quiet watch: the real server sends a bookmark only when its watch cache has moved past what
     the watch has seen (a pod changed anywhere, or some client's consistent list made it catch up),
     so with no pod changing no bookmark comes. A second thread therefore nudges it (``nudge``):
-    every ``nudge_every`` seconds, when the store is unconfirmed for half the TTL, one consistent
+    every ``nudge_every`` seconds, when the store is unconfirmed for ``nudge_after``, one consistent
     list of at most one pod (``LiveClient.current_version``): when the watch has already reached
     that resourceVersion the store is confirmed as of the list (``WatchedPods.progress``);
     otherwise the list made the server's watch cache catch up, and the bookmark before the watch's
@@ -394,6 +394,7 @@ class PodWatch:
     ) -> None:
         self._live = live
         self.nudge_every = nudge_every
+        self.nudge_after = max(store.ttl_seconds / 2, store.ttl_seconds - 1.0)
         self._nudger: threading.Thread | None = None
         self.store = store
         self.watch_seconds = watch_seconds or watch_timeout_seconds(store.ttl_seconds)
@@ -452,11 +453,13 @@ class PodWatch:
     # -- nudging a quiet watch ------------------------------------------------------------------
 
     def nudge(self) -> bool | None:
-        """When the store is synced and unconfirmed for half its TTL or more: one consistent list of
-        at most one pod, then ``WatchedPods.progress``. Returns whether that confirmed the store,
-        or ``None`` when no list was needed or it failed."""
+        """When the store is synced and unconfirmed for ``nudge_after`` seconds or more (the TTL less
+        1 s, at least half the TTL: late enough that a watch with any traffic needs none, early
+        enough that the answer comes before the TTL passes): one consistent list of at most one
+        pod, then ``WatchedPods.progress``. Returns whether that confirmed the store, or ``None``
+        when no list was needed or it failed."""
         age = self.store.staleness()
-        if age is None or age < self.store.ttl_seconds / 2:
+        if age is None or age < self.nudge_after:
             return None
         sent_at = self.store.now()
         try:
