@@ -113,9 +113,10 @@ class LiveClient:
         """Opens a watch of the pods ``selector`` selects, after ``resource_version``: ``GET .../pods
         ?watch=true&allowWatchBookmarks=true&resourceVersion=<rv>&timeoutSeconds=<n>``, raw
         (``_preload_content=False``). Returns the streaming urllib3 response, one JSON watch event
-        per line, which the server ends after ``timeout_seconds``. The socket read timeout is
-        ``timeout_seconds`` + 10 s (the server's bookmark before its timeout, or its close, comes
-        first). An HTTP error (410 Gone included) or a transport error raises ``ApiError``.
+        per line, which the server ends after ``timeout_seconds``. The connect timeout is the
+        client's timeout (at most 10 s), the socket read timeout ``timeout_seconds`` + 10 s (the
+        server's bookmark before its timeout, or its close, comes first). An HTTP error (410 Gone
+        included) or a transport error raises ``ApiError``.
         """
         what = f"watch pods ({selector.describe()}) from resourceVersion {resource_version}"
         kwargs: dict[str, Any] = {
@@ -123,7 +124,7 @@ class LiveClient:
             "allow_watch_bookmarks": True,
             "resource_version": resource_version,
             "timeout_seconds": timeout_seconds,
-            "_request_timeout": (self._timeout, timeout_seconds + 10.0),
+            "_request_timeout": (min(self._timeout, 10.0), timeout_seconds + 10.0),
             "_preload_content": False,
         }
         if selector.label_selector():

@@ -428,7 +428,7 @@ class PodWatch:
                 return
             self._thread = threading.Thread(target=self._run, name=f"podread-watch-{self.store.scope}", daemon=True)
             self._thread.start()
-            if self.nudge_every is not None:
+            if self.nudge_every is not None and self.store.ttl_seconds >= 2 * self.nudge_every:
                 self._nudger = threading.Thread(target=self._nudge_loop, name=f"podread-nudge-{self.store.scope}",
                                                 daemon=True)
                 self._nudger.start()

@@ -320,7 +320,7 @@ def test_the_fake_sends_a_bookmark_before_the_timeout_only_when_its_watch_cache_
     _, version = live.list_snapshot(PodSelector(has_labels=(JOB_LABEL,)))
     started = time.monotonic()
     assert list(events(live.open_watch(PodSelector(has_labels=(JOB_LABEL,)), version, 3))) == []  # nothing new
-    assert 2.5 <= time.monotonic() - started < 4.5  # ended at timeoutSeconds
+    assert 2.5 <= time.monotonic() - started < 8  # ended at timeoutSeconds (generous: a loaded machine)
     response = live.open_watch(PodSelector(has_labels=(JOB_LABEL,)), version, 3)
     wait_until(lambda: server.watches == 1)
     server.put_pod(make_pod("unlabelled", namespace="kube-system"))  # the watch cache moves, no event for us
