@@ -7,7 +7,8 @@ Two parts, kept apart so the first can be tested without I/O:
   resourceVersion through the ``LiveClient``'s kubernetes client, feeding a ``WatchedPods``.
 
 The TTL stays the staleness bound: ``WatchedPods.answer`` answers a key only while the watch
-confirmed its pods less than ``ttl_seconds`` ago (an event, a bookmark or the list itself). When the
+confirmed its pods less than ``ttl_seconds`` ago: the list itself, a bookmark, an event of a watch
+request past its first bookmark (the events before it may replay the past), or a nudge. When the
 watch is down, lagging or not yet synced, it answers nothing and the cache fills the key from a list,
 exactly as in TTL mode: a broken watch never makes the cache older than a TTL entry.
 """
@@ -142,10 +143,12 @@ class WatchedPods:
             self._confirm(self._clock() if listed_at is None else listed_at)
         self._publish()
 
-    def apply(self, kind: str, pod: Pod) -> bool:
+    def apply(self, kind: str, pod: Pod, *, confirm: bool = True) -> bool:
         """Applies one ADDED, MODIFIED or DELETED event of a slim ``pod``; returns whether it changed
-        the store (False: a duplicate or an out-of-order event, ignored). Confirms the store when the
-        event is not older than the watch's position."""
+        the store (False: a duplicate or an out-of-order event, ignored). With ``confirm``, confirms
+        the store when the event is not older than the watch's position: the watch passes
+        ``confirm=False`` for the backlog a watch request replays before its first bookmark, which
+        may be older than now."""
         key = self._key(pod)
         version = _version((pod.get("metadata") or {}).get("resourceVersion"))
         with self._lock:
@@ -157,7 +160,7 @@ class WatchedPods:
                 or (held is None and deleted_version is not None and version <= deleted_version))
             position = _version(self.resource_version)
             if not stale or (version is not None and position is not None and version >= position):
-                self._advance(version)
+                self._advance(version, confirm=confirm)
             if stale:
                 return False
             if held is not None:
@@ -287,12 +290,13 @@ class WatchedPods:
             if not members:
                 del self._by_node[node]
 
-    def _advance(self, version: int | None, text: str = "") -> None:
-        """Moves the watch's position forward (never back) and confirms the store now."""
+    def _advance(self, version: int | None, text: str = "", *, confirm: bool = True) -> None:
+        """Moves the watch's position forward (never back) and, with ``confirm``, confirms the store now."""
         position = _version(self.resource_version)
         if version is not None and (position is None or version > position):
             self.resource_version = text or str(version)
-        self._confirm(self._clock())
+        if confirm:
+            self._confirm(self._clock())
 
     def _confirm(self, moment: float) -> None:
         self._confirmed_at = moment
@@ -535,8 +539,9 @@ class PodWatch:
             _shut(response)
             return "stopped"
         try:
+            live = False  # the request's backlog, until its first bookmark
             for event in events(response):
-                self._handle(event)
+                live = self._handle(event, live)
                 self._backoff.reset()
             return "ended"
         except _Expired:
@@ -550,7 +555,9 @@ class PodWatch:
                 self._response = None
             _shut(response)
 
-    def _handle(self, event: dict[str, Any]) -> None:
+    def _handle(self, event: dict[str, Any], live: bool) -> bool:
+        """Applies one event; returns whether the request is past its first bookmark (``live``):
+        only then do its events confirm the store (before it they may be a backlog of the past)."""
         kind = str(event.get("type", ""))
         obj = event["object"]
         scope = self.store.scope
@@ -558,7 +565,7 @@ class PodWatch:
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             self.store.bookmark(version)
             self._metrics.watch_events.labels(scope, kind, "applied").inc()
-            return
+            return True
         if kind == "ERROR":
             self._metrics.watch_events.labels(scope, kind, "applied").inc()
             if obj.get("code") == 410:
@@ -567,8 +574,9 @@ class PodWatch:
                            status=obj.get("code") if isinstance(obj.get("code"), int) else None)
         if kind not in ("ADDED", "MODIFIED", "DELETED"):
             raise ApiError(f"watch: unknown event type {kind[:40]!r}", code="invalid-json")
-        applied = self.store.apply(kind, slim(obj))
+        applied = self.store.apply(kind, slim(obj), confirm=live)
         self._metrics.watch_events.labels(scope, kind, "applied" if applied else "ignored").inc()
+        return live
 
     def _pause(self) -> None:
         self._stop.wait(self._backoff.next())

@@ -258,6 +258,24 @@ def test_a_cut_stream_resumes_from_the_last_resource_version(server: FakeKubeSer
     assert setup.counter("podread_watch_restarts_total", scope="all-namespaces", reason="error") >= 1
 
 
+def test_a_resumed_watch_s_backlog_does_not_confirm_until_its_first_bookmark(
+    server: FakeKubeServer, setup: Setup,
+) -> None:
+    server.put_pods(make_job_pods("llama", 1, NS))
+    setup.synced()
+    setup.clock.now += 6.0  # the watch's last confirmation is past the TTL
+    server.inject(Fault.slow(None, 0.5, times=1, query={"watch": "true"}))  # the resume is slow to come
+    server.break_watches()
+    server.put_pods(make_job_pods("llama", 3, NS))  # the resumed request replays these: the past
+    wait_until(lambda: len(setup.store) == 3)
+    assert setup.store.answer(JOB_KEY) is None  # applied, not confirmed
+    server.bookmark()  # nothing new since the backlog: the cacher (and the fake) skip it
+    time.sleep(0.3)
+    assert setup.store.answer(JOB_KEY) is None
+    assert setup.watch.nudge() is True  # the watch has reached the server's resourceVersion
+    assert len(setup.store.answer(JOB_KEY) or []) == 3
+
+
 def test_errors_back_off_and_the_watch_comes_back(server: FakeKubeServer, setup: Setup) -> None:
     server.put_pods(make_job_pods("llama", 1, NS))
     setup.synced()
