@@ -47,7 +47,17 @@ import orjson
 from bench.common import BenchResult, Figure
 from hooks.config import Settings
 from hooks.handler import HookResult, handle
-from podread import JOB_LABEL, LiveClient, PodCache, PodSelector, Reader, ReadMetrics, is_active
+from podread import (
+    JOB_LABEL,
+    JOBSET_NAME_LABEL,
+    LAUNCHER_LABEL,
+    LiveClient,
+    PodCache,
+    PodSelector,
+    Reader,
+    ReadMetrics,
+    is_active,
+)
 from podread.watch import Backoff, PodWatch, WatchedPods, watch_timeout_seconds
 from tests.fake_reader import job_request, job_spec, jobset_child
 from tests.fakekube import FakeKubeServer, Fault, make_job_pods
@@ -146,21 +156,46 @@ class _MemoryLister:
         self._cluster, self._role = cluster, role
 
     def list_pods(self, selector: PodSelector) -> list[Pod]:
-        job = selector.labels.get(JOB_LABEL)
-        candidates = self._cluster.by_job.get(job, {}).values() if job else self._cluster.all_pods()
-        pods = [pod for pod in candidates if selector.matches(pod)]
+        pods = [pod for pod in self._cluster.candidates(selector) if selector.matches(pod)]
         pods.sort(key=lambda pod: pod["metadata"]["name"])
         self._cluster.requests[self._role] = self._cluster.requests.get(self._role, 0) + max(
             1, math.ceil(len(pods) / PAGE_SIZE))
         return pods
 
 
+INDEXED_LABELS = (JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL)
+
+
 class MemoryCluster:
-    """Pods in memory, indexed by job; counts list requests by role (bytes are not counted)."""
+    """Pods in memory, indexed by job and by the JobSet-name and launcher labels (so the barrier's
+    live reads by those labels do not scan every pod); counts list requests by role (bytes are not
+    counted)."""
 
     def __init__(self) -> None:
         self.by_job: dict[str, dict[str, Pod]] = {}
+        self.by_label: dict[tuple[str, str], dict[str, Pod]] = {}
         self.requests: dict[str, int] = {}
+
+    def candidates(self, selector: PodSelector) -> list[Pod]:
+        """The pods a selector can select, from the smallest index that bounds the answer."""
+        for key in INDEXED_LABELS:
+            if key in selector.labels:
+                return list(self.by_label.get((key, selector.labels[key]), {}).values())
+            if key in selector.label_in:
+                return [pod for value in selector.label_in[key]
+                        for pod in self.by_label.get((key, value), {}).values()]
+        return self.all_pods()
+
+    def _index(self, pod: Pod, add: bool) -> None:
+        labels = pod["metadata"].get("labels") or {}
+        name = pod["metadata"]["name"]
+        for key in INDEXED_LABELS:
+            if key in labels:
+                bucket = self.by_label.setdefault((key, str(labels[key])), {})
+                if add:
+                    bucket[name] = pod
+                else:
+                    bucket.pop(name, None)
 
     def lister(self, role: str) -> _MemoryLister:
         return _MemoryLister(self, role)
@@ -171,12 +206,18 @@ class MemoryCluster:
     def put(self, pods: list[Pod]) -> None:
         for pod in pods:
             job = (pod["metadata"].get("labels") or {}).get(JOB_LABEL, "")
+            old = self.by_job.get(job, {}).get(pod["metadata"]["name"])
+            if old is not None:
+                self._index(old, add=False)
             self.by_job.setdefault(job, {})[pod["metadata"]["name"]] = pod
+            self._index(pod, add=True)
 
     def delete(self, pods: list[Pod]) -> None:
         for pod in pods:
             job = (pod["metadata"].get("labels") or {}).get(JOB_LABEL, "")
-            self.by_job.get(job, {}).pop(pod["metadata"]["name"], None)
+            old = self.by_job.get(job, {}).pop(pod["metadata"]["name"], None)
+            if old is not None:
+                self._index(old, add=False)
 
     def counts(self) -> dict[str, tuple[int, int]]:
         return {role: (n, 0) for role, n in self.requests.items()}
