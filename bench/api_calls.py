@@ -14,6 +14,8 @@ and the watch's nudge of a quiet watch (every simulated second). After every cha
 replay waits (in real time) until the watch has applied it, as the simulated time between events is
 far longer than the watch's real latency. Once, for ``OUTAGE`` seconds, every watch request fails
 (503) and the open watch is cut: the watch-mode reads then fill from lists, and those are counted.
+The watch's nudge first tries the last list the Reader's own live client sent (its barrier checks
+list pods anyway), on the simulated clock, and sends a one-pod list only when that does not confirm.
 
 Traffic per Job (times are simulated seconds):
 - created at a staggered time in the first minute; syncs at +0, +0.5, +1, +2, +3, +5, +7, +9.5
@@ -71,8 +73,9 @@ DRAIN_RESYNC = 2.0
 DRAIN_WAVES = (8.0, 16.0, 24.0, 30.0)
 PODS_APPEAR = 3.0
 PAGE_SIZE = 500
-OUTAGE = 30.0
-"""Simulated seconds during which the watch is down (every watch request answers 503)."""
+OUTAGE = 10.0
+"""Simulated seconds during which the watch is down (cut, then every watch request answers 503):
+twice the TTL, so reads must fall back to fills, which are counted."""
 
 
 class SimClock:
@@ -122,11 +125,11 @@ class HttpCluster:
         self.server = server
         self._metrics = ReadMetrics(registry=_registry())
 
-    def lister(self, role: str) -> LiveClient:
+    def lister(self, role: str, clock: Callable[[], float] = time.monotonic) -> LiveClient:
         """A LiveClient whose requests carry ``User-Agent: bench-<role>``."""
         api = self.server.api_client(retries=False)
         api.user_agent = f"bench-{role}"
-        return LiveClient(api, timeout_seconds=30, page_size=PAGE_SIZE, metrics=self._metrics)
+        return LiveClient(api, timeout_seconds=30, page_size=PAGE_SIZE, metrics=self._metrics, clock=clock)
 
     def put(self, pods: list[Pod]) -> None:
         self.server.put_pods(pods)
@@ -308,9 +311,9 @@ class World:
         if watch:
             wmetrics = ReadMetrics(registry=self.watch_registry)
             store = WatchedPods(None, ttl_seconds=ttl, clock=self.clock, metrics=wmetrics)
-            self.watch = PodWatch(cluster.lister("watchstream"), store, watch_seconds=3600, metrics=wmetrics,
-                                  backoff=Backoff(0.02, 0.2), nudge_every=None)
-            live_w = cluster.lister("watch")
+            live_w = cluster.lister("watch", clock=self.clock)  # the sim clock: its lists' times confirm the watch
+            self.watch = PodWatch(cluster.lister("watchstream", clock=self.clock), store, watch_seconds=3600,
+                                  metrics=wmetrics, backoff=Backoff(0.02, 0.2), nudge_every=None, peers=[live_w])
             self.reader_w = Reader(PodCache(live_w, ttl_seconds=ttl, clock=self.clock, metrics=wmetrics,
                                             watches=[self.watch]), live_w, metrics=wmetrics)
             self.watch.start()
@@ -366,11 +369,20 @@ class World:
         assert self.watch is not None
         if self.watch_down:
             return
-        if self.watch.nudge() is not None:
-            self.replay.watch_nudges += 1
+        before = self._nudge_lists()
+        self.watch.nudge()
+        self.replay.watch_nudges += self._nudge_lists() - before
         if int(self.clock.now) % watch_timeout_seconds(self.ttl) == 0:
             self.cluster.server.bookmark()
         self._settle()
+
+    def _nudge_lists(self) -> int:
+        """One-pod lists the watch has sent (``podread_watch_nudges_total`` but ``by-peer``)."""
+        total = 0.0
+        for outcome in ("confirmed", "behind", "error"):
+            total += self.watch_registry.get_sample_value(
+                "podread_watch_nudges_total", {"scope": "all-namespaces", "outcome": outcome}) or 0.0
+        return int(total)
 
     def _watch_outage(self) -> None:
         self.watch_down = True

@@ -140,5 +140,5 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
     watches: list[PodWatch] = []
     if mode == "watch":
         watch_live = LiveClient(api_client, timeout_seconds=WATCH_LIST_TIMEOUT_SECONDS)
-        watches = [PodWatch(watch_live, WatchedPods(namespace, ttl_seconds=ttl)) for namespace in scopes]
+        watches = [PodWatch(watch_live, WatchedPods(namespace, ttl_seconds=ttl), peers=[live]) for namespace in scopes]
     return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries, watches=watches), live)

@@ -65,6 +65,9 @@ class LiveClient:
         self._page_size = page_size
         self._metrics = metrics or default_metrics()
         self._clock = clock
+        self.last_version: tuple[str, float] | None = None
+        """The resourceVersion of the last consistent list (a first page) this client got, and when
+        (on ``clock``) it was sent: what the pod watch may confirm itself with (``PodWatch.nudge``)."""
 
     def list_pods(self, selector: PodSelector) -> list[Pod]:
         """Returns every pod ``selector`` selects, from the API server's current state.
@@ -169,8 +172,9 @@ class LiveClient:
         limit: int | None = None,
     ) -> dict[str, Any] | None:
         """One list request. Returns the decoded answer (a JSON object), or None on 410 Gone for a
-        continued list."""
-        remaining = deadline - self._clock()
+        continued list. A first page's resourceVersion is noted in ``last_version``."""
+        sent_at = self._clock()
+        remaining = deadline - sent_at
         if remaining <= 0:
             if budget < self._timeout:
                 raise DeadlineExceeded(f"{what}: the hook call's deadline for reads passed after {budget:g}s")
@@ -213,6 +217,9 @@ class LiveClient:
             raise ApiError(f"{what}: the answer is a JSON {type(body).__name__}, not a PodList object",
                            code="not-a-pod-list")
         self._metrics.api_requests.labels(scope, "ok").inc()
+        metadata = body.get("metadata")
+        if token is None and isinstance(metadata, dict) and metadata.get("resourceVersion"):
+            self.last_version = (str(metadata["resourceVersion"]), sent_at)
         return body
 
 

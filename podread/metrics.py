@@ -29,9 +29,10 @@ class ReadMetrics:
     - ``podread_watch_lists_total{scope,outcome}``: the lists that (re)start the watch.
     - ``podread_watch_events_total{scope,type,outcome}``: events received; outcome ``applied`` or
       ``ignored`` (a duplicate, or older than the pod already held).
-    - ``podread_watch_nudges_total{scope,outcome}``: one-pod lists a quiet watch sent to confirm
-      itself: ``confirmed`` (the watch had reached the server's resourceVersion), ``behind`` (the
-      next bookmark will confirm it) or ``error``.
+    - ``podread_watch_nudges_total{scope,outcome}``: nudges of a quiet watch: ``by-peer`` (confirmed
+      by a list the Reader's live client had just sent, no request), or a one-pod list that found
+      the watch ``confirmed`` (it had reached the server's resourceVersion), ``behind`` (the next
+      bookmark will confirm it), or failed (``error``).
     - ``podread_watch_staleness_seconds{scope}``: the age of the watch's last confirmation (an event,
       a bookmark or a list) when last looked at (by a read, or 0 at a confirmation).
     - ``podread_watch_last_confirmed_timestamp_seconds{scope}``: when that was (Unix time): the

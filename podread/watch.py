@@ -22,7 +22,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -395,8 +395,10 @@ class PodWatch:
         backoff: Backoff | None = None,
         metrics: ReadMetrics | None = None,
         nudge_every: float | None = 1.0,
+        peers: Sequence[Any] = (),
     ) -> None:
         self._live = live
+        self._peers = tuple(peers)
         self.nudge_every = nudge_every
         self.nudge_after = max(store.ttl_seconds / 2, store.ttl_seconds - 1.0)
         self._nudger: threading.Thread | None = None
@@ -465,6 +467,13 @@ class PodWatch:
         age = self.store.staleness()
         if age is None or age < self.nudge_after:
             return None
+        confirmed_at = self.store.now() - age
+        for peer in self._peers:
+            seen = getattr(peer, "last_version", None)
+            if seen is not None and seen[1] > confirmed_at and self.store.progress(seen[0], seen[1]):
+                self._metrics.watch_nudges.labels(self.store.scope, "by-peer").inc()
+                if (self.store.staleness() or 0.0) < self.nudge_after:
+                    return True
         sent_at = self.store.now()
         try:
             version = self._live.current_version(self.selector)

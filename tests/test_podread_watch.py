@@ -366,6 +366,27 @@ def test_a_quiet_watch_is_confirmed_by_a_nudge(server: FakeKubeServer, setup: Se
     assert len(nudges) == 2 and all(r.query["labelSelector"] == JOB_LABEL for r in nudges)
 
 
+def test_a_list_the_reader_just_sent_confirms_the_watch_without_a_nudge_list(server: FakeKubeServer) -> None:
+    clock = Clock()
+    metrics = ReadMetrics(CollectorRegistry())
+    live = LiveClient(server.api_client(retries=False), timeout_seconds=5, metrics=metrics, clock=clock)
+    store = WatchedPods(None, ttl_seconds=5.0, clock=clock, metrics=metrics)
+    watch = PodWatch(LiveClient(server.api_client(retries=False), clock=clock), store, metrics=metrics,
+                     nudge_every=None, peers=[live])
+    server.put_pods(make_job_pods("llama", 1, NS))
+    try:
+        watch.start()
+        wait_until(lambda: store.staleness() is not None)
+        clock.now += 4.5
+        live.list_pods(PodSelector(namespace=NS, labels={JOB_LABEL: "other"}))  # a barrier's live check, say
+        before = server.request_count()
+        assert watch.nudge() is True
+        assert server.request_count() == before  # no list of its own
+        assert store.staleness() == 0.0  # confirmed as of the Reader's list
+    finally:
+        watch.stop()
+
+
 def test_the_store_keeps_slim_pods() -> None:
     watched = store()
     full = make_job_pods("llama", 1, NS)[0]
