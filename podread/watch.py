@@ -400,7 +400,7 @@ class PodWatch:
         self._live = live
         self._peers = tuple(peers)
         self.nudge_every = nudge_every
-        self.nudge_after = max(store.ttl_seconds / 2, store.ttl_seconds - 1.0)
+        self.nudge_after = max(store.ttl_seconds / 2, store.ttl_seconds - 1.0 - (nudge_every or 1.0))
         self._nudger: threading.Thread | None = None
         self.store = store
         self.watch_seconds = watch_seconds or watch_timeout_seconds(store.ttl_seconds)
@@ -460,10 +460,10 @@ class PodWatch:
 
     def nudge(self) -> bool | None:
         """When the store is synced and unconfirmed for ``nudge_after`` seconds or more (the TTL less
-        1 s, at least half the TTL: late enough that a watch with any traffic needs none, early
-        enough that the answer comes before the TTL passes): one consistent list of at most one
-        pod, then ``WatchedPods.progress``. Returns whether that confirmed the store, or ``None``
-        when no list was needed or it failed."""
+        1 s and one ``nudge_every`` tick, at least half the TTL: late enough that a watch with any
+        traffic needs none, early enough that the answer comes before the TTL passes): one
+        consistent list of at most one pod, then ``WatchedPods.progress``. Returns whether that
+        confirmed the store, or ``None`` when no list was needed or it failed."""
         age = self.store.staleness()
         if age is None or age < self.nudge_after:
             return None

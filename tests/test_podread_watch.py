@@ -351,9 +351,9 @@ def test_the_fake_sends_a_bookmark_before_the_timeout_only_when_its_watch_cache_
 def test_a_quiet_watch_is_confirmed_by_a_nudge(server: FakeKubeServer, setup: Setup) -> None:
     server.put_pods(make_job_pods("llama", 1, NS))
     setup.synced()
-    setup.clock.now += 3.5
-    assert setup.watch.nudge() is None  # confirmed 3.5 s ago (TTL 5 s): no list needed yet
     setup.clock.now += 2.5
+    assert setup.watch.nudge() is None  # confirmed 2.5 s ago (TTL 5 s, nudges from 3 s): no list needed
+    setup.clock.now += 3.5
     assert setup.store.answer(JOB_KEY) is None
     assert setup.watch.nudge() is True  # nothing changed since: the watch is current as of the nudge
     assert len(setup.store.answer(JOB_KEY) or []) == 1

@@ -222,7 +222,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, answer: _Answer, record: RecordedRequest) -> None:
         """Write a chunked, streaming answer (a watch); ``record.bytes_sent`` counts what was written.
-        A stream that breaks (``ConnectionError``) drops the connection without the final chunk."""
+        A stream that ends cleanly keeps the connection for the next request (keep-alive, as the
+        real server does); one that breaks (``ConnectionError``) drops it without the final chunk."""
         assert answer.stream is not None
         record.bytes_sent = 0
 
@@ -239,7 +240,6 @@ class _Handler(BaseHTTPRequestHandler):
             except (OSError, ValueError):
                 return True
 
-        self.close_connection = True
         try:
             self.send_response(answer.status)
             self.send_header("Content-Type", answer.content_type)
@@ -247,12 +247,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.flush()
             answer.stream(write, gone)
-            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.write(b"0\r\n\r\n")  # a clean end: the connection stays open, as Go's server keeps it
             self.wfile.flush()
         except ConnectionError:
+            self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
         except OSError:
+            self.close_connection = True
             record.client_gone = True
 
 
