@@ -5,7 +5,8 @@ server: concurrency 5, then 20, then 20 with some API reads slower than NVCRE_AP
 Zero errors, zero dropped JobSets (every running Job keeps its JobSet in every answer), p99 well
 under Metacontroller's 10 s hook timeout even with the slow API server (the reads time out first and
 the hook answers a hold), and the workers' RSS flat after warm-up. The figures are printed
-(``pytest -s``) for BENCHMARKS/README.
+(``pytest -s``) for BENCHMARKS/README. These phases run in TTL mode (the slow-API phase slows the
+per-job lists); a second server runs the default watch mode, where steady syncs list (almost) nothing.
 """
 
 from __future__ import annotations
