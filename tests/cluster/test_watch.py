@@ -22,6 +22,7 @@ import json
 import socket
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
@@ -38,6 +39,7 @@ from podread.watch import Backoff, PodWatch, WatchedPods, events
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import ensure_namespace
 from tests.cluster.world import ClusterWorld
+from tests.e2e.server import HookServer
 from tests.fake_reader import job_request, job_spec
 
 pytestmark = pytest.mark.cluster
@@ -283,8 +285,24 @@ def test_a_barrier_read_with_a_stalled_watch_never_passes_on_a_stale_entry(
 
 # ---- a lifecycle through the real hooks --------------------------------------------------------------
 
+def hook_metrics(hooks: HookServer) -> dict[str, float]:
+    """The hook server's podread samples (``name{labels}`` -> value), summed over its workers."""
+    text = urllib.request.urlopen(f"{hooks.url}/metrics", timeout=10).read().decode()
+    samples: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("podread_"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = samples.get(name, 0.0) + float(value)
+    return samples
+
+
+def sample(samples: dict[str, float], prefix: str, *labels: str) -> float:
+    return sum(v for k, v in samples.items() if k.startswith(prefix + "{") and all(x in k for x in labels))
+
+
 @pytest.mark.timeout(240)
-def test_the_hooks_watch_breaks_with_the_api_server_while_a_drain_waits(world: ClusterWorld) -> None:
+def test_the_hooks_watch_breaks_with_the_api_server_while_a_drain_waits(world: ClusterWorld,
+                                                                         hooks: HookServer) -> None:
     world.create_job("rewatch")
     pods = world.run_until_pods_run("rewatch", 2)
     world.kubelet.hold(*pods)
@@ -304,3 +322,7 @@ def test_the_hooks_watch_breaks_with_the_api_server_while_a_drain_waits(world: C
     world.kubelet.release()
     world.run_until(lambda: world.gone("rewatch"), "the Job finalized once its pods are gone", timeout=120)
     world.assert_safe()
+    samples = hook_metrics(hooks)  # the real hooks read through their watch, which broke and came back
+    assert sample(samples, "podread_cache_lookups_total", 'result="watch"') > 0
+    assert sample(samples, "podread_watch_restarts_total", 'reason="error"') >= 1
+    assert sample(samples, "podread_watch_lists_total", 'outcome="ok"') >= 1
