@@ -1,10 +1,21 @@
 """Benchmark 1: API calls saved by the cache, on a simulated clock.
 
 Replays Metacontroller-like traffic against a cluster of Jobs of 64 pods and runs every sync
-through ``hooks.handler.handle`` twice, on the same request bytes: (a) with the production Reader
-``Reader(PodCache(live, ttl, clock=sim), live)`` and (b) with a live-only ``Reader(live, live)``.
+through ``hooks.handler.handle`` on the same request bytes with up to three Readers: (a) the TTL
+mode ``Reader(PodCache(live, ttl, clock=sim), live)``, (b) a live-only ``Reader(live, live)`` and,
+over HTTP, (w) the watch mode: the same PodCache fed by a ``PodWatch`` (``NVCRE_CACHE_MODE=watch``).
 The world (children, pods, the parent's status) follows (a)'s answers, as Metacontroller would;
-(b) answers the very same requests, so the two are compared request by request.
+(b) and (w) answer the very same requests, so they are compared request by request.
+
+The watch over HTTP runs its real thread against the fake server; what the real server does on its
+own clock is played on the simulated one: the bookmark before each watch request's timeout (every
+``watch_timeout_seconds(ttl)`` = 3 s, sent only when the watch cache moved, as the real cacher does)
+and the watch's nudge of a quiet watch (every simulated second). After every change to the pods the
+replay waits (in real time) until the watch has applied it, as the simulated time between events is
+far longer than the watch's real latency. Once, for ``OUTAGE`` seconds, every watch request fails
+(503) and the open watch is cut: the watch-mode reads then fill from lists, and those are counted.
+The watch's nudge first tries the last list the Reader's own live client sent (its barrier checks
+list pods anyway), on the simulated clock, and sends a one-pod list only when that does not confirm.
 
 Traffic per Job (times are simulated seconds):
 - created at a staggered time in the first minute; syncs at +0, +0.5, +1, +2, +3, +5, +7, +9.5
@@ -38,9 +49,20 @@ import orjson
 from bench.common import BenchResult, Figure
 from hooks.config import Settings
 from hooks.handler import HookResult, handle
-from podread import JOB_LABEL, LiveClient, PodCache, PodSelector, Reader, ReadMetrics, is_active
+from podread import (
+    JOB_LABEL,
+    JOBSET_NAME_LABEL,
+    LAUNCHER_LABEL,
+    LiveClient,
+    PodCache,
+    PodSelector,
+    Reader,
+    ReadMetrics,
+    is_active,
+)
+from podread.watch import Backoff, PodWatch, WatchedPods, watch_timeout_seconds
 from tests.fake_reader import job_request, job_spec, jobset_child
-from tests.fakekube import FakeKubeServer, make_job_pods
+from tests.fakekube import FakeKubeServer, Fault, make_job_pods
 
 Pod = dict[str, Any]
 NAMESPACE = "bench"
@@ -51,6 +73,9 @@ DRAIN_RESYNC = 2.0
 DRAIN_WAVES = (8.0, 16.0, 24.0, 30.0)
 PODS_APPEAR = 3.0
 PAGE_SIZE = 500
+OUTAGE = 10.0
+"""Simulated seconds during which the watch is down (cut, then every watch request answers 503):
+twice the TTL, so reads must fall back to fills, which are counted."""
 
 
 class SimClock:
@@ -100,11 +125,11 @@ class HttpCluster:
         self.server = server
         self._metrics = ReadMetrics(registry=_registry())
 
-    def lister(self, role: str) -> LiveClient:
+    def lister(self, role: str, clock: Callable[[], float] = time.monotonic) -> LiveClient:
         """A LiveClient whose requests carry ``User-Agent: bench-<role>``."""
         api = self.server.api_client(retries=False)
         api.user_agent = f"bench-{role}"
-        return LiveClient(api, timeout_seconds=30, page_size=PAGE_SIZE, metrics=self._metrics)
+        return LiveClient(api, timeout_seconds=30, page_size=PAGE_SIZE, metrics=self._metrics, clock=clock)
 
     def put(self, pods: list[Pod]) -> None:
         self.server.put_pods(pods)
@@ -114,10 +139,13 @@ class HttpCluster:
             self.server.delete_pod(pod["metadata"]["namespace"], pod["metadata"]["name"])
 
     def counts(self) -> dict[str, tuple[int, int]]:
-        """(list requests, response bytes) by role, from the server's records."""
+        """(list requests, response bytes) by role, from the server's records; watch requests are
+        counted apart, under ``<role>-watch``."""
         totals: dict[str, list[int]] = {}
         for request in self.server.requests:
             role = request.headers.get("user-agent", "").removeprefix("bench-")
+            if request.query.get("watch") == "true":
+                role += "-watch"
             entry = totals.setdefault(role, [0, 0])
             entry[0] += 1
             entry[1] += request.bytes_sent
@@ -131,21 +159,46 @@ class _MemoryLister:
         self._cluster, self._role = cluster, role
 
     def list_pods(self, selector: PodSelector) -> list[Pod]:
-        job = selector.labels.get(JOB_LABEL)
-        candidates = self._cluster.by_job.get(job, {}).values() if job else self._cluster.all_pods()
-        pods = [pod for pod in candidates if selector.matches(pod)]
+        pods = [pod for pod in self._cluster.candidates(selector) if selector.matches(pod)]
         pods.sort(key=lambda pod: pod["metadata"]["name"])
         self._cluster.requests[self._role] = self._cluster.requests.get(self._role, 0) + max(
             1, math.ceil(len(pods) / PAGE_SIZE))
         return pods
 
 
+INDEXED_LABELS = (JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL)
+
+
 class MemoryCluster:
-    """Pods in memory, indexed by job; counts list requests by role (bytes are not counted)."""
+    """Pods in memory, indexed by job and by the JobSet-name and launcher labels (so the barrier's
+    live reads by those labels do not scan every pod); counts list requests by role (bytes are not
+    counted)."""
 
     def __init__(self) -> None:
         self.by_job: dict[str, dict[str, Pod]] = {}
+        self.by_label: dict[tuple[str, str], dict[str, Pod]] = {}
         self.requests: dict[str, int] = {}
+
+    def candidates(self, selector: PodSelector) -> list[Pod]:
+        """The pods a selector can select, from the smallest index that bounds the answer."""
+        for key in INDEXED_LABELS:
+            if key in selector.labels:
+                return list(self.by_label.get((key, selector.labels[key]), {}).values())
+            if key in selector.label_in:
+                return [pod for value in selector.label_in[key]
+                        for pod in self.by_label.get((key, value), {}).values()]
+        return self.all_pods()
+
+    def _index(self, pod: Pod, add: bool) -> None:
+        labels = pod["metadata"].get("labels") or {}
+        name = pod["metadata"]["name"]
+        for key in INDEXED_LABELS:
+            if key in labels:
+                bucket = self.by_label.setdefault((key, str(labels[key])), {})
+                if add:
+                    bucket[name] = pod
+                else:
+                    bucket.pop(name, None)
 
     def lister(self, role: str) -> _MemoryLister:
         return _MemoryLister(self, role)
@@ -156,12 +209,18 @@ class MemoryCluster:
     def put(self, pods: list[Pod]) -> None:
         for pod in pods:
             job = (pod["metadata"].get("labels") or {}).get(JOB_LABEL, "")
+            old = self.by_job.get(job, {}).get(pod["metadata"]["name"])
+            if old is not None:
+                self._index(old, add=False)
             self.by_job.setdefault(job, {})[pod["metadata"]["name"]] = pod
+            self._index(pod, add=True)
 
     def delete(self, pods: list[Pod]) -> None:
         for pod in pods:
             job = (pod["metadata"].get("labels") or {}).get(JOB_LABEL, "")
-            self.by_job.get(job, {}).pop(pod["metadata"]["name"], None)
+            old = self.by_job.get(job, {}).pop(pod["metadata"]["name"], None)
+            if old is not None:
+                self._index(old, add=False)
 
     def counts(self) -> dict[str, tuple[int, int]]:
         return {role: (n, 0) for role, n in self.requests.items()}
@@ -214,13 +273,22 @@ class Replay:
     seconds: float = 0.0
     drain_jobs: int = 0
     deleted_jobs: int = 0
+    watch_identical: int = 0
+    watch_unsafe: int = 0
+    watch_held_longer: int = 0
+    watch_other: int = 0
+    watch_fills: int = 0
+    watch_answers: int = 0
+    watch_nudges: int = 0
+    watch_lists: int = 0
+    outage_syncs: int = 0
 
 
 class World:
     """The simulated cluster and Metacontroller: schedules syncs, applies (a)'s answers."""
 
     def __init__(self, *, jobs: int, minutes: float, ttl: float, cluster: Any, factory: PodFactory,
-                 compare: bool, drain_every: int = 10, deletions: int = 5) -> None:
+                 compare: bool, drain_every: int = 10, deletions: int = 5, watch: bool = False) -> None:
         self.clock = SimClock()
         self.cluster = cluster
         self.factory = factory
@@ -236,6 +304,19 @@ class World:
         self.filled_at: dict[str, float] = {}  # job -> simulated time of its last cache fill
         live_b = cluster.lister("live")
         self.reader_b = Reader(live_b, live_b, metrics=metrics) if compare else None
+        self.watch: PodWatch | None = None
+        self.reader_w: Reader | None = None
+        self.watch_registry = _registry()
+        self.watch_down = False
+        if watch:
+            wmetrics = ReadMetrics(registry=self.watch_registry)
+            store = WatchedPods(None, ttl_seconds=ttl, clock=self.clock, metrics=wmetrics)
+            live_w = cluster.lister("watch", clock=self.clock)  # the sim clock: its lists' times confirm the watch
+            self.watch = PodWatch(cluster.lister("watchstream", clock=self.clock), store, watch_seconds=3600,
+                                  metrics=wmetrics, backoff=Backoff(0.02, 0.2), nudge_every=None, peers=[live_w])
+            self.reader_w = Reader(PodCache(live_w, ttl_seconds=ttl, clock=self.clock, metrics=wmetrics,
+                                            watches=[self.watch]), live_w, metrics=wmetrics)
+            self.watch.start()
         self._events: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
         self.jobs: list[Job] = []
@@ -255,6 +336,68 @@ class World:
             job = Job(f"job-{index:04d}", start, kind, event_at)
             self.jobs.append(job)
             self.at(start, lambda job=job: self.create(job))
+        if self.watch is not None:
+            self._settle()
+            tick = 1.0
+            while tick <= self.end:
+                self.at(tick, self._watch_tick)
+                tick += 1.0
+            outage = self.end * 0.4
+            self.at(outage, self._watch_outage)
+            self.at(outage + OUTAGE, self._watch_back)
+
+    # -- the watch's own clock (watch mode) --------------------------------------------------------
+
+    def _settle(self, timeout: float = 10.0) -> None:
+        """Waits (real time) until the watch has applied everything the server's watch cache holds."""
+        if self.watch is None or self.watch_down:
+            return
+        server = self.cluster.server
+        deadline = time.monotonic() + timeout
+        while True:
+            position = self.watch.store.resource_version
+            if position.isdigit() and int(position) >= server.watch_cache_version:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the watch did not catch up: at {position}, the server at "
+                                   f"{server.watch_cache_version}")
+            time.sleep(0.001)
+
+    def _watch_tick(self) -> None:
+        """One simulated second of the watch: the nudge, and every ``watch_timeout_seconds`` the
+        bookmark the server sends before a watch request's timeout."""
+        assert self.watch is not None
+        if self.watch_down:
+            return
+        before = self._nudge_lists()
+        self.watch.nudge()
+        self.replay.watch_nudges += self._nudge_lists() - before
+        if int(self.clock.now) % watch_timeout_seconds(self.ttl) == 0:
+            self.cluster.server.bookmark()
+        self._settle()
+
+    def _nudge_lists(self) -> int:
+        """One-pod lists the watch has sent (``podread_watch_nudges_total`` but ``by-peer``)."""
+        total = 0.0
+        for outcome in ("confirmed", "behind", "error"):
+            total += self.watch_registry.get_sample_value(
+                "podread_watch_nudges_total", {"scope": "all-namespaces", "outcome": outcome}) or 0.0
+        return int(total)
+
+    def _watch_outage(self) -> None:
+        self.watch_down = True
+        self.cluster.server.inject(Fault.error(None, 503, query={"watch": "true"}))
+        self.cluster.server.break_watches()
+
+    def _watch_back(self) -> None:
+        self.cluster.server.clear_faults()
+        self.watch_down = False
+        self._settle(timeout=30.0)
+
+    def close(self) -> None:
+        """Stops the watch (watch mode)."""
+        if self.watch is not None:
+            self.watch.stop()
 
     # -- scheduling --------------------------------------------------------------------------------
 
@@ -314,6 +457,7 @@ class World:
                 failed = _failed(first)
                 job.pods[failed["metadata"]["name"]] = failed
                 self.cluster.put([failed])
+                self._settle()
         elif job.kind == "suspend":
             job.suspend = True
         elif job.kind == "delete":
@@ -332,6 +476,7 @@ class World:
         pods = self.factory.pods(job.name, attempt)
         job.pods.update((pod["metadata"]["name"], pod) for pod in pods)
         self.cluster.put(pods)
+        self._settle()
 
     def jobset_deleted(self, job: Job, attempt: int) -> None:
         """Metacontroller deleted the JobSet (background propagation): its pods terminate, then vanish."""
@@ -348,6 +493,7 @@ class World:
                 changed.append(job.pods[name])
         if changed:
             self.cluster.put(changed)
+            self._settle()
         waves = [mine[i::len(DRAIN_WAVES)] for i in range(len(DRAIN_WAVES))]
         for offset, names in zip(DRAIN_WAVES, waves, strict=True):
             self.at(self.clock.now + offset, lambda names=names: self.pods_gone(job, names))
@@ -357,6 +503,7 @@ class World:
         gone = [job.pods.pop(name) for name in names if name in job.pods]
         if gone:
             self.cluster.delete(gone)
+            self._settle()
 
     # -- one sync ----------------------------------------------------------------------------------
 
@@ -380,9 +527,21 @@ class World:
         replay.by_hook[hook] = replay.by_hook.get(hook, 0) + 1
         self._note_reads(job, result_a)
         self._note_staleness(job, result_a)
+        result_b = None
         if self.reader_b is not None:
             result_b = handle(raw, hook, reader=self.reader_b, clock=lambda: now, settings=self.settings)
             self._compare(result_a, result_b)
+        if self.reader_w is not None:
+            result_w = handle(raw, hook, reader=self.reader_w, clock=lambda: now, settings=self.settings)
+            if result_w.status_code != 200:
+                raise RuntimeError(f"watch-mode sync of {job.name} answered {result_w.status_code}: {result_w.body}")
+            replay.outage_syncs += self.watch_down
+            for read in result_w.reads:
+                if read.source == "cache":
+                    replay.watch_fills += read.filled
+                    replay.watch_answers += not read.filled
+            if result_b is not None:
+                self._compare_watch(result_w, result_b)
         self.apply(job, result_a.body)
 
     def _note_reads(self, job: Job, result: HookResult) -> None:
@@ -425,6 +584,22 @@ class World:
             replay.differ_active_only += 1
         else:
             replay.other_diff += 1
+
+    def _compare_watch(self, w: HookResult, b: HookResult) -> None:
+        replay = self.replay
+        if w.encoded == b.encoded:
+            replay.watch_identical += 1
+            return
+        dw, db = w.decision, b.decision
+        assert dw is not None and db is not None
+        if dw.kind in ("proceeded", "created") and db.kind == "held":
+            replay.watch_unsafe += 1
+        elif dw.kind == "held" and db.kind in ("proceeded", "created"):
+            replay.watch_held_longer += 1
+        elif dw.kind == db.kind and w.body["children"] == b.body["children"]:
+            pass  # activePods or the message only
+        else:
+            replay.watch_other += 1
 
     def apply(self, job: Job, body: dict[str, Any]) -> None:
         """Metacontroller applies the answer: status written, children created or deleted, resync."""
@@ -510,10 +685,13 @@ def run(quick: bool = False, *, jobs: int | None = None, sweep_jobs: int | None 
     gc.collect()
     gc.freeze()  # the bench's own pods are long-lived: keep them out of the cyclic collector's way
     try:
-        with FakeKubeServer() as server:
+        with FakeKubeServer(bookmark_interval=math.inf) as server:
             world = World(jobs=jobs, minutes=minutes, ttl=5.0, cluster=HttpCluster(server), factory=factory,
-                          compare=True)
-            replay = world.run()
+                          compare=True, watch=True)
+            try:
+                replay = world.run()
+            finally:
+                world.close()
             sf_reads, sf_requests = single_flight(server, factory)
         check = World(jobs=jobs, minutes=minutes, ttl=5.0, cluster=MemoryCluster(), factory=factory,
                       compare=False).run()
@@ -526,6 +704,12 @@ def run(quick: bool = False, *, jobs: int | None = None, sweep_jobs: int | None 
         gc.unfreeze()
     cached_n, cached_b = replay.counts.get("cached", (0, 0))
     live_n, live_b = replay.counts.get("live", (0, 0))
+    watch_reads_n, watch_reads_b = replay.counts.get("watch", (0, 0))  # the watch-mode Reader: fills, live checks
+    stream_n, stream_b = replay.counts.get("watchstream", (0, 0))  # the watch's own lists and nudges
+    stream_w_n, stream_w_b = replay.counts.get("watchstream-watch", (0, 0))  # watch requests
+    watch_n, watch_b = watch_reads_n + stream_n, watch_reads_b + stream_b + stream_w_b
+    watch_live_checks = watch_reads_n - replay.watch_fills
+    watch_cache_lists = replay.watch_fills + stream_n
     floor = replay.cache_windows + replay.live_reads
     strict = floor - replay.fill_then_live_same_sync
     syncs = replay.syncs
@@ -553,6 +737,21 @@ def run(quick: bool = False, *, jobs: int | None = None, sweep_jobs: int | None 
                note=f"{replay.differ_active_only} differ only in activePods/message (stale cache), "
                     f"{replay.cache_held_longer} barrier held longer by the cache, {replay.unsafe} unsafe, "
                     f"{replay.other_diff} other"),
+        Figure("watch Reader: pod lists per sync for the cache (fills, the watch's lists and nudges)",
+               watch_cache_lists / syncs, "lists/sync", cached_n / syncs, "TTL Reader, all lists",
+               target="<= 0.02 lists/sync", met=watch_cache_lists / syncs <= 0.02,
+               note=f"{replay.watch_fills} fills ({replay.outage_syncs} syncs during the {OUTAGE:g} s watch "
+                    f"outage), {stream_n} lists of the watch itself ({replay.watch_nudges} of them one-pod nudges); "
+                    f"the seed's live checks ({watch_live_checks}) are the same in every mode"),
+        Figure("watch Reader: list requests per sync, live checks included", watch_n / syncs, "req/sync",
+               live_n / syncs, "live-only Reader",
+               note=f"TTL Reader {cached_n / syncs:.3f} req/sync; plus {stream_w_n} watch requests"),
+        Figure("watch Reader: response bytes per sync (watch stream included)", watch_b / syncs, "B/sync",
+               cached_b / syncs, "TTL Reader"),
+        Figure("watch Reader: decisions identical to live-only", replay.watch_identical / syncs, "of syncs", 1.0,
+               "all syncs", target="0 unsafe", met=replay.watch_unsafe == 0,
+               note=f"{replay.watch_unsafe} unsafe, {replay.watch_held_longer} held longer, "
+                    f"{replay.watch_other} other"),
         Figure("concurrent cold reads of one job: list requests", sf_requests, "requests", 1, "one fill",
                target="== 1 (single flight)", met=sf_requests == 1, note=f"{sf_reads} threads"),
     ]
@@ -563,6 +762,9 @@ def run(quick: bool = False, *, jobs: int | None = None, sweep_jobs: int | None 
         "reader": "live-only", "list_requests": live_n, "bytes": live_b,
         "req_per_sync": round(live_n / syncs, 3), "bytes_per_sync": round(live_b / syncs),
     }, {
+        "reader": "watch (TTL 5 s bound)", "list_requests": watch_n, "bytes": watch_b,
+        "req_per_sync": round(watch_n / syncs, 3), "bytes_per_sync": round(watch_b / syncs),
+    }, {
         "reader": "floor", "list_requests": floor, "bytes": None, "req_per_sync": round(floor / syncs, 3),
         "bytes_per_sync": None,
     }, {
@@ -572,6 +774,13 @@ def run(quick: bool = False, *, jobs: int | None = None, sweep_jobs: int | None 
     result.tables["floor_terms"] = [{
         "cache_windows": replay.cache_windows, "live_checks": replay.live_reads,
         "live_checks_right_after_a_fill_in_the_same_sync": replay.fill_then_live_same_sync,
+    }]
+    result.tables["watch_mode"] = [{
+        "syncs": syncs, "cache_lists": watch_cache_lists, "cache_lists_per_sync": round(watch_cache_lists / syncs, 4),
+        "fills": replay.watch_fills, "fills_during_outage_syncs": replay.outage_syncs,
+        "watch_lists": stream_n - replay.watch_nudges, "nudges": replay.watch_nudges,
+        "watch_requests": stream_w_n, "answered_from_cache": replay.watch_answers, "live_checks": watch_live_checks,
+        "identical_to_live": replay.watch_identical, "unsafe": replay.watch_unsafe,
     }]
     result.tables["decisions"] = [{
         "identical": replay.identical, "activePods_or_message_only": replay.differ_active_only,

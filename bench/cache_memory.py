@@ -5,7 +5,11 @@ The cache's source here is an in-memory lister that parses a job's PodList JSON 
 benchmark 3 measures). The clock is fixed, so nothing expires while we measure.
 
 - Retained bytes per cached pod (tracemalloc), for realistic pods (``bench.pods``): what the cache
-  keeps (managedFields stripped) against the parsed pods before stripping and the JSON size.
+  keeps (slim, ``podread.slim``) against the parsed pods and the JSON size.
+- The watch-fed store (``NVCRE_CACHE_MODE=watch``) holding every NVCRE pod of a cluster: 64,000
+  realistic pods (1,000 Jobs of 64) decoded page by page, made slim and indexed by job and node as
+  the watch's list does: retained bytes per pod (target <= 3 KB) and in all (target < 250 MB per
+  worker), and the compact JSON size the ``podread_watch_bytes`` metric reports.
 - Growth: the cost of one cached read (``Reader.job_pods`` on a warm entry) and of one fill
   (a miss: list, strip, store) from 10 to 10,000 pods per job (100 other jobs of 64 pods cached),
   and from 10 to 1,000 jobs of 64 pods. Both should grow with the pods of the job read only.
@@ -24,6 +28,8 @@ from bench.common import BenchResult, Figure, per_call
 from bench.pods import realistic_job_pods
 from bench.raw_json import retained_bytes
 from podread import JOB_LABEL, PodCache, PodSelector, Reader, ReadMetrics
+from podread.slim import slim
+from podread.watch import WatchedPods
 from tests.fakekube import make_job_pods
 
 NAMESPACE = "bench"
@@ -98,6 +104,24 @@ def growth_row(pods_per_job: int, jobs: int, probe_jobs: int, *, other_pods: int
             "hit_ns_per_pod_of_job": round(hit * 1e9 / pods_per_job, 1)}
 
 
+def watched_store(jobs: int, pods_per_job: int = 64) -> tuple[int, int, int, WatchedPods]:
+    """(retained bytes, pods, JSON bytes of the slim pods, the store) of a WatchedPods holding
+    ``jobs`` Jobs of realistic pods, filled as the watch's list fills it (each page decoded, made
+    slim, then stored)."""
+    template = orjson.dumps(realistic_job_pods(_name(0), pods_per_job, NAMESPACE))
+    old = _name(0).encode()
+
+    def fill() -> WatchedPods:
+        store = WatchedPods(None, ttl_seconds=5.0, clock=lambda: 0.0, metrics=ReadMetrics(registry=_registry()))
+        pods = [slim(pod) for index in range(jobs)
+                for pod in orjson.loads(template.replace(old, _name(index).encode()))]
+        store.replace(pods, "1")
+        return store
+
+    retained, store = retained_bytes(fill)
+    return retained, len(store), store.bytes, store
+
+
 def run(quick: bool = False) -> BenchResult:
     """Retained bytes per cached pod, then the two growth tables."""
     result = BenchResult("cache_memory", "Cache memory and growth")
@@ -118,10 +142,26 @@ def run(quick: bool = False) -> BenchResult:
     parsed, _ = retained_bytes(lambda: [lister.list_pods(PodSelector(labels={JOB_LABEL: _name(i)}))
                                         for i in range(jobs)])
     del cache
+    watched_jobs = 3 if quick else 1000
+    watched, watched_pods, watched_json, store = watched_store(watched_jobs)
+    del store
+    per_pod = watched / watched_pods
     result.figures += [
-        Figure("retained bytes per cached pod (managedFields stripped)", cached / pods, "B/pod", parsed / pods,
-               "parsed pod before stripping", note=f"JSON {json_bytes / pods:.0f} B/pod; {pods} realistic pods"),
+        Figure("retained bytes per cached pod (TTL entries, slim)", cached / pods, "B/pod", parsed / pods,
+               "parsed pod, whole", note=f"JSON {json_bytes / pods:.0f} B/pod; {pods} realistic pods"),
+        Figure("retained bytes per watched pod (slim, indexed by job and node)", per_pod, "B/pod", parsed / pods,
+               "parsed pod, whole", target="<= 3 KB/pod", met=per_pod <= 3 * 1024,
+               note=f"{watched_pods} realistic pods; their slim JSON {watched_json / watched_pods:.0f} B/pod "
+                    f"(podread_watch_bytes)"),
+        Figure(f"retained by the watch-fed store, {watched_pods:,} pods", watched / 1e6, "MB", 250.0,
+               "250 MB per worker", target="< 250 MB for 64,000 pods" if not quick else "",
+               met=(watched / 1e6 < 250.0) if not quick else None,
+               note=f"64,000 pods at this rate: {per_pod * 64_000 / 1e6:.0f} MB"),
     ]
+    result.tables["watched_store"] = [{
+        "pods": watched_pods, "jobs": watched_jobs, "retained_mb": round(watched / 1e6, 1),
+        "bytes_per_pod": round(per_pod), "slim_json_bytes_per_pod": round(watched_json / watched_pods),
+        "x_slim_json": round(watched / max(watched_json, 1), 2)}]
     sizes = (10, 100, 1000) if quick else (10, 100, 1000, 10_000)
     by_pods = [growth_row(size, 100 if not quick else 10, 3 if size >= 10_000 else 5) for size in sizes]
     job_counts = (10, 100) if quick else (10, 100, 1000)

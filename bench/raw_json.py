@@ -23,7 +23,6 @@ from kubernetes import client as k8s
 from bench.common import BenchResult, Figure, best_of, gc_paused
 from bench.pods import realistic_job_pods
 from podread import JOB_LABEL, LiveClient, PodSelector, ReadMetrics
-from podread.cache import _strip
 from tests.fakekube import FakeKubeServer
 
 NAMESPACE = "bench"
@@ -72,6 +71,13 @@ def raw_pages(api: k8s.CoreV1Api, selector: str) -> list[bytes]:
         token = orjson.loads(raw)["metadata"].get("continue")
         if not token:
             return pages
+
+
+def _strip(pod: dict[str, Any]) -> dict[str, Any]:
+    """A shallow copy of ``pod`` without ``metadata.managedFields`` (what the cache kept before it
+    kept slim pods)."""
+    metadata = pod.get("metadata") or {}
+    return {**pod, "metadata": {key: value for key, value in metadata.items() if key != "managedFields"}}
 
 
 def _slim(pod: dict[str, Any]) -> dict[str, Any]:

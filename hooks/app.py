@@ -66,6 +66,7 @@ def create_app(
     app = Flask("hooks")
     app.extensions["nvcre_recorder"] = recorder
     app.extensions["nvcre_effects"] = effects
+    app.extensions["nvcre_reader"] = reader  # closed by gunicorn's worker_exit (stops the pod watch)
     # One byte over the limit: werkzeug cuts a chunked body (no Content-Length) at exactly this many
     # bytes without an error, so handle() sees limit + 1 bytes and answers the 413 itself.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1

@@ -116,7 +116,7 @@ def replay_command(source: Path, pods_file: Path | None, live: bool, hook: str |
 def _reader(loaded: scenario.Scenario, pods_file: Path | None, live: bool) -> tuple[podread.Reader, str]:
     """The Reader a replay reads through, and a few words on where its pods come from."""
     if live:
-        return podread.from_environment(), "the cluster (live)"
+        return podread.from_environment(watch=False), "the cluster (live)"
     if pods_file is not None:
         return podread.reader_from_snapshot(scenario.read_json(pods_file)), str(pods_file)
     if loaded.pods is not None:
@@ -139,7 +139,7 @@ def node_pods_command(node: str, output: str, namespace: str | None) -> None:
     Exit 1 when a pod read fails (the podread error is printed), 2 on bad configuration.
     """
     try:
-        reader = podread.from_environment()
+        reader = podread.from_environment(watch=False)
     except ValueError as exc:
         fail(str(exc))
     try:

@@ -122,6 +122,15 @@ def on_starting(server: Any) -> None:
         server.log.info("prometheus multiprocess metrics in %s", os.environ["PROMETHEUS_MULTIPROC_DIR"])
 
 
+def worker_exit(server: Any, worker: Any) -> None:
+    """In the worker, as it exits: stops its Reader's pod watch (``Reader.close``), so the watch
+    request is shut rather than cut by the process' end."""
+    app = getattr(worker, "wsgi", None)
+    reader = getattr(app, "extensions", {}).get("nvcre_reader") if app is not None else None
+    if reader is not None and hasattr(reader, "close"):
+        reader.close()
+
+
 def child_exit(server: Any, worker: Any) -> None:
     """In the master, after a worker exited: tells prometheus-client that its process is dead."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

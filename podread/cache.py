@@ -1,11 +1,13 @@
-"""PodCache: the TTL, label-scoped Pod cache. It holds only pods that carry JOB_LABEL."""
+"""PodCache: the label-scoped Pod cache, fed by a watch or filled by lists, bounded by a TTL.
+
+It holds only pods that carry JOB_LABEL, slim (``podread.slim``)."""
 
 from __future__ import annotations
 
 import copy
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 
 import cachetools
 
@@ -14,6 +16,8 @@ from podread.constants import JOB_INDEX_FIELD, JOB_LABEL, NODE_NAME_INDEX_FIELD
 from podread.errors import CacheScopeError, DeadlineExceeded, NoSourceError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
 from podread.selector import Pod, PodLister, PodSelector
+from podread.slim import slim
+from podread.watch import PodWatch
 
 DEFAULT_TTL_SECONDS = 5.0
 DEFAULT_MAX_ENTRIES = 10_000
@@ -45,16 +49,6 @@ class _Fill:
         return self.pods
 
 
-def _strip(pod: Pod) -> Pod:
-    """A shallow copy of ``pod`` without ``metadata.managedFields`` (often half a pod's bytes)."""
-    metadata = pod.get("metadata") or {}
-    if "managedFields" not in metadata:
-        return pod
-    stripped = dict(pod)
-    stripped["metadata"] = {key: value for key, value in metadata.items() if key != "managedFields"}
-    return stripped
-
-
 class PodCache:
     """Pods that carry JOB_LABEL, listed from ``source`` and kept for ``ttl_seconds``.
 
@@ -67,15 +61,26 @@ class PodCache:
     Any other selector raises ``CacheScopeError``: the cache never goes to the API server for pods it
     cannot hold. The pods returned are the entry's pods that match the whole selector.
 
-    Freshness: an entry is at most ``ttl_seconds`` old (measured on ``clock``, from when its list
+    Sources, in order (``watches`` empty is TTL mode, ``NVCRE_CACHE_MODE=ttl``):
+    - the watch (``watches``: ``PodWatch``es, one per scope): a key in a watch's scope is answered
+      from its pods, with no API call, while that watch confirmed them less than ``ttl_seconds``
+      ago (``WatchedPods.answer``). The first read of a key in its scope starts the watch (in this
+      process: after a fork, the child starts its own). Answered pods were never listed by this
+      call (``read`` says ``False``), so ``Reader.active_job_pods`` still asks the API server when
+      they show no active pod.
+    - otherwise (the watch is down, lagging past the TTL, not synced yet, or the key is outside
+      its scope) the TTL entry, filled from ``source`` as below: a broken watch never makes the
+      cache older than a TTL entry.
+
+    Freshness of a TTL entry: at most ``ttl_seconds`` old (measured on ``clock``, from when its list
     returned); a key costs at most one successful list per TTL, whatever the number of reads (a
     failed list stores nothing, so the next read lists again). Concurrent misses
     of one key share one list. A failed list raises ``PodReadError`` to every reader waiting for it
     and stores nothing: an error is never cached, and never becomes "no pods".
 
-    Bounds: at most ``max_entries`` keys (least recently used evicted first). Pods are stored without
-    ``metadata.managedFields``; a pod without JOB_LABEL in a list is dropped, never stored.
-    Thread-safe. Callers must not mutate returned pods.
+    Bounds: at most ``max_entries`` TTL keys (least recently used evicted first). Pods are stored
+    slim (``podread.slim.slim``: identity, labels, timestamps, node, phase); a pod without JOB_LABEL
+    in a list is dropped, never stored. Thread-safe. Callers must not mutate returned pods.
     """
 
     def __init__(
@@ -87,6 +92,7 @@ class PodCache:
         clock: Callable[[], float] = time.monotonic,
         metrics: ReadMetrics | None = None,
         no_source_reason: str = "the cache has no source to list pods from",
+        watches: Sequence[PodWatch] = (),
     ) -> None:
         if ttl_seconds <= 0:
             raise ValueError(f"ttl_seconds must be > 0, got {ttl_seconds}")
@@ -102,6 +108,12 @@ class PodCache:
         self._metrics = metrics or default_metrics()
         self.ttl_seconds = ttl_seconds
         self.max_entries = max_entries
+        self.watches = tuple(watches)
+
+    def close(self) -> None:
+        """Stops the watches (if any). Reads still work afterwards, from TTL fills."""
+        for watch in self.watches:
+            watch.stop()
 
     def list_pods(self, selector: PodSelector) -> list[Pod]:
         """Returns the cached pods ``selector`` selects, filling its key first when absent or expired."""
@@ -146,6 +158,14 @@ class PodCache:
     def _get(self, key: tuple[str, ...], fill_selector: PodSelector) -> tuple[list[Pod], bool]:
         """The entry for ``key`` and whether this call filled it; fills it (once) when missing."""
         index = key[0]
+        for watch in self.watches:
+            if watch.store.covers(key):
+                watch.start()
+                watched = watch.store.answer(key)
+                if watched is not None:
+                    self._metrics.cache_lookups.labels(index, "watch").inc()
+                    return watched, False
+                break
         with self._lock:
             pods = self._entries.get(key)
             if pods is not None:
@@ -186,4 +206,4 @@ class PodCache:
         listed = self._source.list_pods(fill_selector)
         # Keep exactly what the fill selected (which always requires JOB_LABEL), whatever the source
         # returned: no pod without the label is ever stored, and a hit needs no filtering.
-        return [_strip(pod) for pod in listed if fill_selector.matches(pod)]
+        return [slim(pod) for pod in listed if fill_selector.matches(pod)]

@@ -14,11 +14,32 @@ from podread.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_SECONDS, PodCache
 from podread.live import DEFAULT_TIMEOUT_SECONDS, LiveClient
 from podread.nodes import NodeClient
 from podread.reader import Reader
+from podread.watch import PodWatch, WatchedPods
 
 log = logging.getLogger("podread")
 
 HOOK_TIMEOUT_SECONDS = 10.0
 """Metacontroller's default hook timeout: a live read must give up well before it."""
+CACHE_MODES = ("watch", "ttl")
+WATCH_LIST_TIMEOUT_SECONDS = 120.0
+"""How long the watch's own list (of every NVCRE pod in its scope) may take: it runs in the watch's
+thread, not in a hook call, and the cache answers from TTL fills meanwhile."""
+
+
+def cache_mode(env: Mapping[str, str]) -> str:
+    """``NVCRE_CACHE_MODE``: ``watch`` (default) or ``ttl``; raises ``ValueError`` otherwise."""
+    mode = env.get("NVCRE_CACHE_MODE", "").strip().lower() or "watch"
+    if mode not in CACHE_MODES:
+        raise ValueError(f"NVCRE_CACHE_MODE={env.get('NVCRE_CACHE_MODE')!r} must be one of {', '.join(CACHE_MODES)}")
+    return mode
+
+
+def watch_namespaces(env: Mapping[str, str]) -> tuple[str | None, ...]:
+    """``NVCRE_WATCH_NAMESPACES``: comma-separated namespaces, one watch each; empty (the default)
+    is one watch over every namespace, written ``(None,)``."""
+    names = tuple(dict.fromkeys(part.strip() for part in env.get("NVCRE_WATCH_NAMESPACES", "").split(",")
+                                if part.strip()))
+    return names or (None,)
 
 
 def _number(env: Mapping[str, str], name: str, default: float, *, integer: bool, below: float | None = None) -> float:
@@ -85,18 +106,24 @@ def _client(configuration: k8s.Configuration) -> k8s.ApiClient:
     return k8s.ApiClient(configuration)
 
 
-def from_environment(env: Mapping[str, str] | None = None) -> Reader:
+def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None = None) -> Reader:
     """Builds the production Reader from the environment.
 
     Reads ``NVCRE_CACHE_TTL_SECONDS`` (default 5), ``NVCRE_CACHE_MAX_ENTRIES`` (default 10000, the
-    number of job and node keys kept) and ``NVCRE_API_TIMEOUT_SECONDS`` (default 3, must be under
-    Metacontroller's 10 s hook timeout), and the cluster configuration (kubeconfig, then in-cluster).
-    Returns ``Reader(PodCache(live), live)``. With no cluster configuration the live client is
-    ``None`` and the cache has no source: the Reader is still built, and every read raises a
+    number of job and node keys kept), ``NVCRE_API_TIMEOUT_SECONDS`` (default 3, must be under
+    Metacontroller's 10 s hook timeout), ``NVCRE_CACHE_MODE`` (``watch``, the default, or ``ttl``;
+    the ``watch`` argument, when given, decides instead: a one-shot command passes ``False``),
+    ``NVCRE_WATCH_NAMESPACES`` (default: every namespace) and the cluster configuration (kubeconfig, then in-cluster).
+    Returns ``Reader(PodCache(live), live)``; in watch mode the cache also has one ``PodWatch`` per
+    watched scope, started by the cache's first read in that scope (so after gunicorn's fork) and
+    stopped by ``Reader.close``. With no cluster configuration the live client is ``None`` and the
+    cache has no source and no watch: the Reader is still built, and every read raises a
     ``PodReadError`` that says why (logged once here). Raises ``ValueError`` naming the variable
     when one of the variables has a bad value.
     """
     env = os.environ if env is None else env
+    mode = cache_mode(env) if watch is None else ("watch" if watch else "ttl")
+    scopes = watch_namespaces(env)
     ttl = _number(env, "NVCRE_CACHE_TTL_SECONDS", DEFAULT_TTL_SECONDS, integer=False)
     max_entries = int(_number(env, "NVCRE_CACHE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES, integer=True))
     timeout = _number(env, "NVCRE_API_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS, integer=False,
@@ -108,7 +135,12 @@ def from_environment(env: Mapping[str, str] | None = None) -> Reader:
         cache = PodCache(None, ttl_seconds=ttl, max_entries=max_entries,
                          no_source_reason=f"no cluster configuration ({where})")
         return Reader(cache, None)
-    log.info("reading pods from the API server via %s (cache TTL %gs, API timeout %gs)", where, ttl, timeout)
+    log.info("reading pods from the API server via %s (cache %s, TTL %gs, API timeout %gs)", where, mode, ttl,
+             timeout)
     live = LiveClient(api_client, timeout_seconds=timeout)
     nodes = NodeClient(api_client, timeout_seconds=timeout)  # node reads (issue 15): live, by name
-    return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries), live, nodes=nodes)
+    watches: list[PodWatch] = []
+    if mode == "watch":
+        watch_live = LiveClient(api_client, timeout_seconds=WATCH_LIST_TIMEOUT_SECONDS)
+        watches = [PodWatch(watch_live, WatchedPods(namespace, ttl_seconds=ttl), peers=[live]) for namespace in scopes]
+    return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries, watches=watches), live, nodes=nodes)

@@ -65,6 +65,9 @@ class LiveClient:
         self._page_size = page_size
         self._metrics = metrics or default_metrics()
         self._clock = clock
+        self.last_version: tuple[str, float] | None = None
+        """The resourceVersion of the last consistent list (a first page) this client got, and when
+        (on ``clock``) it was sent: what the pod watch may confirm itself with (``PodWatch.nudge``)."""
 
     def list_pods(self, selector: PodSelector) -> list[Pod]:
         """Returns every pod ``selector`` selects, from the API server's current state.
@@ -72,6 +75,15 @@ class LiveClient:
         The whole list ends by ``timeout_seconds`` from now, or by the deadline of the hook call in
         force (``podread.deadline``) when that comes first; with that deadline already gone nothing
         is sent and ``DeadlineExceeded`` is raised.
+        """
+        return self.list_snapshot(selector)[0]
+
+    def list_snapshot(
+        self, selector: PodSelector, project: Callable[[Pod], Pod] | None = None,
+    ) -> tuple[list[Pod], str]:
+        """Like ``list_pods``, and also returns the list's ``resourceVersion`` (the state every page
+        was read at, from which a watch resumes). With ``project``, each page's pods are passed
+        through it as the page is decoded, so a large list never holds every whole pod at once.
         """
         what = f"list pods ({selector.describe()})"
         budget = self._timeout
@@ -83,45 +95,96 @@ class LiveClient:
         deadline = self._clock() + budget
         expired: str | None = None
         for _ in range(MAX_LIST_RESTARTS + 1):
-            pods, expired = self._list_all_pages(selector, deadline, budget, what)
+            pods, version, expired = self._list_all_pages(selector, deadline, budget, what, project)
             if expired is None:
-                return pods
+                return pods, version
         raise ApiError(f"{what}: continue token expired {MAX_LIST_RESTARTS + 1} times; the API server answered "
                        f"410 {expired}", status=410, code="expired")
 
+    def current_version(self, selector: PodSelector) -> str:
+        """The API server's current resourceVersion, from one consistent list of at most one pod
+        (``limit=1``) of ``selector``: cheap, and on the real server it also makes the watch cache
+        catch up (the cacher asks etcd for progress before answering a consistent list), so that
+        the next bookmark of a quiet watch carries it. Raises ``ApiError`` like ``list_pods``."""
+        what = f"list pods ({selector.describe()}, limit 1, for the resourceVersion)"
+        body = self._page(selector, None, self._clock() + self._timeout, self._timeout, what, limit=1)
+        assert isinstance(body, dict)  # a first page never answers "expired"
+        pod_list_items(body, what)
+        metadata = body.get("metadata") or {}
+        return str(metadata.get("resourceVersion") or "") if isinstance(metadata, dict) else ""
+
+    def open_watch(self, selector: PodSelector, resource_version: str, timeout_seconds: int) -> Any:
+        """Opens a watch of the pods ``selector`` selects, after ``resource_version``: ``GET .../pods
+        ?watch=true&allowWatchBookmarks=true&resourceVersion=<rv>&timeoutSeconds=<n>``, raw
+        (``_preload_content=False``). Returns the streaming urllib3 response, one JSON watch event
+        per line, which the server ends after ``timeout_seconds``. The connect timeout is the
+        client's timeout (at most 10 s), the socket read timeout ``timeout_seconds`` + 10 s (the
+        server's bookmark before its timeout, or its close, comes first). An HTTP error (410 Gone
+        included) or a transport error raises ``ApiError``.
+        """
+        what = f"watch pods ({selector.describe()}) from resourceVersion {resource_version}"
+        kwargs: dict[str, Any] = {
+            "watch": True,
+            "allow_watch_bookmarks": True,
+            "resource_version": resource_version,
+            "timeout_seconds": timeout_seconds,
+            "_request_timeout": (min(self._timeout, 10.0), timeout_seconds + 10.0),
+            "_preload_content": False,
+        }
+        if selector.label_selector():
+            kwargs["label_selector"] = selector.label_selector()
+        if selector.field_selector():
+            kwargs["field_selector"] = selector.field_selector()
+        try:
+            if selector.namespace is not None:
+                return self._core.list_namespaced_pod(selector.namespace, **kwargs)
+            return self._core.list_pod_for_all_namespaces(**kwargs)
+        except ApiException as exc:
+            raise http_error(what, exc) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise transport_error(what, exc) from exc
+
     def _list_all_pages(
         self, selector: PodSelector, deadline: float, budget: float, what: str,
-    ) -> tuple[list[Pod], str | None]:
-        """Lists page after page; returns (pods, None), or ([], the server's words) when a continue
-        token expired (the list must start again: the rest of it would not be consistent with the
-        pages already read)."""
+        project: Callable[[Pod], Pod] | None = None,
+    ) -> tuple[list[Pod], str, str | None]:
+        """Lists page after page; returns (pods, resourceVersion, None), or ([], "", the server's
+        words) when a continue token expired (the list must start again: the rest of it would not
+        be consistent with the pages already read)."""
         pods: list[Pod] = []
         token: str | None = None
+        version = ""
         while True:
             body = self._page(selector, token, deadline, budget, what)
             if isinstance(body, str):
-                return [], body
-            pods.extend(pod_list_items(body, what))
+                return [], "", body
+            items = pod_list_items(body, what)
+            pods.extend(items if project is None else [project(item) for item in items])
             metadata = body.get("metadata") or {}
+            if token is None and isinstance(metadata, dict):
+                version = str(metadata.get("resourceVersion") or "")
             token = metadata.get("continue") if isinstance(metadata, dict) else None
             if token is not None and not isinstance(token, str):
                 raise ApiError(f"{what}: the answer's metadata.continue is not a string", code="not-a-pod-list")
             if not token:
-                return pods, None
+                return pods, version, None
 
     def _page(
         self, selector: PodSelector, token: str | None, deadline: float, budget: float, what: str,
+        limit: int | None = None,
     ) -> dict[str, Any] | str:
         """One list request. Returns the decoded answer (a JSON object), or, on 410 Gone for a
-        continued list, the server's reason and message (a string)."""
-        remaining = deadline - self._clock()
+        continued list, the server's reason and message (a string). A first page's resourceVersion
+        is noted in ``last_version``."""
+        sent_at = self._clock()
+        remaining = deadline - sent_at
         if remaining <= 0:
             if budget < self._timeout:
                 raise DeadlineExceeded(f"{what}: the hook call's deadline for reads passed after {budget:g}s")
             raise ApiError(f"{what}: gave up after {self._timeout:g}s (the list did not finish in time)",
                            code="gave-up")
         kwargs: dict[str, Any] = {
-            "limit": self._page_size,
+            "limit": limit or self._page_size,
             "timeout_seconds": max(1, math.ceil(remaining)),
             "_request_timeout": (min(remaining, self._timeout), min(remaining, self._timeout)),
             "_preload_content": False,
@@ -157,6 +220,9 @@ class LiveClient:
             raise ApiError(f"{what}: the answer is a JSON {type(body).__name__}, not a PodList object",
                            code="not-a-pod-list")
         self._metrics.api_requests.labels(scope, "ok").inc()
+        metadata = body.get("metadata")
+        if token is None and isinstance(metadata, dict) and metadata.get("resourceVersion"):
+            self.last_version = (str(metadata["resourceVersion"]), sent_at)
         return body
 
 

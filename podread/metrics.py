@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 READ_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -16,10 +16,29 @@ class ReadMetrics:
     - ``podread_read_duration_seconds{method,source}``: how long each read took.
     - ``podread_read_errors_total{method,source,code}``: failed reads by the error's class
       (``podread.errors.CAUSES``: ``timeout``, ``http-503``, ``not-a-pod-list``, ``deadline``, ...).
-    - ``podread_cache_lookups_total{index,result}``: cache lookups; result is ``hit``, ``miss`` (this
-      lookup filled the entry) or ``shared`` (it waited for a fill another thread had started).
+    - ``podread_cache_lookups_total{index,result}``: cache lookups; result is ``watch`` (answered
+      from the watch-fed pods, confirmed within the TTL), ``hit``, ``miss`` (this lookup filled the
+      entry) or ``shared`` (it waited for a fill another thread had started).
     - ``podread_cache_fills_total{index,outcome}``: lists the cache sent to fill an entry.
     - ``podread_api_requests_total{scope,outcome}``: HTTP list requests the live client sent (pages).
+
+    The watch (``NVCRE_CACHE_MODE=watch``), by ``scope`` (a namespace, or ``all-namespaces``):
+    - ``podread_watch_restarts_total{scope,reason}``: watch requests that ended: ``ended`` (the server
+      closed it at its ``timeoutSeconds``, as asked), ``expired`` (410 Gone: the pods are listed
+      again), ``error`` (an HTTP or transport error, or an ERROR event: resumed after a back-off).
+    - ``podread_watch_lists_total{scope,outcome}``: the lists that (re)start the watch.
+    - ``podread_watch_events_total{scope,type,outcome}``: events received; outcome ``applied`` or
+      ``ignored`` (a duplicate, or older than the pod already held).
+    - ``podread_watch_nudges_total{scope,outcome}``: nudges of a quiet watch: ``by-peer`` (confirmed
+      by a list the Reader's live client had just sent, no request), or a one-pod list that found
+      the watch ``confirmed`` (it had reached the server's resourceVersion), ``behind`` (the next
+      bookmark will confirm it), or failed (``error``).
+    - ``podread_watch_staleness_seconds{scope}``: the age of the watch's last confirmation (an event,
+      a bookmark or a list) when last looked at (by a read, or 0 at a confirmation).
+    - ``podread_watch_last_confirmed_timestamp_seconds{scope}``: when that was (Unix time): the
+      age at scrape time is ``time() - this``.
+    - ``podread_watch_pods{scope}`` and ``podread_watch_bytes{scope}``: the pods the watch holds and
+      their size as compact JSON (``bench cache_memory`` prints what they retain in memory).
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -47,6 +66,38 @@ class ReadMetrics:
         self.api_requests = Counter(
             "podread_api_requests_total", "Pod list requests (pages) sent to the API server.",
             ["scope", "outcome"], registry=registry,
+        )
+        self.watch_restarts = Counter(
+            "podread_watch_restarts_total", "Pod watch requests that ended, by scope and reason.",
+            ["scope", "reason"], registry=registry,
+        )
+        self.watch_lists = Counter(
+            "podread_watch_lists_total", "Lists that (re)start the pod watch, by scope and outcome.",
+            ["scope", "outcome"], registry=registry,
+        )
+        self.watch_events = Counter(
+            "podread_watch_events_total", "Pod watch events by scope, type and outcome (applied, ignored).",
+            ["scope", "type", "outcome"], registry=registry,
+        )
+        self.watch_nudges = Counter(
+            "podread_watch_nudges_total", "One-pod lists sent to confirm a quiet pod watch, by scope and outcome.",
+            ["scope", "outcome"], registry=registry,
+        )
+        self.watch_staleness = Gauge(
+            "podread_watch_staleness_seconds", "Age of the pod watch's last confirmation when last looked at.",
+            ["scope"], registry=registry, multiprocess_mode="livemax",
+        )
+        self.watch_confirmed = Gauge(
+            "podread_watch_last_confirmed_timestamp_seconds", "Unix time of the pod watch's last confirmation.",
+            ["scope"], registry=registry, multiprocess_mode="livemin",
+        )
+        self.watch_pods = Gauge(
+            "podread_watch_pods", "Pods the watch-fed cache holds.", ["scope"], registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.watch_bytes = Gauge(
+            "podread_watch_bytes", "Compact JSON size of the slim pods the watch-fed cache holds.", ["scope"],
+            registry=registry, multiprocess_mode="livesum",
         )
 
 

@@ -37,6 +37,9 @@ class Reader:
 
     Every method returns pods as plain dicts in the API server's JSON form (do not mutate them), an
     empty list for no pods, or raises ``PodReadError`` naming the method, the source and the cause.
+    Pods read from the cache are slim: only the fields in ``podread.slim.KEPT`` (name, namespace,
+    uid, resourceVersion, labels, creation and deletion timestamps, ``spec.nodeName``,
+    ``status.phase``); a caller of a cached read that needs another field adds it there.
     Each read is counted and timed in ``metrics`` and noted in an open ``trace.recording()``.
     """
 
@@ -47,15 +50,22 @@ class Reader:
         self._metrics = metrics or default_metrics()
         self._nodes = nodes
 
+    def close(self) -> None:
+        """Stops what the cache runs in the background (its watch, in watch mode). Reads still work."""
+        close = getattr(self._cached, "close", None)
+        if close is not None:
+            close()
+
     @property
     def has_live(self) -> bool:
         """Whether live reads can succeed at all (a live client was given)."""
         return self._live is not None
 
     def job_pods(self, namespace: str, job: str) -> list[Pod]:
-        """A Job's workload pods from the cache: the pods carrying JOB_LABEL=job in namespace.
+        """A Job's workload pods from the cache: the pods carrying JOB_LABEL=job in namespace, slim.
 
-        Freshness: as old as the cache's TTL. No pods is an empty list.
+        Freshness: as old as the cache's TTL (the watch's last confirmation, or the entry's list).
+        No pods is an empty list.
         """
         return self._read("job_pods", CACHE, PodSelector(namespace=namespace, labels={JOB_LABEL: job}))
 
@@ -63,11 +73,12 @@ class Reader:
         """A Job's workload pods that have not finished: JOB_LABEL=job in namespace, phase neither
         Succeeded nor Failed (a pod being deleted is still active).
 
-        Reads the cache, and when no active pod remains there reads the API server before returning
-        none. A caller acts on "none active": the drain barrier lets teardown proceed. The cache can
-        hold a Job's finished pods and miss a newer one that is still running, so the API server is
-        checked whenever filtering leaves no active pod, not only when the cached list is empty. The
-        check selects on the job label, so it sees what the cache would hold once it catches up.
+        Reads the cache (slim pods), and when no active pod remains there reads the API server
+        (whole pods) before returning none. A caller acts on "none active": the drain barrier lets
+        teardown proceed. The cache can hold a Job's finished pods and miss a newer one that is still
+        running, so the API server is checked whenever filtering leaves no active pod, not only when
+        the cached list is empty. The check selects on the job label, so it sees what the cache
+        would hold once it catches up.
         An empty answer therefore always comes from the API server: when the cache missed and this
         call's own fill listed the pods from the live client, that list is the check.
         """
@@ -79,8 +90,8 @@ class Reader:
         return [pod for pod in self._read("active_job_pods", LIVE, selector) if is_active(pod)]
 
     def job_pods_on_node(self, node: str) -> list[Pod]:
-        """The NVCRE workload pods bound to node, from the cache, through the spec.nodeName index
-        and JOB_LABEL. Pods of other components on the node are not returned.
+        """The NVCRE workload pods bound to node, from the cache (slim), through the spec.nodeName
+        index and JOB_LABEL. Pods of other components on the node are not returned.
         """
         return self._read("job_pods_on_node", CACHE, PodSelector(has_labels=(JOB_LABEL,), node_name=node))
 

@@ -1,7 +1,9 @@
 """FakeReader: the podread Reader's methods over in-memory pods, recording every call.
 
 ``pods`` is what the cache holds (only pods carrying JOB_LABEL are visible through it, as in the real
-cache); ``live_pods`` what the API server holds (``None``: the same pods as the cache). ``fail`` names
+cache, and slim as the real cache keeps them: ``tests.slim_guard.guarded``, so a decision that reads a
+field the cache drops fails its test); ``live_pods`` what the API server holds (``None``: the same pods
+as the cache). ``fail`` names
 methods that raise ``PodReadError`` (``"job_pods"``, ``"active_job_pods"``, ``"workload_pods"``,
 ``"active_launcher_pods"``, ``"active_attempt_pods"``, ...) or a whole source (``"cache"``,
 ``"live"``); ``error`` builds the error raised (default: ``PodReadError("injected failure")``).
@@ -16,6 +18,7 @@ from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB
 from podread.errors import PodReadError
 from podread.nodes import NodeState, node_state
 from podread.selector import tells_a_failure
+from tests.slim_guard import guarded
 
 Pod = dict[str, Any]
 
@@ -59,7 +62,7 @@ class FakeReader:
                 raise self.error().located(method, source)
             raise PodReadError("injected failure", method=method, source=source)
         if source == "cache":
-            return [pod for pod in self.pods if JOB_LABEL in _labels(pod)]
+            return [guarded(pod) for pod in self.pods if JOB_LABEL in _labels(pod)]
         return list(self.pods if self.live_pods is None else self.live_pods)
 
     def job_pods(self, namespace: str, job: str) -> list[Pod]:

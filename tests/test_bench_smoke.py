@@ -29,11 +29,15 @@ def test_api_calls_tiny() -> None:
     decisions = result.tables["decisions"][0]
     assert decisions["unsafe"] == 0
     assert decisions["other"] == 0
-    http, live, floor, _strict = result.tables["ttl5_http"]
+    http, live, _watch, floor, _strict = result.tables["ttl5_http"]
     assert 0 < http["list_requests"] < live["list_requests"]
     assert http["list_requests"] >= floor["list_requests"] - result.tables["floor_terms"][0][
         "live_checks_right_after_a_fill_in_the_same_sync"]
     assert str(http["list_requests"]) in result.notes[0]
+    watch = result.tables["watch_mode"][0]
+    assert watch["unsafe"] == 0
+    assert watch["answered_from_cache"] > watch["fills"]  # the watch answers most cached reads
+    assert watch["fills"] > 0  # the outage made reads fill from lists, and they are counted
 
 
 def test_raw_json_tiny() -> None:
@@ -44,6 +48,8 @@ def test_cache_memory_tiny() -> None:
     row = cache_memory.growth_row(10, 5, 2)
     assert row["jobs"] == 7
     assert row["cached_pods"] == 4 * 10 + 3 * 64  # 2 + 2 probe jobs of 10 pods, 3 others of 64
+    retained, pods, json_bytes, store = cache_memory.watched_store(2)
+    assert pods == len(store) == 128 and 0 < json_bytes < retained
 
 
 @pytest.mark.slow

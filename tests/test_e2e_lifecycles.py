@@ -32,9 +32,10 @@ def stack() -> Iterator[tuple[FakeKubeServer, HookServer]]:
 
 @pytest.fixture(scope="module")
 def stale_stack() -> Iterator[tuple[FakeKubeServer, HookServer]]:
-    """A gunicorn with one worker and a 60 s cache TTL: its cache hides every pod change of a Job
-    after the first read, so only the live check can see them."""
-    with FakeKubeServer() as fake, HookServer(fake, env={"NVCRE_CACHE_TTL_SECONDS": "60"},
+    """A gunicorn with one worker and a 60 s cache TTL in TTL mode: its cache hides every pod change
+    of a Job after the first read, so only the live check can see them. (A watch that stalls while
+    confirmed is the same trap in watch mode: tests/test_podread_watch.py, tests/cluster/test_watch.py.)"""
+    with FakeKubeServer() as fake, HookServer(fake, env={"NVCRE_CACHE_TTL_SECONDS": "60", "NVCRE_CACHE_MODE": "ttl"},
                                               args=["--workers", "1"]) as server:
         yield fake, server
 

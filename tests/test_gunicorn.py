@@ -178,3 +178,24 @@ def _sample(text: str, name: str, **labels: Any) -> float:
         if metric == name and all(found.get(k) == str(v) for k, v in labels.items()):
             return float(value)
     return 0.0
+
+
+def test_worker_exit_closes_the_workers_reader_so_its_pod_watch_stops() -> None:
+    import runpy
+
+    conf = runpy.run_path(str(Path(__file__).resolve().parent.parent / "hooks" / "gunicorn.conf.py"))
+    closed: list[bool] = []
+
+    class Reader:
+        def close(self) -> None:
+            closed.append(True)
+
+    class App:
+        extensions = {"nvcre_reader": Reader()}
+
+    class Worker:
+        wsgi = App()
+
+    conf["worker_exit"](None, Worker())
+    assert closed == [True]
+    conf["worker_exit"](None, object())  # a worker without an app (it failed to boot): nothing to close

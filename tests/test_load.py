@@ -5,7 +5,8 @@ server: concurrency 5, then 20, then 20 with some API reads slower than NVCRE_AP
 Zero errors, zero dropped JobSets (every running Job keeps its JobSet in every answer), p99 well
 under Metacontroller's 10 s hook timeout even with the slow API server (the reads time out first and
 the hook answers a hold), and the workers' RSS flat after warm-up. The figures are printed
-(``pytest -s``) for BENCHMARKS/README.
+(``pytest -s``) for BENCHMARKS/README. These phases run in TTL mode (the slow-API phase slows the
+per-job lists); a second server runs the default watch mode, where steady syncs list (almost) nothing.
 """
 
 from __future__ import annotations
@@ -124,8 +125,9 @@ def loaded() -> Iterator[tuple[FakeKubeServer, HookServer]]:
     with FakeKubeServer() as fake:
         for index in range(JOBS):
             fake.put_pods(make_job_pods(f"job-{index}", PODS_PER_JOB, NAMESPACE))
+        # TTL mode: the slow-API phase slows the per-job lists, which the watch mode does not send.
         env = {"NVCRE_CACHE_TTL_SECONDS": "5", "NVCRE_RESYNC_SECONDS": "5", "NVCRE_API_TIMEOUT_SECONDS": "1",
-               "NVCRE_LOG_LEVEL": "WARNING"}
+               "NVCRE_LOG_LEVEL": "WARNING", "NVCRE_CACHE_MODE": "ttl"}
         with HookServer(fake, env=env) as server:
             yield fake, server
 
@@ -157,3 +159,49 @@ def test_load_is_error_free_fast_and_flat(loaded: tuple[FakeKubeServer, HookServ
     # 1.35: in a fresh-clone run the slow-API phase (its reads blocked on a 2.5 s fault, their buffers
     # held) grew RSS 23% once, 4% in others; a leak grows far past this on every run.
     assert end < middle * 1.35, f"RSS grew from {middle} KiB to {end} KiB"
+
+
+@pytest.fixture(scope="module")
+def watched() -> Iterator[tuple[FakeKubeServer, HookServer]]:
+    """The same 12,800 pods; gunicorn in the default watch mode (NVCRE_CACHE_MODE unset)."""
+    with FakeKubeServer() as fake:
+        for index in range(JOBS):
+            fake.put_pods(make_job_pods(f"job-{index}", PODS_PER_JOB, NAMESPACE))
+        env = {"NVCRE_CACHE_TTL_SECONDS": "5", "NVCRE_RESYNC_SECONDS": "5", "NVCRE_API_TIMEOUT_SECONDS": "1",
+               "NVCRE_LOG_LEVEL": "WARNING"}
+        with HookServer(fake, env=env) as server:
+            yield fake, server
+
+
+def watch_lists(server: HookServer) -> float:
+    """``podread_watch_lists_total{outcome="ok"}`` summed over the workers, from /metrics."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("GET", "/metrics")
+    text = connection.getresponse().read().decode()
+    connection.close()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("podread_watch_lists_total{") and 'outcome="ok"' in line)
+
+
+@pytest.mark.slow
+def test_watch_mode_load_lists_almost_no_pods(watched: tuple[FakeKubeServer, HookServer]) -> None:
+    fake, server = watched
+    bodies = [running_request(index) for index in range(JOBS)]
+    workers = len(server.worker_pids())
+    for _ in range(10):  # until every worker has had a read, so its watch has listed once and watches
+        run_phase(server, "watch warm-up c=5", 5, 2, bodies)
+        if watch_lists(server) >= workers:
+            break
+    run_phase(server, "watch warm-up c=5", 5, 2, bodies)
+    assert watch_lists(server) == workers
+    fake.clear_requests()
+    phase = run_phase(server, "watch c=5", 5, 6, bodies)
+    lists = [r for r in fake.requests if r.query.get("watch") != "true"]
+    print(f"watch mode: {len(phase.latencies)} syncs sent {len(lists)} pod lists "
+          f"({sum(r.query.get('limit') == '1' for r in lists)} one-pod nudges); RSS KiB {server.rss_kib()}")
+    assert not phase.errors, phase.errors[:5]
+    assert len(phase.latencies) > 100, phase.summary()
+    assert phase.percentile(0.99) < 5.0, phase.summary()
+    # two workers, each nudging a quiet watch about every 3-4 s: a handful, whatever the number of syncs
+    assert len(lists) <= 12, [(r.path, r.query) for r in lists][:20]
+    assert all(r.query.get("limit") == "1" for r in lists), "no per-job list while the watch is confirmed"

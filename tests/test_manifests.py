@@ -529,11 +529,11 @@ def test_hook_and_probe_paths_are_served(objects: dict, served_routes: dict) -> 
     assert "GET" in served_routes.get("/metrics", set())
 
 
-def test_rbac_is_exactly_the_reads_and_the_hooks_own_writes(objects: dict) -> None:
+def test_rbac_is_exactly_the_reads_the_watch_and_the_hooks_own_writes(objects: dict) -> None:
     roles = {obj["metadata"]["name"]: obj for (kind, _), obj in objects.items() if kind in ("Role", "ClusterRole")}
     assert set(roles) == {"nvcre-hooks-pod-reader", "nvcre-hooks-writer"}
     assert roles["nvcre-hooks-pod-reader"]["rules"] == [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
     assert roles["nvcre-hooks-writer"]["rules"] == [
         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},

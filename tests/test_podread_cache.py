@@ -59,11 +59,13 @@ def test_pods_without_the_job_label_are_never_stored() -> None:
     assert [p["metadata"]["name"] for p in stored] == ["w-0"]
 
 
-def test_managed_fields_are_stripped_and_the_source_is_not_mutated() -> None:
-    original = pod("w-0")
+def test_cached_pods_are_slim_and_the_source_is_not_mutated() -> None:
+    original = pod("w-0", node="n1", deleting=True)
     cached = make(FakeLister([original])).list_pods(JOB)[0]
-    assert "managedFields" not in cached["metadata"]
-    assert "managedFields" in original["metadata"]
+    assert set(cached) == {"metadata", "spec", "status"}
+    assert set(cached["metadata"]) == {"name", "namespace", "labels", "deletionTimestamp"}
+    assert cached["spec"] == {"nodeName": "n1"} and cached["status"] == {"phase": "Running"}
+    assert "managedFields" in original["metadata"] and original["kind"] == "Pod"
 
 
 def test_one_list_per_job_per_ttl_whatever_the_number_of_reads() -> None:

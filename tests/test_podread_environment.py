@@ -21,6 +21,7 @@ NO_CLUSTER = {"HOME": "/nonexistent-home"}
     ("NVCRE_CACHE_MAX_ENTRIES", "0", "greater than 0"),
     ("NVCRE_API_TIMEOUT_SECONDS", "x", "is not a number"),
     ("NVCRE_API_TIMEOUT_SECONDS", "12", "less than 10"),
+    ("NVCRE_CACHE_MODE", "informer", "must be one of watch, ttl"),
 ])
 def test_a_bad_value_is_a_startup_error_naming_the_variable(name: str, value: str, says: str) -> None:
     with pytest.raises(ValueError, match=name) as raised:
@@ -63,3 +64,19 @@ def test_in_cluster_configuration_without_its_token_is_reported(caplog: pytest.L
         reader = podread.from_environment(env)
     assert not reader.has_live
     assert "in-cluster configuration did not load" in caplog.text
+
+
+def test_the_cache_mode_is_watch_by_default_and_ttl_on_request(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: k, cluster: "
+                      "{server: 'http://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\n"
+                      "contexts: [{name: c, context: {cluster: k, user: u}}]\n")
+    env = {"KUBECONFIG": str(config)}
+    default = podread.from_environment(env)
+    assert [w.store.namespace for w in default._cached.watches] == [None]
+    assert not any(w.running for w in default._cached.watches)  # started by the first read, after a fork
+    assert podread.from_environment({**env, "NVCRE_CACHE_MODE": "ttl"})._cached.watches == ()
+    assert podread.from_environment(env, watch=False)._cached.watches == ()
+    scoped = podread.from_environment({**env, "NVCRE_WATCH_NAMESPACES": "team-a, team-b,team-a"})
+    assert [w.store.namespace for w in scoped._cached.watches] == ["team-a", "team-b"]
+    assert default._cached.watches[0].watch_seconds == 3  # TTL 5 s: a bookmark every ~3 s

@@ -188,7 +188,8 @@ def test_namespace_pods_and_workload_pods_go_live(fake_kube: FakeKubeServer) -> 
 def test_from_environment_reads_through_the_kubeconfig(fake_kube: FakeKubeServer, tmp_path: Path) -> None:
     fake_kube.put_pods(make_job_pods("llama", 3, "team-a", phase="Succeeded"))
     config = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
-    reader = podread.from_environment({"KUBECONFIG": config, "NVCRE_CACHE_TTL_SECONDS": "30"})
+    reader = podread.from_environment({"KUBECONFIG": config, "NVCRE_CACHE_TTL_SECONDS": "30",
+                                       "NVCRE_CACHE_MODE": "ttl"})
     assert reader.has_live
     assert len(reader.job_pods("team-a", "llama")) == 3
     assert reader.active_job_pods("team-a", "llama") == []

@@ -255,6 +255,11 @@ def test_the_hooks_service_account_reads_pods_and_makes_only_its_own_writes(
     with pytest.raises(ApiException) as no_pod:  # allowed (delete pods), and this one does not exist
         core.delete_namespaced_pod("none", "rbac-writes", _preload_content=False)
     assert no_pod.value.status == 404
+    watching = core.list_pod_for_all_namespaces(watch=True, timeout_seconds=1, allow_watch_bookmarks=True,
+                                                label_selector="nvcre.nvidia.com/job", _preload_content=False)
+    assert watching.status == 200  # the watch that feeds the pod cache
+    watching.read()
+    watching.release_conn()
     for forbidden in (lambda: core.list_namespaced_secret("nvcre-system", _preload_content=False),
                       lambda: core.list_node(_preload_content=False),
                       lambda: custom.patch_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", "rbac-writes",

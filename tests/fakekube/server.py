@@ -2,7 +2,8 @@
 
 It serves ``GET /api/v1/pods``, ``/api/v1/namespaces/{ns}/pods`` and ``.../pods/{name}`` as JSON
 with label and field selectors, ``limit``/``continue`` paging over consistent snapshots and
-Kubernetes ``Status`` errors; it records every request and can inject faults. See ``FakeKubeServer``.
+Kubernetes ``Status`` errors, and watches of pods (``?watch=true``, see ``tests.fakekube.watch``);
+it records every request and can inject faults. See ``FakeKubeServer``.
 The hooks' own writes and Node reads (issue 15: Events, Job and pod deletes, ``GET`` of a Node) are
 served by ``tests.fakekube.writes`` (``FakeKubeServer.writes``).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import select
 import socket
 import sys
 import threading
@@ -29,6 +31,7 @@ import kubernetes
 from tests.fakekube.faults import Fault, FaultList
 from tests.fakekube.selectors import SelectorError, parse_field_selector, parse_label_selector
 from tests.fakekube.store import ContinueError, PodStore, dumps
+from tests.fakekube.watch import Watcher, expired_line, initial_lines, lines_for, parse_timeout
 from tests.fakekube.writes import WriteRoutes
 
 Pod = dict[str, Any]
@@ -119,6 +122,7 @@ class _Answer:
     content_type: str = "application/json"
     drop: bool = False
     fault: str | None = None
+    stream: Callable[[Callable[[bytes], None], Callable[[], bool]], None] | None = None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -200,6 +204,9 @@ class _Handler(BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if answer.stream is not None:
+            self._stream(answer, record)
+            return
         try:
             self.send_response(answer.status)
             self.send_header("Content-Type", answer.content_type)
@@ -213,6 +220,44 @@ class _Handler(BaseHTTPRequestHandler):
             record.client_gone = True
             record.bytes_sent = 0
             self.close_connection = True
+
+
+    def _stream(self, answer: _Answer, record: RecordedRequest) -> None:
+        """Write a chunked, streaming answer (a watch); ``record.bytes_sent`` counts what was written.
+        A stream that ends cleanly keeps the connection for the next request (keep-alive, as the
+        real server does); one that breaks (``ConnectionError``) drops it without the final chunk."""
+        assert answer.stream is not None
+        record.bytes_sent = 0
+
+        def write(data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+            record.bytes_sent += len(data)
+
+        def gone() -> bool:
+            """Whether the client closed its end (as Go's server notices, with nothing to write)."""
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+            except (OSError, ValueError):
+                return True
+
+        try:
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            answer.stream(write, gone)
+            self.wfile.write(b"0\r\n\r\n")  # a clean end: the connection stays open, as Go's server keeps it
+            self.wfile.flush()
+        except ConnectionError:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            self.close_connection = True
+            record.client_gone = True
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -286,8 +331,12 @@ class FakeKubeServer:
         token: str = "fakekube-token",
         require_auth: bool = True,
         max_continue_snapshots: int = 1000,
+        bookmark_interval: float = 60.0,
     ) -> None:
         self.token = token
+        self.bookmark_interval = bookmark_interval
+        self._watchers: list[Watcher] = []
+        self._watchers_lock = threading.Lock()
         self.require_auth = require_auth
         self._store = PodStore(max_continue_snapshots)
         self.writes = WriteRoutes(self._store, status_body)
@@ -323,11 +372,12 @@ class FakeKubeServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving, cut open connections (ending injected delays) and free the port."""
+        """Stop serving, cut open connections (ending injected delays and watches) and free the port."""
         if self._stopped:
             return
         self._stopped = True
         self._stopping.set()
+        self.break_watches()
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)
@@ -389,6 +439,15 @@ class FakeKubeServer:
         """The current global resourceVersion (bumped by every mutation)."""
         return self._store.resource_version
 
+    @property
+    def watch_cache_version(self) -> int:
+        """The pods' watch cache resourceVersion: what a bookmark carries (see ``PodStore``)."""
+        return self._store.watch_cache_version
+
+    def bump_resource_version(self) -> int:
+        """Move the global resourceVersion as a change to another kind of object would (no pod event)."""
+        return self._store.bump_resource_version()
+
     def put_pod(self, pod: Mapping[str, Any]) -> Pod:
         """Create or replace a pod; returns the stored copy (resourceVersion, uid, timestamps set)."""
         return self._store.put([pod])[0].pod()
@@ -424,6 +483,51 @@ class FakeKubeServer:
     def expire_continue_tokens(self) -> int:
         """Make every continue token handed out so far answer 410 Expired; returns how many lists."""
         return self._store.expire_snapshots()
+
+    # -- watches -----------------------------------------------------------------------------------
+
+    @property
+    def watches(self) -> int:
+        """How many watches are open now."""
+        with self._watchers_lock:
+            return len(self._watchers)
+
+    def _each_watcher(self, action: Callable[[Watcher], None]) -> int:
+        with self._watchers_lock:
+            watchers = list(self._watchers)
+        for watcher in watchers:
+            action(watcher)
+        return len(watchers)
+
+    def bookmark(self) -> int:
+        """Send a BOOKMARK now on every open watch that allows them; returns how many watches."""
+        return self._each_watcher(Watcher.bookmark)
+
+    def break_watches(self) -> int:
+        """Cut every open watch mid-stream (the connection drops, no final chunk); returns how many."""
+        return self._each_watcher(Watcher.break_)
+
+    def end_watches(self) -> int:
+        """End every open watch cleanly, as at its timeout; returns how many."""
+        return self._each_watcher(Watcher.end)
+
+    def hold_watch_events(self) -> int:
+        """Hold back the events of every open watch (no bookmark passes them either)."""
+        return self._each_watcher(Watcher.hold)
+
+    def release_watch_events(self, *, reverse: bool = False) -> int:
+        """Send the held events, in reverse order with ``reverse``: events out of order."""
+        return self._each_watcher(lambda watcher: watcher.release(reverse=reverse))
+
+    def replay_watch_events(self, since: int) -> int:
+        """Send every open watch the events after resourceVersion ``since`` again: duplicates."""
+        changes = self._store.history_since(since)
+        return self._each_watcher(lambda watcher: watcher.push(lines_for(watcher, changes)))
+
+    def compact(self) -> int:
+        """Forget the event history (an etcd compaction): a watch from an older resourceVersion gets an
+        ERROR event with a 410 Expired Status. Returns the resourceVersion history starts at."""
+        return self._store.compact()
 
     # -- faults and recording ----------------------------------------------------------------------
 
@@ -569,7 +673,7 @@ class FakeKubeServer:
                         "singularName": "pod",
                         "namespaced": True,
                         "kind": "Pod",
-                        "verbs": ["get", "list"],
+                        "verbs": ["get", "list", "watch"],
                         "shortNames": ["po"],
                     }
                 ],
@@ -588,7 +692,7 @@ class FakeKubeServer:
     def _list(self, namespace: str | None, query: Mapping[str, str]) -> _Answer:
         """A ``PodList`` page for the query's selectors, ``limit``, ``continue`` and ``resourceVersion``."""
         if query.get("watch", "").lower() in ("true", "1"):
-            return _Answer(400, status_body(400, "fakekube does not serve watches"))
+            return self._watch(namespace, query)
         label_text = query.get("labelSelector", "")
         field_text = query.get("fieldSelector", "")
         token = query.get("continue", "")
@@ -647,3 +751,52 @@ class FakeKubeServer:
             )
         )
         return _Answer(200, body)
+
+    def _watch(self, namespace: str | None, query: Mapping[str, str]) -> _Answer:
+        """A watch of pods: a streaming answer, or a ``Status`` error (see ``tests.fakekube.watch``)."""
+        rv = query.get("resourceVersion", "")
+        try:
+            labels = parse_label_selector(query.get("labelSelector", ""))
+            fields = parse_field_selector(query.get("fieldSelector", ""))
+            timeout = parse_timeout(query)
+        except SelectorError as error:
+            return _Answer(400, status_body(400, str(error)))
+        except ValueError:
+            return _Answer(400, status_body(400, f"timeoutSeconds: Invalid value: {query.get('timeoutSeconds')!r}"))
+        if rv and not rv.isdigit():
+            return _Answer(400, status_body(400, f'resourceVersion: Invalid value: "{rv}": invalid resource version'))
+        since = int(rv) if rv and rv != "0" else None
+        if since is not None and since > self._store.resource_version:
+            current = self._store.resource_version
+            return _Answer(504, status_body(504, f"Too large resource version: {since}, current: {current}",
+                                            details={"retryAfterSeconds": 1}))
+        bookmarks = query.get("allowWatchBookmarks", "").lower() in ("true", "1")
+        watcher = Watcher(namespace, labels, fields, timeout=timeout, bookmarks=bookmarks,
+                          bookmark_interval=self.bookmark_interval)
+        try:
+            backlog, entries, current = self._store.subscribe(since, watcher.offer)
+        except ContinueError as error:
+            message = str(error)
+            return _Answer(200, b"", stream=lambda write, gone: write(expired_line(message)))
+        watcher.started_at(current)
+        first = initial_lines(watcher, backlog, entries)
+
+        def stream(write: Callable[[bytes], None], gone: Callable[[], bool]) -> None:
+            with self._watchers_lock:
+                self._watchers.append(watcher)
+            try:
+                if first:
+                    write(b"".join(first))
+                while True:
+                    lines, finished = watcher.next_lines(self._stopping, gone)
+                    if lines:
+                        write(b"".join(lines))
+                    if finished:
+                        return
+            finally:
+                self._store.unsubscribe(watcher.offer)
+                with self._watchers_lock:
+                    if watcher in self._watchers:
+                        self._watchers.remove(watcher)
+
+        return _Answer(200, b"", stream=stream)

@@ -14,7 +14,7 @@ import bisect
 import json
 import threading
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -67,6 +67,18 @@ class Page:
     remaining: int | None
 
 
+@dataclass(frozen=True)
+class Change:
+    """One mutation, as the watch sees it: the entry before (``old``) and after (``new``, ``None``
+    for a deletion), and the object a watch event carries (for a deletion, the last state under
+    the deletion's resourceVersion, as etcd's watch reports it)."""
+
+    rv: int
+    old: Entry | None
+    new: Entry | None
+    raw: bytes
+
+
 class ContinueError(Exception):
     """A ``continue`` value that cannot be served. ``code`` is 400 (malformed) or 410 (expired)."""
 
@@ -106,6 +118,13 @@ class _Indexes:
                     del index[bucket]
 
 
+def at_version(entry: Entry, rv: int) -> bytes:
+    """``entry``'s pod under resourceVersion ``rv`` (what a deletion's watch event carries)."""
+    pod = json.loads(entry.raw)
+    pod.setdefault("metadata", {})["resourceVersion"] = str(rv)
+    return dumps(pod)
+
+
 def _now() -> str:
     """The current UTC time in the API server's RFC 3339 seconds form."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -135,8 +154,13 @@ def _decode_token(token: str) -> dict[str, Any]:
 class PodStore:
     """All pods of the fake cluster, their indexes, the resourceVersion and live continue snapshots."""
 
-    def __init__(self, max_snapshots: int = 1000) -> None:
+    def __init__(self, max_snapshots: int = 1000, max_history: int = 100_000) -> None:
         self._lock = threading.RLock()
+        self._history: deque[Change] = deque()
+        self._max_history = max_history
+        self._history_from = 100
+        self._listeners: list[Callable[[Change], None]] = []
+        self._cache_rv = 100
         self._entries: dict[Key, Entry] = {}
         self._indexes = _Indexes()
         self._sorted_keys: list[Key] | None = None
@@ -149,6 +173,21 @@ class PodStore:
     def resource_version(self) -> int:
         """The current global resourceVersion."""
         with self._lock:
+            return self._rv
+
+    @property
+    def watch_cache_version(self) -> int:
+        """The resourceVersion the pods' watch cache has reached: the last pod change, or the global
+        resourceVersion at the last consistent list (which asks etcd for progress, as the real
+        cacher does). Bookmarks carry it."""
+        with self._lock:
+            return self._cache_rv
+
+    def bump_resource_version(self) -> int:
+        """Another kind of object changed (a Lease, say): the global resourceVersion moves, and the
+        pods' watch cache does not hear of it until a pod changes or a consistent list asks."""
+        with self._lock:
+            self._rv += 1
             return self._rv
 
     # -- mutations ---------------------------------------------------------------------------------
@@ -186,6 +225,7 @@ class PodStore:
             self._sorted_keys = None
         self._entries[key] = entry
         self._indexes.add(entry)
+        self._changed(Change(self._rv, old, entry, entry.raw))
         return entry
 
     def put(self, pods: Iterable[Mapping[str, Any]]) -> list[Entry]:
@@ -196,10 +236,13 @@ class PodStore:
     def replace_all(self, pods: Iterable[Mapping[str, Any]]) -> None:
         """Make ``pods`` the only pods (one resourceVersion for the removal, one per pod)."""
         with self._lock:
+            removed = list(self._entries.values())
             self._entries.clear()
             self._indexes = _Indexes()
             self._sorted_keys = None
             self._rv += 1
+            for entry in removed:
+                self._changed(Change(self._rv, entry, None, at_version(entry, self._rv)))
             for pod in pods:
                 self._store(pod)
 
@@ -212,6 +255,7 @@ class PodStore:
             self._indexes.remove(entry)
             self._sorted_keys = None
             self._rv += 1
+            self._changed(Change(self._rv, entry, None, at_version(entry, self._rv)))
             return entry.pod()
 
     def update(self, namespace: str, name: str, mutate: Callable[[Pod], Pod | None]) -> Pod:
@@ -227,6 +271,64 @@ class PodStore:
             pod = json.loads(entry.raw)
             result = mutate(pod)
             return json.loads(self._store(pod if result is None else result).raw)
+
+    # -- the watch's view -----------------------------------------------------------------------
+
+    def _changed(self, change: Change) -> None:
+        """Keeps ``change`` in the history and tells every listener; the lock must be held."""
+        self._cache_rv = change.rv
+        self._history.append(change)
+        while len(self._history) > self._max_history:
+            self._history_from = self._history.popleft().rv
+        for listener in list(self._listeners):
+            listener(change)
+
+    def _progress(self) -> None:
+        """A consistent list: the watch cache catches up with the global resourceVersion (etcd
+        progress notify) and tells the listeners with a change that has neither entry. Lock held."""
+        if self._rv > self._cache_rv:
+            self._cache_rv = self._rv
+            for listener in list(self._listeners):
+                listener(Change(self._rv, None, None, b""))
+
+    def subscribe(self, since: int | None, listener: Callable[[Change], None]) -> tuple[list[Change], list[Entry], int]:
+        """Registers ``listener`` for every later change, atomically with what came before it.
+
+        ``since`` is a watch's resourceVersion: returns the changes after it (and no entries), or,
+        for ``None`` (a watch from "now" or "any"), every current entry (and no changes). Also returns
+        the watch cache's resourceVersion. Raises ``ContinueError(410)`` when the history no longer reaches
+        back to ``since`` (it was compacted), as etcd answers a watch from a compacted revision.
+        """
+        with self._lock:
+            if since is None:
+                backlog: list[Change] = []
+                entries = [self._entries[key] for key in self._all_keys()]
+            else:
+                if since < self._history_from:
+                    raise ContinueError(410, f"too old resource version: {since} ({self._history_from})")
+                backlog = [change for change in self._history if change.rv > since]
+                entries = []
+            self._listeners.append(listener)
+            return backlog, entries, max(self._cache_rv, since or 0)
+
+    def unsubscribe(self, listener: Callable[[Change], None]) -> None:
+        """Stops telling ``listener``."""
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def history_since(self, since: int) -> list[Change]:
+        """The changes kept after ``since`` (for replaying them to a watch: duplicates)."""
+        with self._lock:
+            return [change for change in self._history if change.rv > since]
+
+    def compact(self) -> int:
+        """Forgets the history, as an etcd compaction does: a watch from any earlier resourceVersion
+        then gets 410 Expired. Returns the resourceVersion the history now starts at."""
+        with self._lock:
+            self._history.clear()
+            self._history_from = self._rv
+            return self._rv
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -299,6 +401,7 @@ class PodStore:
                     continue_token, namespace, labels, fields, signature
                 )
             else:
+                self._progress()
                 snapshot = Snapshot(self._rv, signature, self._select(namespace, labels, fields))
                 snapshot_id, offset = 0, 0
             entries = snapshot.entries

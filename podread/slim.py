@@ -1,0 +1,98 @@
+"""The slim projection: the few fields of a Pod the cache keeps, and why each one is kept.
+
+A cached pod is not the API server's whole object. The cache (TTL entries and the watch alike)
+keeps only the fields below, so that every NVCRE pod of a cluster fits in a worker's memory
+(``bench cache_memory``: about 2.5 KB retained per realistic pod instead of about 30 KB). Each field
+is kept because a reader of cached pods uses it:
+
+======================================  ===========================================================
+field                                   read by
+======================================  ===========================================================
+``metadata.name``                       ``podread.pod_key``; ``hooks.decide`` (``_pod_name``, the
+                                        barrier's message, sorting and de-duplicating the pods the
+                                        barrier found); ``hooks.cli_format.pod_row``; the watch's
+                                        store key
+``metadata.namespace``                  ``PodSelector.matches``; ``pod_key``; ``pod_row``; the
+                                        watch's store key and job index
+``metadata.uid``                        the watch: a pod deleted and created again under the same
+                                        name is a new pod
+``metadata.resourceVersion``            the watch: an event older than (or as old as) the pod it
+                                        holds is a duplicate or out of order and is dropped
+``metadata.labels`` (every label)       ``PodSelector.matches`` (JOB_LABEL); ``hooks.decide``
+                                        (``_split_launchers``: JOB_LABEL, LAUNCHER_LABEL,
+                                        REPLICATED_JOB_LABEL; ``_last_attempt``: JOBSET_NAME_LABEL,
+                                        ATTEMPT_LABEL); ``pod_row`` (job, launcher, attempt)
+``metadata.creationTimestamp``          ``pod_row`` (AGE of ``python -m hooks node-pods``)
+``metadata.deletionTimestamp``          ``hooks.decide._list_pods`` ("terminating since"); ``pod_row``
+``spec.nodeName``                       ``PodSelector.matches`` (node reads); the watch's node index;
+                                        ``pod_row``
+``status.phase``                        ``podread.is_active``: every barrier and ``activePods``
+======================================  ===========================================================
+
+Dropped: everything else (``managedFields``, annotations, ``ownerReferences``, the containers,
+``status.conditions`` and ``containerStatuses``): no reader of cached pods reads them. A new reader
+that needs one adds it here; ``tests/test_podread_slim.py`` runs the recorded scenarios and the
+decision tests over slim pods that raise on any dropped field, so a caller reading a dropped field
+fails a test instead of reading ``None``.
+
+Live reads (``Reader`` methods that read the API server) return whole pods.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any, Final
+
+from podread.selector import Pod
+
+KEPT: Final[Mapping[str, frozenset[str]]] = {
+    "metadata": frozenset({"name", "namespace", "uid", "resourceVersion", "labels", "creationTimestamp",
+                           "deletionTimestamp"}),
+    "spec": frozenset({"nodeName"}),
+    "status": frozenset({"phase"}),
+}
+"""The kept fields: top-level object -> the keys kept in it (``metadata.labels`` is kept whole)."""
+
+_INTERNED = ("namespace",)
+_shared_specs: dict[str, dict[str, str]] = {}
+_shared_statuses: dict[Any, dict[str, Any]] = {}
+
+
+def _shared(table: dict[Any, dict[str, Any]], key: str, value: Any) -> dict[str, Any]:
+    """One dict per distinct value (``{"phase": "Running"}``), shared by every pod that has it:
+    cached pods are never mutated. Bounded by the number of nodes and phases in the cluster."""
+    found = table.get(value)
+    if found is None:
+        found = table[value] = {key: value}
+    return found
+
+
+def slim(pod: Mapping[str, Any]) -> Pod:
+    """A new pod dict holding only the fields in ``KEPT`` (absent ones stay absent).
+
+    Reads ``pod`` (not modified). Strings repeated across pods (namespace, label values) are
+    interned, and the ``spec`` and ``status`` dicts are shared between pods with the same node and
+    phase, so that many pods of a job cost little more than their names and labels.
+    """
+    metadata = pod.get("metadata") or {}
+    kept: dict[str, Any] = {}
+    for key in KEPT["metadata"]:
+        if key in metadata:
+            value = metadata[key]
+            if key in _INTERNED and isinstance(value, str):
+                value = sys.intern(value)
+            elif key == "labels" and isinstance(value, Mapping):
+                value = {k: sys.intern(v) if isinstance(v, str) and len(v) <= 63 else v for k, v in value.items()}
+            kept[key] = value
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    result: Pod = {"metadata": kept}
+    result["spec"] = _shared(_shared_specs, "nodeName", sys.intern(node)) if isinstance(node, str) else {}
+    if phase is None:
+        result["status"] = {}
+    else:
+        result["status"] = _shared(_shared_statuses, "phase", sys.intern(phase) if isinstance(phase, str) else phase)
+    return result
