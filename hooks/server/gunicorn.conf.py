@@ -1,4 +1,5 @@
-"""gunicorn configuration of the hook server: ``gunicorn --config hooks/gunicorn.conf.py 'hooks.app:create_app()'``.
+"""gunicorn configuration of the hook server:
+``gunicorn --config hooks/server/gunicorn.conf.py 'hooks.server.app:create_app()'``.
 
 Read by the gunicorn master from the repository root (or /app in the image). Command-line options
 (``--bind``, ``--workers``, ...) and ``GUNICORN_CMD_ARGS`` override what is set here.
@@ -43,8 +44,8 @@ from typing import Any
 import orjson
 from gunicorn.glogging import Logger, SafeAtoms
 
-from hooks.config import Settings
-from hooks.logs import gunicorn_logging
+from hooks.server.config import Settings
+from hooks.server.logs import gunicorn_logging
 
 _settings = Settings.from_env()  # a bad value stops the master here, naming the variable
 

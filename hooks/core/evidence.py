@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from hooks.jobset import workload_name
-from hooks.observed import Observed
+from hooks.core.jobset import workload_name
+from hooks.core.observed import Observed
 from podread import ATTEMPT_LABEL
 
 RESTARTING, SUSPENDING, SUSPENDED = "Restarting", "Suspending", "Suspended"

@@ -5,7 +5,7 @@ writes it asks for (``Decision.actions``). An event is made only by a *transitio
 two statuses, so a status fed back (a fixed point) makes none. Each event carries a ``key`` built
 from the new status alone (the attempt, a condition's ``lastTransitionTime``): the same transition
 answered twice (Metacontroller calling again before its status write lands) has the same key, and
-``hooks.effects`` names the Event object after it, so the API server itself refuses the second
+``hooks.server.effects`` names the Event object after it, so the API server itself refuses the second
 (409) whichever process or replica sends it.
 
 Transitions: ``AttemptCreated`` (created attempt N), ``Restarting`` (restarting because ...),
@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.actions import Action, DeleteJob, ForceDeletePod
-from hooks.observed import PriorStatus
+from hooks.core.actions import Action, DeleteJob, ForceDeletePod
+from hooks.core.observed import PriorStatus
 
 NORMAL, WARNING = "Normal", "Warning"
 MAX_NOTE = 1024

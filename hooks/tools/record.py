@@ -1,7 +1,7 @@
 """Recording real hook calls as scenario folders (``NVCRE_RECORD_DIR``), off by default.
 
 Each hook call the server answers becomes one folder in the layout of ``tests/payloads/``
-(``hooks.scenario``): request.json, pods.json (the pods its Reader read, from
+(``hooks.tools.scenario``): request.json, pods.json (the pods its Reader read, from
 ``podread.recording(keep_pods=True)``), meta.json (hook, the clock's ``now``, duration, decision) and
 response.json. Copying the folder under ``tests/payloads/`` makes it a regression test, and
 ``python -m hooks replay FOLDER --diff`` replays it.
@@ -39,11 +39,11 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from hooks.config import Settings
-from hooks.effects import Effects
-from hooks.handler import HookResult, handle
-from hooks.replay import RECORDED_SETTINGS
-from hooks.scenario import META, PODS, REQUEST, RESPONSE, dump, format_time, pods_document, request_bytes
+from hooks.server.config import Settings
+from hooks.server.effects import Effects
+from hooks.server.handler import HookResult, handle
+from hooks.tools.replay import RECORDED_SETTINGS
+from hooks.tools.scenario import META, PODS, REQUEST, RESPONSE, dump, format_time, pods_document, request_bytes
 from podread import Reader
 
 log = logging.getLogger("nvcre.hooks.record")
@@ -136,7 +136,7 @@ class Recorder:
         self, raw: bytes, hook: str, *, reader: Reader, clock: Callable[[], datetime], settings: Settings,
         effects: Effects | None = None,
     ) -> HookResult:
-        """``hooks.handler.handle`` with the pods kept and the clock's time noted, then ``submit``:
+        """``hooks.server.handler.handle`` with the pods kept and the clock's time noted, then ``submit``:
         what the app calls instead of ``handle`` when recording is on. Returns ``handle``'s result."""
         seen: list[datetime] = []
 

@@ -1,7 +1,7 @@
 """Writes a decision asks for (issue 15), as plain data: the decision stays pure, the writer acts.
 
 Metacontroller writes the children and the status; these are the only other writes, and the
-decision only names them. ``hooks.effects`` carries them out after the answer is decided; a write
+decision only names them. ``hooks.server.effects`` carries them out after the answer is decided; a write
 that fails is logged and counted and never changes an answer (the next call decides it again).
 """
 

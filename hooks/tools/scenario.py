@@ -6,7 +6,7 @@
     meta.json      {"hook": "sync"|"finalize", "now": RFC 3339, "description": ..., ...}
     response.json  the answer body
 
-The recorder (``hooks.record``) writes this layout, ``python -m hooks replay`` and ``demo`` read it,
+The recorder (``hooks.tools.record``) writes this layout, ``python -m hooks replay`` and ``demo`` read it,
 and ``tests/test_payloads.py`` turns every folder under ``tests/payloads/`` into a regression test.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from hooks.observed import HOOKS
+from hooks.core.observed import HOOKS
 from podread import ReadRecord, pod_key
 
 REQUEST = "request.json"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from hooks.deadlines import parse_time
+from hooks.core.deadlines import parse_time
 from podread.nodes import NodeState
 
 DEFAULT_STUCK_AFTER = 300

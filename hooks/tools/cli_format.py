@@ -1,6 +1,6 @@
 """What the operator commands print: replay explanations, the node's pod table, demo lines.
 
-Pure functions from data to text or JSON-ready dicts, so that ``hooks.cli`` only wires and exits.
+Pure functions from data to text or JSON-ready dicts, so that ``hooks.tools.cli`` only wires and exits.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from hooks.replay import Replay
-from hooks.scenario import format_time, parse_time
+from hooks.tools.replay import Replay
+from hooks.tools.scenario import format_time, parse_time
 from podread import ATTEMPT_LABEL, JOB_LABEL, LAUNCHER_LABEL, ReadRecord
 
 NODE_COLUMNS = ("NAMESPACE", "JOB", "ATTEMPT", "POD", "PHASE", "AGE")

@@ -2,7 +2,7 @@
 
 The metrics live on prometheus_client's default registry, created once per process at import.
 With several gunicorn workers, ``PROMETHEUS_MULTIPROC_DIR`` is set before any worker imports
-prometheus_client (see ``hooks/gunicorn.conf.py``): every worker then writes its values to files in
+prometheus_client (see ``hooks/server/gunicorn.conf.py``): every worker then writes its values to files in
 that directory and a scrape, served by any one worker, reads all of them through
 ``MultiProcessCollector``. podread registers its own read metrics on the same default registry.
 """
@@ -21,7 +21,7 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from hooks.observed import HOOKS
+from hooks.core.observed import HOOKS
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0)
 """Up to Metacontroller's default 10 s hook timeout: a call slower than that has already failed."""

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.jobset import InvalidSpec
+from hooks.core.jobset import InvalidSpec
 
 FAIL_JOB = "FailJob"
 RESTART_JOB = "RestartJob"

@@ -16,9 +16,9 @@ from typing import Any, NoReturn
 import click
 
 import podread
-from hooks import cli_format, replay, scenario
-from hooks.config import Settings
-from hooks.observed import HOOKS
+from hooks.core.observed import HOOKS
+from hooks.server.config import Settings
+from hooks.tools import cli_format, replay, scenario
 
 EXIT_DIFFERS = 1
 EXIT_BAD_INPUT = 2
@@ -49,7 +49,7 @@ def configure_logging(level: str) -> None:
 def cli(log_level: str) -> None:
     """Operator tools for the nvcre-hooks server.
 
-    Every command runs the server's own code: replay and demo call hooks.handler.handle, the one
+    Every command runs the server's own code: replay and demo call hooks.server.handler.handle, the one
     path from request bytes to answer; node-pods reads through podread.Reader.
     """
     configure_logging(log_level.upper())

@@ -5,18 +5,18 @@ Pure: the only I/O is the Reader passed in. Rows, first match decides:
 1. finalizing                     -> no children; Terminating; finalized only after the drain barrier
 2. spec.suspend (not terminal)    -> no children; Suspending, then Suspended after the barrier
 2a. evicted by Kueue (queue-managed, -> no JobSet; Suspending until the barrier passes, then Queued
-    not terminal; hooks.queueing)    with attempt+1 (not a restart); the Workload kept until then
+    not terminal; hooks.core.queueing)    with attempt+1 (not a restart); the Workload kept until then
 3. status disagrees with children -> hold: keep every observed JobSet not being deleted, create
                                      nothing, advance nothing; StatusMismatch=True says why
 3a. activeDeadlineSeconds passed  -> no children; Terminating (DeadlineExceeded=True), then after the
-    (not terminal; hooks.deadlines)  barrier Failed, condition Failed reason DeadlineExceeded
+    (not terminal; hooks.core.deadlines)  barrier Failed, condition Failed reason DeadlineExceeded
 4. phase Succeeded/Failed         -> terminal forever: keep the current JobSet if observed, never create
 5. phase Suspended/Suspending     -> barrier, then attempt+1 (a resume, not a restart), Pending
 6. phase Restarting               -> barrier, then attempt+1, Pending
 7. spec cannot be built           -> InvalidSpec; keep the current JobSet if observed, create nothing
 8. current JobSet Failed, restarts left    -> Restarting, restarts+1 (the JobSet is kept in this
                                      answer), then as row 6
-8a. current JobSet Failed, a failure-policy rule (hooks.failurepolicy) says FailJob -> keep it; Failed
+8a. current JobSet Failed, a failure-policy rule (hooks.core.failurepolicy) says FailJob -> keep it; Failed
     (condition Failed reason FailurePolicy); RestartJobIgnoreMaxRestarts -> as row 8 without
     restarts+1, even with none left. Every restart counts in restartsByCause[cause]
 9. current JobSet Failed, none left        -> keep it; Failed
@@ -24,7 +24,7 @@ Pure: the only I/O is the Reader passed in. Rows, first match decides:
 11. otherwise                     -> the current attempt's JobSet; Running if a cached pod is active.
                                      One not observed yet is created only once the barrier passes.
 
-Queue-managed Jobs (label ``kueue.x-k8s.io/queue-name``; ``hooks.queueing``, docs/adr/0103) also own
+Queue-managed Jobs (label ``kueue.x-k8s.io/queue-name``; ``hooks.core.queueing``, docs/adr/0103) also own
 one Workload child, and Kueue decides when their JobSet may run:
 
 - no JobSet is created unless the Workload is admitted: until then the phase is ``Queued`` and
@@ -54,14 +54,14 @@ The drain barrier reads, live, every pod that may belong to the Job by any ident
 JOB_LABEL (``active_job_pods``, cache then live), LAUNCHER_LABEL of every attempt
 (``active_launcher_pods``), and JobSet's own ``jobset-name`` label for ``<job>-0`` up to one past
 the highest attempt in the status, the children and those pods (``active_attempt_pods``). All reads
-of one call share one deadline (``hooks.handler``); a failed or late read holds, with a status whose
+of one call share one deadline (``hooks.server.handler``); a failed or late read holds, with a status whose
 words depend only on the error's class.
 
 Issue 15 adds, around the rows: ``status.startTime`` (recorded once, when an answer first holds a
 JobSet) and ``status.completionTime`` (once, when the phase first becomes terminal), from which
-``hooks.deadlines`` counts; a terminal Job past ``ttlSecondsAfterFinished`` asks for its own
-deletion (``hooks.actions.DeleteJob``; the finalize row then drains it); a barrier that waits on
-pods of dead nodes says so (``DrainStuck``, ``hooks.stuck``) and may ask for a force delete
+``hooks.core.deadlines`` counts; a terminal Job past ``ttlSecondsAfterFinished`` asks for its own
+deletion (``hooks.core.actions.DeleteJob``; the finalize row then drains it); a barrier that waits on
+pods of dead nodes says so (``DrainStuck``, ``hooks.core.stuck``) and may ask for a force delete
 (``ForceDeletePod``). ``resyncAfterSeconds`` also wakes the Job when a limit passes.
 
 Terminal comes after suspend only for Jobs that are not terminal, so suspending a finished Job never
@@ -76,10 +76,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hooks import conditions as cond
-from hooks import deadlines, failurepolicy, queueing, stuck
-from hooks.actions import Action, DeleteJob, ForceDeletePod
-from hooks.evidence import (
+from hooks.core import conditions as cond
+from hooks.core import deadlines, failurepolicy, queueing, stuck
+from hooks.core.actions import Action, DeleteJob, ForceDeletePod
+from hooks.core.evidence import (
     ATTEMPT_VALUE,
     attempt_in_name,
     current_attempt,
@@ -88,11 +88,11 @@ from hooks.evidence import (
     list_names,
     status_mismatch,
 )
-from hooks.jobset import API_VERSION as JOBSET_API_VERSION
-from hooks.jobset import KIND as JOBSET_KIND
-from hooks.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset, json_copy, workload_name
-from hooks.observed import Observed
-from hooks.spec import check_spec
+from hooks.core.jobset import API_VERSION as JOBSET_API_VERSION
+from hooks.core.jobset import KIND as JOBSET_KIND
+from hooks.core.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset, json_copy, workload_name
+from hooks.core.observed import Observed
+from hooks.core.spec import check_spec
 from podread import (
     ATTEMPT_LABEL,
     JOB_LABEL,
@@ -131,7 +131,7 @@ class Decision:
 
     ``response`` is the whole 200 body; ``kind`` summarizes what was decided (one of ``KINDS``);
     ``phase_before``/``phase_after`` are the prior and new phase; ``message`` the status message;
-    ``actions`` the writes it asks for besides the answer (``hooks.actions``); ``stuck_pods`` how
+    ``actions`` the writes it asks for besides the answer (``hooks.core.actions``); ``stuck_pods`` how
     many pods the barrier found stuck on dead nodes.
     """
 
@@ -651,7 +651,7 @@ def _steady(ctx: _Context, work: _Work, *, drained: bool = False) -> None:
 def _failed(ctx: _Context, work: _Work, current: Mapping[str, Any], desired: dict[str, Any],
             rules: list[Mapping[str, Any]]) -> None:
     """Rows 8, 8a and 9: the current JobSet failed. ``spec.failurePolicy.rules`` judge why
-    (``hooks.failurepolicy``, reading the pods that tell it only when a rule needs them; a failed
+    (``hooks.core.failurepolicy``, reading the pods that tell it only when a rule needs them; a failed
     read holds, keeping the JobSet: ``FailJob`` is final, so it is never decided on a guess).
     FailJob, or a counted restart with none left: Failed, the JobSet kept. Otherwise row 8, in two
     calls, so that the decision survives a lost status write: this answer records Restarting (and
@@ -826,7 +826,7 @@ def _as_observed(observed: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-# ---- issue 15: time limits and stuck pods (hooks.deadlines, hooks.stuck) ----------------------------
+# ---- issue 15: time limits and stuck pods (hooks.core.deadlines, hooks.core.stuck) ----------------------------
 
 def _deadline_due(ctx: _Context, work: _Work) -> bool:
     """Whether row 3a applies: ``activeDeadlineSeconds`` passed (counted from ``status.startTime``),
@@ -895,9 +895,9 @@ def _times(ctx: _Context, work: _Work) -> None:
 
 def _check_stuck(ctx: _Context, work: _Work, pods: list[Mapping[str, Any]]) -> None:
     """While the barrier waits on ``pods``: are some stuck terminating on dead nodes
-    (``hooks.stuck``)? Reads nodes (``Reader.node_states``) only once the wait has lasted
+    (``hooks.core.stuck``)? Reads nodes (``Reader.node_states``) only once the wait has lasted
     ``spec.drain.stuckAfterSeconds``. Sets ``DrainStuck`` True naming the pods and nodes, or False
-    once none is; asks for a force delete only as ``hooks.stuck`` allows. A failed node read
+    once none is; asks for a force delete only as ``hooks.core.stuck`` allows. A failed node read
     changes nothing (unknown is never "gone"). The barrier's answer is unchanged: it still waits."""
     drained = cond.get_condition(work.conditions, DRAINED) or {}
     try:

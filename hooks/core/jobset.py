@@ -18,7 +18,7 @@ KIND = "JobSet"
 MAX_ATTEMPT = 9999
 """The last attempt a Job can reach. Names are validated for it (``<job>-9999-...``), so a name
 that fits attempt 0 fits every attempt; a restart or resume that would need attempt 10000 ends
-the Job Failed (``hooks.decide``, reason ``AttemptLimitReached``) instead of parking it."""
+the Job Failed (``hooks.core.decide``, reason ``AttemptLimitReached``) instead of parking it."""
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
 """The ``managedBy`` value of JobSet's own controller (anything else: the JobSet runs elsewhere)."""
 JOB_CONTROLLER = "kubernetes.io/job-controller"

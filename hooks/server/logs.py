@@ -5,7 +5,7 @@
 - ``log_hook_call`` writes the one line per hook call: names, phases, decision, reads, code, time.
   Request content is never echoed beyond names and sizes.
 - ``configure`` sets up logging for a process that has none (the CLI, ``flask run``);
-  ``gunicorn_logging`` is the ``logconfig_dict`` of ``hooks/gunicorn.conf.py``, which also makes
+  ``gunicorn_logging`` is the ``logconfig_dict`` of ``hooks/server/gunicorn.conf.py``, which also makes
   gunicorn's access log JSON.
 """
 
@@ -69,7 +69,7 @@ def gunicorn_logging(level: str) -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {
-            "json": {"()": "hooks.logs.JsonFormatter"},
+            "json": {"()": "hooks.server.logs.JsonFormatter"},
             "raw": {"format": "%(message)s"},
         },
         "handlers": {

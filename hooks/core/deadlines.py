@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hooks.conditions import format_time
-from hooks.jobset import InvalidSpec
+from hooks.core.conditions import format_time
+from hooks.core.jobset import InvalidSpec
 
 MAX_SECONDS = 10 * 365 * 24 * 3600
 """The largest limit accepted (ten years): enough for any job, and far from datetime's range."""

@@ -3,7 +3,7 @@
 Only shape is judged here. Wrong JSON types in a field the decision reads, and names that could not
 even go into a label selector, are a 4xx (``InvalidRequest``). Whether the spec can become a JobSet
 (replicated jobs present, launcher naming one, name lengths, ...) is a semantic question answered by
-``hooks.jobset.build_jobset`` and reported in the status as ``InvalidSpec``, never as a 4xx.
+``hooks.core.jobset.build_jobset`` and reported in the status as ``InvalidSpec``, never as a 4xx.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class Observed:
     jobsets: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     hook: str = "sync"
     uid: str = ""
-    # ---- issue 14 (Kueue, hooks.queueing): what the request says about queueing ----
+    # ---- issue 14 (Kueue, hooks.core.queueing): what the request says about queueing ----
     labels: Mapping[str, str] = field(default_factory=dict)
     """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
     workloads: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
@@ -136,7 +136,7 @@ def parse_request(payload: object, hook: str) -> Observed:
 
 def _parse_workloads(raw: object, namespace: str) -> tuple[Mapping[str, Any], ...]:
     """The observed Workloads under ``children[WORKLOAD_GROUP]`` (either key version), sorted by
-    name; the fields ``hooks.queueing`` reads are type-checked (a wrong type is a 400)."""
+    name; the fields ``hooks.core.queueing`` reads are type-checked (a wrong type is a 400)."""
     path = f'children["{WORKLOAD_GROUP}"]'
     found: dict[str, Mapping[str, Any]] = {}
     for key, child in sorted(_object(raw, path).items()):

@@ -4,7 +4,7 @@ force delete. Everything else is still written by Metacontroller.
 ``ApiWriter`` uses the official kubernetes client, one bounded request per write, no retries (the
 next hook call asks again). ``MemoryWriter`` keeps the writes in memory (replay, recorded payloads,
 tests). Each method returns the outcome in one word or raises ``WriteError``; callers
-(``hooks.effects``) log and count it and never let it change an answer. RBAC: ``manifests/rbac.yaml``
+(``hooks.server.effects``) log and count it and never let it change an answer. RBAC: ``manifests/rbac.yaml``
 grants exactly these: ``create`` on ``events.k8s.io`` events, ``delete`` on ``nvcre.nvidia.com``
 jobs, ``delete`` on pods.
 """
@@ -21,7 +21,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from hooks.actions import DeleteJob, ForceDeletePod
+from hooks.core.actions import DeleteJob, ForceDeletePod
 from podread.environment import load_api_client
 
 log = logging.getLogger("nvcre.hooks.writer")
@@ -39,7 +39,7 @@ class WriteError(Exception):
 
 
 class Writer(Protocol):
-    """What ``hooks.effects`` writes through."""
+    """What ``hooks.server.effects`` writes through."""
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str: ...
 

@@ -1,7 +1,7 @@
 """From request bytes to answer: the one code path the HTTP app and ``python -m hooks replay`` share.
 
 ``handle`` checks the size, parses the JSON with a bounded nesting depth, turns it into an
-``Observed`` (``hooks.observed.parse_request``), decides inside ``podread.recording()`` and returns
+``Observed`` (``hooks.core.observed.parse_request``), decides inside ``podread.recording()`` and returns
 a ``HookResult`` that carries the answer, the decision, the reads made and how long it took.
 Bad input is a 4xx with ``{"error": ...}``; anything unexpected is a 500 whose body names only the
 exception type (the traceback goes to the log). A 200 is only ever built from a finished decision.
@@ -18,10 +18,10 @@ from typing import Any
 
 import orjson
 
-from hooks.config import Settings
-from hooks.decide import Decision, decide
-from hooks.effects import Effects
-from hooks.observed import InvalidRequest, parse_request
+from hooks.core.decide import Decision, decide
+from hooks.core.observed import InvalidRequest, parse_request
+from hooks.server.config import Settings
+from hooks.server.effects import Effects
 from podread import Reader, ReadRecord, deadline, recording
 
 log = logging.getLogger("nvcre.hooks.handler")
@@ -74,7 +74,7 @@ def handle(
     fails, and the decision holds); calls ``clock()`` once for the decision's time. Pod reads go
     through ``reader`` only; with ``keep_pods`` the result's ``reads`` also hold the
     pods each read returned (for the recorder and replay). With ``effects``, a 200's Events and
-    actions (``hooks.effects``) are queued after the answer is decided; they never change it.
+    actions (``hooks.server.effects``) are queued after the answer is decided; they never change it.
     Returns 200 with the decision's response, 4xx with
     ``{"error": ...}`` for bad input, or 500 ``{"error": "internal error: <Type>"}``; never raises
     for anything the request or the decision does.

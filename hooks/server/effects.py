@@ -1,13 +1,13 @@
 """Carrying out what an answered decision asks besides the answer (issue 15): Events and writes.
 
 ``Effects.submit`` runs after a 200 is decided and never blocks it: it derives the Events of the
-transition (``hooks.events``), takes the decision's actions (``hooks.actions``) and queues them for
+transition (``hooks.core.events``), takes the decision's actions (``hooks.core.actions``) and queues them for
 one background thread that writes through the injected ``Writer``. Nothing here can change an
 answer: a full queue, a refused or failed write is logged and counted
 (``nvcre_writes_total{kind, outcome}``), and the next hook call decides (and asks) again.
 
 Events never flood, on three levels:
-- a fixed point makes none (``hooks.events`` only makes transitions);
+- a fixed point makes none (``hooks.core.events`` only makes transitions);
 - the same transition answered twice has the same Event name (``<job>.<hash of uid, reason, key>``):
   the API server refuses the second create (409), in any process or replica; this process also
   remembers the names it wrote (``DEDUP_SIZE`` names, ``DEDUP_SECONDS``) and sends no second create;
@@ -33,11 +33,11 @@ from typing import Any
 import cachetools
 from prometheus_client import Counter
 
-from hooks.actions import Action, DeleteJob, ForceDeletePod
-from hooks.decide import Decision
-from hooks.events import Event, transition_events
-from hooks.observed import API_VERSION, KIND, Observed
-from hooks.writer import WriteError, Writer
+from hooks.core.actions import Action, DeleteJob, ForceDeletePod
+from hooks.core.decide import Decision
+from hooks.core.events import Event, transition_events
+from hooks.core.observed import API_VERSION, KIND, Observed
+from hooks.server.writer import WriteError, Writer
 
 log = logging.getLogger("nvcre.hooks.effects")
 

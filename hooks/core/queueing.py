@@ -6,7 +6,7 @@ WorkloadPriorityClasses) and returns plain values and dicts.
 A Job with the label ``QUEUE_LABEL`` is queue-managed. It owns one Workload, named like the Job,
 which Metacontroller creates and deletes as a child (the CompositeController lists
 ``kueue.x-k8s.io/v1beta2 workloads`` with ``OnDelete``); Kueue admits, evicts and writes its status.
-The quota is held as long as the Workload exists, so ``hooks.decide`` leaves it out of ``children``
+The quota is held as long as the Workload exists, so ``hooks.core.decide`` leaves it out of ``children``
 only after the drain barrier has passed. ``admission`` says where Kueue stands; ``build_workload``
 builds the Workload from the JobSet the Job would run; ``admitted_jobset`` puts into that JobSet's
 pod templates what the admission says (the ResourceFlavors' ``nodeLabels`` and ``tolerations``, the
@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.jobset import JOBSET_CONTROLLER, InvalidSpec, json_copy
-from hooks.observed import Observed
+from hooks.core.jobset import JOBSET_CONTROLLER, InvalidSpec, json_copy
+from hooks.core.observed import Observed
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -138,7 +138,7 @@ class PriorityUnknown(Exception):
 
 
 def build_workload(observed: Observed, jobset: Mapping[str, Any]) -> dict[str, Any]:
-    """The Workload of a queue-managed Job, from the JobSet it would run (``hooks.jobset``'s output).
+    """The Workload of a queue-managed Job, from the JobSet it would run (``hooks.core.jobset``'s output).
 
     One pod set per replicated job: its name, ``count`` = replicas x parallelism (both default 1),
     the labelled pod template. ``spec.queueName`` from ``QUEUE_LABEL``; with ``PRIORITY_LABEL``,

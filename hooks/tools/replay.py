@@ -1,4 +1,4 @@
-"""Replaying a hook call offline: the server's own ``hooks.handler.handle`` over a chosen Reader and clock.
+"""Replaying a hook call offline: the server's own ``hooks.server.handler.handle`` over a chosen Reader and clock.
 
 Used by ``python -m hooks replay`` and ``python -m hooks demo``. Nothing here decides anything: the
 request bytes go through ``handle`` exactly as the HTTP app passes them.
@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from hooks.config import Settings
-from hooks.handler import HookResult, handle
-from hooks.scenario import RESPONSE, Scenario
+from hooks.server.config import Settings
+from hooks.server.handler import HookResult, handle
+from hooks.tools.scenario import RESPONSE, Scenario
 from podread import Reader
 
 RECORDED_SETTINGS = ("resync_seconds", "max_body_bytes", "max_json_depth")
@@ -85,7 +85,7 @@ def scenario_settings(scenario: Scenario, base: Settings) -> Settings:
 
 
 def run(scenario: Scenario, *, reader: Reader, hook: str, now: datetime, settings: Settings) -> Replay:
-    """Runs ``scenario``'s request through ``hooks.handler.handle`` with ``reader`` and the clock
+    """Runs ``scenario``'s request through ``hooks.server.handler.handle`` with ``reader`` and the clock
     frozen at ``now``: the very code path of the HTTP app. Never raises for the request's sake."""
     result = handle(scenario.raw, hook, reader=reader, clock=lambda: now, settings=settings)
     return Replay(scenario=scenario, hook=hook, now=now, result=result)

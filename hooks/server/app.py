@@ -1,7 +1,7 @@
 """The Flask app: routes, JSON errors, authentication, metrics and the per-call log line.
 
-``gunicorn 'hooks.app:create_app()'`` calls the factory once in every worker process (no preload),
-so every worker builds its own Reader and cache. The decision itself lives in ``hooks.handler``.
+``gunicorn 'hooks.server.app:create_app()'`` calls the factory once in every worker process (no preload),
+so every worker builds its own Reader and cache. The decision itself lives in ``hooks.server.handler``.
 """
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
 import podread
-from hooks import logs, metrics, queueing
-from hooks.auth import BearerToken
-from hooks.config import Settings
-from hooks.effects import Effects
-from hooks.handler import HookResult, encode, handle
-from hooks.observed import HOOKS
-from hooks.record import Recorder
-from hooks.writer import Writer, writer_from_environment
+from hooks.core import queueing
+from hooks.core.observed import HOOKS
+from hooks.server import logs, metrics
+from hooks.server.auth import BearerToken
+from hooks.server.config import Settings
+from hooks.server.effects import Effects
+from hooks.server.handler import HookResult, encode, handle
+from hooks.server.writer import Writer, writer_from_environment
+from hooks.tools.record import Recorder
 
 log = logging.getLogger("nvcre.hooks.app")
 
@@ -46,9 +47,10 @@ def create_app(
     Defaults: ``settings`` from the environment (``Settings.from_env``), ``reader`` from
     ``podread.from_environment()`` (with no cluster configuration it still builds, and its reads
     fail clearly), ``clock`` the UTC wall clock, ``writer`` (the hooks' own writes: Events, TTL
-    deletes, force deletes; ``hooks.writer``) from the same cluster configuration. The writer is
-    wrapped in one ``hooks.effects.Effects`` per app (its queue and thread). Raises ``ValueError`` on bad configuration,
-    including a missing or empty ``NVCRE_HOOK_TOKEN_FILE``, so a worker fails at start-up.
+    deletes, force deletes; ``hooks.server.writer``) from the same cluster configuration. The
+    writer is wrapped in one ``hooks.server.effects.Effects`` per app (its queue and thread). Raises
+    ``ValueError`` on bad configuration, including a missing or empty ``NVCRE_HOOK_TOKEN_FILE``, so a
+    worker fails at start-up.
 
     Routes: ``POST /sync``, ``POST /finalize``, ``POST /customize`` (the Kueue overlay's customize
     hook: relates every WorkloadPriorityClass, the same answer for every Job), ``GET /healthz``,
