@@ -13,7 +13,7 @@ from typing import Any
 
 from hooks.core.jobset import workload_name
 from hooks.core.observed import Observed
-from podread import ATTEMPT_LABEL
+from podread.constants import ATTEMPT_LABEL
 
 RESTARTING, SUSPENDING, SUSPENDED = "Restarting", "Suspending", "Suspended"
 FAILED, COMPLETED = "Failed", "Completed"

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from podread import ATTEMPT_LABEL, JOB_LABEL, LAUNCHER_LABEL
+from podread.constants import ATTEMPT_LABEL, JOB_LABEL, LAUNCHER_LABEL
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KIND = "JobSet"

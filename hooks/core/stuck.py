@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hooks.core.deadlines import parse_time
-from podread.nodes import NodeState
+
+if TYPE_CHECKING:  # a type only: podread.nodes also holds the node reads, which the core never imports
+    from podread.nodes import NodeState
 
 DEFAULT_STUCK_AFTER = 300
 
