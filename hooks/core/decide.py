@@ -1,31 +1,31 @@
 """The decision table (design §5): observed state and pod reads in, desired children and status out.
 
-Pure: the only I/O is the Reader passed in. Rows, first match decides (each row's work is in the
-module named at its right, under ``hooks.core.rows``):
+Pure: the only I/O is the Reader passed in. Rows, first match decides; each row's work is in the
+module of ``hooks.core.rows`` named in the last column:
 
-1. finalizing                               -> no children; Terminating; finalized only after the
-                                               drain barrier                                   teardown
-2. spec.suspend (not terminal)              -> no children; Suspending, Suspended after the barrier  teardown
-2a. evicted by Kueue (queue-managed, not    -> no JobSet; Suspending until the barrier passes, then
-    terminal)                                  Queued with attempt+1 (not a restart)              kueue
-3. status disagrees with children           -> hold: keep every observed JobSet not being deleted,
-                                               create nothing; StatusMismatch=True says why     mismatch
-3a. activeDeadlineSeconds passed (not       -> no children; Terminating (DeadlineExceeded=True), then
-    terminal)                                  after the barrier Failed (DeadlineExceeded)      deadline
-4. phase Succeeded/Failed                   -> terminal forever: keep the current JobSet, never create
-                                                                                                terminal
-5. phase Suspended/Suspending               -> barrier, then attempt+1 (a resume), Pending       current
-6. phase Restarting                         -> barrier, then attempt+1, Pending                  current
-7. spec cannot be built                     -> InvalidSpec; keep the current JobSet, create nothing  current
-8. current JobSet Failed, restarts left     -> Restarting, restarts+1 (JobSet kept this answer),
-                                               then as row 6                                     current
-8a. a failure-policy rule (hooks.core.failurepolicy) says FailJob -> keep it; Failed (FailurePolicy);
-    RestartJobIgnoreMaxRestarts -> as row 8 without restarts+1; restartsByCause[cause] counts   current
-9. current JobSet Failed, none left         -> keep it; Failed                                   current
-10. current JobSet Completed                -> keep it; Succeeded                                current
-11. otherwise                               -> the current attempt's JobSet; Running if a cached pod
+    row  when                                  answer                                               rows.
+    1    finalizing                            no children; Terminating; finalized after the barrier teardown
+    2    spec.suspend, not terminal            no children; Suspending, Suspended after the barrier  teardown
+    2a   evicted by Kueue (queue-managed),     no JobSet; Suspending, after the barrier Queued with  kueue
+         not terminal                          attempt+1 (not a restart), the quota released
+    3    status disagrees with the children    hold: keep every observed JobSet not being deleted,   mismatch
+                                               create nothing; StatusMismatch=True says why
+    3a   activeDeadlineSeconds passed,         no children; Terminating (DeadlineExceeded=True),     deadline
+         not terminal                          after the barrier Failed (reason DeadlineExceeded)
+    4    phase Succeeded/Failed                final: keep the current JobSet, never create one      terminal
+    5    phase Suspended/Suspending            barrier, then attempt+1 (a resume), Pending           current
+    6    phase Restarting                      barrier, then attempt+1, Pending                      current
+    7    spec cannot be built                  InvalidSpec; keep the current JobSet, create nothing  current
+    8    current JobSet Failed, restarts left  Restarting, restarts+1, the JobSet kept this answer;  current
+                                               then as row 6
+    8a   a failure-policy rule matches         FailJob: keep it, Failed (FailurePolicy);             current
+         (hooks.core.failurepolicy)            RestartJobIgnoreMaxRestarts: as row 8 without
+                                               restarts+1; restartsByCause[cause] counts each restart
+    9    current JobSet Failed, none left      keep it; Failed                                       current
+    10   current JobSet Completed              keep it; Succeeded                                    current
+    11   otherwise                             the current attempt's JobSet, Running if a cached pod current
                                                is active; one not observed yet is created only once
-                                               the barrier passes (queue-managed: once admitted) current
+                                               the barrier passed (queue-managed: once admitted)
 
 After the rows, for every answer: ``StatusMismatch`` turns False once the disagreement is gone;
 ``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
