@@ -31,4 +31,4 @@ RUN python -m compileall -q /app/hooks /app/podread
 # A numeric non-root user (the Deployment's runAsUser), so that runAsNonRoot can be verified.
 USER 65532:65532
 EXPOSE 8080
-CMD ["gunicorn", "--config", "hooks/gunicorn.conf.py", "--bind", "0.0.0.0:8080", "hooks.app:create_app()"]
+CMD ["gunicorn", "--config", "hooks/server/gunicorn.conf.py", "--bind", "0.0.0.0:8080", "hooks.server.app:create_app()"]

@@ -1,7 +1,7 @@
 """Benchmark 1: API calls saved by the cache, on a simulated clock.
 
 Replays Metacontroller-like traffic against a cluster of Jobs of 64 pods and runs every sync
-through ``hooks.handler.handle`` on the same request bytes with up to three Readers: (a) the TTL
+through ``hooks.server.handler.handle`` on the same request bytes with up to three Readers: (a) the TTL
 mode ``Reader(PodCache(live, ttl, clock=sim), live)``, (b) a live-only ``Reader(live, live)`` and,
 over HTTP, (w) the watch mode: the same PodCache fed by a ``PodWatch`` (``NVCRE_CACHE_MODE=watch``).
 The world (children, pods, the parent's status) follows (a)'s answers, as Metacontroller would;
@@ -47,8 +47,8 @@ from typing import Any
 import orjson
 
 from bench.common import BenchResult, Figure
-from hooks.config import Settings
-from hooks.handler import HookResult, handle
+from hooks.server.config import Settings
+from hooks.server.handler import HookResult, handle
 from podread import (
     JOB_LABEL,
     JOBSET_NAME_LABEL,

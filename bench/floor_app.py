@@ -4,7 +4,7 @@ It reads and parses the request body exactly as the hook does (``orjson.loads``)
 constant, so ``/sync`` minus this is what deciding costs: the request parsing, the pod read from
 the warm cache, the decision, the response encoding, the metrics and the log line.
 
-    gunicorn --config hooks/gunicorn.conf.py 'bench.floor_app:create_app()'
+    gunicorn --config hooks/server/gunicorn.conf.py 'bench.floor_app:create_app()'
 """
 
 from __future__ import annotations

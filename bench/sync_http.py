@@ -1,6 +1,6 @@
 """Benchmark 2: ``/sync`` through gunicorn against a no-op floor app, at concurrency 1, 5 and 20.
 
-Both servers run with the production config (``hooks/gunicorn.conf.py``: gthread, 2 workers x 4
+Both servers run with the production config (``hooks/server/gunicorn.conf.py``: gthread, 2 workers x 4
 threads). The hooks read a running 64-pod Job's pods from the wire-level fake API server
 (``KUBECONFIG`` points at it) through a cache kept warm by a one-hour TTL, so each ``/sync`` is one
 cache hit. The floor (``bench/floor_app.py``) parses the same body and answers a constant.
@@ -55,9 +55,9 @@ def _free_port() -> int:
 
 @contextmanager
 def gunicorn(app: str, env: dict[str, str], log: Path) -> Any:
-    """Serves ``app`` with ``hooks/gunicorn.conf.py`` on a free port; yields the port."""
+    """Serves ``app`` with ``hooks/server/gunicorn.conf.py`` on a free port; yields the port."""
     port = _free_port()
-    command = [str(Path(sys.executable).parent / "gunicorn"), "--config", "hooks/gunicorn.conf.py",
+    command = [str(Path(sys.executable).parent / "gunicorn"), "--config", "hooks/server/gunicorn.conf.py",
                "--bind", f"127.0.0.1:{port}", app]
     with open(log, "wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -144,7 +144,7 @@ def run(quick: bool = False, *, seconds: float | None = None,
         env.update({"KUBECONFIG": server.write_kubeconfig(Path(tmp) / "kubeconfig"),
                     "NVCRE_CACHE_TTL_SECONDS": "3600", "PYTHONPATH": str(ROOT)})
         env.pop("NVCRE_HOOK_TOKEN_FILE", None)
-        for name, app in (("floor", "bench.floor_app:create_app()"), ("sync", "hooks.app:create_app()")):
+        for name, app in (("floor", "bench.floor_app:create_app()"), ("sync", "hooks.server.app:create_app()")):
             with gunicorn(app, env, Path(tmp) / f"{name}.log") as port:
                 check = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
                 check.request("POST", "/sync", body, {"Content-Type": "application/json"})
@@ -176,7 +176,7 @@ def run(quick: bool = False, *, seconds: float | None = None,
                                  "syncs/s", best_floor, "floor app best", target=">= 1000 syncs/s on 2 cores",
                                  met=best["per_s"] >= 1000))
     result.scale = {"seconds_per_level": seconds, "levels": list(levels), "pods": PODS, "body_bytes": len(body),
-                    "workers": "gthread, 2 processes x 4 threads (hooks/gunicorn.conf.py)",
+                    "workers": "gthread, 2 processes x 4 threads (hooks/server/gunicorn.conf.py)",
                     "pod_list_requests_to_fake_api": lists, "load_generator": "threaded http.client, same 2 cores"}
     result.notes.append("the load generator shares the 2 cores with gunicorn: throughput is for the machine "
                         "as a whole, latency includes the client's own time")

@@ -1,7 +1,7 @@
 """Where the time goes in ``/sync``: the Flask app in-process, called as WSGI, under cProfile.
 
 The request is the typical one of benchmark 2 (a running 64-pod Job, its JobSet observed, the pods
-in a warm cache). The app is ``hooks.app.create_app`` with the production Reader shape
+in a warm cache). The app is ``hooks.server.app.create_app`` with the production Reader shape
 ``Reader(PodCache(source), live)`` and INFO logs formatted as JSON (written to /dev/null). The
 floor is ``bench.floor_app`` called the same way, so the difference is the CPU a sync adds on top
 of Flask and the body parse, without HTTP or gunicorn. Metrics use the in-process registry
@@ -21,8 +21,8 @@ from typing import Any
 from bench.common import BenchResult, Figure, per_call
 from bench.pods import realistic_job_pods
 from bench.sync_http import JOB, NAMESPACE, PODS, sync_body
-from hooks import logs
-from hooks.config import Settings
+from hooks.server import logs
+from hooks.server.config import Settings
 from podread import PodCache, Reader, ReadMetrics, SnapshotLister
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
@@ -127,7 +127,7 @@ def key_paths(call: Callable[[], int], calls: int) -> list[dict[str, Any]]:
 def build_apps() -> tuple[WsgiApp, WsgiApp]:
     """The hook app (warm cache of a running 64-pod Job) and the floor app, as WSGI callables."""
     from bench.floor_app import create_app as create_floor
-    from hooks.app import create_app
+    from hooks.server.app import create_app
 
     root = logging.getLogger()
     if not root.handlers:

@@ -1,6 +1,6 @@
-"""``python -m hooks``: the operator command line (``hooks.cli``)."""
+"""``python -m hooks``: the operator command line (``hooks.tools.cli``)."""
 
-from hooks.cli import main
+from hooks.tools.cli import main
 
 if __name__ == "__main__":
     main()

@@ -8,9 +8,9 @@ is kept because a reader of cached pods uses it:
 ======================================  ===========================================================
 field                                   read by
 ======================================  ===========================================================
-``metadata.name``                       ``podread.pod_key``; ``hooks.decide`` (``_pod_name``, the
+``metadata.name``                       ``podread.pod_key``; ``hooks.core.wording`` (``pod_name``, the
                                         barrier's message, sorting and de-duplicating the pods the
-                                        barrier found); ``hooks.cli_format.pod_row``; the watch's
+                                        barrier found); ``hooks.tools.cli_format.pod_row``; the watch's
                                         store key
 ``metadata.namespace``                  ``PodSelector.matches``; ``pod_key``; ``pod_row``; the
                                         watch's store key and job index
@@ -18,12 +18,12 @@ field                                   read by
                                         name is a new pod
 ``metadata.resourceVersion``            the watch: an event older than (or as old as) the pod it
                                         holds is a duplicate or out of order and is dropped
-``metadata.labels`` (every label)       ``PodSelector.matches`` (JOB_LABEL); ``hooks.decide``
-                                        (``_split_launchers``: JOB_LABEL, LAUNCHER_LABEL,
-                                        REPLICATED_JOB_LABEL; ``_last_attempt``: JOBSET_NAME_LABEL,
+``metadata.labels`` (every label)       ``PodSelector.matches`` (JOB_LABEL); ``hooks.core.barrier``
+                                        (``split_launchers``: JOB_LABEL, LAUNCHER_LABEL,
+                                        REPLICATED_JOB_LABEL; ``last_attempt``: JOBSET_NAME_LABEL,
                                         ATTEMPT_LABEL); ``pod_row`` (job, launcher, attempt)
 ``metadata.creationTimestamp``          ``pod_row`` (AGE of ``python -m hooks node-pods``)
-``metadata.deletionTimestamp``          ``hooks.decide._list_pods`` ("terminating since"); ``pod_row``
+``metadata.deletionTimestamp``          ``hooks.core.wording.list_pods`` ("terminating since"); ``pod_row``
 ``spec.nodeName``                       ``PodSelector.matches`` (node reads); the watch's node index;
                                         ``pod_row``
 ``status.phase``                        ``podread.is_active``: every barrier and ``activePods``

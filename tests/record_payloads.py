@@ -3,7 +3,7 @@
     .venv/bin/python -m tests.record_payloads [SCENARIO...]
 
 For each scenario folder (all of them when none is named): builds the real app with
-``hooks.app.create_app(reader=podread.reader_from_snapshot(pods.json), clock=<meta.json now>,
+``hooks.server.app.create_app(reader=podread.reader_from_snapshot(pods.json), clock=<meta.json now>,
 settings=Settings())``, POSTs request.json to ``/<meta.json hook>`` with the Flask test client and
 writes the JSON answer to response.json and, when the call asks for writes of its own (Events, a
 TTL delete, a force delete: issue 15), those to effects.json. This is the only writer of both;
@@ -19,9 +19,9 @@ from datetime import datetime
 from typing import Any
 
 import podread
-from hooks.app import create_app
-from hooks.config import Settings
-from hooks.writer import MemoryWriter
+from hooks.server.app import create_app
+from hooks.server.config import Settings
+from hooks.server.writer import MemoryWriter
 
 PAYLOADS = pathlib.Path(__file__).resolve().parent / "payloads"
 

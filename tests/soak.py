@@ -20,8 +20,8 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from hooks.app import create_app
-from hooks.config import Settings
+from hooks.server.app import create_app
+from hooks.server.config import Settings
 from tests.e2e.fuzz import MISSING, check_answer, encode, fuzz_reader, random_mutation
 from tests.e2e.harness import Harness
 from tests.e2e.schedules import World, random_schedule

@@ -19,10 +19,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 from prometheus_client import REGISTRY
 
-import hooks.handler
-from hooks.app import create_app
-from hooks.config import Settings
-from hooks.handler import handle, nested_deeper_than
+import hooks.server.handler
+from hooks.server.app import create_app
+from hooks.server.config import Settings
+from hooks.server.handler import handle, nested_deeper_than
 from podread import reader_from_snapshot
 
 NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -306,7 +306,7 @@ def test_an_exception_in_decide_is_a_500_without_traceback(
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise Boom("secret detail /etc/passwd")
 
-    monkeypatch.setattr(hooks.handler, "decide", explode)
+    monkeypatch.setattr(hooks.server.handler, "decide", explode)
     with caplog.at_level(logging.ERROR):
         response = post(client, "/sync", job_request())
     assert response.status_code == 500
@@ -331,14 +331,14 @@ def test_an_exception_in_decide_is_a_500_without_traceback(
 def test_a_half_done_decision_is_never_a_200(
     client: FlaskClient, monkeypatch: pytest.MonkeyPatch, response: Any
 ) -> None:
-    real = hooks.handler.decide
+    real = hooks.server.handler.decide
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         decision = real(*args, **kwargs)
         return type(decision)(copy.deepcopy(response), decision.kind, decision.phase_before,
                               decision.phase_after, decision.message)
 
-    monkeypatch.setattr(hooks.handler, "decide", broken)
+    monkeypatch.setattr(hooks.server.handler, "decide", broken)
     answer = post(client, "/sync", job_request())
     assert answer.status_code == 500
     assert error_of(answer).startswith("internal error: ")
@@ -350,7 +350,7 @@ def test_an_exception_in_a_route_outside_handle_is_a_json_500(
     def explode() -> Any:
         raise Boom()
 
-    monkeypatch.setattr("hooks.metrics.exposition", explode)
+    monkeypatch.setattr("hooks.server.metrics.exposition", explode)
     response = client.get("/metrics")
     assert response.status_code == 500
     assert error_of(response) == "internal error: Boom"

@@ -12,10 +12,10 @@ import pytest
 from flask.testing import FlaskClient
 from prometheus_client import REGISTRY
 
-import hooks.auth
-from hooks.app import create_app
-from hooks.auth import BearerToken
-from hooks.config import Settings
+import hooks.server.auth
+from hooks.server.app import create_app
+from hooks.server.auth import BearerToken
+from hooks.server.config import Settings
 from tests.test_app_http import NOW, empty_reader, error_of, job_request
 
 TOKEN = "s3cret-token"
@@ -71,7 +71,7 @@ def test_no_right_token_is_401_and_nothing_is_decided(
     def must_not_decide(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("decided without authentication")
 
-    monkeypatch.setattr("hooks.handler.decide", must_not_decide)
+    monkeypatch.setattr("hooks.server.handler.decide", must_not_decide)
     before = failures()
     response = sync(client, authorization)
     assert response.status_code == 401
@@ -82,13 +82,13 @@ def test_no_right_token_is_401_and_nothing_is_decided(
 
 def test_the_comparison_is_constant_time(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[bytes, bytes]] = []
-    real = hooks.auth.hmac.compare_digest
+    real = hooks.server.auth.hmac.compare_digest
 
     def spy(a: bytes, b: bytes) -> bool:
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(hooks.auth.hmac, "compare_digest", spy)
+    monkeypatch.setattr(hooks.server.auth.hmac, "compare_digest", spy)
     assert sync(client, "Bearer wrong").status_code == 401
     assert sync(client, f"Bearer {TOKEN}").status_code == 200
     assert calls == [(b"wrong", TOKEN.encode()), (TOKEN.encode(), TOKEN.encode())]

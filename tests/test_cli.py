@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from hooks import cli_format
-from hooks.app import create_app
-from hooks.cli import cli
-from hooks.config import Settings
+from hooks.server.app import create_app
+from hooks.server.config import Settings
+from hooks.tools import cli_format
+from hooks.tools.cli import cli
 from podread import JOB_LABEL, reader_from_snapshot
 from tests.fakekube import FakeKubeServer, Fault, make_job_pods, make_pod
 

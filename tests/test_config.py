@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.config import Settings
+from hooks.server.config import Settings
 
 
 def test_defaults_with_an_empty_environment() -> None:

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from hooks.decide import Decision, current_attempt, decide
-from hooks.observed import parse_request
+from hooks.core.decide import Decision, decide
+from hooks.core.evidence import current_attempt
+from hooks.core.observed import parse_request
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

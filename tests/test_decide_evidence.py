@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from hooks.decide import MAX_MESSAGE, Decision
-from hooks.jobset import MAX_ATTEMPT
+from hooks.core.decide import Decision
+from hooks.core.jobset import MAX_ATTEMPT
+from hooks.core.wording import MAX_MESSAGE
 from podread import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL
 from tests.fake_reader import FakeReader, job_spec, jobset_child, make_pod
 from tests.test_decide import LATER, condition, names, run, status

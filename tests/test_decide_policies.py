@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from hooks.actions import DeleteJob, ForceDeletePod
-from hooks.decide import Decision, decide
-from hooks.observed import parse_request
+from hooks.core.actions import DeleteJob, ForceDeletePod
+from hooks.core.decide import Decision, decide
+from hooks.core.observed import parse_request
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -12,9 +12,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hooks.actions import ForceDeletePod
-from hooks.decide import current_attempt, decide
-from hooks.observed import Observed, parse_request
+from hooks.core.actions import ForceDeletePod
+from hooks.core.decide import decide
+from hooks.core.evidence import current_attempt
+from hooks.core.observed import Observed, parse_request
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, is_active
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
 from tests.test_jobset import schema_errors

@@ -26,8 +26,8 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
 import podread
-from hooks.decide import decide
-from hooks.observed import parse_request
+from hooks.core.decide import decide
+from hooks.core.observed import parse_request
 from podread import JOB_LABEL, LiveClient, PodCache, PodReadError, PodSelector, Reader, ReadMetrics
 from tests.fake_reader import FakeReader, job_request, job_spec, make_pod
 

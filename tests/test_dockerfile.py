@@ -140,9 +140,9 @@ def test_cmd_starts_gunicorn_with_the_config_and_the_app_factory(stages: list) -
     argv = json.loads(cmd)  # exec form: gunicorn is PID 1 and gets SIGTERM
     assert not of(stages[-1], "ENTRYPOINT")
     assert argv[0] == "gunicorn"
-    assert argv[argv.index("--config") + 1] == "hooks/gunicorn.conf.py"
+    assert argv[argv.index("--config") + 1] == "hooks/server/gunicorn.conf.py"
     assert argv[argv.index("--bind") + 1] == "0.0.0.0:8080"
-    assert argv[-1] == "hooks.app:create_app()"
+    assert argv[-1] == "hooks.server.app:create_app()"
     (workdir,) = of(stages[-1], "WORKDIR")
     destinations = {copy_args(v)[2].rstrip("/") for v in of(stages[-1], "COPY")}
     assert f"{workdir.rstrip('/')}/hooks" in destinations, "the config path is relative to WORKDIR"
@@ -152,7 +152,7 @@ def test_dockerignore_keeps_the_context_small() -> None:
     for path in (".venv", ".venv/bin/python", "tests", "tests/test_dockerfile.py", ".git", ".git/HEAD",
                  "hooks/__pycache__", "podread/__pycache__/reader.cpython-311.pyc"):
         assert dockerignore_excludes(path), f"{path} must not be in the build context"
-    for path in ("hooks/app.py", "podread/reader.py", "requirements.txt"):
+    for path in ("hooks/server/app.py", "podread/reader.py", "requirements.txt"):
         assert not dockerignore_excludes(path), f"{path} is needed by the build"
 
 

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 import podread
-from hooks.actions import DeleteJob, ForceDeletePod
-from hooks.app import create_app
-from hooks.config import Settings
-from hooks.decide import decide
-from hooks.effects import BURST, Effects, event_name
-from hooks.events import Event, transition_events
-from hooks.observed import PriorStatus, parse_request
-from hooks.writer import ApiWriter, MemoryWriter, WriteError
+from hooks.core.actions import DeleteJob, ForceDeletePod
+from hooks.core.decide import decide
+from hooks.core.events import Event, transition_events
+from hooks.core.observed import PriorStatus, parse_request
+from hooks.server.app import create_app
+from hooks.server.config import Settings
+from hooks.server.effects import BURST, Effects, event_name
+from hooks.server.writer import ApiWriter, MemoryWriter, WriteError
 from podread.nodes import NodeClient
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
 from tests.fakekube.faults import Fault

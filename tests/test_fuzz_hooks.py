@@ -15,8 +15,8 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hooks.app import create_app
-from hooks.config import Settings
+from hooks.server.app import create_app
+from hooks.server.config import Settings
 from podread import ATTEMPT_LABEL
 from tests.e2e.fuzz import (
     BASES,

@@ -1,4 +1,4 @@
-"""The real server: gunicorn with hooks/gunicorn.conf.py, two worker processes, no cluster configured.
+"""The real server: gunicorn with hooks/server/gunicorn.conf.py, two worker processes, no cluster configured.
 
 One server is started for the module; the tests talk HTTP to it, and the last one stops it with
 SIGTERM and reads its logs.
@@ -86,8 +86,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     log = tmp / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--config", "hooks/gunicorn.conf.py",
-             "--bind", f"127.0.0.1:{port}", "hooks.app:create_app()"],
+            [sys.executable, "-m", "gunicorn", "--config", "hooks/server/gunicorn.conf.py",
+             "--bind", f"127.0.0.1:{port}", "hooks.server.app:create_app()"],
             cwd=ROOT, env=no_cluster_env(tmp), stdout=out, stderr=subprocess.STDOUT,
         )
     running = Server(process, port, log)
@@ -183,7 +183,7 @@ def _sample(text: str, name: str, **labels: Any) -> float:
 def test_worker_exit_closes_the_workers_reader_so_its_pod_watch_stops() -> None:
     import runpy
 
-    conf = runpy.run_path(str(Path(__file__).resolve().parent.parent / "hooks" / "gunicorn.conf.py"))
+    conf = runpy.run_path(str(Path(__file__).resolve().parent.parent / "hooks" / "server" / "gunicorn.conf.py"))
     closed: list[bool] = []
 
     class Reader:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hooks.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset
+from hooks.core.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset
 from tests import crdschema
 from tests.fake_reader import job_spec
 

@@ -1,4 +1,4 @@
-"""Load through the real gunicorn with the production configuration (hooks/gunicorn.conf.py: 2
+"""Load through the real gunicorn with the production configuration (hooks/server/gunicorn.conf.py: 2
 workers x 4 threads), against 200 running Jobs with 64 pods each (12,800 pods) in the fake API
 server: concurrency 5, then 20, then 20 with some API reads slower than NVCRE_API_TIMEOUT_SECONDS.
 

@@ -58,7 +58,7 @@ INVALID_EXPECTED: dict[str, tuple[str, str]] = {
     "zero-active-deadline.yaml": ("spec.activeDeadlineSeconds", "0 is less than the minimum of 1"),
 }
 
-# Invalid samples the sync hook must refuse too (hooks.jobset.InvalidSpec): the CRD rejects at
+# Invalid samples the sync hook must refuse too (hooks.core.jobset.InvalidSpec): the CRD rejects at
 # admission what the hook would reject later. The others (a non-boolean suspend, an unknown field)
 # never reach the hook: the API server refuses or prunes them.
 HOOK_REJECTS = {
@@ -425,7 +425,7 @@ def test_every_cel_rule_has_a_python_equivalent_at_its_path(job_schema: dict) ->
 
 
 def test_length_rule_equivalent_matches_the_hook() -> None:
-    from hooks.jobset import InvalidSpec, check_names
+    from hooks.core.jobset import InvalidSpec, check_names
 
     for name_length in range(30, 60):
         for replicas, completions in ((2, None), (11, 0), (1, 11), (0, None)):
@@ -499,12 +499,12 @@ def test_webhooks_reach_the_service_and_the_container(objects: dict) -> None:
 
 @pytest.fixture(scope="module")
 def served_routes() -> dict[str, set[str]]:
-    """Route -> methods the Flask app serves (the design's list while hooks.app does not import)."""
+    """Route -> methods the Flask app serves (the design's list while hooks.server.app does not import)."""
     try:
-        from hooks.app import create_app
+        from hooks.server.app import create_app
     except ImportError:
         return {route: {method} for route, method in DESIGN_ROUTES.items()}
-    from hooks.config import Settings
+    from hooks.server.config import Settings
     from podread import reader_from_snapshot
 
     # Default settings, whatever the test process' environment holds; no cluster needed.
@@ -629,11 +629,11 @@ def test_pdb_and_networkpolicy_select_the_hook_pods(objects: dict) -> None:
 
 
 def _jobset_module() -> Any:
-    """hooks.jobset, or a skip while it is not written yet."""
+    """hooks.core.jobset, or a skip while it is not written yet."""
     try:
-        import hooks.jobset as module
+        import hooks.core.jobset as module
     except ImportError as exc:
-        pytest.skip(f"hooks.jobset does not import yet: {exc}")
+        pytest.skip(f"hooks.core.jobset does not import yet: {exc}")
     return module
 
 
@@ -654,7 +654,7 @@ def test_jobsets_built_from_samples_validate(path: pathlib.Path, attempt: int, j
 def test_hook_rejects_what_the_crd_rejects(name: str, job_schema: dict) -> None:
     module = _jobset_module()
     job = with_defaults(load_one(INVALID / name), job_schema)
-    from hooks.spec import check_spec
+    from hooks.core.spec import check_spec
 
     with pytest.raises(module.InvalidSpec):
         check_spec(job, 0)
@@ -705,10 +705,10 @@ def test_deployment_env_is_accepted_by_the_server(objects: dict, tmp_path: pathl
     env = {e["name"]: e["value"] for e in hooks_container(objects)["env"] if "value" in e}
     env["KUBECONFIG"] = str(tmp_path / "no-such-kubeconfig")
     try:
-        from hooks.config import Settings
+        from hooks.server.config import Settings
         from podread import from_environment
     except ImportError as exc:
-        pytest.skip(f"hooks.config or podread does not import yet: {exc}")
+        pytest.skip(f"hooks.server.config or podread does not import yet: {exc}")
     settings = Settings.from_env(env)
     assert settings.port == 8080
     assert settings.hook_token_file == env["NVCRE_HOOK_TOKEN_FILE"]

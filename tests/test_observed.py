@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hooks.observed import JOBSET_GROUP, InvalidRequest, PriorStatus, parse_request
+from hooks.core.observed import JOBSET_GROUP, InvalidRequest, PriorStatus, parse_request
 from tests.fake_reader import job_request, job_spec, jobset_child
 
 
@@ -206,8 +206,8 @@ def test_bad_child_metadata_is_a_400_not_a_500(path: tuple[str, ...], value: Any
     there made a 500 (an exception in the decision) instead of naming the bad field."""
     from datetime import UTC, datetime
 
-    from hooks.app import create_app
-    from hooks.config import Settings
+    from hooks.server.app import create_app
+    from hooks.server.config import Settings
     from tests.fake_reader import FakeReader
 
     payload = job_request(spec={"replicatedJobs": []}, jobsets=[jobset_child("train", 0)],

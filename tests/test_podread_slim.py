@@ -17,9 +17,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from bench.pods import realistic_pod
-from hooks.app import create_app
-from hooks.cli_format import pod_row
-from hooks.config import Settings
+from hooks.server.app import create_app
+from hooks.server.config import Settings
+from hooks.tools.cli_format import pod_row
 from podread import PodCache, PodSelector, Reader, ReadMetrics, is_active, pod_key
 from podread.slim import KEPT, slim
 from podread.snapshot import _nodes, _side

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from hooks import queueing
-from hooks.decide import Decision, decide
-from hooks.observed import InvalidRequest, parse_request
+from hooks.core import queueing
+from hooks.core.decide import Decision, decide
+from hooks.core.observed import InvalidRequest, parse_request
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

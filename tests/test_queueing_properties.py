@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hooks.decide import decide
+from hooks.core.decide import decide
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, is_active
 from tests.fake_reader import FakeReader, workload_child
 from tests.test_decide_properties import JOB, LATER, NOW, fast, observe, scenarios

@@ -17,15 +17,15 @@ from click.testing import CliRunner
 from flask import Flask
 from prometheus_client import REGISTRY
 
-import hooks.record
-from hooks import replay, scenario
-from hooks.app import create_app
-from hooks.cli import cli
-from hooks.config import Settings
-from hooks.decide import decide
-from hooks.handler import HookResult, parse_json
-from hooks.observed import parse_request
-from hooks.record import Recorder
+import hooks.tools.record.store
+from hooks.core.decide import decide
+from hooks.core.observed import parse_request
+from hooks.server.app import create_app
+from hooks.server.config import Settings
+from hooks.server.handler import HookResult, parse_json
+from hooks.tools import replay, scenario
+from hooks.tools.cli import cli
+from hooks.tools.record import Recorder
 from podread import ReadRecord, reader_from_snapshot, recording
 
 PAYLOADS = Path(__file__).resolve().parent / "payloads"
@@ -192,14 +192,15 @@ def test_at_most_max_bytes_are_kept_oldest_dropped_first(tmp_path: Path, recorde
     probe = make(recorders, tmp_path / "probe")
     record(probe)
     assert probe.flush()
-    ((_, size),) = hooks.record.scenario_folders(tmp_path / "probe")
+    ((_, size),) = hooks.tools.record.store.scenario_folders(tmp_path / "probe")
     recorder = make(recorders, tmp_path / "rec", max_bytes=int(size * 2.5))
     for _ in range(4):
         record(recorder)
         assert recorder.flush()
     names = folders(tmp_path / "rec")
     assert [name.rsplit("-", 1)[1] for name in names] == ["2", "3"]
-    assert sum(folder_bytes for _, folder_bytes in hooks.record.scenario_folders(tmp_path / "rec")) <= size * 2.5
+    kept = hooks.tools.record.store.scenario_folders(tmp_path / "rec")
+    assert sum(folder_bytes for _, folder_bytes in kept) <= size * 2.5
 
 
 def test_a_call_larger_than_the_whole_budget_is_not_recorded(tmp_path: Path, recorders: list[Recorder]) -> None:
@@ -217,13 +218,13 @@ def test_a_call_larger_than_the_whole_budget_is_not_recorded(tmp_path: Path, rec
 def test_a_full_queue_drops_the_call_without_waiting(tmp_path: Path, recorders: list[Recorder],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     release = threading.Event()
-    real_write = hooks.record.write_folder
+    real_write = hooks.tools.record.store.write_folder
 
     def slow_write(*args, **kwargs):
         release.wait(10)
         return real_write(*args, **kwargs)
 
-    monkeypatch.setattr(hooks.record, "write_folder", slow_write)
+    monkeypatch.setattr(hooks.tools.record.store, "write_folder", slow_write)
     recorder = make(recorders, tmp_path, queue_size=1)
     raw, result, now = answered(STALE)
     before = failures("queue-full")
@@ -243,7 +244,7 @@ def test_a_full_queue_drops_the_call_without_waiting(tmp_path: Path, recorders: 
 def test_a_write_failing_midway_leaves_no_folder_and_no_temporary(tmp_path: Path, recorders: list[Recorder],
                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                   caplog: pytest.LogCaptureFixture) -> None:
-    real_write_file = hooks.record.write_file
+    real_write_file = hooks.tools.record.store.write_file
     seen: list[list[str]] = []
 
     def failing_third(path: Path, data: bytes) -> None:
@@ -252,7 +253,7 @@ def test_a_write_failing_midway_leaves_no_folder_and_no_temporary(tmp_path: Path
             raise OSError(28, "No space left on device")
         real_write_file(path, data)
 
-    monkeypatch.setattr(hooks.record, "write_file", failing_third)
+    monkeypatch.setattr(hooks.tools.record.store, "write_file", failing_third)
     recorder = make(recorders, tmp_path)
     before = failures("disk")
     with caplog.at_level(logging.WARNING, logger="nvcre.hooks.record"):
@@ -269,7 +270,7 @@ def test_a_failed_rename_cleans_up_too(tmp_path: Path, recorders: list[Recorder]
     def no_rename(source: str, target: str) -> None:
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(hooks.record.os, "rename", no_rename)
+    monkeypatch.setattr(hooks.tools.record.store.os, "rename", no_rename)
     recorder = make(recorders, tmp_path)
     record(recorder)
     assert recorder.flush()
@@ -381,7 +382,7 @@ def test_a_refused_call_is_not_recorded(recording_app: tuple[Flask, Path]) -> No
 def test_a_slow_disk_never_slows_the_answer(recording_app: tuple[Flask, Path],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     app, _ = recording_app
-    monkeypatch.setattr(hooks.record, "write_folder", lambda *args: time.sleep(0.5))
+    monkeypatch.setattr(hooks.tools.record.store, "write_folder", lambda *args: time.sleep(0.5))
     started = time.perf_counter()
     for _ in range(3):
         code, _ = post(app, (STALE / "request.json").read_bytes())

@@ -37,7 +37,7 @@ GROUP, VERSION = "nvcre.nvidia.com", "v1alpha1"
 JOBSET_GROUP, JOBSET_VERSION = "jobset.x-k8s.io", "v1alpha2"
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 RELATED = (("WorkloadPriorityClass", "workloadpriorityclasses"), ("ResourceFlavor", "resourceflavors"))
-"""The related objects of the manifests-kueue customize hook (hooks.queueing.customize_response)."""
+"""The related objects of the manifests-kueue customize hook (hooks.core.queueing.customize_response)."""
 
 
 class ApiBackend:

@@ -14,7 +14,7 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiException
 
-from hooks.writer import ApiWriter
+from hooks.server.writer import ApiWriter
 from podread import JOB_LABEL, ApiError, LiveClient, PodSelector
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import REPO, Applier, create_pods, ensure_namespace, load_documents, service_account_token

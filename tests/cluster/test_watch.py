@@ -31,8 +31,8 @@ import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
-from hooks.config import Settings
-from hooks.handler import handle
+from hooks.server.config import Settings
+from hooks.server.handler import handle
 from podread import JOB_LABEL, LiveClient, PodCache, PodSelector, Reader, ReadMetrics
 from podread.constants import JOB_INDEX_FIELD
 from podread.watch import Backoff, PodWatch, WatchedPods, events

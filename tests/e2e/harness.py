@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from hooks.app import create_app
-from hooks.config import Settings
+from hooks.server.app import create_app
+from hooks.server.config import Settings
 from podread import PodCache, Reader
 from tests.e2e.cluster import EPOCH, Cluster, ClusterLister
 from tests.e2e.driver import AppTransport, Driver, HttpTransport, Transport

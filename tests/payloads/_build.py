@@ -513,7 +513,7 @@ def _() -> dict[str, Any]:
                        node("gpu-1", "Unknown", ("node.kubernetes.io/unreachable",))])
 
 
-# ---- issue 14: queue-managed Jobs behind Kueue (hooks.queueing, docs/adr/0103) ----------------------
+# ---- issue 14: queue-managed Jobs behind Kueue (hooks.core.queueing, docs/adr/0103) ----------------------
 
 QUEUE = {"kueue.x-k8s.io/queue-name": "team-a-gpus"}
 PRIORITIES = {"training-low": 100, "training-high": 1000}

@@ -1,0 +1,112 @@
+"""The decision table (design §5): observed state and pod reads in, desired children and status out.
+
+Pure: the only I/O is the Reader passed in. Rows, first match decides; each row's work is in the
+module of ``hooks.core.rows`` named in the last column:
+
+    row  when                                  answer                                               rows.
+    1    finalizing                            no children; Terminating; finalized after the barrier teardown
+    2    spec.suspend, not terminal            no children; Suspending, Suspended after the barrier  teardown
+    2a   evicted by Kueue (queue-managed),     no JobSet; Suspending, after the barrier Queued with  kueue
+         not terminal                          attempt+1 (not a restart), the quota released
+    3    status disagrees with the children    hold: keep every observed JobSet not being deleted,   mismatch
+                                               create nothing; StatusMismatch=True says why
+    3a   activeDeadlineSeconds passed,         no children; Terminating (DeadlineExceeded=True),     deadline
+         not terminal                          after the barrier Failed (reason DeadlineExceeded)
+    4    phase Succeeded/Failed                final: keep the current JobSet, never create one      terminal
+    5    phase Suspended/Suspending            barrier, then attempt+1 (a resume), Pending           current
+    6    phase Restarting                      barrier, then attempt+1, Pending                      current
+    7    spec cannot be built                  InvalidSpec; keep the current JobSet, create nothing  current
+    8    current JobSet Failed, restarts left  Restarting, restarts+1, the JobSet kept this answer;  current
+                                               then as row 6
+    8a   a failure-policy rule matches         FailJob: keep it, Failed (FailurePolicy);             current
+         (hooks.core.failurepolicy)            RestartJobIgnoreMaxRestarts: as row 8 without
+                                               restarts+1; restartsByCause[cause] counts each restart
+    9    current JobSet Failed, none left      keep it; Failed                                       current
+    10   current JobSet Completed              keep it; Succeeded                                    current
+    11   otherwise                             the current attempt's JobSet, Running if a cached pod current
+                                               is active; one not observed yet is created only once
+                                               the barrier passed (queue-managed: once admitted)
+
+After the rows, for every answer: ``StatusMismatch`` turns False once the disagreement is gone;
+``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
+(``rows.deadline.times``); a queue-managed Job's Workload child is added or released
+(``rows.kueue.workload_child``); the answer is assembled (``hooks.core.answer``).
+
+A step that would need an attempt past ``MAX_ATTEMPT`` (rows 2a, 5, 6, 8) ends the Job Failed
+instead (``rows.terminal.attempt_limit``). Terminal comes after suspend only for Jobs that are not
+terminal, so suspending a finished Job never moves it out of its final phase. Only rows 1, 2, 2a,
+3a, 5 (while draining), 6 (while holding) and the failed JobSet of row 8 on the next call leave the
+current JobSet out. The drain barrier is ``hooks.core.barrier``; the status words ``hooks.core.wording``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from hooks.core import conditions as cond
+from hooks.core.answer import assemble
+from hooks.core.evidence import current_attempt, status_mismatch
+from hooks.core.observed import Observed
+from hooks.core.rows import current, deadline, kueue, mismatch, teardown, terminal
+from hooks.core.work import (
+    PENDING,
+    RESTARTING,
+    STATUS_MISMATCH,
+    SUSPENDED,
+    SUSPENDING,
+    TERMINAL,
+    Context,
+    Decision,
+    Work,
+)
+
+__all__ = ["Decision", "decide"]
+
+
+def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: float = 5.0) -> Decision:
+    """Decides the desired children and the whole status for ``observed``.
+
+    Reads pods only through ``reader`` (the podread Reader methods ``job_pods``,
+    ``active_job_pods``, ``active_launcher_pods``, ``active_attempt_pods``, ``workload_pods``,
+    ``attempt_failure_pods``, ``node_states``); ``now`` stamps condition transitions. Returns the
+    ``Decision`` whose ``response`` is the 200 body: ``status``, ``children`` (always a list),
+    ``resyncAfterSeconds`` (``resync_seconds``) only while waiting, ``finalized`` only when
+    finalizing. A failed read never lets a teardown proceed; a status that disagrees with the
+    children never drops a healthy JobSet.
+    """
+    prior = observed.status
+    ctx = Context(observed, reader, now)
+    attempt = current_attempt(observed)
+    phase = prior.phase
+    if attempt > prior.attempt and phase in (RESTARTING, SUSPENDING, SUSPENDED):
+        phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
+    work = Work(phase=phase, attempt=attempt, restarts=prior.restarts, workload=prior.workload,
+                active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions),
+                restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
+                start_time=prior.start_time, completion_time=prior.completion_time)
+    disagreement = None if observed.finalizing else status_mismatch(observed, attempt, phase)
+    if observed.finalizing:
+        teardown.finalize(ctx, work)                                      # row 1
+    elif observed.spec.get("suspend") is True and phase not in TERMINAL:
+        teardown.suspend(ctx, work)                                       # row 2
+    elif ctx.queue and phase not in TERMINAL and kueue.is_evicted(ctx, work):
+        kueue.evicted(ctx, work)    # row 2a: Kueue's word, not a status claim: before the mismatch hold
+    elif disagreement is not None:
+        mismatch.hold(ctx, work, *disagreement)                           # row 3
+    elif phase not in TERMINAL and deadline.due(ctx, work):
+        deadline.tear_down(ctx, work)                                     # row 3a
+    elif phase in TERMINAL:
+        terminal.final(ctx, work)                                         # row 4
+    elif phase in (SUSPENDED, SUSPENDING):
+        current.resume(ctx, work)                                         # row 5
+    elif phase == RESTARTING:
+        current.restart(ctx, work)                                        # row 6
+    else:
+        current.steady(ctx, work)                                         # rows 7-11
+    if disagreement is None and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
+        work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
+    deadline.times(ctx, work)  # before the Workload joins the children: it stamps the JobSet's start
+    if ctx.queue:
+        kueue.workload_child(ctx, work, hold=disagreement is not None)
+    return assemble(observed, work, resync_seconds)

@@ -1,0 +1,106 @@
+"""Kubernetes Events for a Job's transitions (issue 15): which ones one answer makes, as plain data.
+
+Pure: reads the request's ``parent.status`` (``Observed.status``), the answer's new status and the
+writes it asks for (``Decision.actions``). An event is made only by a *transition* between the
+two statuses, so a status fed back (a fixed point) makes none. Each event carries a ``key`` built
+from the new status alone (the attempt, a condition's ``lastTransitionTime``): the same transition
+answered twice (Metacontroller calling again before its status write lands) has the same key, and
+``hooks.server.effects`` names the Event object after it, so the API server itself refuses the second
+(409) whichever process or replica sends it.
+
+Transitions: ``AttemptCreated`` (created attempt N), ``Restarting`` (restarting because ...),
+``DrainWaiting`` (waiting on N pods), ``DrainPassed``, ``Suspended``, ``Resumed``,
+``DeadlineExceeded``, ``DrainStuck``, ``Failed``, ``Succeeded``, ``Deleting`` (TTL) and
+``ForceDeletingPod``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hooks.core.actions import Action, DeleteJob, ForceDeletePod
+from hooks.core.observed import PriorStatus
+
+NORMAL, WARNING = "Normal", "Warning"
+MAX_NOTE = 1024
+"""events.k8s.io/v1 refuses a note over 1 kB."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One Event to write on the Job: ``reason`` and ``action`` (CamelCase), ``type`` (``Normal``
+    or ``Warning``), ``note`` (human words, at most ``MAX_NOTE`` characters) and ``key`` (what
+    makes this transition this one: the same key is the same Event)."""
+
+    reason: str
+    type: str
+    action: str
+    note: str
+    key: str
+
+
+def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action, ...] = (),
+                      children: tuple[str, ...] | None = None) -> list[Event]:
+    """The Events of going from ``prior`` to ``status`` and of ``actions``, in a fixed order.
+    ``children`` names the JobSets the answer holds (``None``: take ``status.workload`` as held):
+    an attempt is "created" only when its JobSet is in the answer, not while a gate holds it back."""
+    events: list[Event] = []
+    before, after = prior.phase, str(status.get("phase", ""))
+    attempt = int(status.get("attempt", 0))
+    workload = str(status.get("workload", ""))
+    conditions = {str(c.get("type")): c for c in status.get("conditions") or ()}
+    old = {str(c.get("type")): c for c in prior.conditions}
+
+    def add(reason: str, type_: str, action: str, note: str, key: str) -> None:
+        text = note if len(note) <= MAX_NOTE else note[: MAX_NOTE - 3] + "..."
+        events.append(Event(reason, type_, action, text, f"{reason}/{key}"))
+
+    def turned(type_: str, value: str) -> Mapping[str, Any] | None:
+        new = conditions.get(type_)
+        if new is None or new.get("status") != value or (old.get(type_) or {}).get("status") == value:
+            return None
+        return new
+
+    if after in ("Pending", "Running") and before in ("Suspended", "Suspending") and attempt > prior.attempt:
+        add("Resumed", NORMAL, "Resume", f"resumed as attempt {attempt}", str(attempt))
+    held = children is None or workload in children
+    if workload and workload != prior.workload and after in ("Pending", "Running") and held:
+        add("AttemptCreated", NORMAL, "CreateWorkload", f"created attempt {attempt} (JobSet {workload})", str(attempt))
+    if after == "Restarting" and before != "Restarting":
+        failure = status.get("lastFailure") or {}
+        counted = "counts against maxRestarts" if failure.get("action") != "RestartJobIgnoreMaxRestarts" else \
+            "does not count against maxRestarts"
+        why = failure.get("message", "it failed")
+        add("Restarting", WARNING, "Restart", f"restarting attempt {attempt} because {why} "
+            f"(cause {failure.get('cause', 'default')}; {counted})", str(attempt))
+    drained = turned("Drained", "False")
+    if drained is not None:
+        add("DrainWaiting", NORMAL, "Drain", str(drained.get("message", "")), str(drained.get("lastTransitionTime")))
+    passed = turned("Drained", "True")
+    if passed is not None and (old.get("Drained") or {}).get("status") in ("False", "Unknown"):
+        add("DrainPassed", NORMAL, "Drain", "drain passed: no active pod (confirmed with the API server)",
+            str(passed.get("lastTransitionTime")))
+    stuck = turned("DrainStuck", "True")
+    if stuck is not None:
+        add("DrainStuck", WARNING, "Drain", str(stuck.get("message", "")), str(stuck.get("lastTransitionTime")))
+    deadline = turned("DeadlineExceeded", "True")
+    if deadline is not None:
+        add("DeadlineExceeded", WARNING, "Teardown", str(deadline.get("message", "")),
+            str(deadline.get("lastTransitionTime")))
+    if after == "Suspended" and before != "Suspended":
+        add("Suspended", NORMAL, "Suspend", "suspended: the workload is torn down and no pod is active", str(attempt))
+    if after == "Failed" and before != "Failed":
+        failed = conditions.get("Failed") or {}
+        note = str(failed.get("message") or (status.get("lastFailure") or {}).get("message") or "the Job failed")
+        add("Failed", WARNING, "Finish", f"failed: {note}", str(attempt))
+    if after == "Succeeded" and before != "Succeeded":
+        add("Succeeded", NORMAL, "Finish", f"succeeded at attempt {attempt}", str(attempt))
+    for action in actions:
+        if isinstance(action, DeleteJob):
+            add("Deleting", NORMAL, "Delete", action.reason, str(status.get("completionTime", "")))
+        elif isinstance(action, ForceDeletePod):
+            add("ForceDeletingPod", WARNING, "ForceDelete", f"force-deleting pod {action.name}: {action.reason}",
+                action.uid or action.name)
+    return events

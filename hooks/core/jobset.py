@@ -1,0 +1,262 @@
+"""Build the JobSet child of an NVCRE Job for one attempt (design §3), or say why the spec cannot be one.
+
+Pure: reads a Job mapping, returns a new dict; the input is never modified.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from podread.constants import ATTEMPT_LABEL, JOB_LABEL, LAUNCHER_LABEL
+
+API_VERSION = "jobset.x-k8s.io/v1alpha2"
+KIND = "JobSet"
+MAX_ATTEMPT = 9999
+"""The last attempt a Job can reach. Names are validated for it (``<job>-9999-...``), so a name
+that fits attempt 0 fits every attempt; a restart or resume that would need attempt 10000 ends
+the Job Failed (``hooks.core.decide``, reason ``AttemptLimitReached``) instead of parking it."""
+JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
+"""The ``managedBy`` value of JobSet's own controller (anything else: the JobSet runs elsewhere)."""
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+"""The ``managedBy`` value of the batch Job controller of this cluster."""
+MAX_POD_COUNT = 2**31 - 1
+"""JobSet's limit on ``replicas x parallelism`` of one replicated job."""
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_MAX_NAME = 63
+_POD_SUFFIX = "abcde"  # the 5-character random suffix the Job controller appends to pod names
+
+
+class InvalidSpec(Exception):
+    """The Job's spec cannot be turned into a JobSet.
+
+    ``reason`` is the human explanation (the condition message); ``code`` a CamelCase word for the
+    condition's ``reason`` field.
+    """
+
+    def __init__(self, reason: str, code: str = "InvalidSpec") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+
+
+def json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON object (4-8x faster than ``copy.deepcopy``; the input came from JSON)."""
+    return orjson.loads(orjson.dumps(value))
+
+
+def workload_name(job: str, attempt: int) -> str:
+    """The JobSet name of ``attempt`` of Job ``job``: ``<job>-<attempt>``."""
+    return f"{job}-{attempt}"
+
+
+def build_jobset(job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
+    """Returns the JobSet for ``attempt`` of ``job`` (an NVCRE Job: ``metadata.name``,
+    ``metadata.namespace``, ``spec``).
+
+    Raises ``InvalidSpec`` when the spec has no replicated jobs, an entry without a name or
+    template, duplicate names, replicas, parallelism or completions that are not non-negative
+    integers, ``replicas x parallelism`` over JobSet's limit (``TooManyPods``), a launcher that names
+    no entry, a negative ``maxRestarts``, a ``managedBy`` that hands the workload to another
+    controller (``ManagedElsewhere``: MultiKueue would run the pods in another cluster, where the
+    drain barrier reads nothing), names JobSet derives that are not DNS-1035 labels
+    (``InvalidName``) or longer than 63 characters at the worst attempt, ``MAX_ATTEMPT``
+    (``NameTooLong``), or ``attempt`` beyond ``MAX_ATTEMPT`` (``AttemptLimitReached``). The name
+    checks follow JobSet's webhook (jobset-mpi-cache-facts §F) and do not depend on ``attempt``.
+    """
+    metadata = job.get("metadata") or {}
+    name = str(metadata.get("name", ""))
+    namespace = str(metadata.get("namespace", ""))
+    spec = job.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise InvalidSpec("spec must be an object", "InvalidSpec")
+    entries = _check_entries(spec.get("replicatedJobs"))
+    launcher = _check_launcher(spec.get("launcher"), entries)
+    _check_max_restarts(spec.get("maxRestarts"))
+    _check_managed_by(spec.get("managedBy"), "spec.managedBy", JOBSET_CONTROLLER)
+    check_names(name, entries)
+    if attempt > MAX_ATTEMPT:
+        raise InvalidSpec(f"attempt {attempt} is beyond the last attempt a Job can have ({MAX_ATTEMPT})",
+                          "AttemptLimitReached")
+    jobset_name = workload_name(name, attempt)
+    attempt_value = str(attempt)
+    replicated_jobs = []
+    for entry in entries:
+        replicated = json_copy(entry)
+        _label_pod_template(replicated, job=name, attempt=attempt_value, is_launcher=entry["name"] == launcher)
+        replicated_jobs.append(replicated)
+    jobset_spec: dict[str, Any] = {"replicatedJobs": replicated_jobs, "failurePolicy": {"maxRestarts": 0}}
+    if launcher:
+        jobset_spec["successPolicy"] = {"operator": "Any", "targetReplicatedJobs": [launcher]}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": jobset_name,
+            "namespace": namespace,
+            "labels": {JOB_LABEL: name, ATTEMPT_LABEL: attempt_value},
+        },
+        "spec": jobset_spec,
+    }
+
+
+def _check_entries(raw: object) -> list[Mapping[str, Any]]:
+    """Checks ``spec.replicatedJobs``: a non-empty list of objects, each with a unique non-empty
+    string ``name``, an object ``template`` and non-negative integer ``replicas`` (when set).
+    Returns the entries.
+    """
+    if not isinstance(raw, list) or not raw:
+        raise InvalidSpec("spec.replicatedJobs must list at least one replicated job", "NoReplicatedJobs")
+    seen: set[str] = set()
+    for index, entry in enumerate(raw):
+        path = f"spec.replicatedJobs[{index}]"
+        if not isinstance(entry, Mapping):
+            raise InvalidSpec(f"{path} must be an object", "InvalidReplicatedJob")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidSpec(f"{path} has no name", "InvalidReplicatedJob")
+        if not isinstance(entry.get("template"), Mapping):
+            raise InvalidSpec(f"{path} ({name}) has no template", "InvalidReplicatedJob")
+        if name in seen:
+            raise InvalidSpec(f"spec.replicatedJobs names {_shown(name, 70)} more than once", "DuplicateReplicatedJob")
+        seen.add(name)
+        replicas = entry.get("replicas", 1)
+        if not _count(replicas):
+            raise InvalidSpec(f"{path}.replicas ({name}) must be a non-negative integer, got {_shown(replicas)}",
+                              "InvalidReplicas")
+        _check_template_shape(entry["template"], f"{path}.template", name)
+        job_spec = entry["template"].get("spec") or {}
+        for key in ("parallelism", "completions"):
+            value = job_spec.get(key)
+            if value is not None and not _count(value):
+                raise InvalidSpec(f"{path}.template.spec.{key} ({name}) must be a non-negative integer, got "
+                                  f"{_shown(value)}", "InvalidReplicatedJob")
+        parallelism = job_spec.get("parallelism", 1)
+        if replicas * parallelism > MAX_POD_COUNT:
+            raise InvalidSpec(f"{path} ({name}): replicas x parallelism is {replicas * parallelism}, over "
+                              f"JobSet's limit of {MAX_POD_COUNT}", "TooManyPods")
+        _check_managed_by(job_spec.get("managedBy"), f"{path}.template.spec.managedBy", JOB_CONTROLLER)
+    return list(raw)
+
+
+def _count(value: object) -> bool:
+    """Whether ``value`` is a non-negative integer (a boolean is not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _shown(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters, so a message stays short whatever the input."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_managed_by(raw: object, path: str, own: str) -> None:
+    """Checks a ``managedBy`` field: unset, or ``own`` (the controller of this cluster)."""
+    if raw is None or raw == own:
+        return
+    raise InvalidSpec(f"{path} is {_shown(raw, 70)}: only {own} may manage the workload (another controller "
+                      "would run its pods where the drain barrier cannot see them)", "ManagedElsewhere")
+
+
+def _check_template_shape(template: Mapping[str, Any], path: str, name: str) -> None:
+    """Checks that the objects this controller labels (``spec``, ``spec.template``, its ``metadata``
+    and ``labels``) are objects when present, so labelling never replaces user data.
+    """
+    node: Mapping[str, Any] = template
+    for key in ("spec", "template", "metadata", "labels"):
+        child = node.get(key)
+        if child is None:
+            return
+        path = f"{path}.{key}"
+        if not isinstance(child, Mapping):
+            raise InvalidSpec(f"{path} ({name}) must be an object", "InvalidReplicatedJob")
+        node = child
+
+
+def _check_launcher(raw: object, entries: list[Mapping[str, Any]]) -> str:
+    """Checks ``spec.launcher``: unset, or the name of one entry. Returns it (``""`` when unset)."""
+    if raw is None:
+        return ""
+    names = sorted(str(entry["name"]) for entry in entries)
+    if not isinstance(raw, str) or raw not in names:
+        have = ", ".join(names)
+        have = have if len(have) <= 200 else have[:197] + "..."
+        raise InvalidSpec(f"spec.launcher {_shown(raw, 70)} names no replicated job (have: {have})",
+                          "UnknownLauncher")
+    return raw
+
+
+def _check_max_restarts(raw: object) -> None:
+    """Checks ``spec.maxRestarts``: unset or a non-negative integer."""
+    if raw is None:
+        return
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise InvalidSpec(f"spec.maxRestarts must be a non-negative integer, got {_shown(raw)}", "InvalidMaxRestarts")
+
+
+def check_names(job: str, entries: list[Mapping[str, Any]]) -> None:
+    """Checks every name JobSet derives from ``job`` and ``entries`` at the worst attempt,
+    ``MAX_ATTEMPT``, as JobSet's validating webhook does for one JobSet: the longest Job name
+    ``<job>-<attempt>-<replicatedJob>-<replicas-1>`` and, for jobs with pods, the longest pod name
+    ``<that>-<completions-1>-abcde`` (``completions`` defaults to 1, as the batch API defaults it)
+    must be DNS-1035 labels of at most 63 characters. The JobSet name (the ``jobset-name`` label
+    value and the headless Service's name) is a prefix of them, so it fits too.
+
+    Raises ``InvalidSpec``: ``InvalidName`` when a name has characters or a start a DNS-1035 label
+    cannot have (``my.job``, ``1job``, ``Workers_A``), whatever its length; ``NameTooLong`` when
+    only the length is over.
+    """
+    if not _DNS1035_LABEL.fullmatch(job):
+        raise InvalidSpec(f"the Job name {job!r} is not a DNS-1035 label (lowercase letters, digits and '-', "
+                          "starting with a letter): JobSet derives its Job, pod and Service names from it",
+                          "InvalidName")
+    jobset = workload_name(job, MAX_ATTEMPT)
+    for index, entry in enumerate(entries):
+        replicas = entry.get("replicas", 1)
+        if replicas == 0:
+            continue
+        rj = str(entry["name"])
+        if not re.fullmatch(r"[-a-z0-9]+", rj):
+            raise InvalidSpec(f"spec.replicatedJobs[{index}].name {rj[:70]!r} cannot be part of a DNS-1035 label "
+                              "(lowercase letters, digits and '-')", "InvalidName")
+        longest_job = f"{jobset}-{rj}-{replicas - 1}"
+        _check_length("job", longest_job)
+        completions = (entry["template"].get("spec") or {}).get("completions", 1)
+        if completions:
+            _check_length("pod", f"{longest_job}-{completions - 1}-{_POD_SUFFIX}")
+
+
+def _check_length(kind: str, name: str) -> None:
+    """``NameTooLong`` when ``name`` (a DNS-1035 label by construction) is over 63 characters."""
+    if len(name) > _MAX_NAME:
+        raise InvalidSpec(f"generated {kind} name {name!r} is {len(name)} characters, over the limit of {_MAX_NAME} "
+                          f"(names must fit attempt {MAX_ATTEMPT}, the last one; shorten the Job or replicated "
+                          "job name)", "NameTooLong")
+
+
+def _label_pod_template(replicated: dict[str, Any], *, job: str, attempt: str, is_launcher: bool) -> None:
+    """Adds this controller's labels to ``replicated``'s pod template (a copy, modified in place):
+    JOB_LABEL (or, for the launcher, LAUNCHER_LABEL instead) and ATTEMPT_LABEL; user labels stay.
+    """
+    template = replicated.setdefault("template", {})
+    job_spec = template.get("spec")
+    if job_spec is None:
+        job_spec = template["spec"] = {}
+    pod_template = job_spec.get("template")
+    if pod_template is None:
+        pod_template = job_spec["template"] = {}
+    pod_metadata = pod_template.get("metadata")
+    if pod_metadata is None:
+        pod_metadata = pod_template["metadata"] = {}
+    labels = dict(pod_metadata.get("labels") or {})
+    if is_launcher:
+        labels.pop(JOB_LABEL, None)
+        labels[LAUNCHER_LABEL] = job
+    else:
+        labels.pop(LAUNCHER_LABEL, None)
+        labels[JOB_LABEL] = job
+    labels[ATTEMPT_LABEL] = attempt
+    pod_metadata["labels"] = labels

@@ -1,0 +1,244 @@
+"""Rows 5-11: the current attempt. Run it, judge how it ended, start the next one.
+
+``resume`` (row 5) and ``restart`` (row 6) pass the drain barrier before ``next_attempt`` starts
+attempt+1; ``steady`` (rows 7-11) checks the spec (``invalid_spec``, row 7), judges a failed JobSet
+(``failed``, rows 8, 8a, 9, with ``hooks.core.failurepolicy``), keeps a completed one (row 10) and
+otherwise ``run``s the current attempt's JobSet (row 11), created only once the barrier passes and,
+for a queue-managed Job, once Kueue admitted it. An observed JobSet that is healthy is left out only
+when it failed (rows 6, 8): never because the status says otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hooks.core import conditions as cond
+from hooks.core import failurepolicy, queueing
+from hooks.core.barrier import barrier
+from hooks.core.children import as_observed
+from hooks.core.evidence import (
+    jobset_state,
+)
+from hooks.core.jobset import MAX_ATTEMPT, InvalidSpec
+from hooks.core.reads import count_pods, read_failed
+from hooks.core.rows.kueue import admitted, queued
+from hooks.core.rows.terminal import attempt_limit
+from hooks.core.spec import check_spec
+from hooks.core.wording import bounded
+from hooks.core.work import (
+    FAILED,
+    FAILED_CONDITION,
+    INVALID_SPEC,
+    PENDING,
+    RESTARTING,
+    RUNNING,
+    SUCCEEDED,
+    Context,
+    Work,
+)
+from podread.errors import PodReadError
+from podread.selector import is_active
+
+
+def resume(ctx: Context, work: Work) -> None:
+    """Row 5: unsuspended. Once the barrier passes (checked again even when already Suspended), the
+    next attempt starts: attempt+1, restarts unchanged. While holding, the phase stays as it was.
+    """
+    next_attempt(ctx, work, kind="created")
+
+
+def restart(ctx: Context, work: Work) -> None:
+    """Row 6: Restarting. Holds until the barrier passes, then starts attempt+1 as Pending."""
+    work.phase = RESTARTING
+    next_attempt(ctx, work, kind="proceeded")
+
+
+def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
+    """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step.
+
+    While the barrier holds nothing is emitted and the phase stays as the caller set it.
+    """
+    work.workload = ""
+    if work.attempt >= MAX_ATTEMPT:
+        attempt_limit(ctx, work)
+        return
+    if not barrier(ctx, work, next_attempt=True):
+        work.kind = "held"
+        work.quota = "keep"  # queue-managed: no new Workload while the last attempt drains
+        return
+    work.attempt += 1
+    work.phase = PENDING
+    steady(ctx, work, drained=True)
+    if work.kind != "invalid-spec":
+        work.kind = kind
+
+
+def steady(ctx: Context, work: Work, *, drained: bool = False) -> None:
+    """Rows 7-11 for the current attempt (also the step after a resume or a restart, which passes
+    ``drained`` because the barrier has just passed)."""
+    current = ctx.jobset(work.attempt)
+    try:
+        desired, rules = check_spec(ctx.job_object(), work.attempt)
+        queueing.check_jobsets(ctx.observed)
+        if ctx.queue:
+            queueing.check_queueing(ctx.observed, ctx.admission)
+            queueing.build_workload(ctx.observed, desired)  # TooManyPodSets
+    except queueing.PriorityUnknown:
+        pass  # not a spec error: the Job stays Queued without a Workload (workload_child)
+    except InvalidSpec as invalid:
+        invalid_spec(ctx, work, current, invalid)
+        return
+    if cond.get_condition(work.conditions, INVALID_SPEC) is not None:
+        work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, "Valid", "", ctx.now)
+    state = jobset_state(current) if current is not None else ""
+    if state == FAILED and current is not None:
+        failed(ctx, work, current, desired, rules)  # rows 8, 8a, 9
+        return
+    if state == "Completed":
+        work.phase = SUCCEEDED  # row 10
+        work.kind = "terminal"
+        work.workload = desired["metadata"]["name"]
+        work.children = [desired]
+        work.message = ""
+        count_pods(ctx, work)
+        return
+    run(ctx, work, current, desired, drained=drained)
+
+
+def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[str, Any],
+            rules: list[Mapping[str, Any]]) -> None:
+    """Rows 8, 8a and 9: the current JobSet failed. ``spec.failurePolicy.rules`` judge why
+    (``hooks.core.failurepolicy``, reading the pods that tell it only when a rule needs them; a failed
+    read holds, keeping the JobSet: ``FailJob`` is final, so it is never decided on a guess).
+    FailJob, or a counted restart with none left: Failed, the JobSet kept. Otherwise row 8, in two
+    calls, so that the decision survives a lost status write: this answer records Restarting (and
+    restarts+1 when the verdict counts) and still keeps the failed JobSet; the next call (row 6, fed
+    that status) leaves it out. Leaving it out at once would let a lost status write recreate the
+    failed attempt under the same name, uncounted. The count happens exactly once: the fed-back
+    status is Restarting.
+    """
+    work.workload = desired["metadata"]["name"]
+    work.children = [desired]
+    pods: list[Mapping[str, Any]] = []
+    if failurepolicy.needs_pods(rules):
+        try:
+            pods = ctx.reader.attempt_failure_pods(ctx.namespace, str(current["metadata"]["name"]))
+        except PodReadError as error:
+            work.kind = "held"
+            work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+            read_failed(ctx, work, error, in_barrier=False)
+            return
+    verdict = failurepolicy.judge(rules, current, pods)
+    max_restarts = ctx.observed.spec.get("maxRestarts") or 0
+    restarting = verdict.action == failurepolicy.RESTART_IGNORE or (
+        verdict.action == failurepolicy.RESTART_JOB and work.restarts < max_restarts)
+    work.last_failure = {"attempt": work.attempt, "cause": verdict.cause, "message": bounded(verdict.message),
+                         "action": verdict.action}
+    if not restarting:
+        work.phase = FAILED
+        work.kind = "terminal"
+        work.message = ""
+        reason, said = ("FailurePolicy", verdict.message) if verdict.action == failurepolicy.FAIL_JOB else (
+            "MaxRestartsReached", f"{verdict.message}; maxRestarts ({max_restarts}) used up")
+        work.conditions = cond.set_condition(work.conditions, FAILED_CONDITION, cond.TRUE, reason, bounded(said),
+                                             ctx.now)
+        count_pods(ctx, work)
+        return
+    if work.attempt >= MAX_ATTEMPT:
+        attempt_limit(ctx, work)
+        count_pods(ctx, work)
+        return
+    if verdict.counted:
+        work.restarts += 1
+    work.restarts_by_cause[verdict.cause] = work.restarts_by_cause.get(verdict.cause, 0) + 1
+    restart(ctx, work)  # holds: the failed JobSet is still observed
+    work.children = [desired]
+
+
+def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: dict[str, Any],
+         *, drained: bool) -> None:
+    """Row 11: the current attempt's JobSet; Running when a cached pod is active, else Pending.
+
+    A JobSet that is not observed is created only after the drain barrier (already passed when
+    ``drained``), so a new JobSet never overlaps pods left by one deleted outside this controller.
+    While that barrier holds, nothing is emitted and the phase stays Pending (or Running).
+    """
+    name = desired["metadata"]["name"]
+    work.workload = name
+    if ctx.queue:
+        admission = ctx.admission
+        if current is None and admission.state != queueing.ADMITTED:
+            work.workload = ""
+            queued(ctx, work, admission)
+            return
+        if admission.state == queueing.ADMITTED:
+            admitted(ctx, work, admission)
+            if current is not None:
+                desired = as_observed(current)  # made with the admission's node labels: kept as it is
+            else:
+                workload = queueing.current_workload(ctx.observed) or {}
+                try:
+                    desired = queueing.admitted_jobset(desired, workload, ctx.observed.flavors)
+                except queueing.FlavorUnknown as unknown:
+                    work.kind, work.children, work.workload, work.resync = "held", [], "", True
+                    work.phase = PENDING
+                    work.message = bounded(f"admitted, waiting before creating JobSet {name}: {unknown.message}")
+                    return
+                except InvalidSpec as invalid:
+                    invalid_spec(ctx, work, None, invalid)
+                    return
+    if current is None and not drained:
+        if not barrier(ctx, work, gate=True):
+            work.kind = "held"
+            work.children = []
+            work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+            work.message = f"{work.message} (before creating JobSet {name})"
+            return
+        drained = True
+    work.kind = "kept" if current is not None else "created"
+    work.children = [desired]
+    if drained:  # the barrier has just found no active pod and no active launcher, live: nothing runs
+        work.active_pods = 0
+        running: bool | None = False
+    else:
+        running = workload_running(ctx, work, name) if count_pods(ctx, work) else None
+    if running is None:
+        work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+        return
+    work.phase = RUNNING if running else PENDING
+    work.message = "" if running else f"waiting for the pods of JobSet {name} to start"
+
+
+def workload_running(ctx: Context, work: Work, workload: str) -> bool | None:
+    """Whether ``workload`` runs: a worker pod is active (``activePods``, from the cache) or, for an
+    MPI Job whose workers are all done, its launcher pod is (``workload_pods``, live: launchers are
+    not cached). Returns None when that read failed (the message and resync are set).
+    """
+    if work.active_pods:
+        return True
+    launcher = ctx.observed.spec.get("launcher")
+    if not (isinstance(launcher, str) and launcher):
+        return False
+    try:
+        return any(is_active(pod) for pod in ctx.reader.workload_pods(ctx.namespace, workload, launcher))
+    except PodReadError as error:
+        read_failed(ctx, work, error, in_barrier=False)
+        return None
+
+
+def invalid_spec(ctx: Context, work: Work, current: Mapping[str, Any] | None, invalid: InvalidSpec) -> None:
+    """Row 7: the spec cannot be built. Report it; keep the current JobSet when observed, create none."""
+    work.kind = "invalid-spec"
+    work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.TRUE, invalid.code,
+                                         bounded(invalid.reason), ctx.now)
+    if current is None:
+        work.phase = PENDING
+        work.workload = ""
+        work.children = []
+    else:
+        work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+        work.workload = current["metadata"]["name"]
+        work.children = [as_observed(current)]  # the spec cannot be built: keep what exists
+    count_pods(ctx, work)
+    work.message = f"waiting for a valid spec: {invalid.reason}"

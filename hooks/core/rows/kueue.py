@@ -1,0 +1,119 @@
+"""Row 2a and the queue gates of row 11: queue-managed Jobs (issue 14, docs/adr/0103).
+
+A Job labelled ``kueue.x-k8s.io/queue-name`` also owns one Workload child, and Kueue decides when
+its JobSet may run (``hooks.core.queueing`` reads what Kueue says):
+
+- no JobSet is created unless the Workload is admitted: until then the phase is ``Queued`` and
+  condition ``Admitted`` is False with Kueue's reason and message (``queued``);
+- evicted by Kueue (``Evicted=True``, or not admitted while a JobSet runs), after rows 1-2: the JobSet
+  is left out, ``Suspending`` until the drain barrier passes, then the attempt moves on by one (not
+  a restart) and the Job is ``Queued``; a fresh Workload is emitted on the next call (``evicted``);
+- the Workload is in every answer except after a passing barrier of a finalize, suspend or eviction,
+  and once a terminal Job's pods are all gone (live reads): only then is the quota released
+  (``workload_child``).
+"""
+
+from __future__ import annotations
+
+from hooks.core import conditions as cond
+from hooks.core import queueing
+from hooks.core.barrier import barrier, no_active_pods
+from hooks.core.evidence import (
+    healthy,
+)
+from hooks.core.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset
+from hooks.core.rows.terminal import attempt_limit
+from hooks.core.wording import bounded
+from hooks.core.work import ADMITTED, QUEUED, SUSPENDED, SUSPENDING, TERMINAL, Context, Work
+
+
+def is_evicted(ctx: Context, work: Work) -> bool:
+    """Whether Kueue took the admission back: the Workload is ``Evicted``, or a healthy JobSet of
+    the Job runs while the Workload is not admitted (gone, or un-admitted without an eviction)."""
+    state = ctx.admission.state
+    if state == queueing.EVICTED:
+        return True
+    running = any(healthy(js) for js in ctx.observed.jobsets)
+    return running and state != queueing.ADMITTED and ctx.observed.workloads_enabled
+
+
+def evicted(ctx: Context, work: Work) -> None:
+    """Evicted by Kueue (preempted, deactivated, its queue stopped, ...). No JobSet; the Workload is
+    kept (the quota stays held) until the drain barrier passes, then left out, the attempt moves on
+    by one (unless the Job was already ``Queued``: nothing ran since) and the Job is ``Queued``.
+    Not a failure: ``restarts`` is unchanged."""
+    admission = ctx.admission
+    work.workload = ""
+    work.quota = "keep"
+    words = f"evicted by Kueue ({admission.reason})" + (f": {admission.message}" if admission.message else "")
+    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, admission.reason,
+                                         bounded(f"LocalQueue {ctx.queue}: {words}"), ctx.now)
+    if not barrier(ctx, work, next_attempt=work.phase != QUEUED):
+        work.phase = SUSPENDING
+        work.kind = "held"
+        work.message = bounded(f"{words}; {work.message} before releasing the quota")
+        return
+    if work.phase != QUEUED:
+        if work.attempt >= MAX_ATTEMPT:
+            attempt_limit(ctx, work)
+            work.quota = "release"
+            return
+        work.attempt += 1
+    work.phase = QUEUED
+    work.kind = "proceeded"
+    work.quota = "release"
+    work.message = bounded(f"{words}; no pod is left, the quota is released and the Job queues again in "
+                            f"LocalQueue {ctx.queue}")
+
+
+def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
+    """The current attempt's JobSet would be created, but Kueue has not admitted the Workload:
+    nothing is created, the Job is ``Queued`` and ``Admitted`` says why (Kueue's reason)."""
+    work.kind = "held"
+    work.children = []
+    work.phase = QUEUED
+    reason, message = admission.reason, admission.message or "waiting for Kueue to admit the Workload"
+    if admission.state == queueing.NONE:
+        reason = "Submitted"
+        message = f"Workload {queueing.workload_name(ctx.job)} submitted, waiting for Kueue to admit it"
+    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, reason,
+                                         bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.now)
+    work.message = bounded(f"queued in LocalQueue {ctx.queue}: {message}")
+
+
+def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
+    """Sets ``Admitted`` True, naming the ClusterQueue."""
+    by = f" by ClusterQueue {admission.cluster_queue}" if admission.cluster_queue else ""
+    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.TRUE, "Admitted",
+                                         f"LocalQueue {ctx.queue}: admitted{by}", ctx.now)
+
+
+def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
+    """Adds the Workload child as ``work.quota`` says. A terminal Job's Workload is released only
+    once no pod of the Job is active (live reads); a failed read keeps it. A new Workload is
+    emitted only when nothing holds (``hold``: the status disagrees) and the spec can be built; a
+    WorkloadPriorityClass that is not known yet leaves the Job ``Queued`` without one."""
+    observed = queueing.current_workload(ctx.observed)
+    if work.phase in TERMINAL and observed is not None and work.quota == "create":
+        work.quota = "release" if no_active_pods(ctx, work) else "keep"
+    if work.quota == "release":
+        if work.phase in TERMINAL or work.phase == SUSPENDED:
+            work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, "QuotaReleased",
+                                                 "no pod is left: the Workload and its quota are released", ctx.now)
+        return
+    if observed is not None:
+        work.children.append(queueing.as_observed(observed))
+        return
+    if work.quota != "create" or hold or work.phase in TERMINAL or work.kind == "invalid-spec":
+        return
+    try:
+        jobset = build_jobset(ctx.job_object(), work.attempt)
+        work.children.append(queueing.build_workload(ctx.observed, jobset))
+    except InvalidSpec:
+        return  # reported by the row that built the JobSet
+    except queueing.PriorityUnknown as unknown:
+        if work.phase == QUEUED:
+            work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, "PriorityClassNotFound",
+                                                 bounded(unknown.message), ctx.now)
+            work.message = bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}")
+            work.resync = True

@@ -1,0 +1,40 @@
+"""Row 4 and the attempt limit: the phases nothing leaves.
+
+``final``: Succeeded and Failed are final; the current JobSet is kept if observed, never created.
+``attempt_limit``: a step that would need an attempt past ``MAX_ATTEMPT`` ends the Job Failed
+(``AttemptLimitReached``): names are validated for that attempt, so no Job is ever parked on a name
+it cannot have.
+"""
+
+from __future__ import annotations
+
+from hooks.core import conditions as cond
+from hooks.core.children import keep
+from hooks.core.jobset import MAX_ATTEMPT
+from hooks.core.reads import count_pods
+from hooks.core.work import FAILED, FAILED_CONDITION, Context, Work
+
+
+def attempt_limit(ctx: Context, work: Work) -> None:
+    """The next step would need attempt ``MAX_ATTEMPT + 1``: the Job ends Failed, with condition
+    ``Failed`` reason ``AttemptLimitReached`` (terminal: nothing is created again)."""
+    work.phase = FAILED
+    work.kind = "terminal"
+    work.message = ""
+    work.conditions = cond.set_condition(
+        work.conditions, FAILED_CONDITION, cond.TRUE, "AttemptLimitReached",
+        f"attempt {work.attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is left", ctx.now)
+
+
+def final(ctx: Context, work: Work) -> None:
+    """Row 4: Succeeded and Failed are final. Keep the current JobSet if observed; never create one."""
+    current = ctx.jobset(work.attempt)
+    work.kind = "terminal"
+    work.message = ""
+    if current is None:
+        work.workload = ""
+        work.children = []
+    else:
+        work.workload = current["metadata"]["name"]
+        work.children = [keep(ctx, current, work.attempt)]
+    count_pods(ctx, work)

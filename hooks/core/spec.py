@@ -1,0 +1,24 @@
+"""Every check of a Job's spec the sync hook makes before it acts on it, in one place.
+
+Pure. ``check_spec`` is what the decision (``hooks.core.decide``) and the CRD cross-check
+(``tests/test_manifests.py``: the hook refuses what the CRD refuses) both call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hooks.core import deadlines, failurepolicy
+from hooks.core.jobset import build_jobset
+
+
+def check_spec(job: Mapping[str, Any], attempt: int) -> tuple[dict[str, Any], list[Mapping[str, Any]]]:
+    """The JobSet of ``attempt`` of ``job`` (``hooks.core.jobset.build_jobset``) and the checked
+    failure-policy rules (``hooks.core.failurepolicy.rules_of``), after the time limits are checked
+    (``hooks.core.deadlines.check``). Raises ``InvalidSpec`` from the first check that refuses."""
+    jobset = build_jobset(job, attempt)
+    spec = job.get("spec") or {}
+    rules = failurepolicy.rules_of(spec)
+    deadlines.check(spec)
+    return jobset, rules

@@ -1,0 +1,193 @@
+"""The Flask app: routes, JSON errors, authentication, metrics and the per-call log line.
+
+``gunicorn 'hooks.server.app:create_app()'`` calls the factory once in every worker process (no preload),
+so every worker builds its own Reader and cache. The decision itself lives in ``hooks.server.handler``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
+
+import podread
+from hooks.core import queueing
+from hooks.core.observed import HOOKS
+from hooks.server import logs, metrics
+from hooks.server.auth import BearerToken
+from hooks.server.config import Settings
+from hooks.server.effects import Effects
+from hooks.server.handler import HookResult, encode, handle
+from hooks.server.writer import Writer, writer_from_environment
+from hooks.tools.record import Recorder
+
+log = logging.getLogger("nvcre.hooks.app")
+
+HOOK_ROUTES = {f"/{hook}": hook for hook in HOOKS}
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware in UTC: the production clock of decisions."""
+    return datetime.now(UTC)
+
+
+def create_app(
+    reader: podread.Reader | None = None,
+    *,
+    clock: Callable[[], datetime] | None = None,
+    settings: Settings | None = None,
+    writer: Writer | None = None,
+) -> Flask:
+    """Builds the hook server.
+
+    Defaults: ``settings`` from the environment (``Settings.from_env``), ``reader`` from
+    ``podread.from_environment()`` (with no cluster configuration it still builds, and its reads
+    fail clearly), ``clock`` the UTC wall clock, ``writer`` (the hooks' own writes: Events, TTL
+    deletes, force deletes; ``hooks.server.writer``) from the same cluster configuration. The
+    writer is wrapped in one ``hooks.server.effects.Effects`` per app (its queue and thread). Raises
+    ``ValueError`` on bad configuration, including a missing or empty ``NVCRE_HOOK_TOKEN_FILE``, so a
+    worker fails at start-up.
+
+    Routes: ``POST /sync``, ``POST /finalize``, ``POST /customize`` (the Kueue overlay's customize
+    hook: relates every WorkloadPriorityClass, the same answer for every Job), ``GET /healthz``,
+    ``GET /readyz``, ``GET /metrics``.
+    Every error is JSON ``{"error": ...}``.
+    """
+    settings = Settings.from_env() if settings is None else settings
+    logs.configure(settings.log_level)
+    token = BearerToken(settings.hook_token_file) if settings.hook_token_file else None
+    reader = podread.from_environment() if reader is None else reader
+    clock = utc_now if clock is None else clock
+    effects = Effects(writer_from_environment() if writer is None else writer)
+    recorder = Recorder.from_env()  # NVCRE_RECORD_DIR: None (off) unless set
+
+    app = Flask("hooks")
+    app.extensions["nvcre_recorder"] = recorder
+    app.extensions["nvcre_effects"] = effects
+    app.extensions["nvcre_reader"] = reader  # closed by gunicorn's worker_exit (stops the pod watch)
+    # One byte over the limit: werkzeug cuts a chunked body (no Content-Length) at exactly this many
+    # bytes without an error, so handle() sees limit + 1 bytes and answers the 413 itself.
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
+
+    def hook_view(hook: str) -> Callable[[], Response]:
+        def view() -> Response:
+            started = time.perf_counter()
+            if token is not None and not token.allows(request.headers.get("Authorization")):
+                return _refuse(hook, started)
+            try:
+                raw = request.get_data(cache=False)
+            except RequestEntityTooLarge:
+                result = _too_large(started, settings.max_body_bytes)
+                _account(hook, result, request.content_length or 0)
+                return Response(result.encoded, status=413, mimetype="application/json")
+            answer = handle if recorder is None else recorder.handle
+            result = answer(raw, hook, reader=reader, clock=clock, settings=settings, effects=effects)
+            _account(hook, result, len(raw))
+            return Response(result.encoded, status=result.status_code, mimetype="application/json")
+
+        view.__name__ = f"{hook}_hook"
+        return view
+
+    for path, hook in HOOK_ROUTES.items():
+        app.add_url_rule(path, view_func=hook_view(hook), methods=["POST"], provide_automatic_options=False)
+
+    @app.post("/customize")
+    def customize() -> Response:
+        """Metacontroller's customize hook (issue 14): which related objects each sync carries."""
+        if token is not None and not token.allows(request.headers.get("Authorization")):
+            return _json(401, {"error": "missing or wrong bearer token"})
+        return _json(200, queueing.customize_response())
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        """Alive: the process answers HTTP."""
+        return _json(200, {"status": "alive"})
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        """Ready: the app was built (configuration valid, Reader built). Deliberately independent of
+        the API server: a failed read is answered per contract, and every replica must answer."""
+        return _json(200, {"status": "ready"})
+
+    @app.get("/metrics")
+    def metrics_view() -> Response:
+        """Prometheus text of every metric of this server (all workers in multiprocess mode)."""
+        text, content_type = metrics.exposition()
+        return Response(text, status=200, content_type=content_type)
+
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _internal_error)
+    log.debug("hook app built", extra={"fields": {"auth": token is not None}})
+    return app
+
+
+def _refuse(hook: str, started: float) -> Response:
+    """The 401 for a hook request without the right bearer token; counted and logged, nothing decided."""
+    seconds = time.perf_counter() - started
+    metrics.count_auth_failure()
+    metrics.observe_request(hook, 401, seconds)
+    logs.log_hook_call(hook=hook, namespace="", job="", code=401, seconds=seconds, body_bytes=0)
+    response = _json(401, {"error": "missing or wrong bearer token"})
+    response.headers["WWW-Authenticate"] = 'Bearer realm="nvcre-hooks"'
+    return response
+
+
+def _too_large(started: float, limit: int) -> HookResult:
+    """The 413 for a body Flask refused to read (``MAX_CONTENT_LENGTH``), in the shape ``handle`` answers."""
+    size = f"{request.content_length} bytes" if request.content_length is not None else "larger"
+    message = f"request body is {size}, more than the limit of {limit}"
+    return HookResult(413, {"error": message}, None, [], time.perf_counter() - started)
+
+
+def _account(hook: str, result: HookResult, body_bytes: int) -> None:
+    """Counts, times and logs one answered hook call."""
+    metrics.observe_request(hook, result.status_code, result.seconds)
+    decision = result.decision
+    if decision is not None:
+        metrics.count_decision(decision.kind)
+        if decision.stuck_pods:
+            metrics.count_drain_stuck(decision.stuck_pods)
+    logs.log_hook_call(
+        hook=hook,
+        namespace=result.namespace,
+        job=result.job,
+        code=result.status_code,
+        seconds=result.seconds,
+        body_bytes=body_bytes,
+        reads=result.reads,
+        phase_before=decision.phase_before if decision else "",
+        phase_after=decision.phase_after if decision else "",
+        decision=decision.kind if decision else "",
+    )
+
+
+def _json(status: int, body: dict[str, object]) -> Response:
+    """A JSON response with deterministic (sorted-key) bytes."""
+    return Response(encode(body), status=status, mimetype="application/json")
+
+
+def _http_error(exc: HTTPException) -> Response:
+    """Any HTTP error Flask raises (404, 405, 413, ...) as JSON, keeping its headers (``Allow``)."""
+    if isinstance(exc, NotFound):
+        message = f"no route {request.path}"
+    elif isinstance(exc, MethodNotAllowed):
+        allowed = ", ".join(exc.valid_methods or [])
+        message = f"method {request.method} not allowed on {request.path}; allowed: {allowed}"
+    elif isinstance(exc, RequestEntityTooLarge):
+        message = "request body is too large"
+    else:
+        message = exc.description or exc.name
+    response = exc.get_response()
+    response.set_data(encode({"error": message}))
+    response.mimetype = "application/json"
+    return response
+
+
+def _internal_error(exc: Exception) -> Response:
+    """An exception outside ``handle`` (which catches its own): 500 JSON naming the type only."""
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    return _json(500, {"error": f"internal error: {type(exc).__name__}"})

@@ -1,0 +1,146 @@
+"""gunicorn configuration of the hook server:
+``gunicorn --config hooks/server/gunicorn.conf.py 'hooks.server.app:create_app()'``.
+
+Read by the gunicorn master from the repository root (or /app in the image). Command-line options
+(``--bind``, ``--workers``, ...) and ``GUNICORN_CMD_ARGS`` override what is set here.
+
+Worker model, measured (see the table below): live pod reads block on the API server for up to
+``NVCRE_API_TIMEOUT_SECONDS``, and Metacontroller calls with 5 concurrent workers, so a worker must
+keep answering other calls while one waits on I/O. ``gthread`` gives 2 processes x 4 threads = 8
+concurrent calls on 2 cores; the sync worker gives one call per process.
+
+Measured on this 2-core machine, gunicorn 27.0.1, Python 3.11, 5 concurrent keep-alive clients
+(as Metacontroller's 5 workers) posting a valid /sync for 8 s each, against the real app with a
+stub Reader without a cache (no JobSet observed). "io" adds 50 ms of blocking I/O to every read
+(as a read going to the API server); "cpu" has none (as cache hits).
+The load generator shared the 2 cores with the server and other jobs, so absolute numbers are low.
+
+    worker model            cpu: req/s   p50     p99      | io: req/s   p50     p99
+    sync, 2 workers             921-1030  5 ms    8-13 ms  |     13.4   320 ms  465 ms
+    sync, 5 workers                  887  4 ms      19 ms  |     32.5   155 ms  159 ms
+    gthread, 2 x 4 threads     1030-1360  3-4 ms  14-20 ms |     32.5   154 ms  159 ms
+    (with 200 ms reads: sync 2 gave 3.9 req/s, p50 1210 ms; gthread 2 x 4 gave 8.8 req/s, p50 604 ms)
+
+The decision for a new Job makes three reads (cache, live, cache), hence 150 ms per call in "io".
+CPU-bound, the two models are within the noise of a shared machine (sync has the tighter p99, as
+an earlier test found). With blocking reads, 2 sync workers queue Metacontroller's 5 concurrent
+calls (2-2.5x the latency, 40 % of the throughput); gthread 2 x 4 answers them all at once, like
+5 sync processes, with 2 Readers instead of 5 (each cache is shared by 4 threads, so it hits more,
+and memory stays at two processes). Hence gthread, 2 workers x 4 threads (8 >= 5 concurrent calls).
+
+Each worker builds its own Reader and cache in ``create_app()`` (``preload_app = False``): nothing
+is shared across processes. A scrape of /metrics sees every worker through prometheus-client's
+multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, a fresh temporary directory when unset).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import orjson
+from gunicorn.glogging import Logger, SafeAtoms
+
+from hooks.server.config import Settings
+from hooks.server.logs import gunicorn_logging
+
+_settings = Settings.from_env()  # a bad value stops the master here, naming the variable
+
+# --- sockets and workers ---------------------------------------------------------------------------
+bind = [f"127.0.0.1:{_settings.port}"]  # `make run` and the image pass --bind explicitly
+worker_class = "gthread"
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+threads = 4
+preload_app = False
+keepalive = 5  # seconds; Metacontroller's Go client reuses connections
+
+# Above NVCRE_API_TIMEOUT_SECONDS (under 10 s) and Metacontroller's 10 s hook timeout: a worker is
+# only killed when it is truly stuck, never while a read may still time out on its own.
+timeout = 30
+# In-flight calls finish within Metacontroller's 10 s timeout; 15 s leaves room, and with the
+# Deployment's 5 s preStop still fits the default 30 s termination grace period.
+graceful_timeout = 15
+
+# The control socket (gunicornc) would be created under $HOME, which the image's read-only root
+# filesystem does not allow and parallel test servers would share.
+control_socket_disable = True
+
+# --- logs: JSON lines on stderr ----------------------------------------------------------------------
+loglevel = _settings.log_level.lower()
+logconfig_dict = gunicorn_logging(_settings.log_level)
+access_log_format = (
+    '{"time": "%(t)s", "level": "INFO", "logger": "gunicorn.access", "pid": "%(p)s", '
+    '"remote": "%(h)s", "method": "%(m)s", "path": "%(U)s", "status": %(s)s, "bytes": "%(b)s", '
+    '"duration_ms": %(M)s, "user_agent": "%(a)s"}'
+)
+
+
+class JsonSafeAtoms(SafeAtoms):
+    """gunicorn's access-log atoms with every string JSON-escaped, so ``access_log_format`` stays
+    valid JSON whatever a path or user agent holds (quotes, backslashes, control characters)."""
+
+    def __init__(self, atoms: dict[str, Any]) -> None:
+        dict.__init__(self)
+        for key, value in atoms.items():
+            self[key] = orjson.dumps(value).decode()[1:-1] if isinstance(value, str) else value
+
+
+class JsonAccessLogger(Logger):
+    """gunicorn's logger, with JSON-escaped access-log atoms."""
+
+    atoms_wrapper_class = JsonSafeAtoms
+
+
+logger_class = JsonAccessLogger
+
+# --- metrics across worker processes ---------------------------------------------------------------
+_METRIC_FILES = ("counter_*.db", "gauge_*.db", "histogram_*.db", "summary_*.db")
+_owned_metrics_dir: str | None = None
+
+
+def on_starting(server: Any) -> None:
+    """In the master, before any worker starts: prepares prometheus-client's multiprocess directory.
+
+    With ``PROMETHEUS_MULTIPROC_DIR`` set, removes metric files a previous run left there (only
+    prometheus-client's own ``*.db`` files: the directory may be a shared /tmp). Without it and with
+    more than one worker, creates a temporary directory (removed on exit) and exports it, so the
+    workers, which import prometheus_client after the fork, write their values there.
+    """
+    global _owned_metrics_dir
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        for pattern in _METRIC_FILES:
+            for path in glob.glob(os.path.join(directory, pattern)):
+                os.remove(path)
+    elif server.cfg.workers > 1:
+        _owned_metrics_dir = tempfile.mkdtemp(prefix="nvcre-hooks-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = _owned_metrics_dir
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        server.log.info("prometheus multiprocess metrics in %s", os.environ["PROMETHEUS_MULTIPROC_DIR"])
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    """In the worker, as it exits: stops its Reader's pod watch (``Reader.close``), so the watch
+    request is shut rather than cut by the process' end."""
+    app = getattr(worker, "wsgi", None)
+    reader = getattr(app, "extensions", {}).get("nvcre_reader") if app is not None else None
+    if reader is not None and hasattr(reader, "close"):
+        reader.close()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """In the master, after a worker exited: tells prometheus-client that its process is dead."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server: Any) -> None:
+    """In the master, on shutdown: removes the metrics directory it created itself, if any."""
+    if _owned_metrics_dir:
+        shutil.rmtree(_owned_metrics_dir, ignore_errors=True)

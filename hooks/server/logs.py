@@ -1,0 +1,126 @@
+"""JSON logs: one JSON object per line, for the server's own logs and gunicorn's.
+
+- ``JsonFormatter`` renders any ``logging`` record as JSON; structured fields travel in
+  ``extra={"fields": {...}}``.
+- ``log_hook_call`` writes the one line per hook call: names, phases, decision, reads, code, time.
+  Request content is never echoed beyond names and sizes.
+- ``configure`` sets up logging for a process that has none (the CLI, ``flask run``);
+  ``gunicorn_logging`` is the ``logconfig_dict`` of ``hooks/server/gunicorn.conf.py``, which also makes
+  gunicorn's access log JSON.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+log = logging.getLogger("nvcre.hooks")
+
+_RESERVED = ("time", "level", "logger", "message", "pid")
+
+
+class JsonFormatter(logging.Formatter):
+    """Formats a record as one JSON line: time (UTC, ms), level, logger, pid, message, the record's
+    ``fields`` mapping when present, and ``exception`` (the traceback) when the record has one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The JSON line for ``record``; fields that would shadow the fixed keys are prefixed ``field_``."""
+        doc: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "pid": record.process,
+            "message": record.getMessage(),
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, Mapping):
+            for key, value in fields.items():
+                doc[f"field_{key}" if key in _RESERVED else str(key)] = value
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return orjson.dumps(doc, default=str).decode()
+
+
+def configure(level: str) -> None:
+    """Sends logs to stderr as JSON at ``level``, unless the process already configured logging.
+
+    gunicorn (through ``gunicorn_logging``) and pytest install their own root handlers first; they
+    are left alone, so calling this from the app factory never duplicates lines.
+    """
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+def gunicorn_logging(level: str) -> dict[str, Any]:
+    """gunicorn's ``logconfig_dict``: every logger as JSON on stderr at ``level``; the access log
+    (already JSON, from gunicorn's ``access_log_format``) passed through as is."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {
+            "json": {"()": "hooks.server.logs.JsonFormatter"},
+            "raw": {"format": "%(message)s"},
+        },
+        "handlers": {
+            "json": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"},
+            "access": {"class": "logging.StreamHandler", "formatter": "raw", "stream": "ext://sys.stderr"},
+        },
+        "root": {"level": level, "handlers": ["json"]},
+        "loggers": {
+            "gunicorn.error": {"level": level, "handlers": ["json"], "propagate": False},
+            "gunicorn.access": {"level": level, "handlers": ["access"], "propagate": False},
+        },
+    }
+
+
+def read_counts(reads: Iterable[Any]) -> dict[str, int]:
+    """How many reads went to each source, e.g. ``{"cache": 1, "live": 1}``, from ReadRecords."""
+    return dict(sorted(Counter(record.source for record in reads).items()))
+
+
+def log_hook_call(
+    *,
+    hook: str,
+    namespace: str,
+    job: str,
+    code: int,
+    seconds: float,
+    body_bytes: int,
+    reads: Iterable[Any] = (),
+    phase_before: str = "",
+    phase_after: str = "",
+    decision: str = "",
+) -> None:
+    """Writes the one structured line of a hook call.
+
+    Level INFO for a 200, WARNING for a 4xx, ERROR for a 5xx. Carries names, sizes, phases, the
+    decision kind, the reads by source and how many of them failed; never request content.
+    """
+    reads = list(reads)
+    fields = {
+        "hook": hook,
+        "namespace": namespace,
+        "job": job,
+        "phase_before": phase_before,
+        "phase_after": phase_after,
+        "decision": decision,
+        "reads": read_counts(reads),
+        "read_errors": sum(1 for record in reads if record.outcome != "ok"),
+        "code": code,
+        "duration_ms": round(seconds * 1000, 3),
+        "request_bytes": body_bytes,
+    }
+    level = logging.INFO if code < 400 else logging.WARNING if code < 500 else logging.ERROR
+    target = f" {namespace}/{job}" if job else ""
+    log.log(level, "%s%s -> %d", hook, target, code, extra={"fields": fields})

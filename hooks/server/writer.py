@@ -1,0 +1,182 @@
+"""The hooks' own writes to the API server (issue 15): Events, a Job's TTL deletion, a stuck pod's
+force delete. Everything else is still written by Metacontroller.
+
+``ApiWriter`` uses the official kubernetes client, one bounded request per write, no retries (the
+next hook call asks again). ``MemoryWriter`` keeps the writes in memory (replay, recorded payloads,
+tests). Each method returns the outcome in one word or raises ``WriteError``; callers
+(``hooks.server.effects``) log and count it and never let it change an answer. RBAC: ``manifests/rbac.yaml``
+grants exactly these: ``create`` on ``events.k8s.io`` events, ``delete`` on ``nvcre.nvidia.com``
+jobs, ``delete`` on pods.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from hooks.core.actions import DeleteJob, ForceDeletePod
+from podread.environment import load_api_client
+
+log = logging.getLogger("nvcre.hooks.writer")
+
+GROUP, VERSION, PLURAL = "nvcre.nvidia.com", "v1alpha1", "jobs"
+DEFAULT_TIMEOUT_SECONDS = 2.0
+
+
+class WriteError(Exception):
+    """A write failed: ``code`` is its class (``http-403``, ``unreachable``, ``no-client``)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Writer(Protocol):
+    """What ``hooks.server.effects`` writes through."""
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> str: ...
+
+    def delete_job(self, action: DeleteJob) -> str: ...
+
+    def force_delete_pod(self, action: ForceDeletePod) -> str: ...
+
+
+class ApiWriter:
+    """Writes through the kubernetes client, each request bounded by ``timeout_seconds``.
+
+    ``create_event``: ``POST /apis/events.k8s.io/v1/namespaces/<ns>/events``; ``"created"``, or
+    ``"exists"`` on 409 (the same transition, already written by this or another process).
+    ``delete_job``: ``DELETE`` the NVCRE Job with a UID precondition and background propagation;
+    ``"deleted"``, or ``"gone"`` on 404/409 (already deleted, or another Job of that name now).
+    ``force_delete_pod``: ``DELETE`` the pod with ``gracePeriodSeconds: 0`` and a UID precondition;
+    ``"deleted"`` or ``"gone"``.
+    """
+
+    def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        self._api_client = api_client
+        self._custom = k8s.CustomObjectsApi(api_client)
+        self._core = k8s.CoreV1Api(api_client)
+        self._timeout = (timeout_seconds, timeout_seconds)
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
+        """Sends ``body`` as it is. Not through ``EventsV1Api.create_namespaced_event``: that method
+        turns the dict into its model first, and the model writes ``eventTime`` back with
+        ``isoformat()``, which drops the fraction when it is zero (``...T00:00:00+00:00``), a
+        MicroTime the API server refuses (found on the real server, tests/cluster/test_api.py)."""
+        what = f"create event {body.get('metadata', {}).get('name')}"
+        client = self._api_client
+        try:
+            request = client.param_serialize(
+                "POST", "/apis/events.k8s.io/v1/namespaces/{namespace}/events", path_params={"namespace": namespace},
+                header_params={"Content-Type": "application/json", "Accept": "application/json"}, body=dict(body),
+                auth_settings=["BearerToken"])
+            response = client.call_api(*request, _request_timeout=self._timeout)
+            response.read()
+        except ApiException as exc:
+            raise _http(what, exc) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise WriteError(f"{what}: {exc}", "unreachable") from exc
+        if response.status == 409:
+            return "exists"
+        if not 200 <= response.status <= 299:
+            raise WriteError(f"{what}: the API server answered {response.status} {response.data[:300]!r}",
+                             f"http-{response.status}")
+        return "created"
+
+    def delete_job(self, action: DeleteJob) -> str:
+        options = {"propagationPolicy": "Background", "preconditions": {"uid": action.uid}} if action.uid else \
+            {"propagationPolicy": "Background"}
+        try:
+            self._custom.delete_namespaced_custom_object(GROUP, VERSION, action.namespace, PLURAL, action.name,
+                                                         body=options, _preload_content=False,
+                                                         _request_timeout=self._timeout)
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                return "gone"
+            raise _http(f"delete job {action.namespace}/{action.name}", exc) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise WriteError(f"delete job {action.namespace}/{action.name}: {exc}", "unreachable") from exc
+        return "deleted"
+
+    def force_delete_pod(self, action: ForceDeletePod) -> str:
+        options: dict[str, Any] = {"gracePeriodSeconds": 0}
+        if action.uid:
+            options["preconditions"] = {"uid": action.uid}
+        try:
+            self._core.delete_namespaced_pod(action.name, action.namespace, body=options, _preload_content=False,
+                                             _request_timeout=self._timeout)
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                return "gone"
+            raise _http(f"force delete pod {action.namespace}/{action.name}", exc) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise WriteError(f"force delete pod {action.namespace}/{action.name}: {exc}", "unreachable") from exc
+        return "deleted"
+
+
+class NullWriter:
+    """The writer of a server without cluster configuration: every write fails, saying why."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
+        raise WriteError(f"no cluster configuration ({self.reason})", "no-client")
+
+    def delete_job(self, action: DeleteJob) -> str:
+        raise WriteError(f"no cluster configuration ({self.reason})", "no-client")
+
+    def force_delete_pod(self, action: ForceDeletePod) -> str:
+        raise WriteError(f"no cluster configuration ({self.reason})", "no-client")
+
+
+class MemoryWriter:
+    """Keeps every write in ``writes`` (``(kind, detail)``), as the API server would take it:
+    an Event name written twice is ``"exists"`` the second time."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, dict[str, Any]]] = []
+        self._names: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
+        key = (namespace, str(body["metadata"]["name"]))
+        with self._lock:
+            if key in self._names:
+                return "exists"
+            self._names.add(key)
+            self.writes.append(("event", dict(body)))
+        return "created"
+
+    def delete_job(self, action: DeleteJob) -> str:
+        with self._lock:
+            self.writes.append(("delete-job", {"namespace": action.namespace, "name": action.name,
+                                               "uid": action.uid}))
+        return "deleted"
+
+    def force_delete_pod(self, action: ForceDeletePod) -> str:
+        with self._lock:
+            self.writes.append(("force-delete-pod", {"namespace": action.namespace, "name": action.name,
+                                                     "uid": action.uid, "node": action.node}))
+        return "deleted"
+
+
+def writer_from_environment(env: Mapping[str, str] | None = None) -> Writer:
+    """The production writer: ``ApiWriter`` over the same cluster configuration podread loads
+    (kubeconfig, then in-cluster), or a ``NullWriter`` saying why there is none."""
+    api_client, where = load_api_client(os.environ if env is None else env)
+    if api_client is None:
+        log.warning("no cluster configuration (%s): Events and the hooks' own deletes will fail", where)
+        return NullWriter(where)
+    return ApiWriter(api_client)
+
+
+def _http(what: str, exc: ApiException) -> WriteError:
+    return WriteError(f"{what}: the API server answered {exc.status} {exc.reason}", f"http-{exc.status}")
