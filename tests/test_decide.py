@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from hooks.core import specpin
 from hooks.core.decide import Decision, decide
 from hooks.core.evidence import current_attempt
 from hooks.core.observed import parse_request
@@ -49,7 +50,7 @@ def test_new_job_creates_attempt_zero_pending(keying: str) -> None:
     assert status(d) == {"phase": "Pending", "attempt": 0, "restarts": 0, "workload": "train-0",
                          "activePods": 0, "conditions": [],
                          "message": "waiting for the pods of JobSet train-0 to start",
-                         "startTime": "2026-01-01T00:00:00Z"}
+                         "startTime": "2026-01-01T00:00:00Z", "replicatedJobsDigest": specpin.digest(job_spec())}
     assert "resyncAfterSeconds" not in d.response and "finalized" not in d.response
 
 

@@ -40,6 +40,7 @@ CORE = "hooks.core"
 CORE_MAY_IMPORT = frozenset({
     "__future__", "collections", "dataclasses", "datetime", "enum", "functools", "itertools", "math", "re",
     "types", "typing",
+    "hashlib",  # digests of bytes in memory (hooks.core.specpin)
     "orjson",  # JSON to and from bytes, in memory
 })
 """The only modules outside the project the core (and the project modules it reaches) may import."""

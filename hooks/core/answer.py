@@ -1,8 +1,8 @@
 """The answer's body, assembled from the rows' ``Work``: the status, the children, the resync.
 
 Pure. The status fields always present, the optional ones (``restartsByCause``, ``lastFailure``,
-``startTime``, ``completionTime``) only when set; ``resyncAfterSeconds`` the sooner of "waiting"
-and a limit's wake-up; ``finalized`` only for the finalize hook.
+``startTime``, ``completionTime``, ``replicatedJobsDigest``) only when set; ``resyncAfterSeconds``
+the sooner of "waiting" and a limit's wake-up; ``finalized`` only for the finalize hook.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ def assemble(observed: Observed, work: Work, resync_seconds: float) -> Decision:
         "message": bounded(work.message),
     }
     for key, value in (("restartsByCause", work.restarts_by_cause), ("lastFailure", work.last_failure),
-                       ("startTime", work.start_time), ("completionTime", work.completion_time)):
+                       ("startTime", work.start_time), ("completionTime", work.completion_time),
+                       ("replicatedJobsDigest", work.replicated_jobs_digest)):
         if value:
             status[key] = dict(sorted(value.items())) if isinstance(value, dict) else value
     response: dict[str, Any] = {"status": status, "children": work.children}

@@ -15,7 +15,8 @@ module of ``hooks.core.rows`` named in the last column:
     4    phase Succeeded/Failed                final: keep the current JobSet, never create one      terminal
     5    phase Suspended/Suspending            barrier, then attempt+1 (a resume), Pending           current
     6    phase Restarting                      barrier, then attempt+1, Pending                      current
-    7    spec cannot be built                  InvalidSpec; keep the current JobSet, create nothing  current
+    7    spec cannot be built, or              InvalidSpec; keep the current JobSet, create nothing  current
+         spec.replicatedJobs changed since the Job was first seen (hooks.core.specpin)
     8    current JobSet Failed, restarts left  Restarting, restarts+1, the JobSet kept this answer;  current
                                                then as row 6
     8a   a failure-policy rule matches         FailJob: keep it, Failed (FailurePolicy);             current
@@ -29,8 +30,9 @@ module of ``hooks.core.rows`` named in the last column:
 
 After the rows, for every answer: ``StatusMismatch`` turns False once the disagreement is gone;
 ``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
-(``rows.deadline.times``); a queue-managed Job's Workload child is added or released
-(``rows.kueue.workload_child``); the answer is assembled (``hooks.core.answer``).
+(``rows.deadline.times``); ``replicatedJobsDigest`` is pinned with the first JobSet answered
+(``hooks.core.specpin``; row 7 refuses a spec that no longer has it); a queue-managed Job's
+Workload child is added or released (``rows.kueue.workload_child``); the answer is assembled (``hooks.core.answer``).
 
 A step that would need an attempt past ``MAX_ATTEMPT`` (rows 2a, 5, 6, 8) ends the Job Failed
 instead (``rows.terminal.attempt_limit``). Terminal comes after suspend only for Jobs that are not
@@ -45,6 +47,7 @@ from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
+from hooks.core import specpin
 from hooks.core.answer import assemble
 from hooks.core.evidence import current_attempt, status_mismatch
 from hooks.core.observed import Observed
@@ -84,7 +87,8 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     work = Work(phase=phase, attempt=attempt, restarts=prior.restarts, workload=prior.workload,
                 active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions),
                 restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
-                start_time=prior.start_time, completion_time=prior.completion_time)
+                start_time=prior.start_time, completion_time=prior.completion_time,
+                replicated_jobs_digest=prior.replicated_jobs_digest)
     disagreement = None if observed.finalizing else status_mismatch(observed, attempt, phase)
     if observed.finalizing:
         teardown.finalize(ctx, work)                                      # row 1
@@ -107,6 +111,8 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     if disagreement is None and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
     deadline.times(ctx, work)  # before the Workload joins the children: it stamps the JobSet's start
+    work.replicated_jobs_digest = specpin.pinned(observed.spec, work.replicated_jobs_digest,
+                                                 answers_jobset=any(c.get("kind") == "JobSet" for c in work.children))
     if ctx.queue:
         kueue.workload_child(ctx, work, hold=disagreement is not None)
     return assemble(observed, work, resync_seconds)

@@ -57,6 +57,7 @@ class PriorStatus:
     last_failure: Mapping[str, Any] = field(default_factory=dict)
     start_time: str = ""
     completion_time: str = ""
+    replicated_jobs_digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,7 @@ def _parse_status(raw: object) -> PriorStatus:
         last_failure=dict(_object(status.get("lastFailure"), "parent.status.lastFailure")),
         start_time=_time(status.get("startTime"), "parent.status.startTime"),
         completion_time=_time(status.get("completionTime"), "parent.status.completionTime"),
+        replicated_jobs_digest=_string(status.get("replicatedJobsDigest"), "parent.status.replicatedJobsDigest"),
     )
 
 

@@ -71,6 +71,8 @@ class Work:
     last_failure: dict[str, Any] = field(default_factory=dict)
     start_time: str = ""
     completion_time: str = ""
+    replicated_jobs_digest: str = ""
+    """``status.replicatedJobsDigest``: the workload the Job was created with (``hooks.core.specpin``)."""
     wake: float | None = None
     actions: list[Action] = field(default_factory=list)
     stuck_pods: int = 0

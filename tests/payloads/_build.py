@@ -605,6 +605,24 @@ def _() -> dict[str, Any]:
                 "InvalidSpec QueueingUnavailable, nothing created", keying="v2", labels=QUEUE)
 
 
+@scenario("v2-invalid-spec-replicated-jobs-changed")
+def _() -> dict[str, Any]:
+    return case("issue 11 (found on the real server): spec.replicatedJobs is not what the status pinned "
+                "(an edit the CRD's self == oldSelf let through): InvalidSpec ReplicatedJobsChanged, the running "
+                "JobSet kept as observed, nothing new, the pin kept", keying="v2",
+                status={**running_status(), "replicatedJobsDigest": "sha256:" + "0" * 32},
+                jobsets=((0, ""),), cache=workers(0))
+
+
+@scenario("v1-restart-after-replicated-jobs-changed-holds")
+def _() -> dict[str, Any]:
+    return case("issue 11: Restarting and drained, but spec.replicatedJobs changed since the Job was created: "
+                "the next attempt is not built from the edited spec (InvalidSpec ReplicatedJobsChanged, Pending "
+                "with no JobSet)",
+                status={**running_status(phase="Restarting", restarts=1, active=0),
+                        "replicatedJobsDigest": "sha256:" + "0" * 32})
+
+
 @scenario("v2-invalid-spec-jobset-managed-elsewhere")
 def _() -> dict[str, Any]:
     built = case("issue 14: an observed JobSet whose spec.managedBy was set by another controller: InvalidSpec "

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hooks.core import conditions as cond
-from hooks.core import failurepolicy, queueing
+from hooks.core import failurepolicy, queueing, specpin
 from hooks.core.barrier import barrier
 from hooks.core.children import as_observed
 from hooks.core.evidence import (
@@ -79,6 +79,7 @@ def steady(ctx: Context, work: Work, *, drained: bool = False) -> None:
     ``drained`` because the barrier has just passed)."""
     current = ctx.jobset(work.attempt)
     try:
+        specpin.check(ctx.observed.spec, work.replicated_jobs_digest)
         desired, rules = check_spec(ctx.job_object(), work.attempt)
         queueing.check_jobsets(ctx.observed)
         if ctx.queue:
