@@ -165,3 +165,42 @@ def test_etcd_outage_during_a_drain_holds(world: ClusterWorld) -> None:
     world.kubelet.release()
     world.run_until(lambda: world.gone("etcdout"), "the lifecycle completes after etcd is back", timeout=120)
     world.assert_safe()
+
+
+def test_a_template_edit_the_crd_lets_through_never_reaches_an_attempt(world: ClusterWorld) -> None:
+    """``backoffLimit`` replaced by ``activeDeadlineSeconds`` in a running Job's template: the real server accepts it
+    (test_api: the CRD's immutability rule cannot tell), the hooks refuse it
+    (``ReplicatedJobsChanged``): the running attempt is kept, a failure starts no attempt from the
+    edited spec, and once the spec is restored the restart goes on."""
+    world.create_job("edited", max_restarts=1)
+    world.run_until_pods_run("edited", 2)
+
+    def job_template(job: dict) -> dict:
+        return job["spec"]["replicatedJobs"][0]["template"]["spec"]
+
+    def replace(job: dict) -> None:
+        world.backend.custom.replace_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", world.namespace,
+                                                              "jobs", "edited", job)
+
+    job = world.job("edited")
+    assert job is not None
+    original = dict(job_template(job))
+    job_template(job)["activeDeadlineSeconds"] = 600
+    del job_template(job)["backoffLimit"]
+    replace(job)  # accepted
+    world.run_until(lambda: world.condition("edited", "InvalidSpec").get("reason") == "ReplicatedJobsChanged",
+                    "the edit refused by the hooks")
+    assert world.jobsets("edited") == ["edited-0"] and world.phase("edited") == "Running"
+    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=edited", phase="Failed", exit_code=1, limit=1)
+    world.run_for(4)
+    assert world.jobsets("edited") == ["edited-0"], "no attempt built from the edited spec"
+    assert world.status("edited")["restarts"] == 0
+    job = world.job("edited")
+    assert job is not None
+    job["spec"]["replicatedJobs"][0]["template"]["spec"] = original
+    replace(job)  # the same kind of edit, back
+    world.run_until(lambda: world.jobsets("edited") == ["edited-1"], "the restart goes on from the restored spec",
+                    timeout=90)
+    assert world.condition("edited", "InvalidSpec")["status"] == "False"
+    assert world.status("edited")["restarts"] == 1
+    world.assert_safe()
