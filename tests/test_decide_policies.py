@@ -12,6 +12,7 @@ from hooks.core.actions import DeleteJob, ForceDeletePod
 from hooks.core.decide import Decision, decide
 from hooks.core.observed import parse_request
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
+from tests.test_decide import condition, names, status
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 KEYINGS = ("v1", "v2")
@@ -35,16 +36,6 @@ def fed_back(body: dict[str, Any], decision: Decision) -> dict[str, Any]:
     return again
 
 
-def status(d: Decision) -> dict[str, Any]:
-    return d.response["status"]
-
-
-def condition(d: Decision, type_: str) -> dict[str, Any] | None:
-    return next((c for c in status(d)["conditions"] if c["type"] == type_), None)
-
-
-def names(d: Decision) -> list[str]:
-    return [c["metadata"]["name"] for c in d.response["children"]]
 
 
 def spec_with(max_restarts: int = 0, **extra: Any) -> dict[str, Any]:

@@ -117,6 +117,12 @@ def live_view_clear(observed: Observed, reader_args: dict[str, Any], attempt: in
     """Whether the API server (the fake's live view) shows the teardown as complete."""
     if observed.jobsets or reader_args["fail"] & {"live", "active_job_pods"}:
         return False
+    return no_live_pod_of_the_job(reader_args)
+
+
+def no_live_pod_of_the_job(reader_args: dict[str, Any]) -> bool:
+    """Whether the fake's live view holds no active pod of the Job by any identity it carries (job
+    label, launcher label, JobSet's name label for ``<job>-<n>``)."""
     live = reader_args["live_pods"] if reader_args["live_pods"] is not None else reader_args["pods"]
     for pod in live:
         labels = pod["metadata"]["labels"]

@@ -10,9 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hooks.core.decide import decide
-from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, is_active
 from tests.fake_reader import FakeReader, workload_child
-from tests.test_decide_properties import JOB, LATER, NOW, fast, observe, scenarios
+from tests.test_decide_properties import JOB, LATER, NOW, fast, no_live_pod_of_the_job, observe, scenarios
 
 STATES = ["", "pending", "admitted", "evicted"]
 
@@ -36,14 +35,7 @@ def live_pods_clear(reader_args: dict[str, Any]) -> bool:
     and the live reads work."""
     if reader_args["fail"] & {"live", "active_job_pods", "active_launcher_pods", "active_attempt_pods"}:
         return False
-    live = reader_args["live_pods"] if reader_args["live_pods"] is not None else reader_args["pods"]
-    for pod in live:
-        labels = pod["metadata"]["labels"]
-        workload = labels.get(JOBSET_NAME_LABEL, "")
-        mine = workload.startswith(f"{JOB}-") and workload[len(JOB) + 1:].isdigit()
-        if is_active(pod) and (JOB in (labels.get(JOB_LABEL), labels.get(LAUNCHER_LABEL)) or mine):
-            return False
-    return True
+    return no_live_pod_of_the_job(reader_args)
 
 
 @fast

@@ -51,6 +51,24 @@ class ControlPlaneError(RuntimeError):
     """A component did not build, start or become ready; the message names the logs folder."""
 
 
+def cached_build(script: Path, *, override_env: str, no_build_env: str, build: bool,
+                 error: type[RuntimeError]) -> Path:
+    """The folder a build script (tests/cluster/*/build.sh) leaves its output in: ``$override_env``
+    when set, else the last line the script prints (it builds once, then only prints the cached
+    folder). With ``build=False`` the script is told (``$no_build_env``) to fail on a cache miss
+    instead. A failed script raises ``error`` with the end of its stderr."""
+    override = os.environ.get(override_env)
+    if override:
+        return Path(override)
+    env = dict(os.environ)
+    if not build:
+        env[no_build_env] = "1"
+    result = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    if result.returncode != 0:
+        raise error(f"{script} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
 def binaries_dir(*, build: bool = True) -> Path:
     """The folder holding etcd, kube-apiserver and kube-controller-manager.
 
@@ -58,17 +76,8 @@ def binaries_dir(*, build: bool = True) -> Path:
     which builds once and then only prints the cached folder. With ``build=False`` a cache miss
     raises instead of building. Raises ``ControlPlaneError`` when the binaries cannot be had.
     """
-    override = os.environ.get("NVCRE_CONTROL_PLANE_BIN")
-    if override:
-        folder = Path(override)
-    else:
-        env = dict(os.environ)
-        if not build:
-            env["NVCRE_CONTROL_PLANE_NO_BUILD"] = "1"
-        result = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env, check=False)
-        if result.returncode != 0:
-            raise ControlPlaneError(f"{BUILD_SCRIPT} failed ({result.returncode}):\n{result.stderr[-4000:]}")
-        folder = Path(result.stdout.strip().splitlines()[-1])
+    folder = cached_build(BUILD_SCRIPT, override_env="NVCRE_CONTROL_PLANE_BIN",
+                          no_build_env="NVCRE_CONTROL_PLANE_NO_BUILD", build=build, error=ControlPlaneError)
     missing = [name for name in ("etcd", "kube-apiserver", "kube-controller-manager")
                if not os.access(folder / name, os.X_OK)]
     if missing:

@@ -39,7 +39,7 @@ import kubernetes
 import yaml
 from kubernetes.client import ApiException
 
-from tests.cluster.controlplane import REPO, ControlPlane, _Process
+from tests.cluster.controlplane import REPO, ControlPlane, _Process, cached_build
 from tests.cluster.kube import Applier, load_documents
 from tests.e2e.server import free_port
 
@@ -61,17 +61,8 @@ def kueue_dir(*, build: bool = True) -> Path:
     """The folder with the ``kueue`` binary, ``crd/`` and ``webhook.yaml``: ``NVCRE_KUEUE_BIN`` when
     set, else what build.sh prints (it builds once, then only prints). With ``build=False`` a cache
     miss raises instead of building. Raises ``KueueError`` when it cannot be had."""
-    override = os.environ.get("NVCRE_KUEUE_BIN")
-    if override:
-        folder = Path(override)
-    else:
-        env = dict(os.environ)
-        if not build:
-            env["NVCRE_KUEUE_NO_BUILD"] = "1"
-        result = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env, check=False)
-        if result.returncode != 0:
-            raise KueueError(f"{BUILD_SCRIPT} failed ({result.returncode}):\n{result.stderr[-4000:]}")
-        folder = Path(result.stdout.strip().splitlines()[-1])
+    folder = cached_build(BUILD_SCRIPT, override_env="NVCRE_KUEUE_BIN", no_build_env="NVCRE_KUEUE_NO_BUILD",
+                          build=build, error=KueueError)
     if not (os.access(folder / "kueue", os.X_OK) and (folder / "crd").is_dir() and (folder / "webhook.yaml").is_file()):
         raise KueueError(f"{folder} lacks kueue, crd/ or webhook.yaml")
     return folder
