@@ -30,14 +30,23 @@ from podread.errors import PodReadError
 from podread.selector import pod_key
 
 
+def active_pods_live(ctx: Context, attempt: int) -> list[Mapping[str, Any]]:
+    """Every active pod that may belong to the Job, by any identity it carries, confirmed live:
+    ``active_job_pods`` (JOB_LABEL, cache then live), ``active_launcher_pods`` (LAUNCHER_LABEL) and
+    ``active_attempt_pods`` (JobSet's ``jobset-name`` label for ``<job>-0`` up to one past the
+    highest attempt ``attempt`` and the evidence name). Raises ``PodReadError`` from any read."""
+    found = list(ctx.reader.active_job_pods(ctx.namespace, ctx.job))
+    found += ctx.reader.active_launcher_pods(ctx.namespace, ctx.job)
+    found += ctx.reader.active_attempt_pods(ctx.namespace, ctx.job, last_attempt(ctx, attempt, found) + 1)
+    return found
+
+
 def no_active_pods(ctx: Context, work: Work) -> bool:
     """Whether no pod of the Job is active by any identity (the barrier's three reads, live), for a
     terminal Job that keeps its JobSet. A failed read, or an active pod, keeps the quota: the
     message says so and resync is set."""
     try:
-        found = list(ctx.reader.active_job_pods(ctx.namespace, ctx.job))
-        found += ctx.reader.active_launcher_pods(ctx.namespace, ctx.job)
-        found += ctx.reader.active_attempt_pods(ctx.namespace, ctx.job, last_attempt(ctx, work.attempt, found) + 1)
+        found = active_pods_live(ctx, work.attempt)
     except PodReadError as error:
         work.message = f"keeping the quota until a pod read succeeds: {error.cause}"
         work.resync = True
@@ -64,10 +73,7 @@ def barrier(ctx: Context, work: Work, *, gate: bool = False, next_attempt: bool 
     a pass adds no ``Drained`` condition where there was none, so a new Job's status stays minimal.
     """
     try:
-        found = list(ctx.reader.active_job_pods(ctx.namespace, ctx.job))
-        found += ctx.reader.active_launcher_pods(ctx.namespace, ctx.job)
-        last = last_attempt(ctx, work.attempt + (1 if next_attempt else 0), found) + 1
-        found += ctx.reader.active_attempt_pods(ctx.namespace, ctx.job, last)
+        found = active_pods_live(ctx, work.attempt + (1 if next_attempt else 0))
     except PodReadError as error:
         read_failed(ctx, work, error, in_barrier=True)
         return False

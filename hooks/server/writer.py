@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import urllib3
@@ -91,34 +91,21 @@ class ApiWriter:
         return "created"
 
     def delete_job(self, action: DeleteJob) -> str:
-        options = {"propagationPolicy": "Background", "preconditions": {"uid": action.uid}} if action.uid else \
-            {"propagationPolicy": "Background"}
-        try:
+        options: dict[str, Any] = {"propagationPolicy": "Background"}
+        if action.uid:
+            options["preconditions"] = {"uid": action.uid}
+        return _delete(f"delete job {action.namespace}/{action.name}", lambda: (
             self._custom.delete_namespaced_custom_object(GROUP, VERSION, action.namespace, PLURAL, action.name,
                                                          body=options, _preload_content=False,
-                                                         _request_timeout=self._timeout)
-        except ApiException as exc:
-            if exc.status in (404, 409):
-                return "gone"
-            raise _http(f"delete job {action.namespace}/{action.name}", exc) from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise WriteError(f"delete job {action.namespace}/{action.name}: {exc}", "unreachable") from exc
-        return "deleted"
+                                                         _request_timeout=self._timeout)))
 
     def force_delete_pod(self, action: ForceDeletePod) -> str:
         options: dict[str, Any] = {"gracePeriodSeconds": 0}
         if action.uid:
             options["preconditions"] = {"uid": action.uid}
-        try:
+        return _delete(f"force delete pod {action.namespace}/{action.name}", lambda: (
             self._core.delete_namespaced_pod(action.name, action.namespace, body=options, _preload_content=False,
-                                             _request_timeout=self._timeout)
-        except ApiException as exc:
-            if exc.status in (404, 409):
-                return "gone"
-            raise _http(f"force delete pod {action.namespace}/{action.name}", exc) from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise WriteError(f"force delete pod {action.namespace}/{action.name}: {exc}", "unreachable") from exc
-        return "deleted"
+                                             _request_timeout=self._timeout)))
 
 
 class NullWriter:
@@ -176,6 +163,20 @@ def writer_from_environment(env: Mapping[str, str] | None = None) -> Writer:
         log.warning("no cluster configuration (%s): Events and the hooks' own deletes will fail", where)
         return NullWriter(where)
     return ApiWriter(api_client)
+
+
+def _delete(what: str, call: Callable[[], object]) -> str:
+    """Runs one delete: ``deleted``; ``gone`` when the object is already gone or is another one now
+    (404, or 409 from the UID precondition); raises ``WriteError`` on any other failure."""
+    try:
+        call()
+    except ApiException as exc:
+        if exc.status in (404, 409):
+            return "gone"
+        raise _http(what, exc) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise WriteError(f"{what}: {exc}", "unreachable") from exc
+    return "deleted"
 
 
 def _http(what: str, exc: ApiException) -> WriteError:

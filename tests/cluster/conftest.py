@@ -22,6 +22,14 @@ from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
 
 HOOK_TOKEN = "cluster-tier-hook-token"
+
+
+def missing(what: str, tier: str, exc: Exception) -> None:
+    """A binary the tier needs cannot be had: a failure under ``NVCRE_REQUIRE_CLUSTER=1`` (CI,
+    ``make test-cluster``), else a skip that says which ``tier`` of tests it skips. Never returns."""
+    if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
+        pytest.fail(f"the cluster tier needs {what}: {exc}")
+    pytest.skip(f"no {what} binaries ({tier} skipped): {exc}")
 _names = itertools.count()
 
 
@@ -31,9 +39,7 @@ def control_plane() -> Iterator[ControlPlane]:
     try:
         binaries = binaries_dir()
     except ControlPlaneError as exc:
-        if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
-            pytest.fail(f"the cluster tier needs the control plane: {exc}")
-        pytest.skip(f"no control plane binaries (cluster tier skipped): {exc}")
+        missing("the control plane", "cluster tier", exc)
     plane = ControlPlane(binaries)
     plane.start()
     print(f"\ncontrol plane: kube-apiserver ready in {plane.started_in:.1f}s (logs in {plane.logs_dir})",

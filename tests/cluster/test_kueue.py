@@ -10,12 +10,12 @@ first one's pods are active on a quota that fits one."""
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.cluster.conftest import missing
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kueue import PRIORITY_LABEL, QUEUE_LABEL, Kueue, KueueError, kueue_dir
 from tests.cluster.world import ClusterWorld
@@ -33,9 +33,7 @@ def kueue(control_plane: ControlPlane, installed: dict[str, str]) -> Iterator[Ku
     try:
         folder = kueue_dir()
     except KueueError as exc:
-        if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
-            pytest.fail(f"the cluster tier needs Kueue: {exc}")
-        pytest.skip(f"no Kueue binary (Kueue tests skipped): {exc}")
+        missing("Kueue", "Kueue tests", exc)
     with Kueue(control_plane, folder) as manager:
         manager.priority_class("low", 10)
         manager.priority_class("high", 1000)

@@ -106,14 +106,34 @@ def test_a_lost_node_holds_the_teardown(world: ClusterWorld) -> None:
     world.assert_safe()
 
 
+def _draining_with_pods_held(world: ClusterWorld, name: str) -> int:
+    """A Job deleted while its two running pods are held: returns the driver's call count once it
+    shows Terminating (the calls made after it are the ones a fault test judges)."""
+    world.create_job(name)
+    pods = world.run_until_pods_run(name, 2)
+    world.kubelet.hold(*pods)
+    world.driver.delete_job(world.namespace, name)
+    world.run_until(lambda: world.phase(name) == "Terminating", "Terminating")
+    return len(world.driver.calls)
+
+
+def _held_then_completes(world: ClusterWorld, name: str, during: list, what: str) -> None:
+    """Every hook call ``during`` the fault held (nothing finalized, at least one ``ReadFailed``);
+    the Job is still there; released after the fault, its pods go and the Job with them."""
+    for call in during:
+        assert call.body is None or call.body.get("finalized") is not True, "nothing proceeds in an outage"
+    held = [c for c in during if c.body and any(
+        cond.get("reason") == "ReadFailed" for cond in c.body["status"].get("conditions") or [])]
+    assert held, f"the hooks held with ReadFailed while {what}: {[c.reply.status for c in during]}"
+    assert not world.gone(name)
+    world.kubelet.release()
+    world.run_until(lambda: world.gone(name), f"the lifecycle completes after {what}", timeout=120)
+    world.assert_safe()
+
+
 @pytest.mark.timeout(240)
 def test_api_server_outage_during_a_drain_holds(world: ClusterWorld) -> None:
-    world.create_job("outage")
-    pods = world.run_until_pods_run("outage", 2)
-    world.kubelet.hold(*pods)
-    world.driver.delete_job(world.namespace, "outage")
-    world.run_until(lambda: world.phase("outage") == "Terminating", "Terminating")
-    calls_before = len(world.driver.calls)
+    calls_before = _draining_with_pods_held(world, "outage")
     plane = world.plane
     plane.stop_apiserver()
     try:
@@ -122,15 +142,7 @@ def test_api_server_outage_during_a_drain_holds(world: ClusterWorld) -> None:
         plane.start_apiserver()
     during = world.driver.calls[calls_before:]
     assert during, "the hooks were called during the outage"
-    for call in during:
-        assert call.body is None or call.body.get("finalized") is not True, "nothing proceeds in an outage"
-    held = [c for c in during if c.body and any(
-        cond.get("reason") == "ReadFailed" for cond in c.body["status"].get("conditions") or [])]
-    assert held, "the hooks held with ReadFailed while the API server could not answer"
-    assert not world.gone("outage")
-    world.kubelet.release()
-    world.run_until(lambda: world.gone("outage"), "the lifecycle completes after the restart", timeout=120)
-    world.assert_safe()
+    _held_then_completes(world, "outage", during, "the API server could not answer")
 
 
 @pytest.mark.timeout(300)
@@ -139,12 +151,7 @@ def test_etcd_outage_during_a_drain_holds(world: ClusterWorld) -> None:
     instead of being refused. The stand-ins are not stepped meanwhile (each of their calls would
     wait its timeout); Metacontroller's stand-in calls the hooks from its last snapshot, as its
     informers would, and each hook call must hold within its deadline."""
-    world.create_job("etcdout")
-    pods = world.run_until_pods_run("etcdout", 2)
-    world.kubelet.hold(*pods)
-    world.driver.delete_job(world.namespace, "etcdout")
-    world.run_until(lambda: world.phase("etcdout") == "Terminating", "Terminating")
-    calls_before = len(world.driver.calls)
+    calls_before = _draining_with_pods_held(world, "etcdout")
     plane = world.plane
     plane.stop_etcd()
     try:
@@ -157,19 +164,12 @@ def test_etcd_outage_during_a_drain_holds(world: ClusterWorld) -> None:
     assert len(during) == 2
     for call in during:
         assert call.reply.seconds < 10, f"a hook call took {call.reply.seconds:.1f}s: past Metacontroller's timeout"
-        assert call.body is None or call.body.get("finalized") is not True, "nothing proceeds in an outage"
-    held = [c for c in during if c.body and any(
-        cond.get("reason") == "ReadFailed" for cond in c.body["status"].get("conditions") or [])]
-    assert held, f"the hooks held with ReadFailed while etcd was away: {[c.reply.status for c in during]}"
-    assert not world.gone("etcdout")
-    world.kubelet.release()
-    world.run_until(lambda: world.gone("etcdout"), "the lifecycle completes after etcd is back", timeout=120)
-    world.assert_safe()
+    _held_then_completes(world, "etcdout", during, "etcd was away")
 
 
 def test_a_template_edit_the_crd_lets_through_never_reaches_an_attempt(world: ClusterWorld) -> None:
-    """``backoffLimit`` replaced by ``activeDeadlineSeconds`` in a running Job's template: the real server accepts it
-    (test_api: the CRD's immutability rule cannot tell), the hooks refuse it
+    """``backoffLimit`` replaced by ``activeDeadlineSeconds`` in a running Job's template: the real
+    server accepts it (test_api: the CRD's immutability rule cannot tell), the hooks refuse it
     (``ReplicatedJobsChanged``): the running attempt is kept, a failure starts no attempt from the
     edited spec, and once the spec is restored the restart goes on."""
     world.create_job("edited", max_restarts=1)
