@@ -29,6 +29,7 @@ from bench.common import BenchResult, Figure, percentile
 from bench.pods import realistic_job_pods
 from tests.fake_reader import job_request, job_spec, jobset_child
 from tests.fakekube import FakeKubeServer
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE = "team-a"
@@ -45,18 +46,10 @@ def sync_body() -> bytes:
     return orjson.dumps(request)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def gunicorn(app: str, env: dict[str, str], log: Path) -> Any:
     """Serves ``app`` with ``hooks/server/gunicorn.conf.py`` on a free port; yields the port."""
-    port = _free_port()
+    port = free_port()
     command = [str(Path(sys.executable).parent / "gunicorn"), "--config", "hooks/server/gunicorn.conf.py",
                "--bind", f"127.0.0.1:{port}", app]
     with open(log, "wb") as out:

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.ports import free_port
 from tests.test_app_http import job_request
 
 pytestmark = pytest.mark.slow
@@ -55,12 +55,6 @@ class Server:
 
     def lines(self) -> list[str]:
         return self.log.read_text().splitlines()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def no_cluster_env(tmp: Path) -> dict[str, str]:

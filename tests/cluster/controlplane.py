@@ -37,7 +37,7 @@ from types import TracebackType
 import kubernetes
 import yaml
 
-from tests.e2e.server import free_port
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "tests" / "cluster" / "controlplane" / "build.sh"

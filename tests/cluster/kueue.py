@@ -41,7 +41,7 @@ from kubernetes.client import ApiException
 
 from tests.cluster.controlplane import REPO, ControlPlane, _Process, cached_build
 from tests.cluster.kube import Applier, load_documents
-from tests.e2e.server import free_port
+from tests.ports import free_port
 
 BUILD_SCRIPT = REPO / "tests" / "cluster" / "kueue" / "build.sh"
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
@@ -120,14 +120,17 @@ class Kueue:
         self.folder = folder or kueue_dir()
         self.workdir = plane.workdir / "kueue"
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.webhook_port, self.health_port, self.metrics_port = free_port(), free_port(), free_port()
-        self.visibility_port = free_port()
+        self._choose_ports()
         self.log_path = plane.logs_dir / "kueue.log"
         self.api_client = plane.api_client()
         self.applier = Applier(self.api_client)
         self.started_in: float | None = None
         self._webhooks: list[dict[str, Any]] = []
         self._process = _Process("kueue", self._command(), self.log_path)
+
+    def _choose_ports(self) -> None:
+        self.webhook_port, self.health_port, self.metrics_port = free_port(), free_port(), free_port()
+        self.visibility_port = free_port()
 
     def configuration(self) -> dict[str, Any]:
         """Kueue's ``Configuration`` (module doc)."""
@@ -162,16 +165,13 @@ class Kueue:
         except OSError as exc:
             raise KueueError(f"kueue needs the mount point {METRICS_CERT_DIR} (Kueue reads its metrics certificate "
                              f"there): {exc}") from exc
-        (self.workdir / "config.yaml").write_text(yaml.safe_dump(self.configuration()))
         kubeconfig = self.plane.write_kubeconfig(self.workdir / "kubeconfig")
         for path in sorted((self.folder / "crd").glob("*.yaml")):
             self.applier.apply_all(load_documents(path))
         with contextlib.suppress(ApiException):
             kubernetes.client.CoreV1Api(self.api_client).create_namespace({"metadata": {"name": "kueue-system"}})
-        self._process.command.append(f"--kubeconfig={kubeconfig}")
-        self._process.start()
         try:
-            self._wait(lambda: self._healthy(), timeout, "health probe")
+            self._start_manager(kubeconfig, timeout)
             self._webhooks = webhook_configurations(self.folder, self.webhook_port, ca_bundle)
             self.applier.apply_all(self._webhooks)
             self._wait(self._webhooks_answer, timeout - (time.monotonic() - began), "webhooks")
@@ -181,6 +181,26 @@ class Kueue:
         self.started_in = time.monotonic() - began
         print(f"\nkueue: ready in {self.started_in:.1f}s (log {self.log_path})", file=sys.stderr)
         return self
+
+    def _start_manager(self, kubeconfig: str, timeout: float, attempts: int = 3) -> None:
+        """Starts the manager and waits for its health probe. A port chosen for it can still be
+        taken before it binds (``tests.ports``); when it exits on ``address already in use`` it is
+        started again on new ports, up to ``attempts`` times."""
+        for attempt in range(1, attempts + 1):
+            (self.workdir / "config.yaml").write_text(yaml.safe_dump(self.configuration()))
+            self._process = _Process("kueue", [*self._command(), f"--kubeconfig={kubeconfig}"], self.log_path)
+            self._process.start()
+            try:
+                self._wait(self._healthy, timeout, "health probe")
+                return
+            except KueueError:
+                port_taken = not self._process.alive() and "address already in use" in self._process.tail(5)
+                if attempt == attempts or not port_taken:
+                    raise
+            print(f"\nkueue: a port was taken before it bound; starting again on new ports ({attempt})",
+                  file=sys.stderr)
+            self._process.stop()
+            self._choose_ports()
 
     def _wait(self, ready: Any, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout

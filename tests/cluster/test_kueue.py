@@ -10,6 +10,7 @@ first one's pods are active on a quota that fits one."""
 from __future__ import annotations
 
 import itertools
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,6 +76,27 @@ def reserving(kueue: Kueue, world: ClusterWorld) -> int:
 
 def admitted(world: ClusterWorld, job: str) -> bool:
     return world.condition(job, "Admitted").get("status") == "True"
+
+
+def test_kueue_starts_again_on_new_ports_when_one_is_taken_before_it_binds(control_plane: ControlPlane,
+                                                                          installed: dict[str, str]) -> None:
+    """CI once lost a Kueue start to a port taken between choosing it and Kueue binding it. With its
+    health port held by someone else, the manager exits on ``address already in use``; ``start`` runs
+    it again on new ports and it comes up. (First in the module: it runs its own manager, stopped
+    before the module's one starts.)"""
+    try:
+        folder = kueue_dir()
+    except KueueError as exc:
+        missing("Kueue", "Kueue tests", exc)
+    manager = Kueue(control_plane, folder)
+    taken = manager.health_port
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        with manager:
+            assert manager.alive()
+            assert manager.health_port != taken
+    assert f"127.0.0.1:{taken}: bind: address already in use" in manager.log_path.read_text()
 
 
 def test_two_jobs_for_quota_that_fits_one(qworld: ClusterWorld, kueue: Kueue) -> None:

@@ -13,7 +13,6 @@ import contextlib
 import http.client
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from types import TracebackType
 from typing import Protocol
 
 from tests.fakekube import FakeKubeServer
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,13 +34,6 @@ DEFAULT_ENV = {
     "NVCRE_LOG_LEVEL": "INFO",
 }
 """Small timeouts so staleness and failed reads show up within a test's lifetime."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class KubeconfigWriter(Protocol):
