@@ -38,8 +38,10 @@ def test_a_port_something_listens_on_is_never_chosen(monkeypatch: pytest.MonkeyP
 
 
 def test_falls_back_to_the_kernel_when_there_is_no_room_below(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel_low, kernel_high = ports.ephemeral_range()
     monkeypatch.setattr(ports, "ephemeral_range", lambda: (ports.LOWEST + 10, 60_999))
     port = ports.free_port()
+    assert kernel_low <= port <= kernel_high
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
 

@@ -12,6 +12,7 @@ import itertools
 import os
 import sys
 from collections.abc import Iterator
+from typing import NoReturn
 
 import pytest
 
@@ -24,7 +25,7 @@ from tests.e2e.server import HookServer
 HOOK_TOKEN = "cluster-tier-hook-token"
 
 
-def missing(what: str, tier: str, exc: Exception) -> None:
+def missing(what: str, tier: str, exc: Exception) -> NoReturn:
     """A binary the tier needs cannot be had: a failure under ``NVCRE_REQUIRE_CLUSTER=1`` (CI,
     ``make test-cluster``), else a skip that says which ``tier`` of tests it skips. Never returns."""
     if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":

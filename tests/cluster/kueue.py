@@ -188,7 +188,7 @@ class Kueue:
         started again on new ports, up to ``attempts`` times."""
         for attempt in range(1, attempts + 1):
             (self.workdir / "config.yaml").write_text(yaml.safe_dump(self.configuration()))
-            self._process = _Process("kueue", [*self._command(), f"--kubeconfig={kubeconfig}"], self.log_path)
+            self._process.command = [*self._command(), f"--kubeconfig={kubeconfig}"]
             self._process.start()
             try:
                 self._wait(self._healthy, timeout, "health probe")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,14 +29,18 @@ _names = itertools.count()
 GPUS_PER_POD = 4
 
 
+def built_kueue() -> Path:
+    """The folder of the built Kueue; skips (or fails, when the cluster tier is required) without it."""
+    try:
+        return kueue_dir()
+    except KueueError as exc:
+        missing("Kueue", "Kueue tests", exc)
+
+
 @pytest.fixture(scope="module")
 def kueue(control_plane: ControlPlane, installed: dict[str, str]) -> Iterator[Kueue]:
     """Kueue's manager for this module (its webhook configurations removed afterwards)."""
-    try:
-        folder = kueue_dir()
-    except KueueError as exc:
-        missing("Kueue", "Kueue tests", exc)
-    with Kueue(control_plane, folder) as manager:
+    with Kueue(control_plane, built_kueue()) as manager:
         manager.priority_class("low", 10)
         manager.priority_class("high", 1000)
         yield manager
@@ -84,11 +89,7 @@ def test_kueue_starts_again_on_new_ports_when_one_is_taken_before_it_binds(contr
     health port held by someone else, the manager exits on ``address already in use``; ``start`` runs
     it again on new ports and it comes up. (First in the module: it runs its own manager, stopped
     before the module's one starts.)"""
-    try:
-        folder = kueue_dir()
-    except KueueError as exc:
-        missing("Kueue", "Kueue tests", exc)
-    manager = Kueue(control_plane, folder)
+    manager = Kueue(control_plane, built_kueue())
     taken = manager.health_port
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", taken))
