@@ -19,6 +19,7 @@ from podread.errors import PodReadError
 from podread.nodes import NodeState, node_state
 from podread.selector import tells_a_failure
 from tests.slim_guard import guarded
+from tests.uids import uid
 
 Pod = dict[str, Any]
 
@@ -132,6 +133,8 @@ def _ns(pod: Mapping[str, Any]) -> str:
 # ---- request builders shared by the decision tests and tests/payloads/_build.py ----------------------
 
 JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
+JOB_CREATED = "2024-01-01T00:00:00Z"
+"""Every test Job's ``creationTimestamp``: before any time the tests use."""
 
 
 def job_spec(*, launcher: str = "", max_restarts: int | None = None, suspend: bool | None = None,
@@ -155,14 +158,17 @@ def job_spec(*, launcher: str = "", max_restarts: int | None = None, suspend: bo
 
 
 def jobset_child(job: str, attempt: int, *, namespace: str = "default", state: str = "",
-                 deleting: str = "") -> dict[str, Any]:
-    """An observed JobSet child ``<job>-<attempt>``; ``state`` "Failed"/"Completed" sets its condition."""
+                 deleting: str = "", created: str = "") -> dict[str, Any]:
+    """An observed JobSet child ``<job>-<attempt>``; ``state`` "Failed"/"Completed" sets its condition;
+    ``created`` its ``creationTimestamp`` (none by default)."""
     metadata: dict[str, Any] = {"name": f"{job}-{attempt}", "namespace": namespace,
-                                "uid": f"uid-{job}-{attempt}", "resourceVersion": "100",
+                                "uid": uid(f"jobset/{job}-{attempt}"), "resourceVersion": "100",
                                 "labels": {"nvcre.nvidia.com/job": job, "nvcre.nvidia.com/attempt": str(attempt),
-                                           "controller-uid": f"uid-{job}"}}
+                                           "controller-uid": uid(f"job/{job}")}}
     if deleting:
         metadata["deletionTimestamp"] = deleting
+    if created:
+        metadata["creationTimestamp"] = created
     status: dict[str, Any] = {"restarts": 0}
     if state:
         status["conditions"] = [{"type": state, "status": "True", "reason": "Test", "message": state,
@@ -182,8 +188,9 @@ def workload_child(job: str, *, namespace: str = "default", state: str = "", rea
                    queue: str = "team") -> dict[str, Any]:
     """An observed Workload child of Job ``job`` as Kueue leaves it: ``state`` ``""`` (just created),
     ``pending`` (QuotaReserved False), ``admitted`` or ``evicted`` (admitted, then Evicted True)."""
-    metadata: dict[str, Any] = {"name": job, "namespace": namespace, "uid": f"uid-wl-{job}", "resourceVersion": "7",
-                                "labels": {"kueue.x-k8s.io/queue-name": queue, "controller-uid": f"uid-{job}"}}
+    metadata: dict[str, Any] = {"name": job, "namespace": namespace, "uid": uid(f"workload/{job}"),
+                                "resourceVersion": "7",
+                                "labels": {"kueue.x-k8s.io/queue-name": queue, "controller-uid": uid(f"job/{job}")}}
     if deleting:
         metadata["deletionTimestamp"] = deleting
     since = "2025-12-31T23:00:00Z"
@@ -227,7 +234,8 @@ def job_request(*, name: str = "train", namespace: str = "default", spec: Mappin
     ``default-flavor`` without node labels), ``priority_classes`` the related
     WorkloadPriorityClasses (name -> value).
     """
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "generation": 1,
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid(f"job/{name}"), "generation": 1,
+                                "creationTimestamp": JOB_CREATED,
                                 "resourceVersion": "42",
                                 "finalizers": ["metacontroller.io/compositecontroller-nvcre-jobs"]}
     if deleting:

@@ -24,6 +24,8 @@ from hooks.server.app import create_app
 from hooks.server.config import Settings
 from hooks.server.handler import handle, nested_deeper_than
 from podread import reader_from_snapshot
+from tests.fake_reader import JOB_CREATED
+from tests.uids import uid
 
 NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 JOBSET_KEY = "JobSet.jobset.x-k8s.io/v1alpha2"
@@ -37,7 +39,8 @@ def job_request(name: str = "llama", namespace: str = "team-a", **extra: Any) ->
         "parent": {
             "apiVersion": "nvcre.nvidia.com/v1alpha1",
             "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "uid": "u-1", "generation": 1},
+            "metadata": {"name": name, "namespace": namespace, "uid": uid(f"job/{namespace}/{name}"),
+                         "generation": 1, "creationTimestamp": JOB_CREATED},
             "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": template}]},
         },
         "children": {JOBSET_KEY: {}},

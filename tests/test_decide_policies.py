@@ -13,6 +13,7 @@ from hooks.core.decide import Decision, decide
 from hooks.core.observed import parse_request
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
 from tests.test_decide import condition, names, status
+from tests.uids import uid
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 KEYINGS = ("v1", "v2")
@@ -187,7 +188,7 @@ def test_a_finished_job_is_deleted_after_its_ttl() -> None:
     early = run(body)
     assert early.actions == () and early.response["resyncAfterSeconds"] == 3600.0
     late = run(body, now=NOW + timedelta(hours=1))
-    assert late.actions == (DeleteJob("default", "train", "uid-train", status(late)["message"]),)
+    assert late.actions == (DeleteJob("default", "train", uid("job/train"), status(late)["message"]),)
     assert "ttlSecondsAfterFinished passed at 2026-01-01T01:00:00Z" in status(late)["message"]
     assert status(run(fed_back(body, late), now=NOW + timedelta(hours=1))) == status(late)
 
@@ -218,7 +219,7 @@ def draining(since: str = "2025-12-31T23:00:00Z", **spec: Any) -> dict[str, Any]
 
 def stuck_pod(name: str = "train-0-worker-0-0", on: str = "gpu-1") -> dict[str, Any]:
     pod = make_pod(name, job="train", workload="train-0", node=on, deleting="2025-12-31T23:00:00Z")
-    pod["metadata"]["uid"] = f"uid-{name}"
+    pod["metadata"]["uid"] = uid(f"pod/{name}")
     return pod
 
 
@@ -248,7 +249,7 @@ def test_force_delete_only_when_the_node_is_confirmed_gone() -> None:
     assert condition(d, "DrainStuck")["status"] == "True" and d.actions == ()
     shut_down = node("gpu-1", ready="Unknown", taints=("node.kubernetes.io/out-of-service",))
     d = run(draining(**spec), FakeReader([stuck_pod()], nodes=[shut_down]))
-    assert d.actions == (ForceDeletePod("default", "train-0-worker-0-0", "uid-train-0-worker-0-0", "gpu-1",
+    assert d.actions == (ForceDeletePod("default", "train-0-worker-0-0", uid("pod/train-0-worker-0-0"), "gpu-1",
                                         "node gpu-1 is out of service"),)
     assert d.response["finalized"] is False, "the force delete is asked for; the barrier still waits"
     too_soon = run(draining(since="2025-12-31T23:55:00Z", **spec), FakeReader([stuck_pod()], nodes=[]))

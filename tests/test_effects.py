@@ -23,6 +23,7 @@ from podread.nodes import NodeClient
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
 from tests.fakekube.faults import Fault
 from tests.fakekube.server import FakeKubeServer
+from tests.uids import uid
 
 pytest_plugins = ["tests.fakekube.fixtures"]
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -99,7 +100,7 @@ def test_resyncs_with_a_stale_status_write_one_event() -> None:
     assert [(kind, body["reason"]) for kind, body in writer.writes] == [("event", "AttemptCreated")]
     body = writer.writes[0][1]
     assert body["regarding"] == {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "train",
-                                 "namespace": "default", "uid": "uid-train"}
+                                 "namespace": "default", "uid": uid("job/train")}
     assert body["eventTime"] == "2026-01-01T00:00:00.000000Z" and body["reportingInstance"] == "test"
 
 
@@ -178,7 +179,7 @@ def test_an_event_write_that_fails_on_the_wire_changes_nothing(fake_kube: FakeKu
 
 
 def test_ttl_deletes_the_job_with_its_uid(fake_kube: FakeKubeServer) -> None:
-    fake_kube.writes.jobs[("team-a", "train")] = {"metadata": {"name": "train", "uid": "uid-train"}}
+    fake_kube.writes.jobs[("team-a", "train")] = {"metadata": {"name": "train", "uid": uid("job/train")}}
     finished = {"phase": "Failed", "attempt": 0, "workload": "train-0", "completionTime": "2025-12-31T00:00:00Z"}
     raw = json.dumps(job_request(namespace="team-a", spec={**job_spec(), "ttlSecondsAfterFinished": 3600},
                                  status=finished))
@@ -194,7 +195,7 @@ def test_ttl_deletes_the_job_with_its_uid(fake_kube: FakeKubeServer) -> None:
 def test_a_stuck_pod_is_force_deleted_through_the_wire(fake_kube: FakeKubeServer) -> None:
     pod = make_pod("train-0-worker-0-0", job="train", namespace="team-a", workload="train-0", node="gpu-7",
                    deleting="2025-12-31T23:00:00Z")
-    pod["metadata"]["uid"] = "uid-pod"
+    pod["metadata"]["uid"] = uid("pod/x")
     fake_kube.put_pod(pod)
     fake_kube.writes.nodes["gpu-8"] = {"metadata": {"name": "gpu-8"}, "status": {"conditions": [
         {"type": "Ready", "status": "True", "lastTransitionTime": "2025-12-01T00:00:00Z"}]}}
@@ -213,7 +214,7 @@ def test_a_stuck_pod_is_force_deleted_through_the_wire(fake_kube: FakeKubeServer
     assert answer["finalized"] is False and "node gpu-7 deleted" in answer["status"]["message"]
     assert app.extensions["nvcre_effects"].flush()
     assert [(ns, name, opts["gracePeriodSeconds"], opts["preconditions"]) for ns, name, opts
-            in fake_kube.writes.deleted_pods] == [("team-a", "train-0-worker-0-0", 0, {"uid": "uid-pod"})]
+            in fake_kube.writes.deleted_pods] == [("team-a", "train-0-worker-0-0", 0, {"uid": uid("pod/x")})]
     assert sorted(e["reason"] for e in fake_kube.writes.events.values()) == ["DrainStuck", "ForceDeletingPod"]
     body["parent"]["status"] = answer["status"]
     time.sleep(0.1)  # the cache's TTL: it held the pod as it was before the delete

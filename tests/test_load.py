@@ -23,7 +23,9 @@ import pytest
 from tests.e2e.fuzz import GROUP
 from tests.e2e.harness import job_spec
 from tests.e2e.server import HookServer
+from tests.fake_reader import JOB_CREATED
 from tests.fakekube import FakeKubeServer, Fault, make_job_pods
+from tests.uids import uid
 
 JOBS = 200
 PODS_PER_JOB = 64
@@ -34,13 +36,14 @@ def running_request(index: int) -> bytes:
     """The sync request of Job ``index``: Running, attempt 0, its JobSet observed (v2 keys)."""
     name = f"job-{index}"
     jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-              "metadata": {"name": f"{name}-0", "namespace": NAMESPACE, "uid": f"js-{index}",
+              "metadata": {"name": f"{name}-0", "namespace": NAMESPACE, "uid": uid(f"jobset/{name}-0"),
                            "labels": {"nvcre.nvidia.com/job": name, "nvcre.nvidia.com/attempt": "0"}},
               "spec": {"replicatedJobs": job_spec(PODS_PER_JOB)["replicatedJobs"]}, "status": {}}
     request = {
         "controller": {"metadata": {"name": "nvcre-jobs"}},
         "parent": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
-                   "metadata": {"name": name, "namespace": NAMESPACE, "uid": f"u-{index}", "generation": 1},
+                   "metadata": {"name": name, "namespace": NAMESPACE, "uid": uid(f"job/{name}"), "generation": 1,
+                                "creationTimestamp": JOB_CREATED},
                    "spec": job_spec(PODS_PER_JOB),
                    "status": {"phase": "Running", "attempt": 0, "restarts": 0, "workload": f"{name}-0",
                               "activePods": PODS_PER_JOB, "conditions": [], "message": ""}},

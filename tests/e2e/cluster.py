@@ -48,6 +48,7 @@ from podread import (
     is_active,
 )
 from tests.fakekube import FakeKubeServer, make_pod
+from tests.uids import uid
 
 Pod = dict[str, Any]
 Key = tuple[str, str]
@@ -110,7 +111,7 @@ class Cluster:
             if key in self.jobsets:
                 raise ValueError(f"JobSet {key} already exists")
             self._uids += 1
-            metadata["uid"] = f"jobset-uid-{self._uids}"
+            metadata["uid"] = uid(f"jobset/{self._uids}")
             metadata["creationTimestamp"] = timestamp(self.time)
             metadata["resourceVersion"] = "1"
             metadata["ownerReferences"] = [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",

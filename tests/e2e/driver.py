@@ -43,6 +43,7 @@ import orjson
 
 from tests.e2e.cluster import Cluster, clone, timestamp
 from tests.e2e.invariants import Invariants
+from tests.uids import uid
 
 Key = tuple[str, str]
 Obj = dict[str, Any]
@@ -196,7 +197,7 @@ class SimulatedBackend:
         self.objects[(namespace, name)] = {
             "apiVersion": "nvcre.nvidia.com/v1alpha1",
             "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "uid": f"job-uid-{name}-{self._uids}",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid(f"job/{namespace}/{name}/{self._uids}"),
                          "generation": 1, "resourceVersion": "1", "creationTimestamp": timestamp(self.cluster.time)},
             "spec": clone(dict(spec)),
         }

@@ -26,7 +26,9 @@ from podread import ATTEMPT_LABEL, JOB_LABEL, reader_from_snapshot
 from tests.e2e.cluster import clone
 from tests.e2e.harness import job_spec
 from tests.e2e.invariants import TEARDOWN_PHASES
+from tests.fake_reader import JOB_CREATED
 from tests.fakekube import make_job_pods
+from tests.uids import uid
 
 GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
 JOB = "fz"
@@ -38,7 +40,7 @@ def jobset(attempt: int, state: str = "") -> dict[str, Any]:
     """An observed JobSet of attempt ``attempt``; ``state`` ``Failed``/``Completed`` makes it terminal."""
     obj: dict[str, Any] = {
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-        "metadata": {"name": f"{JOB}-{attempt}", "namespace": NAMESPACE, "uid": f"js-{attempt}",
+        "metadata": {"name": f"{JOB}-{attempt}", "namespace": NAMESPACE, "uid": uid(f"jobset/{JOB}-{attempt}"),
                      "labels": {JOB_LABEL: JOB, ATTEMPT_LABEL: str(attempt)}},
         "spec": {"replicatedJobs": job_spec(2)["replicatedJobs"], "failurePolicy": {"maxRestarts": 0}},
         "status": {},
@@ -80,7 +82,8 @@ def base_request(kind: str, version: str = "v1") -> dict[str, Any]:
         group[meta["name"] if version == "v1" else f"{meta['namespace']}/{meta['name']}"] = child
     parent: dict[str, Any] = {
         "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
-        "metadata": {"name": JOB, "namespace": NAMESPACE, "uid": "job-uid", "generation": 3},
+        "metadata": {"name": JOB, "namespace": NAMESPACE, "uid": uid(f"job/{JOB}"), "generation": 3,
+                     "creationTimestamp": JOB_CREATED},
         "spec": spec, "status": status,
     }
     if finalizing:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.fake_reader import job_request, job_spec, jobset_child, make_pod, workload_child
+from tests.uids import uid
 
 HERE = pathlib.Path(__file__).resolve().parent
 NOW = "2026-01-01T00:00:00Z"
@@ -502,7 +503,7 @@ def _() -> dict[str, Any]:
 def _() -> dict[str, Any]:
     pods = workers(0, deleting="2025-12-31T23:00:30Z")
     for pod in pods:
-        pod["metadata"]["uid"] = f"uid-{pod['metadata']['name']}"
+        pod["metadata"]["uid"] = uid(f"pod/{pod['metadata']['name']}")
     return case("issue 15: forceDeleteStuckPodsAfterSeconds 1800, both workers stuck an hour: gpu-0 is tainted "
                 "out-of-service (confirmed gone): its pod is force-deleted; gpu-1 is only unreachable: its pod "
                 "is named, never deleted", finalizing=True,
