@@ -10,7 +10,8 @@
   Job is marked deleted (``deleted_jobs``) and returned;
 - ``DELETE /api/v1/namespaces/{ns}/pods/{name}``: removes the pod from the pod store, honouring a
   UID precondition (409), 404 when absent;
-- ``GET /api/v1/nodes/{name}``: from ``nodes``, else 404.
+- ``GET /api/v1/nodes/{name}``: from ``nodes``, else 404 with the real server's NotFound
+  ``Status`` (``details: {name, kind: nodes}``).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class WriteRoutes:
             with self._lock:
                 found = self.nodes.get(match.group(1))
             if found is None:
-                return 404, self._status(404, f'nodes "{match.group(1)}" not found', reason="NotFound")
+                return 404, self._status(404, f'nodes "{match.group(1)}" not found', reason="NotFound",
+                                         details={"name": match.group(1), "kind": "nodes"})
             return 200, dumps({"kind": "Node", "apiVersion": "v1", **found})
         return None
 
