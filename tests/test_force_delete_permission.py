@@ -124,3 +124,7 @@ def test_a_refused_force_delete_is_counted_as_forbidden_never_raised(fake_kube: 
     effects._queue_action(action)
     assert effects.flush()
     assert WRITES.labels("force-delete-pod", "forbidden")._value.get() == before + 1
+    effects._queue_action(action)
+    assert effects.flush()
+    assert WRITES.labels("force-delete-pod", "forbidden")._value.get() == before + 2, \
+        "a refused delete is not remembered: asked again, it is sent again (the Role may be bound by then)"
