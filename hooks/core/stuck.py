@@ -60,7 +60,9 @@ class StuckPod:
 
 @dataclass(frozen=True)
 class Stuck:
-    """The stuck pods (sorted by name) and those of them to force-delete now."""
+    """The stuck pods (sorted by name) and those of them that qualify for a force delete as far as
+    the barrier's pods tell (``judge``); the caller confirms each on the whole pod read live
+    (``may_force_delete``) and checks the permission before it asks for one."""
 
     pods: tuple[StuckPod, ...] = ()
     force_delete: tuple[StuckPod, ...] = field(default_factory=tuple)
