@@ -10,6 +10,7 @@ from pathlib import Path
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from podread.access import AccessClient
 from podread.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_SECONDS, PodCache
 from podread.live import DEFAULT_TIMEOUT_SECONDS, LiveClient
 from podread.nodes import NodeClient
@@ -139,8 +140,10 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
              timeout)
     live = LiveClient(api_client, timeout_seconds=timeout)
     nodes = NodeClient(api_client, timeout_seconds=timeout)  # node reads (issue 15): live, by name
+    access = AccessClient(api_client, timeout_seconds=timeout)  # may the hooks delete pods (issue 20)
     watches: list[PodWatch] = []
     if mode == "watch":
         watch_live = LiveClient(api_client, timeout_seconds=WATCH_LIST_TIMEOUT_SECONDS)
         watches = [PodWatch(watch_live, WatchedPods(namespace, ttl_seconds=ttl), peers=[live]) for namespace in scopes]
-    return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries, watches=watches), live, nodes=nodes)
+    return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries, watches=watches), live, nodes=nodes,
+                  access=access)

@@ -4,8 +4,12 @@ The barrier waits on pods; a pod bound to a node that died can stay terminating 
 only its kubelet (or a force delete) ends it. To say so, and to know when a force delete is safe,
 the decision needs each such node's state. Nodes are read one by one, by name, from the API server
 (``GET /api/v1/nodes/<name>``, no ``resourceVersion``: the server's current state, never an
-informer's). A node the server answers 404 for is *deleted*: that, or the taint
-``node.kubernetes.io/out-of-service``, is the only confirmation that a node's containers are gone.
+informer's). A node is *deleted* only when the API server itself says so: a 404 whose body is
+the server's ``Status`` with ``reason: NotFound``, ``details.kind: nodes`` and ``details.name`` the
+node's name (``not_found_for``). Any other 404 (a proxy's plain-text ``404 page not found``, a
+``Status`` about another object) is a failed read (``ApiError``, code ``http-404``): it holds, and
+licenses nothing. A deleted Node, or the taint ``node.kubernetes.io/out-of-service``, is the only
+confirmation that a node's containers are gone.
 
 A ``NodeLister`` is anything with ``get_node(name)``: ``NodeClient`` (the kubernetes client) or
 ``SnapshotNodes`` (nodes held in memory, for replay and recorded payloads).
@@ -41,8 +45,9 @@ MAX_NODES_PER_READ = 16
 
 
 class NodeLister(Protocol):
-    """Reads one Node by name: the Node as the API server's JSON, ``None`` when it does not exist
-    (404), or raises ``PodReadError`` (a failed read is never "deleted")."""
+    """Reads one Node by name: the Node as the API server's JSON, ``None`` when the API server
+    says it does not exist (its NotFound for that node), or raises ``PodReadError`` (a failed
+    read, an unconfirmed 404 included, is never "deleted")."""
 
     def get_node(self, name: str) -> Node | None: ...
 
@@ -51,7 +56,7 @@ class NodeLister(Protocol):
 class NodeState:
     """What the barrier needs to know of one node.
 
-    ``exists`` is False only when the API server answered 404 for it. ``ready`` is the ``Ready``
+    ``exists`` is False only when the API server answered its NotFound for this node. ``ready`` is the ``Ready``
     condition's status (``"True"``, ``"False"``, ``"Unknown"``, ``""`` without one) and
     ``ready_since`` its ``lastTransitionTime``; ``unreachable`` and ``out_of_service`` say whether
     the node carries those taints.
@@ -145,8 +150,9 @@ def _note(names: list[str], started: float, *, nodes: list[Node] | None = None,
 
 class NodeClient:
     """Reads Nodes from the API server with the official kubernetes client: raw JSON, bounded by
-    ``timeout_seconds`` and by the hook call's deadline (``podread.deadline``). 404 is ``None``;
-    every other failure raises ``ApiError`` with the error's class in ``code``."""
+    ``timeout_seconds`` and by the hook call's deadline (``podread.deadline``). The server's
+    NotFound for that node (``not_found_for``) is ``None``; every other failure, any other 404
+    included, raises ``ApiError`` with the error's class in ``code``."""
 
     def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
         if timeout_seconds <= 0:
@@ -155,7 +161,8 @@ class NodeClient:
         self._timeout = timeout_seconds
 
     def get_node(self, name: str) -> Node | None:
-        """``GET /api/v1/nodes/<name>``: the Node, or ``None`` when the server answers 404."""
+        """``GET /api/v1/nodes/<name>``: the Node, or ``None`` when the server answers its NotFound
+        for this node; an unconfirmed 404 raises ``ApiError`` (code ``http-404``)."""
         what = f"get node {name}"
         budget = self._timeout
         left = calltime.remaining()
@@ -167,9 +174,13 @@ class NodeClient:
             response = self._core.read_node(name, _preload_content=False, _request_timeout=(budget, budget))
             body = orjson.loads(response.data)
         except ApiException as exc:
-            if exc.status == 404:
+            if exc.status == 404 and not_found_for(exc.body, name):
                 return None
-            raise http_error(what, exc) from exc
+            error = http_error(what, exc)
+            if exc.status == 404:
+                error = ApiError(f"{error.reason}, not the API server's NotFound for this node: a failed read, "
+                                 "never a deleted node", status=404)
+            raise error from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise transport_error(what, exc) from exc
         except orjson.JSONDecodeError as exc:
@@ -177,6 +188,25 @@ class NodeClient:
         if not isinstance(body, dict) or body.get("kind") not in (None, "Node"):
             raise ApiError(f"{what}: the answer is not a Node", code="not-a-pod-list")
         return body
+
+
+def not_found_for(body: object, name: str) -> bool:
+    """Whether a 404's ``body`` is the API server's own NotFound for Node ``name``: a JSON
+    ``Status`` object with ``reason: NotFound``, ``details.kind: nodes`` and ``details.name``
+    ``name`` (what kube-apiserver sends for a missing Node). Anything else, a proxy's plain text,
+    a Status about another object or kind, is not."""
+    if isinstance(body, str):
+        body = body.encode()
+    if not isinstance(body, bytes | bytearray):
+        return False
+    try:
+        status = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(status, dict) or status.get("kind") != "Status" or status.get("reason") != "NotFound":
+        return False
+    details = status.get("details")
+    return isinstance(details, dict) and details.get("kind") == "nodes" and details.get("name") == name
 
 
 class SnapshotNodes:

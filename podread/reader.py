@@ -7,6 +7,7 @@ import re
 import time
 
 from podread import calltime, trace
+from podread.access import AccessReviewer, read_permission
 from podread.cache import PodCache
 from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
@@ -44,11 +45,12 @@ class Reader:
     """
 
     def __init__(self, cached: PodLister, live: PodLister | None, *, metrics: ReadMetrics | None = None,
-                 nodes: NodeLister | None = None) -> None:
+                 nodes: NodeLister | None = None, access: AccessReviewer | None = None) -> None:
         self._cached = cached
         self._live = live
         self._metrics = metrics or default_metrics()
         self._nodes = nodes
+        self._access = access
 
     def close(self) -> None:
         """Stops what the cache runs in the background (its watch, in watch mode). Reads still work."""
@@ -169,6 +171,17 @@ class Reader:
         has no node lister (``NoLiveReaderError``).
         """
         return read_states(self._nodes, names, self._metrics)
+
+    def pod_delete_allowed(self, namespace: str) -> bool:
+        """Whether the hooks may ``delete`` pods in ``namespace``, from the API server
+        (``podread.access``: one ``SelfSubjectAccessReview``, bounded by the hook call's deadline).
+
+        Live: the base manifests grant no pod delete and an overlay binds it per namespace, so the
+        answer is the authorizer's current one, never remembered. Raises ``PodReadError`` (method
+        ``pod_delete_allowed``) when the review fails or this Reader has no reviewer
+        (``NoLiveReaderError``): unknown, never "allowed".
+        """
+        return read_permission(self._access, namespace, self._metrics)
 
     def _read(self, method: str, source: str, selector: PodSelector) -> list[Pod]:
         """Runs one list on ``source``; see ``_list``."""

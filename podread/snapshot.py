@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from podread.access import SnapshotAccess
 from podread.errors import ApiError
 from podread.nodes import SnapshotNodes
 from podread.reader import Reader
@@ -71,6 +72,19 @@ def _nodes(side: object) -> SnapshotNodes:
     return SnapshotNodes(items)
 
 
+def _access(side: object) -> SnapshotAccess:
+    if side is None:  # unknown, not "refused": a snapshot without the review fails it, so no force delete
+        return SnapshotAccess(error="the snapshot holds no access review", code="no-source")
+    if not isinstance(side, Mapping):
+        raise ValueError("access: expected an object with 'allowed' or 'error'")
+    if "error" in side:
+        return SnapshotAccess(error=str(side["error"]), code=str(side.get("code", "")))
+    allowed = side.get("allowed", {})
+    if not isinstance(allowed, Mapping) or not all(isinstance(v, bool) for v in allowed.values()):
+        raise ValueError("access.allowed: expected an object of namespace -> boolean")
+    return SnapshotAccess(allowed)
+
+
 def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reader:
     """A Reader whose cache and live sources answer from ``doc``.
 
@@ -80,7 +94,9 @@ def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reade
     each source has its own pods or fails with the given message and, when given, error class
     (``{"error": "...", "code": "timeout"}``; a missing side has no pods), and ``nodes``, the
     Nodes the API server holds (``{"items": [...]}``, a node not listed reads as deleted, or
-    ``{"error": ...}``; missing: every node read fails, so nothing reads as deleted). Raises ValueError when
+    ``{"error": ...}``; missing: every node read fails, so nothing reads as deleted), and ``access``,
+    whether the hooks may delete pods per namespace (``{"allowed": {"<ns>": true}}``, or
+    ``{"error": ...}``; missing: every review fails, so no force delete). Raises ValueError when
     ``doc`` is neither, when ``kind`` is there and is not ``PodList``, or when ``items`` is not a
     list of objects (``items: null`` included: it is not "no pods").
     """
@@ -95,5 +111,6 @@ def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reade
         lister = SnapshotLister(items)
         return Reader(lister, lister, **reader_options)
     if "cache" in doc or "live" in doc:
-        return Reader(_side(doc, "cache"), _side(doc, "live"), nodes=_nodes(doc.get("nodes")), **reader_options)
+        return Reader(_side(doc, "cache"), _side(doc, "live"), nodes=_nodes(doc.get("nodes")),
+                      access=_access(doc.get("access")), **reader_options)
     raise ValueError("a pod snapshot must be a PodList (items) or have 'cache' and/or 'live'")

@@ -112,6 +112,18 @@ class FakeReader:
             raise PodReadError("no nodes in this fake", method="node_states", source="live")
         return {name: node_state(name, self.nodes.get(name)) for name in sorted(set(names))}
 
+    delete_allowed: bool | frozenset[str] = True
+    """``pod_delete_allowed``'s answer: every namespace (True), none (False), or those named."""
+
+    def pod_delete_allowed(self, namespace: str) -> bool:
+        """Whether pods may be deleted in ``namespace`` (``delete_allowed``); fails like a live read
+        when ``"pod_delete_allowed"`` or ``"live"`` is in ``fail``."""
+        self.calls.append(("pod_delete_allowed", "live", (namespace,)))
+        if "pod_delete_allowed" in self.fail or "live" in self.fail:
+            raise PodReadError("injected failure", method="pod_delete_allowed", source="live")
+        allowed = self.delete_allowed
+        return allowed if isinstance(allowed, bool) else namespace in allowed
+
     def job_pods_on_node(self, node: str) -> list[Pod]:
         """Cached job pods bound to ``node``."""
         pods = self._source("job_pods_on_node", "cache", (node,))

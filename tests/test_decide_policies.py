@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from hooks.core import stuck
 from hooks.core.actions import DeleteJob, ForceDeletePod
 from hooks.core.decide import Decision, decide
 from hooks.core.observed import parse_request
+from podread.nodes import node_state
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
 from tests.test_decide import condition, names, status
 from tests.uids import uid
@@ -217,10 +219,24 @@ def draining(since: str = "2025-12-31T23:00:00Z", **spec: Any) -> dict[str, Any]
                    status={**running_status(phase="Terminating"), "workload": "", "conditions": [drained]})
 
 
-def stuck_pod(name: str = "train-0-worker-0-0", on: str = "gpu-1") -> dict[str, Any]:
-    pod = make_pod(name, job="train", workload="train-0", node=on, deleting="2025-12-31T23:00:00Z")
+def stuck_pod(name: str = "train-0-worker-0-0", on: str = "gpu-1", deleting: str = "2025-12-31T23:00:00Z",
+              owner: dict[str, Any] | None = None, workload: str = "train-0") -> dict[str, Any]:
+    """A worker of ``workload`` terminating on ``on``, as the Job controller made it: a controller
+    ownerReference to its batch Job ``<jobset>-worker-0`` (``owner`` replaces it; ``{}``: none)."""
+    pod = make_pod(name, job="train", workload=workload, node=on, deleting=deleting)
     pod["metadata"]["uid"] = uid(f"pod/{name}")
+    reference = {"apiVersion": "batch/v1", "kind": "Job", "name": f"{workload}-worker-0", "uid": uid("job/w0"),
+                 "controller": True, "blockOwnerDeletion": True} if owner is None else owner
+    pod["metadata"]["ownerReferences"] = [reference] if reference else []
     return pod
+
+
+FORCE = {"drain": {"stuckAfterSeconds": 300, "forceDeleteStuckPodsAfterSeconds": 600}}
+SHUT_DOWN = ("node.kubernetes.io/out-of-service",)
+
+
+def forced(name: str = "train-0-worker-0-0", reason: str = "node gpu-1 is deleted") -> ForceDeletePod:
+    return ForceDeletePod("default", name, uid(f"pod/{name}"), "gpu-1", reason)
 
 
 def test_a_pod_on_a_deleted_node_is_named_in_drain_stuck_and_the_wait_holds() -> None:
@@ -243,18 +259,150 @@ def test_not_ready_nodes_count_from_their_ready_transition() -> None:
 
 
 def test_force_delete_only_when_the_node_is_confirmed_gone() -> None:
-    spec = {"drain": {"stuckAfterSeconds": 300, "forceDeleteStuckPodsAfterSeconds": 600}}
     partitioned = node("gpu-1", ready="Unknown", taints=("node.kubernetes.io/unreachable",))
-    d = run(draining(**spec), FakeReader([stuck_pod()], nodes=[partitioned]))
+    d = run(draining(**FORCE), FakeReader([stuck_pod()], nodes=[partitioned]))
     assert condition(d, "DrainStuck")["status"] == "True" and d.actions == ()
-    shut_down = node("gpu-1", ready="Unknown", taints=("node.kubernetes.io/out-of-service",))
-    d = run(draining(**spec), FakeReader([stuck_pod()], nodes=[shut_down]))
-    assert d.actions == (ForceDeletePod("default", "train-0-worker-0-0", uid("pod/train-0-worker-0-0"), "gpu-1",
-                                        "node gpu-1 is out of service"),)
+    assert condition(d, "ForceDeleteAllowed") is None, "no pod qualifies: the permission is not even asked"
+    shut_down = node("gpu-1", ready="Unknown", taints=SHUT_DOWN)
+    d = run(draining(**FORCE), FakeReader([stuck_pod()], nodes=[shut_down]))
+    assert d.actions == (forced(reason="node gpu-1 is out of service"),)
     assert d.response["finalized"] is False, "the force delete is asked for; the barrier still waits"
-    too_soon = run(draining(since="2025-12-31T23:55:00Z", **spec), FakeReader([stuck_pod()], nodes=[]))
-    assert condition(too_soon, "DrainStuck")["status"] == "True" and too_soon.actions == (), \
-        "stuck for 300 s, force delete after 600 s only"
+    assert condition(d, "ForceDeleteAllowed")["status"] == "True"
+
+
+def test_the_force_delete_wait_counts_from_the_pods_deletion_not_from_the_drained_condition() -> None:
+    recent = stuck_pod(deleting="2025-12-31T23:55:00Z")
+    d = run(draining(**FORCE), FakeReader([recent], nodes=[]))
+    assert condition(d, "DrainStuck")["status"] == "True" and d.actions == (), \
+        "its grace period ended 300 s ago: stuck, force delete after 600 s only"
+    forged = run(draining(since="2020-01-01T00:00:00Z", **FORCE), FakeReader([recent], nodes=[]))
+    assert forged.actions == (), "Drained moved into the past by a status write licenses nothing"
+    d = run(draining(**FORCE), FakeReader([stuck_pod(deleting="2025-12-31T23:50:00Z")], nodes=[]))
+    assert d.actions == (forced(),), "600 s since its deletionTimestamp"
+    node_back_late = node("gpu-1", ready="False", since="2025-12-31T23:58:00Z", taints=SHUT_DOWN)
+    d = run(draining(**FORCE), FakeReader([stuck_pod()], nodes=[node_back_late]))
+    assert d.actions == (), "the node's Ready transition 2 minutes ago: the wait counts from the later moment"
+    no_deletion_time = stuck_pod(deleting="not a time")
+    assert run(draining(**FORCE), FakeReader([no_deletion_time], nodes=[])).actions == ()
+
+
+NOT_ITS_OWN = {
+    "only JOB_LABEL": lambda p: (p["metadata"]["labels"].pop("jobset.sigs.k8s.io/jobset-name"),
+                                 p["metadata"].pop("ownerReferences")),
+    "JobSet label, no owner": lambda p: p["metadata"].pop("ownerReferences"),
+    "another Job's attempt": lambda p: p["metadata"]["labels"].update({"jobset.sigs.k8s.io/jobset-name": "other-0"}),
+    "an attempt name that is no attempt": lambda p: p["metadata"]["labels"].update(
+        {"jobset.sigs.k8s.io/jobset-name": "train-01"}),
+    "owner of another JobSet": lambda p: p["metadata"]["ownerReferences"][0].update({"name": "train-1-worker-0"}),
+    "owner name not <jobset>-<rj>-<index>": lambda p: p["metadata"]["ownerReferences"][0].update(
+        {"name": "train-0-worker"}),
+    "owner not a Job": lambda p: p["metadata"]["ownerReferences"][0].update({"kind": "ReplicaSet"}),
+    "owner not batch/v1": lambda p: p["metadata"]["ownerReferences"][0].update({"apiVersion": "example.com/v1"}),
+    "owner not the controller": lambda p: p["metadata"]["ownerReferences"][0].update({"controller": False}),
+    "two controllers": lambda p: p["metadata"]["ownerReferences"].append(
+        {**p["metadata"]["ownerReferences"][0], "name": "train-0-worker-1"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_ITS_OWN))
+def test_a_pod_without_its_own_workloads_identity_is_never_force_deleted(case: str) -> None:
+    pod = stuck_pod()
+    NOT_ITS_OWN[case](pod)
+    d = run(draining(**FORCE), FakeReader([pod], nodes=[]))
+    assert d.actions == ()
+    assert d.response["finalized"] is False, "the barrier still waits on it"
+    assert "train-0-worker-0-0 (node gpu-1 deleted)" in condition(d, "DrainStuck")["message"], "still reported"
+
+
+def test_force_delete_is_judged_on_the_pod_read_live_not_on_the_cached_copy() -> None:
+    cached = stuck_pod()
+    patched = copy.deepcopy(cached)
+    patched["metadata"]["ownerReferences"] = []
+    reader = FakeReader([cached], live_pods=[patched], nodes=[])
+    d = run(draining(**FORCE), reader)
+    assert d.actions == (), "the server's pod lost its owner: nothing licenses the delete"
+    assert ("workload_pods", "live", ("default", "train-0", "")) in reader.calls
+    replaced = copy.deepcopy(cached)
+    replaced["metadata"]["uid"] = uid("pod/a-new-pod-of-that-name")
+    assert run(draining(**FORCE), FakeReader([cached], live_pods=[replaced], nodes=[])).actions == ()
+    failing = FakeReader([cached], nodes=[], fail=["workload_pods"])
+    d = run(draining(**FORCE), failing)
+    assert d.actions == () and condition(d, "DrainStuck")["status"] == "True", "a failed read: unknown, no delete"
+    assert condition(d, "ForceDeleteAllowed") is None
+
+
+def test_without_the_permission_no_force_delete_and_the_job_says_which_role_to_bind() -> None:
+    reader = FakeReader([stuck_pod()], nodes=[])
+    reader.delete_allowed = False
+    body = draining(**FORCE)
+    d = run(body, reader)
+    assert d.actions == () and d.response["finalized"] is False
+    refused = condition(d, "ForceDeleteAllowed")
+    assert (refused["status"], refused["reason"]) == ("False", "Forbidden")
+    assert "nvcre-hooks-pod-deleter" in refused["message"] and "manifests/overlays/force-delete" in refused["message"]
+    assert "namespace default" in refused["message"]
+    assert ("pod_delete_allowed", "live", ("default",)) in reader.calls
+    again = run(fed_back(body, d), reader, now=NOW + timedelta(seconds=30))
+    assert again.response["status"] == d.response["status"], "a fixed point: nothing moves while it is refused"
+    reader.delete_allowed = frozenset({"default"})
+    allowed = run(fed_back(body, d), reader)
+    assert allowed.actions == (forced(),) and condition(allowed, "ForceDeleteAllowed")["status"] == "True"
+
+
+def test_a_failed_permission_read_is_unknown_no_force_delete_and_nothing_else_changes() -> None:
+    body = draining(**FORCE)
+    d = run(body, FakeReader([stuck_pod()], nodes=[], fail=["pod_delete_allowed"]))
+    assert d.actions == () and condition(d, "ForceDeleteAllowed") is None
+    assert condition(d, "DrainStuck")["status"] == "True" and d.response["finalized"] is False
+    refused = FakeReader([stuck_pod()], nodes=[])
+    refused.delete_allowed = False
+    first = run(body, refused)
+    later = run(fed_back(body, first), FakeReader([stuck_pod()], nodes=[], fail=["pod_delete_allowed"]))
+    assert condition(later, "ForceDeleteAllowed") == condition(first, "ForceDeleteAllowed"), "kept as it was"
+
+
+@pytest.mark.parametrize("drain", [
+    {"stuckAfterSeconds": None, "forceDeleteStuckPodsAfterSeconds": 600},
+    {"stuckAfterSeconds": None, "forceDeleteStuckPodsAfterSeconds": None},
+    {"stuckAfterSeconds": 2**63 - 1, "forceDeleteStuckPodsAfterSeconds": 2**63 - 1},
+    {"stuckAfterSeconds": 300, "forceDeleteStuckPodsAfterSeconds": 2**63 - 1},
+    {"stuckAfterSeconds": 1, "forceDeleteStuckPodsAfterSeconds": 2**64},
+    {"stuckAfterSeconds": -(2**63), "forceDeleteStuckPodsAfterSeconds": -1},
+    {"stuckAfterSeconds": -5},
+    {"forceDeleteStuckPodsAfterSeconds": -(2**63)},
+])
+def test_drain_limits_are_total_while_a_drain_waits(drain: dict[str, Any]) -> None:
+    reader = FakeReader([stuck_pod()], nodes=[])
+    d = run(draining(drain=drain), reader)
+    assert d.response["finalized"] is False, "whatever the limits, the barrier still waits on the pod"
+    assert condition(d, "Drained")["status"] == "False"
+    assert all(a.name == "train-0-worker-0-0" for a in d.actions)
+    spec = {"drain": drain}
+    pods = stuck.candidates([stuck_pod()], NOW - timedelta(days=3650), NOW, spec)
+    stuck.judge(pods, {"gpu-1": node_state("gpu-1", None)}, NOW - timedelta(days=3650), NOW, spec, "train")
+    assert stuck.may_force_delete(stuck_pod(), "train", node_state("gpu-1", None), NOW, spec) in (True, False)
+
+
+@pytest.mark.parametrize(("drain", "invalid"), [
+    ({"stuckAfterSeconds": None, "forceDeleteStuckPodsAfterSeconds": 600}, False),
+    ({"stuckAfterSeconds": None, "forceDeleteStuckPodsAfterSeconds": 200}, True),
+    ({"stuckAfterSeconds": 2**63 - 1, "forceDeleteStuckPodsAfterSeconds": 2**63 - 1}, True),
+    ({"forceDeleteStuckPodsAfterSeconds": -1}, True),
+])
+def test_drain_limits_on_a_running_job_are_total(drain: dict[str, Any], invalid: bool) -> None:
+    body = request(spec=spec_with(drain=drain), status=running_status(),
+                   jobsets=[jobset_child("train", 0, created="2025-12-31T00:00:00Z")])
+    d = run(body)
+    assert names(d) == ["train-0"], "a running Job keeps its JobSet whatever its drain limits"
+    assert (condition(d, "InvalidSpec") is not None) is invalid
+
+
+def test_drain_limits_of_any_json_type_never_raise() -> None:
+    for drain in ("x", 3, [], None, {"stuckAfterSeconds": "300"}, {"stuckAfterSeconds": 1.5},
+                  {"forceDeleteStuckPodsAfterSeconds": True}, {"stuckAfterSeconds": {}}):
+        spec = {"drain": drain}
+        assert stuck.stuck_after(spec) == stuck.DEFAULT_STUCK_AFTER
+        assert stuck.force_after(spec) is None
 
 
 def test_nodes_are_not_read_before_the_wait_could_be_stuck_and_a_failed_read_changes_nothing() -> None:

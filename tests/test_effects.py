@@ -19,6 +19,7 @@ from hooks.server.app import create_app
 from hooks.server.config import Settings
 from hooks.server.effects import BURST, Effects, event_name
 from hooks.server.writer import ApiWriter, MemoryWriter, WriteError
+from podread.access import AccessClient
 from podread.nodes import NodeClient
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
 from tests.fakekube.faults import Fault
@@ -196,12 +197,15 @@ def test_a_stuck_pod_is_force_deleted_through_the_wire(fake_kube: FakeKubeServer
     pod = make_pod("train-0-worker-0-0", job="train", namespace="team-a", workload="train-0", node="gpu-7",
                    deleting="2025-12-31T23:00:00Z")
     pod["metadata"]["uid"] = uid("pod/x")
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "train-0-worker-0",
+                                           "uid": uid("job/x"), "controller": True}]
     fake_kube.put_pod(pod)
     fake_kube.writes.nodes["gpu-8"] = {"metadata": {"name": "gpu-8"}, "status": {"conditions": [
         {"type": "Ready", "status": "True", "lastTransitionTime": "2025-12-01T00:00:00Z"}]}}
     api = fake_kube.api_client(retries=False)
     live = podread.LiveClient(api)
-    reader = podread.Reader(podread.PodCache(live, ttl_seconds=0.05), live, nodes=NodeClient(api))
+    reader = podread.Reader(podread.PodCache(live, ttl_seconds=0.05), live, nodes=NodeClient(api),
+                            access=AccessClient(api))
     states = reader.node_states(["gpu-7", "gpu-8"])
     assert (states["gpu-7"].exists, states["gpu-8"].exists, states["gpu-8"].unhealthy) == (False, True, False)
     drained = {"type": "Drained", "status": "False", "reason": "PodsActive", "message": "w",

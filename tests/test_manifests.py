@@ -537,8 +537,7 @@ def test_rbac_is_exactly_the_reads_the_watch_and_the_hooks_own_writes(objects: d
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
     assert roles["nvcre-hooks-writer"]["rules"] == [
         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
-        {"apiGroups": ["nvcre.nvidia.com"], "resources": ["jobs"], "verbs": ["delete"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}]
+        {"apiGroups": ["nvcre.nvidia.com"], "resources": ["jobs"], "verbs": ["delete"]}]
     for name in roles:
         binding = objects[("ClusterRoleBinding", name)]
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
@@ -548,6 +547,50 @@ def test_rbac_is_exactly_the_reads_the_watch_and_the_hooks_own_writes(objects: d
     assert pod["serviceAccountName"] == "nvcre-hooks"
     assert ("ServiceAccount", "nvcre-hooks") in objects
     assert pod["automountServiceAccountToken"] is True, "the pod reads the API: it needs its token"
+
+
+def test_the_base_grants_no_pod_delete_anywhere(objects: dict) -> None:
+    """Issue 20: force delete is opt-in (manifests/overlays/force-delete/), never in the base."""
+    for (kind, name), obj in objects.items():
+        if kind not in ("Role", "ClusterRole"):
+            continue
+        for rule in obj.get("rules") or []:
+            on_pods = "" in rule.get("apiGroups", []) and {"pods", "*"} & set(rule.get("resources", []))
+            assert not (on_pods and {"delete", "deletecollection", "*"} & set(rule.get("verbs", []))), name
+
+
+FORCE_DELETE_OVERLAY = MANIFESTS / "overlays" / "force-delete"
+
+
+def test_the_force_delete_overlay_binds_pod_delete_per_namespace_and_nothing_else() -> None:
+    kustomization = load_one(FORCE_DELETE_OVERLAY / "kustomization.yaml")
+    assert kustomization["resources"] == ["pod-deleter.yaml"]
+    docs = load_all(FORCE_DELETE_OVERLAY / "pod-deleter.yaml")
+    roles = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in docs if d["kind"] == "Role"}
+    bindings = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in docs if d["kind"] == "RoleBinding"}
+    assert {d["kind"] for d in docs} == {"Role", "RoleBinding"} and roles and set(roles) == set(bindings)
+    for key, role in roles.items():
+        assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}], key
+        binding = bindings[key]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                      "name": "nvcre-hooks-pod-deleter"}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nvcre-hooks", "namespace": "nvcre-system"}]
+    assert {name for _, name in roles} == {"nvcre-hooks-pod-deleter"}, "the name the ForceDeleteAllowed message gives"
+
+
+def test_the_force_delete_names_in_the_hooks_match_the_overlay() -> None:
+    from hooks.core import stuckwait
+    assert stuckwait.ROLE == "nvcre-hooks-pod-deleter"
+    assert (MANIFESTS.parent / stuckwait.OVERLAY).resolve() == FORCE_DELETE_OVERLAY.resolve()
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed: kustomize build skipped")
+def test_kustomize_builds_the_force_delete_overlay() -> None:
+    result = subprocess.run(["kubectl", "kustomize", str(FORCE_DELETE_OVERLAY)], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    built = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    assert sorted(doc["kind"] for doc in built) == ["Role", "RoleBinding"]
 
 
 def test_token_secret_is_mounted_where_the_server_reads_it(objects: dict) -> None:

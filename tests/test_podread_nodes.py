@@ -1,5 +1,6 @@
 """podread's issue-15 reads: ``Reader.attempt_failure_pods`` (live, by JobSet's label, the pods that
-tell why an attempt failed) and ``Reader.node_states`` (live, one GET per node, 404 is deleted)."""
+tell why an attempt failed) and ``Reader.node_states`` (live, one GET per node, only the API server's
+NotFound for that node is deleted)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from typing import Any
 import pytest
 
 from podread import JOBSET_NAME_LABEL, PodReadError, Reader, SnapshotLister, reader_from_snapshot
-from podread.nodes import MAX_NODES_PER_READ, NodeClient, SnapshotNodes, node_state
+from podread.nodes import MAX_NODES_PER_READ, NodeClient, SnapshotNodes, node_state, not_found_for
 from tests.fake_reader import make_pod
-from tests.fakekube.server import FakeKubeServer
+from tests.fakekube.faults import Fault
+from tests.fakekube.server import FakeKubeServer, status_body
 
 pytest_plugins = ["tests.fakekube.fixtures"]
 
@@ -95,3 +97,52 @@ def test_node_client_on_the_wire(fake_kube: FakeKubeServer) -> None:
     assert client.get_node("gpu-1")["metadata"]["name"] == "gpu-1"
     assert client.get_node("gpu-2") is None
     assert fake_kube.request_count("/api/v1/nodes/gpu-2") == 1
+
+
+NOT_THE_SERVERS_NOT_FOUND = {
+    "a proxy's plain text": (b"404 page not found\n", "text/plain; charset=utf-8"),
+    "a Status about another node": (status_body(404, 'nodes "gpu-9" not found', reason="NotFound",
+                                                details={"name": "gpu-9", "kind": "nodes"}), "application/json"),
+    "a Status about another kind": (status_body(404, 'pods "gpu-2" not found', reason="NotFound",
+                                                details={"name": "gpu-2", "kind": "pods"}), "application/json"),
+    "a Status without details": (status_body(404, 'nodes "gpu-2" not found', reason="NotFound"), "application/json"),
+    "a Status with another reason": (status_body(404, "the server could not find the requested resource",
+                                                 reason="Gone", details={"name": "gpu-2", "kind": "nodes"}),
+                                     "application/json"),
+    "JSON that is not a Status": (b'{"reason": "NotFound", "details": {"name": "gpu-2", "kind": "nodes"}}',
+                                  "application/json"),
+    "an empty body": (b"", "application/json"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_THE_SERVERS_NOT_FOUND))
+def test_a_404_that_is_not_the_servers_not_found_for_that_node_is_a_failed_read(fake_kube: FakeKubeServer,
+                                                                                  case: str) -> None:
+    body, content_type = NOT_THE_SERVERS_NOT_FOUND[case]
+    fake_kube.inject(Fault.raw("/api/v1/nodes/gpu-2", 404, body, content_type=content_type))
+    reader = Reader(SnapshotLister(), SnapshotLister(), nodes=NodeClient(fake_kube.api_client(retries=False)))
+    with pytest.raises(PodReadError) as failed:
+        reader.node_states(["gpu-2"])
+    assert (failed.value.method, failed.value.source, failed.value.code) == ("node_states", "live", "http-404")
+    assert "never a deleted node" in str(failed.value)
+    assert fake_kube.request_count("/api/v1/nodes/gpu-2") == 1
+
+
+def test_the_servers_not_found_for_that_node_is_deleted(fake_kube: FakeKubeServer) -> None:
+    reader = Reader(SnapshotLister(), SnapshotLister(), nodes=NodeClient(fake_kube.api_client(retries=False)))
+    gone = reader.node_states(["gpu-2"])["gpu-2"]
+    assert (gone.exists, gone.gone, gone.describe()) == (False, True, "deleted")
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ('{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \\"n\\" not found",'
+     '"reason":"NotFound","details":{"name":"n","kind":"nodes"},"code":404}', True),
+    (b'{"kind":"Status","reason":"NotFound","details":{"name":"n","kind":"nodes"}}', True),
+    (b'{"kind":"Status","reason":"NotFound","details":{"name":"n","kind":"nodes","group":"x"}}', True),
+    (b'{"kind":"Status","reason":"NotFound","details":{"name":"m","kind":"nodes"}}', False),
+    (b'{"kind":"Status","reason":"NotFound","details":{"name":"n","kind":"Node"}}', False),
+    (b'{"kind":"Status","reason":"NotFound","details":"n"}', False),
+    (b'[]', False), (b"404 page not found", False), (None, False), (b"\xff", False),
+])
+def test_not_found_for(body: object, expected: bool) -> None:
+    assert not_found_for(body, "n") is expected

@@ -47,7 +47,8 @@ def check(spec: Mapping[str, Any]) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_SECONDS:
             raise InvalidSpec(f"spec.{path} must be an integer from {low} to {MAX_SECONDS}, got {value!r}",
                               "InvalidTimeLimit")
-    force, after = drain.get("forceDeleteStuckPodsAfterSeconds"), drain.get("stuckAfterSeconds", 300)
+    force, after = drain.get("forceDeleteStuckPodsAfterSeconds"), drain.get("stuckAfterSeconds")
+    after = 300 if after is None else after  # null is unset, as the CRD's CEL rule reads it (issue 20)
     if force is not None and force < after:
         raise InvalidSpec(f"spec.drain.forceDeleteStuckPodsAfterSeconds ({force}) must be at least stuckAfterSeconds "
                           f"({after}): a pod is only force-deleted once it is known to be stuck", "InvalidTimeLimit")

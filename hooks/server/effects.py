@@ -190,8 +190,10 @@ class Effects:
             else:
                 pod: ForceDeletePod = item[0]
                 outcome = self.writer.force_delete_pod(pod)
-                log.warning("force-deleted pod %s/%s: %s", pod.namespace, pod.name, pod.reason)
+                log.warning("force delete of pod %s/%s: %s (%s)", pod.namespace, pod.name, outcome, pod.reason)
             WRITES.labels(kind, outcome).inc()
+            if outcome == "forbidden":  # refused (issue 20): asked again once the Role is bound, not in 10 min
+                self._forget(kind, item)
         except WriteError as exc:
             WRITES.labels(kind, "failed").inc()
             log.warning("%s failed: %s [%s]", kind, exc, exc.code)

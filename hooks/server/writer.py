@@ -5,8 +5,8 @@ force delete. Everything else is still written by Metacontroller.
 next hook call asks again). ``MemoryWriter`` keeps the writes in memory (replay, recorded payloads,
 tests). Each method returns the outcome in one word or raises ``WriteError``; callers
 (``hooks.server.effects``) log and count it and never let it change an answer. RBAC: ``manifests/rbac.yaml``
-grants exactly these: ``create`` on ``events.k8s.io`` events, ``delete`` on ``nvcre.nvidia.com``
-jobs, ``delete`` on pods.
+grants ``create`` on ``events.k8s.io`` events and ``delete`` on ``nvcre.nvidia.com`` jobs; ``delete``
+on pods only the opt-in overlay ``manifests/overlays/force-delete/`` grants, per namespace.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class ApiWriter:
     ``delete_job``: ``DELETE`` the NVCRE Job with a UID precondition and background propagation;
     ``"deleted"``, or ``"gone"`` on 404/409 (already deleted, or another Job of that name now).
     ``force_delete_pod``: ``DELETE`` the pod with ``gracePeriodSeconds: 0`` and a UID precondition;
-    ``"deleted"`` or ``"gone"``.
+    ``"deleted"``, ``"gone"``, or ``"forbidden"`` (403: the namespace has no force-delete Role).
     """
 
     def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
@@ -100,12 +100,24 @@ class ApiWriter:
                                                          _request_timeout=self._timeout)))
 
     def force_delete_pod(self, action: ForceDeletePod) -> str:
+        """``"deleted"``, ``"gone"``, or ``"forbidden"`` on 403: the base manifests grant no pod
+        delete, only the overlay ``manifests/overlays/force-delete/`` does, per namespace (the
+        decision asks first, ``Reader.pod_delete_allowed``; a Role removed since is refused here,
+        counted, never raised)."""
         options: dict[str, Any] = {"gracePeriodSeconds": 0}
         if action.uid:
             options["preconditions"] = {"uid": action.uid}
-        return _delete(f"force delete pod {action.namespace}/{action.name}", lambda: (
-            self._core.delete_namespaced_pod(action.name, action.namespace, body=options, _preload_content=False,
-                                             _request_timeout=self._timeout)))
+        what = f"force delete pod {action.namespace}/{action.name}"
+        try:
+            return _delete(what, lambda: (
+                self._core.delete_namespaced_pod(action.name, action.namespace, body=options, _preload_content=False,
+                                                 _request_timeout=self._timeout)))
+        except WriteError as exc:
+            if exc.code != "http-403":
+                raise
+            log.warning("%s refused (403): bind the Role of manifests/overlays/force-delete in %s", what,
+                        action.namespace)
+            return "forbidden"
 
 
 class NullWriter:

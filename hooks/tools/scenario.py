@@ -28,6 +28,8 @@ REQUEST = "request.json"
 PODS = "pods.json"
 NODES = "nodes"
 """The pods.json key of the Nodes a call read (``Reader.node_states``), as ``reader_from_snapshot`` reads it."""
+ACCESS = "access"
+"""The pods.json key of the pod delete permission reviews a call made (``Reader.pod_delete_allowed``)."""
 META = "meta.json"
 RESPONSE = "response.json"
 SOURCES = ("cache", "live")
@@ -99,7 +101,8 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
     """The pods.json of a hook call from the ReadRecords of its reads (recorded with ``keep_pods``).
 
     Each source (``cache``, ``live``) gets the union of the pods its reads returned, deduplicated by
-    namespace/name (the first copy read is kept; Nodes under ``nodes``, by name, as ``{"items": [...]}``),
+    namespace/name (the first copy read is kept; Nodes under ``nodes``, by name, as ``{"items": [...]}``;
+    pod delete permission reviews under ``access`` as ``{"allowed": {namespace: bool}}``),
     or ``{"error": reason, "code": class}`` when one
     of its reads failed: a replay then fails that source's reads with the same text and class (the
     class is what the status shows). A source with no read has no
@@ -107,7 +110,15 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
     """
     pods: dict[str, dict[str, dict[str, Any]]] = {source: {} for source in SOURCES}
     errors: dict[str, dict[str, str]] = {}
+    access: dict[str, bool] = {}
     for record in reads:
+        if record.method == "pod_delete_allowed":  # a permission, not pods (issue 20)
+            if record.outcome != "ok":
+                errors.setdefault(ACCESS, {"error": _reason(record), **({"code": record.error_code}
+                                                                        if record.error_code else {})})
+            for answer in record.items or ():
+                access.setdefault(str(answer["namespace"]), bool(answer["allowed"]))
+            continue
         side = pods.setdefault(NODES if record.method == "node_states" else record.source, {})
         if record.outcome != "ok":
             failed = {"error": _reason(record)}
@@ -127,6 +138,8 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
     }
     if NODES in pods:  # node reads (issue 15): the Nodes that exist; a name read but absent was deleted
         document[NODES] = errors.get(NODES) or {"items": list(pods[NODES].values())}
+    if access or ACCESS in errors:
+        document[ACCESS] = errors.get(ACCESS) or {"allowed": access}
     return document
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import kubernetes
 import pytest
 
+from tests.cluster.kube import REPO, Applier, load_documents
 from tests.cluster.world import ClusterWorld
 from tests.e2e.harness import job_spec
 
@@ -104,6 +105,14 @@ def test_a_pod_stuck_on_a_dead_node_is_named_then_force_deleted_once_the_node_is
     assert pod["metadata"]["name"] in [p["metadata"]["name"] for p in world.active_pods("marooned")]
     assert "DrainStuck" in world.event_reasons("marooned")
     kubernetes.client.CoreV1Api(world.plane.api_client()).delete_node(node)
+    world.run_until(lambda: world.condition("marooned", "ForceDeleteAllowed").get("reason") == "Forbidden",
+                    "ForceDeleteAllowed=False: the base install grants no pod delete (issue 20)", timeout=60)
+    world.run_for(2)
+    assert not world.gone("marooned"), "no force delete without the overlay's grant"
+    grants = load_documents(REPO / "manifests" / "overlays" / "force-delete" / "pod-deleter.yaml")
+    for doc in grants:
+        doc["metadata"]["namespace"] = world.namespace
+    Applier(world.plane.api_client()).apply_all(grants)
     world.run_until(lambda: world.gone("marooned"), "the Job gone after the force delete", timeout=120)
     assert "ForceDeletingPod" in world.event_reasons("marooned")
     world.assert_safe()

@@ -21,7 +21,9 @@ class Fault:
     Effects, applied in this order: wait ``delay`` seconds; then ``drop`` closes the connection with
     no answer, or ``status`` answers that code with a Kubernetes ``Status`` body (and a
     ``Retry-After: retry_after`` header when set), or ``invalid_json`` answers 200 with a body that
-    is not JSON, or ``body`` answers 200 with exactly those bytes (JSON that is not a PodList, say).
+    is not JSON, or ``body`` answers 200 with exactly those bytes (JSON that is not a PodList, say);
+    ``body`` with ``status`` answers that status with exactly those bytes as ``content_type`` (a
+    proxy's plain-text ``404 page not found``, a ``Status`` about another object).
     A fault with only a delay answers normally after it.
     """
 
@@ -35,6 +37,7 @@ class Fault:
     times: int | None = None
     query: Mapping[str, str] = field(default_factory=dict)
     method: str | None = None
+    content_type: str = "application/json"
     hits: int = 0
 
     def __post_init__(self) -> None:
@@ -110,6 +113,15 @@ class Fault:
     ) -> Fault:
         """Answer 200 with ``body`` as it is (e.g. ``b"{}"`` or a ``Status`` object)."""
         return cls(path=path, body=body, times=times, query=query or {})
+
+    @classmethod
+    def raw(
+        cls, path: str | None, status: int, body: bytes, *, content_type: str = "application/json",
+        times: int | None = None,
+    ) -> Fault:
+        """Answer ``status`` with ``body`` as it is, as ``content_type``: an error that is not the
+        API server's own (a proxy's ``404 page not found`` as text/plain), or a Status of its own making."""
+        return cls(path=path, status=status, body=body, content_type=content_type, times=times)
 
 
 class FaultList:

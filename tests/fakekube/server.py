@@ -588,6 +588,8 @@ class FakeKubeServer:
         """The answer a fault forces, or ``None`` when it only delays."""
         if fault.drop:
             return _Answer(drop=True, fault=fault.kind)
+        if fault.status is not None and fault.body is not None:
+            return _Answer(fault.status, fault.body, content_type=fault.content_type, fault=fault.kind)
         if fault.status is not None:
             headers: dict[str, str] = {}
             details: dict[str, Any] = {}

@@ -10,7 +10,11 @@
   Job is marked deleted (``deleted_jobs``) and returned;
 - ``DELETE /api/v1/namespaces/{ns}/pods/{name}``: removes the pod from the pod store, honouring a
   UID precondition (409), 404 when absent;
-- ``GET /api/v1/nodes/{name}``: from ``nodes``, else 404.
+- ``GET /api/v1/nodes/{name}``: from ``nodes``, else 404 with the real server's NotFound
+  ``Status`` (``details: {name, kind: nodes}``);
+- ``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: 201 with the review and
+  ``status.allowed``: fakekube has no RBAC, so everything is allowed except a ``delete pods`` in a
+  namespace listed in ``pod_delete_denied`` (issue 20).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ _EVENTS = re.compile(r"^/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events/?$")
 _JOB = re.compile(r"^/apis/nvcre\.nvidia\.com/v1alpha1/namespaces/([^/]+)/jobs/([^/]+)$")
 _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
 _NODE = re.compile(r"^/api/v1/nodes/([^/]+)$")
+_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 _QUALIFIED = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                         r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
@@ -47,6 +52,7 @@ class WriteRoutes:
         self.deleted_jobs: list[tuple[str, str]] = []
         self.deleted_pods: list[tuple[str, str, dict[str, Any]]] = []
         self.nodes: dict[str, dict[str, Any]] = {}
+        self.pod_delete_denied: set[str] = set()
 
     def answer(self, method: str, path: str, body: bytes) -> Answer | None:
         """The answer for a request on one of these routes, or ``None`` for any other request."""
@@ -56,13 +62,28 @@ class WriteRoutes:
             return self._delete_job(*match.groups(), body)
         if method == "DELETE" and (match := _POD.match(path)):
             return self._delete_pod(*match.groups(), body)
+        if method == "POST" and path.rstrip("/") == _REVIEWS:
+            return self._review(body)
         if method == "GET" and (match := _NODE.match(path)):
             with self._lock:
                 found = self.nodes.get(match.group(1))
             if found is None:
-                return 404, self._status(404, f'nodes "{match.group(1)}" not found', reason="NotFound")
+                return 404, self._status(404, f'nodes "{match.group(1)}" not found', reason="NotFound",
+                                         details={"name": match.group(1), "kind": "nodes"})
             return 200, dumps({"kind": "Node", "apiVersion": "v1", **found})
         return None
+
+    def _review(self, raw: bytes) -> Answer:
+        try:
+            review = json.loads(raw or b"{}")
+        except ValueError:
+            return 400, self._status(400, "the body is not JSON")
+        attributes = (review.get("spec") or {}).get("resourceAttributes") or {}
+        denied = (attributes.get("verb") == "delete" and attributes.get("resource") == "pods"
+                  and attributes.get("group", "") == "" and attributes.get("namespace") in self.pod_delete_denied)
+        status = {"allowed": not denied, **({"reason": "fakekube: pod delete denied in this namespace"}
+                                            if denied else {})}
+        return 201, dumps({**review, "status": status})
 
     def _create_event(self, namespace: str, raw: bytes) -> Answer:
         try:

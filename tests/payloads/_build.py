@@ -48,7 +48,8 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
          nodes: list[dict[str, Any]] | None = None, now: str = NOW,
          labels: dict[str, str] | None = None, workloads: list[dict[str, Any]] | None = None,
          priority_classes: dict[str, int] | None = None,
-         flavors: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+         flavors: dict[str, dict[str, Any]] | None = None,
+         access: dict[str, bool] | None = None) -> dict[str, Any]:
     """One scenario. ``cache``/``live`` are pod lists or an error text (``live_code`` the error's
     class, see podread.errors.CAUSES); ``live`` defaults to the cache's pods; ``launchers`` are
     live-only (the cache never holds launcher pods). ``labels``, ``workloads`` and
@@ -71,6 +72,8 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
     pods: dict[str, Any] = {"cache": cache_doc, "live": live_doc}
     if nodes is not None:
         pods["nodes"] = {"items": nodes}
+    if access is not None:  # issue 20: may the hooks delete pods, per namespace
+        pods["access"] = {"allowed": access}
     return {"request": request, "pods": pods, "meta": meta}
 
 
@@ -504,9 +507,14 @@ def _() -> dict[str, Any]:
     pods = workers(0, deleting="2025-12-31T23:00:30Z")
     for pod in pods:
         pod["metadata"]["uid"] = uid(f"pod/{pod['metadata']['name']}")
+        index = pod["metadata"]["name"].split("-")[-2]  # the Job controller's pods of <jobset>-worker-<index>
+        pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "controller": True,
+                                               "name": f"{JOB}-0-worker-{index}", "uid": uid(f"job/worker-{index}"),
+                                               "blockOwnerDeletion": True}]
     return case("issue 15: forceDeleteStuckPodsAfterSeconds 1800, both workers stuck an hour: gpu-0 is tainted "
-                "out-of-service (confirmed gone): its pod is force-deleted; gpu-1 is only unreachable: its pod "
-                "is named, never deleted", finalizing=True,
+                "out-of-service (confirmed gone): its pod (JobSet's label, owned by its batch Job, issue 20) is "
+                "force-deleted, the hooks may delete pods there (ForceDeleteAllowed); gpu-1 is only unreachable: "
+                "its pod is named, never deleted", finalizing=True, access={NS: True},
                 spec={**job_spec(), "drain": {"forceDeleteStuckPodsAfterSeconds": 1800}},
                 status={**running_status(phase="Terminating"), "workload": "",
                         "conditions": [drained_false("2025-12-31T23:00:00Z")]}, cache=pods,
