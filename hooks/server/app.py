@@ -59,7 +59,8 @@ def create_app(
     """
     settings = Settings.from_env() if settings is None else settings
     logs.configure(settings.log_level)
-    token = BearerToken(settings.hook_token_file) if settings.hook_token_file else None
+    token = (BearerToken(settings.hook_token_file, settings.hook_previous_token_file)
+             if settings.hook_token_file else None)
     reader = podread.from_environment() if reader is None else reader
     clock = utc_now if clock is None else clock
     effects = Effects(writer_from_environment() if writer is None else writer)
