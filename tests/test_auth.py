@@ -128,9 +128,11 @@ def test_a_vanished_or_emptied_file_keeps_the_last_token(token_file: Path, caplo
     assert all(str(token_file) in message for message in warnings)
 
 
-def test_probes_and_metrics_stay_open(client: FlaskClient) -> None:
-    for path in ("/healthz", "/readyz", "/metrics"):
+def test_probes_stay_open_and_the_hook_port_serves_no_metrics(client: FlaskClient) -> None:
+    for path in ("/healthz", "/readyz"):
         assert client.get(path).status_code == 200, path
+    assert client.get("/metrics").status_code == 404, "metrics have a port of their own"
+    assert client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404
 
 
 def test_without_a_token_file_no_header_is_needed() -> None:
