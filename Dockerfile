@@ -30,5 +30,6 @@ COPY podread/ /app/podread/
 RUN python -m compileall -q /app/hooks /app/podread
 # A numeric non-root user (the Deployment's runAsUser), so that runAsNonRoot can be verified.
 USER 65532:65532
-EXPOSE 8080
+# 8080: the hooks (and probes); 9090: /metrics, served by the gunicorn master (NVCRE_METRICS_PORT).
+EXPOSE 8080 9090
 CMD ["gunicorn", "--config", "hooks/server/gunicorn.conf.py", "--bind", "0.0.0.0:8080", "hooks.server.app:create_app()"]

@@ -18,11 +18,13 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from prometheus_client import REGISTRY
+from werkzeug.test import Client
 
 import hooks.server.handler
 from hooks.server.app import create_app
 from hooks.server.config import Settings
 from hooks.server.handler import handle, nested_deeper_than
+from hooks.server.metrics import metrics_app
 from podread import reader_from_snapshot
 from tests.fake_reader import JOB_CREATED
 from tests.uids import uid
@@ -246,12 +248,19 @@ def test_hooks_accept_only_post(client: FlaskClient, method: str, path: str) -> 
     assert method in error_of(response)
 
 
-def test_probes_and_metrics_refuse_post(client: FlaskClient) -> None:
-    for path in ("/healthz", "/readyz", "/metrics"):
+def test_probes_refuse_post(client: FlaskClient) -> None:
+    for path in ("/healthz", "/readyz"):
         response = client.post(path)
         assert response.status_code == 405
         assert "GET" in response.headers["Allow"]
         error_of(response)
+
+
+def test_the_hook_port_serves_no_metrics(client: FlaskClient) -> None:
+    """/metrics is served by the gunicorn master on its own port (NVCRE_METRICS_PORT), not here."""
+    response = client.get("/metrics")
+    assert response.status_code == 404
+    error_of(response)
 
 
 @pytest.mark.parametrize("path", ["/", "/nope", "/sync/extra", "/v1/sync"])
@@ -272,7 +281,7 @@ def test_healthz_and_readyz_answer_without_a_cluster() -> None:
 
 def test_metrics_are_prometheus_text(client: FlaskClient) -> None:
     post(client, "/sync", job_request())
-    response = client.get("/metrics")
+    response = Client(metrics_app).get("/metrics")
     assert response.status_code == 200
     assert response.mimetype == "text/plain"
     text = response.get_data(as_text=True)
@@ -353,8 +362,8 @@ def test_an_exception_in_a_route_outside_handle_is_a_json_500(
     def explode() -> Any:
         raise Boom()
 
-    monkeypatch.setattr("hooks.server.metrics.exposition", explode)
-    response = client.get("/metrics")
+    monkeypatch.setattr("hooks.server.app.queueing.customize_response", explode)
+    response = client.post("/customize", json={"controller": {}, "parent": {}})
     assert response.status_code == 500
     assert error_of(response) == "internal error: Boom"
 
@@ -375,3 +384,14 @@ def test_customize_needs_the_token_when_one_is_set(tmp_path: Any) -> None:
         answer = test_client.post("/customize", data=b"{}", content_type="application/json",
                                   headers={"Authorization": "Bearer s3cret"})
         assert answer.status_code == 200
+
+
+def test_the_metrics_app_serves_only_get_metrics() -> None:
+    metrics_client = Client(metrics_app)
+    assert metrics_client.get("/metrics").status_code == 200
+    assert metrics_client.head("/metrics").get_data() == b""
+    for path in ("/", "/sync", "/metrics/extra"):
+        response = metrics_client.get(path)
+        assert response.status_code == 404 and path in json.loads(response.get_data())["error"]
+    refused = metrics_client.post("/metrics")
+    assert refused.status_code == 405 and refused.headers["Allow"] == "GET, HEAD"

@@ -128,9 +128,11 @@ def test_a_vanished_or_emptied_file_keeps_the_last_token(token_file: Path, caplo
     assert all(str(token_file) in message for message in warnings)
 
 
-def test_probes_and_metrics_stay_open(client: FlaskClient) -> None:
-    for path in ("/healthz", "/readyz", "/metrics"):
+def test_probes_stay_open_and_the_hook_port_serves_no_metrics(client: FlaskClient) -> None:
+    for path in ("/healthz", "/readyz"):
         assert client.get(path).status_code == 200, path
+    assert client.get("/metrics").status_code == 404, "metrics have a port of their own"
+    assert client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404
 
 
 def test_without_a_token_file_no_header_is_needed() -> None:
@@ -147,3 +149,104 @@ def test_a_missing_or_empty_token_file_is_a_startup_error(tmp_path: Path, conten
         create_app(empty_reader(), clock=lambda: NOW, settings=Settings(hook_token_file=str(path)))
     assert str(path) in str(raised.value)
     assert "NVCRE_HOOK_TOKEN_FILE" in str(raised.value)
+
+
+# ---- two tokens during a rotation, the placeholder refused (issue 20, items 5 and 8) ---------------
+
+PLACEHOLDER = "REPLACE-ME-this-placeholder-token-is-public"
+
+
+def secret_volume(tmp_path: Path, version: str, keys: dict[str, str]) -> None:
+    """Writes ``keys`` as kubelet writes a Secret volume: a new directory, then ``..data`` swapped
+    to it in one rename, and one ``<key> -> ..data/<key>`` symlink per key (kept when it exists)."""
+    (tmp_path / version).mkdir()
+    for key, value in keys.items():
+        (tmp_path / version / key).write_text(value)
+    (tmp_path / "..data_tmp").symlink_to(version)
+    os.replace(tmp_path / "..data_tmp", tmp_path / "..data")
+    for key in ("token", "previous"):
+        link = tmp_path / key
+        if key in keys and not link.is_symlink():
+            link.symlink_to(f"..data/{key}")
+        elif key not in keys and link.is_symlink():
+            link.unlink()
+
+
+def test_the_previous_token_is_accepted_beside_the_current_one_while_it_is_there(tmp_path: Path) -> None:
+    secret_volume(tmp_path, "v1", {"token": "old", "previous": ""})
+    bearer = BearerToken(str(tmp_path / "token"), str(tmp_path / "previous"))
+    assert bearer.tokens() == (b"old",)
+    secret_volume(tmp_path, "v2", {"token": "new", "previous": "old"})  # rotation step 1
+    assert bearer.allows("Bearer old") and bearer.allows("Bearer new")
+    assert bearer.tokens() == (b"new", b"old")
+    secret_volume(tmp_path, "v3", {"token": "new", "previous": ""})  # the last step
+    assert bearer.allows("Bearer new")
+    assert not bearer.allows("Bearer old"), "the old token is refused at the end"
+    secret_volume(tmp_path, "v4", {"token": "newer"})  # a Secret without the key at all: no previous
+    assert bearer.tokens() == (b"newer",)
+
+
+def test_a_previous_file_that_appears_later_is_read(tmp_path: Path) -> None:
+    """The ``previous`` symlink of a key new to the Secret appears after the ``..data`` swap; its
+    appearance alone changes the signature, so the token is not lost until the next change."""
+    write_token(tmp_path / "token", "new")
+    bearer = BearerToken(str(tmp_path / "token"), str(tmp_path / "previous"))
+    assert not bearer.allows("Bearer old")
+    write_token(tmp_path / "previous", "old")
+    assert bearer.allows("Bearer old")
+
+
+def test_each_token_is_compared_in_constant_time_and_all_of_them_every_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_token(tmp_path / "token", "new")
+    write_token(tmp_path / "previous", "old")
+    bearer = BearerToken(str(tmp_path / "token"), str(tmp_path / "previous"))
+    calls: list[tuple[bytes, bytes]] = []
+    real = hooks.server.auth.hmac.compare_digest
+
+    def spy(a: bytes, b: bytes) -> bool:
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(hooks.server.auth.hmac, "compare_digest", spy)
+    assert bearer.allows("Bearer new") and bearer.allows("Bearer old") and not bearer.allows("Bearer nope")
+    assert calls == [(b"new", b"new"), (b"new", b"old"), (b"old", b"new"), (b"old", b"old"),
+                     (b"nope", b"new"), (b"nope", b"old")], "no early exit on the first match"
+
+
+@pytest.mark.parametrize("token", [PLACEHOLDER, "replace-me", "REPLACE-ME-with-openssl-rand"])
+def test_the_placeholder_token_is_a_startup_error_naming_the_secret(tmp_path: Path, token: str) -> None:
+    write_token(tmp_path / "token", token)
+    with pytest.raises(ValueError) as raised:
+        create_app(empty_reader(), clock=lambda: NOW, settings=Settings(hook_token_file=str(tmp_path / "token")))
+    message = str(raised.value)
+    assert "placeholder" in message and "nvcre-system/nvcre-hooks-token" in message
+    assert "openssl rand -hex 32" in message and "kubectl -n nvcre-system create secret generic" in message
+
+
+def test_a_missing_token_file_says_which_secret_to_create(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as raised:
+        BearerToken(str(tmp_path / "token"))
+    assert "nvcre-system/nvcre-hooks-token" in str(raised.value) and "openssl rand -hex 32" in str(raised.value)
+
+
+def test_a_placeholder_written_later_is_never_accepted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    write_token(tmp_path / "token", TOKEN)
+    bearer = BearerToken(str(tmp_path / "token"), str(tmp_path / "previous"))
+    write_token(tmp_path / "token", PLACEHOLDER, bump=1)  # an old manifest applied over the real Secret
+    write_token(tmp_path / "previous", PLACEHOLDER)
+    assert not bearer.allows(f"Bearer {PLACEHOLDER}")
+    assert bearer.allows(f"Bearer {TOKEN}"), "the last good token stays in force"
+    assert any("placeholder" in record.getMessage() for record in caplog.records if record.levelname == "WARNING")
+
+
+def test_the_app_accepts_both_tokens_of_a_rotation(tmp_path: Path) -> None:
+    write_token(tmp_path / "token", "new")
+    write_token(tmp_path / "previous", "old")
+    settings = Settings(hook_token_file=str(tmp_path / "token"), hook_previous_token_file=str(tmp_path / "previous"))
+    client = create_app(empty_reader(), clock=lambda: NOW, settings=settings).test_client()
+    assert sync(client, "Bearer new").status_code == 200
+    assert sync(client, "Bearer old").status_code == 200
+    (tmp_path / "previous").unlink()
+    assert sync(client, "Bearer old").status_code == 401
+    assert sync(client, "Bearer new").status_code == 200

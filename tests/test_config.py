@@ -59,6 +59,8 @@ def test_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
         ("PORT", "0"),
         ("PORT", "65536"),
         ("PORT", "http"),
+        ("NVCRE_METRICS_PORT", "0"),
+        ("NVCRE_METRICS_PORT", "metrics"),
     ],
 )
 def test_bad_values_name_the_variable_and_the_value(name: str, value: str) -> None:
@@ -71,3 +73,16 @@ def test_bad_values_name_the_variable_and_the_value(name: str, value: str) -> No
 def test_settings_are_frozen() -> None:
     with pytest.raises(AttributeError):
         Settings().port = 1  # type: ignore[misc]
+
+
+def test_the_metrics_port_and_the_previous_token_file_are_read() -> None:
+    settings = Settings.from_env({"NVCRE_METRICS_PORT": "9191", "NVCRE_HOOK_TOKEN_FILE": "/t/token",
+                                  "NVCRE_HOOK_PREVIOUS_TOKEN_FILE": "/t/previous"})
+    assert (settings.metrics_port, settings.hook_token_file, settings.hook_previous_token_file) == (
+        9191, "/t/token", "/t/previous")
+    assert Settings.from_env({}).metrics_port == 9090
+
+
+def test_a_previous_token_file_without_a_current_one_is_a_startup_error() -> None:
+    with pytest.raises(ValueError, match="NVCRE_HOOK_PREVIOUS_TOKEN_FILE"):
+        Settings.from_env({"NVCRE_HOOK_PREVIOUS_TOKEN_FILE": "/t/previous"})

@@ -132,7 +132,7 @@ def test_final_stage_environment(stages: list) -> None:
     env = parser.envs  # the final stage's
     assert env.get("PYTHONDONTWRITEBYTECODE") == "1"
     assert env.get("PYTHONUNBUFFERED") == "1"
-    assert of(stages[-1], "EXPOSE") == ["8080"]
+    assert of(stages[-1], "EXPOSE") == ["8080 9090"]
 
 
 def test_cmd_starts_gunicorn_with_the_config_and_the_app_factory(stages: list) -> None:
@@ -165,4 +165,4 @@ def test_image_user_and_port_match_the_deployment() -> None:
     user, _, group = users[-1].partition(":")
     assert container["securityContext"]["runAsUser"] == int(user)
     assert container["securityContext"]["runAsGroup"] == int(group or user)
-    assert [p["containerPort"] for p in container["ports"]] == [8080]
+    assert [p["containerPort"] for p in container["ports"]] == [8080, 9090], "hooks, then metrics"

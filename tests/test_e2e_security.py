@@ -53,9 +53,12 @@ def error_body(data: bytes) -> str:
 
 
 def test_probes_and_metrics_are_open(secured: tuple[FakeKubeServer, HookServer]) -> None:
+    """Probes on the hook port, metrics on the metrics port (the hook port has no /metrics)."""
     _, server = secured
-    for path in ("/healthz", "/readyz", "/metrics"):
+    for path in ("/healthz", "/readyz"):
         assert server.get(path)[0] == 200, path
+    assert server.get("/metrics")[0] == 404
+    assert "nvcre_hook_request_duration_seconds_count{hook=\"sync\"}" in server.metrics()
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer "])

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 import podread
 from hooks.core.actions import DeleteJob, ForceDeletePod
@@ -233,3 +234,88 @@ def test_a_node_read_that_fails_is_an_error_never_deleted(fake_kube: FakeKubeSer
         reader.node_states(["gpu-1"])
     assert failed.value.code == "http-503" and failed.value.method == "node_states"
 
+
+
+# ---- writes bound to the caller and the parent (issue 20, item 5) -----------------------------------
+
+def _writes(kind: str, outcome: str) -> float:
+    return REGISTRY.get_sample_value("nvcre_writes_total", {"kind": kind, "outcome": outcome}) or 0.0
+
+
+@pytest.mark.parametrize("missing", ["", "   "], ids=["empty", "blank"])
+def test_a_delete_without_a_uid_is_refused_never_sent_and_counted(fake_kube: FakeKubeServer, missing: str) -> None:
+    fake_kube.writes.jobs[("team-a", "train")] = {"metadata": {"name": "train", "uid": uid("job/train")}}
+    writer = ApiWriter(fake_kube.api_client(retries=False))
+    for action, call in ((DeleteJob("team-a", "train", missing, "ttl"), writer.delete_job),
+                         (ForceDeletePod("team-a", "train-0-worker-0-0", missing, "gpu-7", "stuck"),
+                          writer.force_delete_pod)):
+        with pytest.raises(WriteError) as refused:
+            call(action)  # type: ignore[operator]
+        assert refused.value.code == "no-uid" and action.name in str(refused.value)
+    assert fake_kube.request_count(predicate=lambda r: r.method == "DELETE") == 0, "nothing went on the wire"
+    assert fake_kube.writes.deleted_jobs == []
+
+    memory = MemoryWriter()
+    effects = Effects(memory, instance="test")
+    before = (_writes("delete-job", "refused"), _writes("force-delete-pod", "refused"))
+    decision = type("D", (), {"response": {"status": {}, "children": []}, "actions": (
+        DeleteJob("team-a", "train", missing, "ttl"),
+        ForceDeletePod("team-a", "train-0-worker-0-0", missing, "gpu-7", "stuck"))})()
+    effects.submit(parse_request(job_request(namespace="team-a"), "sync"), decision, NOW)
+    assert effects.flush()
+    assert [kind for kind, _ in memory.writes if kind != "event"] == [], "every writer refuses it"
+    assert (_writes("delete-job", "refused"), _writes("force-delete-pod", "refused")) == (before[0] + 1,
+                                                                                          before[1] + 1)
+
+
+def test_every_delete_carries_the_uid_precondition_on_the_wire(fake_kube: FakeKubeServer) -> None:
+    """The fake refuses a DELETE whose precondition names another UID (409): the Job of that name
+    now is another object, so the delete of the old one hits nothing."""
+    fake_kube.writes.jobs[("team-a", "train")] = {"metadata": {"name": "train", "uid": uid("job/train-v2")}}
+    writer = ApiWriter(fake_kube.api_client(retries=False))
+    assert writer.delete_job(DeleteJob("team-a", "train", uid("job/train"), "ttl")) == "gone"
+    assert fake_kube.writes.deleted_jobs == []
+    pod = make_pod("train-0-worker-0-0", job="train", namespace="team-a", workload="train-0", node="gpu-7")
+    pod["metadata"]["uid"] = uid("pod/now")
+    fake_kube.put_pod(pod)
+    assert writer.force_delete_pod(ForceDeletePod("team-a", pod["metadata"]["name"], uid("pod/before"), "gpu-7",
+                                                  "stuck")) == "gone"
+    assert writer.force_delete_pod(ForceDeletePod("team-a", pod["metadata"]["name"], uid("pod/now"), "gpu-7",
+                                                  "stuck")) == "deleted"
+    [(_, _, options)] = fake_kube.writes.deleted_pods
+    assert options["preconditions"] == {"uid": uid("pod/now")} and options["gracePeriodSeconds"] == 0
+
+
+def test_events_regard_only_the_parent_of_the_request_in_its_namespace(fake_kube: FakeKubeServer) -> None:
+    """Whatever else the request names (a child in another namespace, a controller), the Event's
+    body, its ``regarding`` and the namespace it is posted to are the parsed parent's."""
+    body = job_request(name="eval", namespace="team-b")
+    foreign = jobset_child("train", 0)
+    foreign["metadata"]["namespace"] = "team-a"
+    body["controller"] = {"metadata": {"name": "someone-else", "namespace": "team-a"}}
+    app = _app(fake_kube)
+    assert app.test_client().post("/sync", data=json.dumps(body), content_type="application/json").status_code == 200
+    assert app.extensions["nvcre_effects"].flush()
+    posts = [r.path for r in fake_kube.requests if r.method == "POST"]
+    assert posts and set(posts) == {"/apis/events.k8s.io/v1/namespaces/team-b/events"}
+    assert {namespace for namespace, _ in fake_kube.writes.events} == {"team-b"}
+    for event in fake_kube.writes.events.values():
+        assert event["regarding"] == {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "eval",
+                                      "namespace": "team-b", "uid": uid("job/eval")}
+        assert event["metadata"]["namespace"] == "team-b" and event["metadata"]["name"].startswith("eval.")
+
+
+def test_a_new_uid_per_request_does_not_escape_the_rate_limit() -> None:
+    """50 requests for the same Job, each with a fresh uid (so a fresh Event name each time, which
+    no deduplication catches): the bucket is the Job's namespace/name, at most BURST Events."""
+    writer = MemoryWriter()
+    app = create_app(FakeReader(), clock=lambda: NOW, settings=Settings(), writer=writer)
+    client = app.test_client()
+    for n in range(50):
+        body = job_request(name="train", namespace="team-a")
+        body["parent"]["metadata"]["uid"] = uid(f"job/train-forged-{n}")
+        assert client.post("/sync", data=json.dumps(body), content_type="application/json").status_code == 200
+    assert app.extensions["nvcre_effects"].flush()
+    events = [body for kind, body in writer.writes if kind == "event"]
+    assert len({e["regarding"]["uid"] for e in events}) > 1, "the requests did make Events for several uids"
+    assert len(events) <= BURST

@@ -36,13 +36,14 @@ class Server:
     process: subprocess.Popen[bytes]
     port: int
     log: Path
+    metrics_port: int
 
     def request(self, method: str, path: str, body: bytes | None = None, *, token: str | None = TOKEN,
-                chunked: bool = False) -> tuple[int, dict[str, str], bytes]:
+                chunked: bool = False, port: int | None = None) -> tuple[int, dict[str, str], bytes]:
         headers = {"Content-Type": "application/json"}
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        connection = http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=10)
         try:
             if chunked:
                 connection.request(method, path, iter([body or b""]), headers, encode_chunked=True)
@@ -57,7 +58,7 @@ class Server:
         return self.log.read_text().splitlines()
 
 
-def no_cluster_env(tmp: Path) -> dict[str, str]:
+def no_cluster_env(tmp: Path, metrics_port: int) -> dict[str, str]:
     """The parent's environment with every source of cluster configuration taken away."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("KUBERNETES_", "NVCRE_", "PROMETHEUS_", "GUNICORN_")) and k != "WEB_CONCURRENCY"}
@@ -69,6 +70,7 @@ def no_cluster_env(tmp: Path) -> dict[str, str]:
         "NVCRE_RESYNC_SECONDS": "3",
         "NVCRE_MAX_BODY_BYTES": str(MAX_BODY),
         "PYTHONUNBUFFERED": "1",
+        "NVCRE_METRICS_PORT": str(metrics_port),
     })
     return env
 
@@ -76,15 +78,15 @@ def no_cluster_env(tmp: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("gunicorn")
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     log = tmp / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--config", "hooks/server/gunicorn.conf.py",
              "--bind", f"127.0.0.1:{port}", "hooks.server.app:create_app()"],
-            cwd=ROOT, env=no_cluster_env(tmp), stdout=out, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=no_cluster_env(tmp, metrics_port), stdout=out, stderr=subprocess.STDOUT,
         )
-    running = Server(process, port, log)
+    running = Server(process, port, log, metrics_port)
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -131,9 +133,13 @@ def test_bad_requests_through_the_real_server(server: Server) -> None:
 
 
 def test_metrics_see_every_worker(server: Server) -> None:
-    """Any worker answers the scrape, and it counts calls the other worker served (multiprocess mode)."""
+    """The master's metrics port answers the scrape with the calls every worker served
+    (multiprocess mode); the hook port serves no /metrics, with or without the token."""
+    for token in (None, TOKEN):
+        status, _, body = server.request("GET", "/metrics", token=token)
+        assert status == 404 and "error" in json.loads(body)
     for _ in range(4):
-        status, headers, body = server.request("GET", "/metrics", token=None)
+        status, headers, body = server.request("GET", "/metrics", token=None, port=server.metrics_port)
         assert status == 200 and headers["Content-Type"].startswith("text/plain")
         text = body.decode()
         assert _sample(text, "nvcre_hook_requests_total", hook="sync", code="200") == 1.0

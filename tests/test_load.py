@@ -178,10 +178,7 @@ def watched() -> Iterator[tuple[FakeKubeServer, HookServer]]:
 
 def watch_lists(server: HookServer) -> float:
     """``podread_watch_lists_total{outcome="ok"}`` summed over the workers, from /metrics."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    connection.request("GET", "/metrics")
-    text = connection.getresponse().read().decode()
-    connection.close()
+    text = server.metrics()
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("podread_watch_lists_total{") and 'outcome="ok"' in line)
 

@@ -30,8 +30,9 @@ INVALID_SAMPLES = sorted(INVALID.glob("*.yaml"))
 METACONTROLLER_CRDS = "metacontroller-v4.17.2-crds.yaml"
 JOBSET_CRD = "jobset-v0.12.0-crd.yaml"
 
-# The routes the hook server must serve (design §4), for the cross-checks below.
-DESIGN_ROUTES = {"/sync": "POST", "/finalize": "POST", "/healthz": "GET", "/readyz": "GET", "/metrics": "GET"}
+# The routes the hook port must serve (design §4), for the cross-checks below. /metrics is served on a
+# port of its own by the gunicorn master (issue 20), not by the Flask app.
+DESIGN_ROUTES = {"/sync": "POST", "/finalize": "POST", "/healthz": "GET", "/readyz": "GET"}
 
 LAUNCHER_RULE = "!has(self.launcher) || self.replicatedJobs.exists(r, r.name == self.launcher)"
 
@@ -526,7 +527,18 @@ def test_hook_and_probe_paths_are_served(objects: dict, served_routes: dict) -> 
         get = container[probe]["httpGet"]
         assert "GET" in served_routes.get(get["path"], set())
         assert get["port"] in ("http", 8080)
-    assert "GET" in served_routes.get("/metrics", set())
+    assert "/metrics" not in served_routes, "the hook port serves no /metrics: it has a port of its own"
+
+
+def test_metrics_have_a_port_of_their_own(objects: dict) -> None:
+    container = hooks_container(objects)
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    container_ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert container_ports == {"http": 8080, "metrics": int(env["NVCRE_METRICS_PORT"])}
+    assert container_ports["metrics"] != container_ports["http"]
+    service_ports = {p["name"]: p for p in objects[("Service", "nvcre-hooks")]["spec"]["ports"]}
+    assert service_ports["metrics"]["targetPort"] == "metrics"
+    assert service_ports["metrics"]["port"] != service_ports["http"]["port"]
 
 
 def test_rbac_is_exactly_the_reads_the_watch_and_the_hooks_own_writes(objects: dict) -> None:
@@ -594,24 +606,28 @@ def test_kustomize_builds_the_force_delete_overlay() -> None:
 
 
 def test_token_secret_is_mounted_where_the_server_reads_it(objects: dict) -> None:
+    """Key ``token`` (what Metacontroller sends) is the hooks' token file, key ``previous`` their
+    previous-token file, both from the Secret the CompositeController names; the Secret itself is
+    not shipped (a token in a public manifest is no secret: the operator creates it)."""
     container = hooks_container(objects)
     pod = deployment(objects)["spec"]["template"]["spec"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     token_file = pathlib.PurePosixPath(env["NVCRE_HOOK_TOKEN_FILE"])
+    previous_file = pathlib.PurePosixPath(env["NVCRE_HOOK_PREVIOUS_TOKEN_FILE"])
+    assert previous_file.parent == token_file.parent
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = [m for m in container["volumeMounts"] if pathlib.PurePosixPath(m["mountPath"]) == token_file.parent]
     assert len(mounts) == 1 and mounts[0]["readOnly"] is True
     secret_volume = volumes[mounts[0]["name"]]["secret"]
     paths = {item["path"]: item["key"] for item in secret_volume["items"]}
-    assert token_file.name in paths
-    secret = objects[("Secret", secret_volume["secretName"])]
-    assert paths[token_file.name] in secret.get("stringData", {}) | secret.get("data", {})
+    assert paths == {token_file.name: "token", previous_file.name: "previous"}
+    assert secret_volume["optional"] is True, "a missing Secret is the hooks' own clear start-up error"
+    assert not [key for key in objects if key[0] == "Secret"], "no token is shipped"
     spec = objects[("CompositeController", "nvcre-jobs")]["spec"]
     for hook in ("sync", "finalize"):
         auth = spec["hooks"][hook]["webhook"]["authorization"]
         assert auth.get("type", "Bearer") == "Bearer"
-        assert auth["secretRef"] == {"name": secret["metadata"]["name"],
-                                     "namespace": secret["metadata"]["namespace"],
+        assert auth["secretRef"] == {"name": secret_volume["secretName"], "namespace": "nvcre-system",
                                      "key": paths[token_file.name]}
 
 
@@ -642,7 +658,8 @@ def test_deployment_configures_every_documented_variable(objects: dict) -> None:
     env = {e["name"]: e.get("value") for e in hooks_container(objects)["env"] if "valueFrom" not in e}
     assert set(env) == {"PORT", "NVCRE_CACHE_TTL_SECONDS", "NVCRE_CACHE_MAX_ENTRIES",
                         "NVCRE_API_TIMEOUT_SECONDS", "NVCRE_RESYNC_SECONDS", "NVCRE_MAX_BODY_BYTES",
-                        "NVCRE_LOG_LEVEL", "NVCRE_HOOK_TOKEN_FILE", "PROMETHEUS_MULTIPROC_DIR"}
+                        "NVCRE_LOG_LEVEL", "NVCRE_HOOK_TOKEN_FILE", "NVCRE_HOOK_PREVIOUS_TOKEN_FILE",
+                        "NVCRE_METRICS_PORT", "PROMETHEUS_MULTIPROC_DIR"}
     assert all(isinstance(value, str) for value in env.values()), "env values must be strings"
     from_pod = {e["name"]: e["valueFrom"] for e in hooks_container(objects)["env"] if "valueFrom" in e}
     assert from_pod == {"POD_NAME": {"fieldRef": {"fieldPath": "metadata.name"}}}
@@ -658,12 +675,14 @@ def test_pdb_and_networkpolicy_select_the_hook_pods(objects: dict) -> None:
     policy = objects[("NetworkPolicy", "nvcre-hooks")]["spec"]
     assert policy["podSelector"]["matchLabels"].items() <= labels.items()
     assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
-    sources = {}
+    sources: dict[str, list[Any]] = {}
     for rule in policy["ingress"]:
-        assert [p["port"] for p in rule["ports"]] in (["http"], [8080]), "only the hook port"
         for peer in rule["from"]:
-            sources[peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]] = rule
-    assert set(sources) == {"metacontroller", "monitoring"}
+            assert set(peer) == {"namespaceSelector"}, "whole namespaces, nothing wider"
+            name = peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+            sources.setdefault(name, []).extend(p["port"] for p in rule["ports"])
+    assert sources == {"metacontroller": ["http"], "monitoring": ["metrics"]}, \
+        "Metacontroller to the hook port only, monitoring to the metrics port only"
     egress_ports = {p["port"] for rule in policy["egress"] for p in rule["ports"]}
     assert {53, 443} <= egress_ports
 
@@ -755,6 +774,8 @@ def test_deployment_env_is_accepted_by_the_server(objects: dict, tmp_path: pathl
     settings = Settings.from_env(env)
     assert settings.port == 8080
     assert settings.hook_token_file == env["NVCRE_HOOK_TOKEN_FILE"]
+    assert settings.hook_previous_token_file == env["NVCRE_HOOK_PREVIOUS_TOKEN_FILE"]
+    assert settings.metrics_port == 9090
     assert from_environment(env) is not None
 
 

@@ -1,4 +1,4 @@
-"""The Flask app: routes, JSON errors, authentication, metrics and the per-call log line.
+"""The Flask app: routes, JSON errors, authentication, the metrics it counts and the per-call log line.
 
 ``gunicorn 'hooks.server.app:create_app()'`` calls the factory once in every worker process (no preload),
 so every worker builds its own Reader and cache. The decision itself lives in ``hooks.server.handler``.
@@ -54,12 +54,14 @@ def create_app(
 
     Routes: ``POST /sync``, ``POST /finalize``, ``POST /customize`` (the Kueue overlay's customize
     hook: relates every WorkloadPriorityClass, the same answer for every Job), ``GET /healthz``,
-    ``GET /readyz``, ``GET /metrics``.
+    ``GET /readyz``. Not ``/metrics``: the gunicorn master serves it on its own port
+    (``NVCRE_METRICS_PORT``, ``hooks.server.metrics.serve``), which only the monitoring namespace reaches.
     Every error is JSON ``{"error": ...}``.
     """
     settings = Settings.from_env() if settings is None else settings
     logs.configure(settings.log_level)
-    token = BearerToken(settings.hook_token_file) if settings.hook_token_file else None
+    token = (BearerToken(settings.hook_token_file, settings.hook_previous_token_file)
+             if settings.hook_token_file else None)
     reader = podread.from_environment() if reader is None else reader
     clock = utc_now if clock is None else clock
     effects = Effects(writer_from_environment() if writer is None else writer)
@@ -112,12 +114,6 @@ def create_app(
         """Ready: the app was built (configuration valid, Reader built). Deliberately independent of
         the API server: a failed read is answered per contract, and every replica must answer."""
         return _json(200, {"status": "ready"})
-
-    @app.get("/metrics")
-    def metrics_view() -> Response:
-        """Prometheus text of every metric of this server (all workers in multiprocess mode)."""
-        text, content_type = metrics.exposition()
-        return Response(text, status=200, content_type=content_type)
 
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _internal_error)

@@ -31,8 +31,13 @@ class Settings:
     - ``log_level``: the level of the server's own logs (``NVCRE_LOG_LEVEL``).
     - ``hook_token_file``: a file holding the bearer token hook requests must carry, or ``None``
       for no authentication (``NVCRE_HOOK_TOKEN_FILE``).
+    - ``hook_previous_token_file``: a file that may hold a second token also accepted, the previous
+      one during a rotation; missing or empty means none (``NVCRE_HOOK_PREVIOUS_TOKEN_FILE``; only
+      with ``hook_token_file``).
     - ``max_json_depth``: the deepest JSON nesting a request may have, else 400 (``NVCRE_MAX_JSON_DEPTH``).
     - ``port``: the TCP port gunicorn binds when no ``--bind`` is given (``PORT``).
+    - ``metrics_port``: the TCP port the gunicorn master serves ``/metrics`` on, apart from the
+      hooks (``NVCRE_METRICS_PORT``), on the host of the hook port's bind address.
     - ``read_deadline_seconds``: the one deadline all pod reads of a hook call share (not from the
       environment: ``READ_DEADLINE_SECONDS``, below Metacontroller's 10 s hook timeout, so that a
       call whose reads are slow still answers, and holds, in time).
@@ -45,6 +50,8 @@ class Settings:
     max_json_depth: int = 64
     port: int = 8080
     read_deadline_seconds: float = 0.0
+    hook_previous_token_file: str | None = None
+    metrics_port: int = 9090
 
     def __post_init__(self) -> None:
         if not self.read_deadline_seconds > 0:
@@ -60,15 +67,21 @@ class Settings:
         env = os.environ if env is None else env
         defaults = cls()
         token_file = env.get("NVCRE_HOOK_TOKEN_FILE", "").strip()
+        previous_file = env.get("NVCRE_HOOK_PREVIOUS_TOKEN_FILE", "").strip()
+        if previous_file and not token_file:
+            raise ValueError("NVCRE_HOOK_PREVIOUS_TOKEN_FILE is set without NVCRE_HOOK_TOKEN_FILE: "
+                             "a previous token means nothing without the current one")
         return cls(
             resync_seconds=_read(env, "NVCRE_RESYNC_SECONDS", _positive_seconds, defaults.resync_seconds),
             max_body_bytes=_read(env, "NVCRE_MAX_BODY_BYTES", _int_between(1, None), defaults.max_body_bytes),
             log_level=_read(env, "NVCRE_LOG_LEVEL", _log_level, defaults.log_level),
             hook_token_file=token_file or None,
+            hook_previous_token_file=previous_file or None,
             max_json_depth=_read(
                 env, "NVCRE_MAX_JSON_DEPTH", _int_between(1, ORJSON_MAX_DEPTH), defaults.max_json_depth
             ),
             port=_read(env, "PORT", _int_between(1, 65535), defaults.port),
+            metrics_port=_read(env, "NVCRE_METRICS_PORT", _int_between(1, 65535), defaults.metrics_port),
         )
 
 

@@ -11,10 +11,15 @@ Events never flood, on three levels:
 - the same transition answered twice has the same Event name (``<job>.<hash of uid, reason, key>``):
   the API server refuses the second create (409), in any process or replica; this process also
   remembers the names it wrote (``DEDUP_SIZE`` names, ``DEDUP_SECONDS``) and sends no second create;
-- each Job has a token bucket (``BURST`` Events, one more every ``REFILL_SECONDS``): past it Events
-  are dropped and counted (``rate-limited``).
+- each Job has a token bucket (``BURST`` Events, one more every ``REFILL_SECONDS``), keyed by its
+  namespace and name only: a request with a new ``metadata.uid`` each time is still the same Job's
+  bucket. Past it Events are dropped and counted (``rate-limited``).
+An Event regards only the parent of the request that made it, and is posted in that parent's
+namespace: body, ``regarding`` and namespace all come from the parsed parent (``Observed``).
 Deletes are not rate-limited but deduplicated by object (kind, namespace, name, UID): sent once per
 ``DEDUP_SECONDS``; one that failed is forgotten, so the next call that asks for it sends it again.
+A delete without a UID is refused by the writer, never sent without its UID precondition, and
+counted (``refused``).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from hooks.core.actions import Action, DeleteJob, ForceDeletePod
 from hooks.core.decide import Decision
 from hooks.core.events import Event, transition_events
 from hooks.core.observed import API_VERSION, KIND, Observed
-from hooks.server.writer import WriteError, Writer
+from hooks.server.writer import NO_UID, WriteError, Writer
 
 log = logging.getLogger("nvcre.hooks.effects")
 
@@ -125,7 +130,7 @@ class Effects:
             if name in self._sent:
                 WRITES.labels("event", "duplicate").inc()
                 return
-            if not self._take_token(f"{observed.namespace}/{observed.name}/{observed.uid}"):
+            if not self._take_token(f"{observed.namespace}/{observed.name}"):
                 WRITES.labels("event", "rate-limited").inc()
                 log.info("event %s on %s/%s dropped: rate limit", event.reason, observed.namespace, observed.name)
                 return
@@ -195,7 +200,7 @@ class Effects:
             if outcome == "forbidden":  # refused (issue 20): asked again once the Role is bound, not in 10 min
                 self._forget(kind, item)
         except WriteError as exc:
-            WRITES.labels(kind, "failed").inc()
+            WRITES.labels(kind, "refused" if exc.code == NO_UID else "failed").inc()
             log.warning("%s failed: %s [%s]", kind, exc, exc.code)
             self._forget(kind, item)
         except Exception:

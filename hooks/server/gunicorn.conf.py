@@ -29,8 +29,12 @@ calls (2-2.5x the latency, 40 % of the throughput); gthread 2 x 4 answers them a
 and memory stays at two processes). Hence gthread, 2 workers x 4 threads (8 >= 5 concurrent calls).
 
 Each worker builds its own Reader and cache in ``create_app()`` (``preload_app = False``): nothing
-is shared across processes. A scrape of /metrics sees every worker through prometheus-client's
-multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, a fresh temporary directory when unset).
+is shared across processes. Metrics are served apart from the hooks: the master serves
+``GET /metrics`` on ``NVCRE_METRICS_PORT`` (default 9090, on the host of the first ``--bind``
+address) from a thread of its own, and a scrape sees every worker through prometheus-client's
+multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, a fresh temporary directory when unset). The hook
+port serves no /metrics, so the NetworkPolicy can admit Metacontroller to one port and Prometheus
+to the other.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import socket
 import tempfile
 from typing import Any
 
@@ -105,9 +110,11 @@ def on_starting(server: Any) -> None:
     """In the master, before any worker starts: prepares prometheus-client's multiprocess directory.
 
     With ``PROMETHEUS_MULTIPROC_DIR`` set, removes metric files a previous run left there (only
-    prometheus-client's own ``*.db`` files: the directory may be a shared /tmp). Without it and with
-    more than one worker, creates a temporary directory (removed on exit) and exports it, so the
-    workers, which import prometheus_client after the fork, write their values there.
+    prometheus-client's own ``*.db`` files: the directory may be a shared /tmp). Without it,
+    creates a temporary directory (removed on exit) and exports it, so the workers write their
+    values there and the master's metrics port reads them (also with one worker: the master is
+    another process). Runs before anything here imports prometheus_client, which picks its
+    multiprocess mode at import.
     """
     global _owned_metrics_dir
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
@@ -116,11 +123,36 @@ def on_starting(server: Any) -> None:
         for pattern in _METRIC_FILES:
             for path in glob.glob(os.path.join(directory, pattern)):
                 os.remove(path)
-    elif server.cfg.workers > 1:
+    else:
         _owned_metrics_dir = tempfile.mkdtemp(prefix="nvcre-hooks-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = _owned_metrics_dir
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         server.log.info("prometheus multiprocess metrics in %s", os.environ["PROMETHEUS_MULTIPROC_DIR"])
+
+
+def when_ready(server: Any) -> None:
+    """In the master, once the hook sockets are bound: serves ``/metrics`` on ``NVCRE_METRICS_PORT``
+    (``hooks.server.metrics.serve``). A port that cannot be bound stops the server at start-up,
+    saying which port and why."""
+    from hooks.server import metrics  # after on_starting exported PROMETHEUS_MULTIPROC_DIR
+
+    host = _metrics_host(server)
+    try:
+        metrics.serve(host, _settings.metrics_port)
+    except OSError as exc:
+        server.log.error("cannot serve /metrics on %s:%s (NVCRE_METRICS_PORT): %s", host, _settings.metrics_port, exc)
+        raise SystemExit(1) from None
+    server.log.info("metrics at http://%s:%s/metrics", host, _settings.metrics_port)
+
+
+def _metrics_host(server: Any) -> str:
+    """The host of the first TCP address the hooks are bound to (``0.0.0.0`` in the image,
+    ``127.0.0.1`` by default), so metrics listen where the hooks do; ``127.0.0.1`` without one."""
+    for listener in getattr(server, "LISTENERS", []):
+        sock = getattr(listener, "sock", None)
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            return str(sock.getsockname()[0])
+    return "127.0.0.1"
 
 
 def worker_exit(server: Any, worker: Any) -> None:

@@ -1,15 +1,24 @@
-"""Prometheus metrics of the hook server, and the /metrics exposition.
+"""Prometheus metrics of the hook server, and the /metrics exposition on a port of its own.
 
 The metrics live on prometheus_client's default registry, created once per process at import.
-With several gunicorn workers, ``PROMETHEUS_MULTIPROC_DIR`` is set before any worker imports
-prometheus_client (see ``hooks/server/gunicorn.conf.py``): every worker then writes its values to files in
-that directory and a scrape, served by any one worker, reads all of them through
-``MultiProcessCollector``. podread registers its own read metrics on the same default registry.
+Under gunicorn, ``PROMETHEUS_MULTIPROC_DIR`` is set in the master before prometheus_client is
+imported anywhere (see ``hooks/server/gunicorn.conf.py``): every worker writes its values to files in
+that directory, and the master serves ``GET /metrics`` on ``NVCRE_METRICS_PORT`` (``serve``), reading
+all of them through ``MultiProcessCollector``. The hook port does not serve /metrics: the
+NetworkPolicy admits Metacontroller's namespace to the hook port and the monitoring namespace to the
+metrics port only. podread registers its own read metrics on the same default registry.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -82,3 +91,51 @@ def exposition() -> tuple[bytes, str]:
         MultiProcessCollector(registry)
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+METRICS_PATH = "/metrics"
+
+
+def metrics_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """The WSGI app of the metrics port: ``GET /metrics`` answers ``exposition()``; any other path
+    is a JSON 404 and any other method on /metrics a JSON 405, as on the hook port."""
+    path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
+    if path != METRICS_PATH:
+        return _error(start_response, "404 Not Found", f"no route {path} on the metrics port", [])
+    if method not in ("GET", "HEAD"):
+        return _error(start_response, "405 Method Not Allowed", f"method {method} not allowed on {path}; "
+                      "allowed: GET, HEAD", [("Allow", "GET, HEAD")])
+    text, content_type = exposition()
+    start_response("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(text)))])
+    return [b"" if method == "HEAD" else text]
+
+
+def _error(start_response: Callable[..., Any], status: str, message: str,
+           headers: list[tuple[str, str]]) -> list[bytes]:
+    body = json.dumps({"error": message}, sort_keys=True).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *headers])
+    return [body]
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    """One thread per scrape, none left behind at exit."""
+
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """No access log line per scrape: gunicorn's logs are JSON and this would not be."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def serve(host: str, port: int) -> tuple[WSGIServer, threading.Thread]:
+    """Serves ``metrics_app`` on ``host:port`` from a daemon thread of this process (the gunicorn
+    master, once its hook sockets are bound); raises ``OSError`` when the port cannot be bound."""
+    server_class = type("_MetricsServer", (_ThreadingServer,),
+                        {"address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})
+    server = make_server(host, port, metrics_app, server_class, handler_class=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, name="nvcre-metrics", daemon=True)
+    thread.start()
+    return server, thread

@@ -57,6 +57,7 @@ class ApiWriter:
     ``"deleted"``, or ``"gone"`` on 404/409 (already deleted, or another Job of that name now).
     ``force_delete_pod``: ``DELETE`` the pod with ``gracePeriodSeconds: 0`` and a UID precondition;
     ``"deleted"``, ``"gone"``, or ``"forbidden"`` (403: the namespace has no force-delete Role).
+    A delete whose action has no UID is never sent: ``WriteError`` with code ``no-uid``.
     """
 
     def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
@@ -91,9 +92,8 @@ class ApiWriter:
         return "created"
 
     def delete_job(self, action: DeleteJob) -> str:
-        options: dict[str, Any] = {"propagationPolicy": "Background"}
-        if action.uid:
-            options["preconditions"] = {"uid": action.uid}
+        options: dict[str, Any] = {"propagationPolicy": "Background",
+                                   "preconditions": _uid_precondition(action, "delete job")}
         return _delete(f"delete job {action.namespace}/{action.name}", lambda: (
             self._custom.delete_namespaced_custom_object(GROUP, VERSION, action.namespace, PLURAL, action.name,
                                                          body=options, _preload_content=False,
@@ -104,9 +104,8 @@ class ApiWriter:
         delete, only the overlay ``manifests/overlays/force-delete/`` does, per namespace (the
         decision asks first, ``Reader.pod_delete_allowed``; a Role removed since is refused here,
         counted, never raised)."""
-        options: dict[str, Any] = {"gracePeriodSeconds": 0}
-        if action.uid:
-            options["preconditions"] = {"uid": action.uid}
+        options: dict[str, Any] = {"gracePeriodSeconds": 0,
+                                   "preconditions": _uid_precondition(action, "force delete pod")}
         what = f"force delete pod {action.namespace}/{action.name}"
         try:
             return _delete(what, lambda: (
@@ -155,12 +154,14 @@ class MemoryWriter:
         return "created"
 
     def delete_job(self, action: DeleteJob) -> str:
+        _uid_precondition(action, "delete job")
         with self._lock:
             self.writes.append(("delete-job", {"namespace": action.namespace, "name": action.name,
                                                "uid": action.uid}))
         return "deleted"
 
     def force_delete_pod(self, action: ForceDeletePod) -> str:
+        _uid_precondition(action, "force delete pod")
         with self._lock:
             self.writes.append(("force-delete-pod", {"namespace": action.namespace, "name": action.name,
                                                      "uid": action.uid, "node": action.node}))
@@ -175,6 +176,19 @@ def writer_from_environment(env: Mapping[str, str] | None = None) -> Writer:
         log.warning("no cluster configuration (%s): Events and the hooks' own deletes will fail", where)
         return NullWriter(where)
     return ApiWriter(api_client)
+
+
+NO_UID = "no-uid"
+"""The ``WriteError`` code of a delete refused before it was sent: the action carries no UID."""
+
+
+def _uid_precondition(action: DeleteJob | ForceDeletePod, what: str) -> dict[str, str]:
+    """The ``preconditions`` of a delete of ``action``'s object: its UID, so that another object of
+    the same name (a Job re-created, a pod replaced) is never hit. An action without a UID is
+    refused here (``WriteError`` code ``no-uid``): a delete is never sent without the precondition."""
+    if not isinstance(action.uid, str) or not action.uid.strip():
+        raise WriteError(f"{what} {action.namespace}/{action.name}: no UID to bind the delete to, refused", NO_UID)
+    return {"uid": action.uid}
 
 
 def _delete(what: str, call: Callable[[], object]) -> str:

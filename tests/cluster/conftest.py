@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
+from tests import crdschema
 from tests.cluster.controlplane import ControlPlane, ControlPlaneError, binaries_dir
 from tests.cluster.kube import METACONTROLLER_CRDS, Applier, jobset_crd, kustomized_manifests, load_documents
 from tests.cluster.kube import service_account_token as sa_token
+from tests.cluster.metacontroller import token_secret
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
 
-HOOK_TOKEN = "cluster-tier-hook-token"
+HOOK_TOKEN = secrets.token_hex(32)
+"""The tier's own hook token, new each session: manifests/ ships no token, so ``installed`` puts this
+one in the Secret the CompositeController names, as an operator does (docs/operations.md)."""
 
 
 def missing(what: str, tier: str, exc: Exception) -> NoReturn:
@@ -51,23 +57,38 @@ def control_plane() -> Iterator[ControlPlane]:
         plane.close()
 
 
+def metacontroller_crds() -> Path:
+    """Metacontroller's CRDs: ``$NVCRE_SHARED_DIR/reference`` when set (a work tree elsewhere), else
+    ``../shared/reference``."""
+    override = crdschema.reference_path(METACONTROLLER_CRDS.name)
+    return override if override.is_file() else METACONTROLLER_CRDS
+
+
 @pytest.fixture(scope="session")
 def installed(control_plane: ControlPlane) -> dict[str, str]:
-    """The JobSet CRD, Metacontroller's CRDs (when ../shared/reference has them) and the whole of
-    manifests/ applied; returns what came from where (and what was skipped)."""
+    """The JobSet CRD, Metacontroller's CRDs (when ../shared/reference has them), the whole of
+    manifests/ applied, and the hook token Secret manifests/ does not ship, created with the tier's
+    own token (``HOOK_TOKEN``) before the CompositeController that names it; returns what came from
+    where (and what was skipped)."""
     applier = Applier(control_plane.api_client())
     crd, source = jobset_crd()
     applier.apply(crd)
     notes = {"jobset-crd": source}
     objects = kustomized_manifests()
-    if METACONTROLLER_CRDS.is_file():
-        applier.apply_all(load_documents(METACONTROLLER_CRDS))
-        notes["metacontroller-crds"] = str(METACONTROLLER_CRDS)
+    assert not [o for o in objects if o["kind"] == "Secret"], "manifests/ ships no token"
+    crds = metacontroller_crds()
+    if crds.is_file():
+        applier.apply_all(load_documents(crds))
+        notes["metacontroller-crds"] = str(crds)
     else:
         objects = [o for o in objects if o["kind"] != "CompositeController"]
-        notes["metacontroller-crds"] = f"SKIPPED: {METACONTROLLER_CRDS} is missing, CompositeController not applied"
+        notes["metacontroller-crds"] = f"SKIPPED: {crds} is missing, CompositeController not applied"
         print(f"\n{notes['metacontroller-crds']}", file=sys.stderr)
-    applier.apply_all(objects)
+    first = [o for o in objects if o["kind"] in ("Namespace", "CustomResourceDefinition")]
+    applier.apply_all(first)
+    applier.apply(token_secret(HOOK_TOKEN))
+    applier.apply_all([o for o in objects if o not in first])
+    notes["hook-token"] = "generated for the session (HOOK_TOKEN)"
     return notes
 
 

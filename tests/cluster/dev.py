@@ -1,7 +1,9 @@
 """``make dev``: a real local control plane with the CRD, the hooks and the stand-ins running.
 
 Starts etcd, kube-apiserver and kube-controller-manager (tests/cluster/controlplane.py), applies the
-JobSet CRD and manifests/, serves the hooks with gunicorn as their ServiceAccount, applies
+JobSet CRD and manifests/, creates the hook token Secret with a token of its own (``secrets.token_hex(32)``,
+as ``openssl rand -hex 32``: manifests/ ships none), serves the hooks with gunicorn as their
+ServiceAccount with that token, applies
 manifests/samples/job-*.yaml in ``default`` and then runs the Metacontroller, JobSet and kubelet
 stand-ins (tests/cluster/world.py) until Ctrl-C, which stops everything. Pods "train" for
 ``--run-seconds`` and then succeed, so ``kubectl get nvjob -w`` shows Pending -> Running ->
@@ -11,12 +13,14 @@ Succeeded. The kubeconfig is written to ``--kubeconfig`` (default ``.dev/kubecon
 from __future__ import annotations
 
 import argparse
+import secrets
 import signal
 import sys
 from pathlib import Path
 
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import REPO, Applier, jobset_crd, kustomized_manifests, load_documents, service_account_token
+from tests.cluster.metacontroller import token_secret
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
 
@@ -33,10 +37,12 @@ def main(argv: list[str] | None = None) -> int:
         applier = Applier(plane.api_client())
         applier.apply(jobset_crd()[0])
         applier.apply_all([o for o in kustomized_manifests() if o["kind"] != "CompositeController"])
+        hook_token = secrets.token_hex(32)
+        applier.apply(token_secret(hook_token))
         token = service_account_token(plane.api_client(), "nvcre-system", "nvcre-hooks")
         Path(args.kubeconfig).parent.mkdir(parents=True, exist_ok=True)
         plane.write_kubeconfig(args.kubeconfig)
-        with HookServer(KubeconfigSource(plane, token, "nvcre-hooks"), token="dev") as hooks:
+        with HookServer(KubeconfigSource(plane, token, "nvcre-hooks"), token=hook_token) as hooks:
             world = ClusterWorld(plane, hooks, "default", succeed_after=args.run_seconds)
             for sample in sorted((REPO / "manifests" / "samples").glob("job-*.yaml")):
                 doc = load_documents(sample)[0]

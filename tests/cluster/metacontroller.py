@@ -20,10 +20,17 @@ ResourceFlavor is listed for the requests' ``related``.
 
 Every refused or failed write raises ``BackendError``; a failed read keeps the last objects read
 (the informers' cache keeps serving while the server is away).
+
+``CompositeControllerStandIn`` is what Metacontroller does with the CompositeController object itself
+(reference/metacontroller-facts.md, runtime behaviour 11): it builds the controller from the object's
+``spec``, reading the hook token from the Secret ``webhook.authorization.secretRef`` names then and
+only then; it rebuilds when the ``spec`` differs from the one it was built from (metadata, such as an
+annotation, changes nothing) or when Metacontroller restarts.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -38,6 +45,87 @@ JOBSET_GROUP, JOBSET_VERSION = "jobset.x-k8s.io", "v1alpha2"
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 RELATED = (("WorkloadPriorityClass", "workloadpriorityclasses"), ("ResourceFlavor", "resourceflavors"))
 """The related objects of the manifests-kueue customize hook (hooks.core.queueing.customize_response)."""
+CONTROLLER = "nvcre-jobs"
+TOKEN_SECRET = ("nvcre-system", "nvcre-hooks-token")
+"""The Secret the CompositeController's hooks name (manifests/compositecontroller.yaml); not shipped."""
+
+
+def token_secret(token: str, previous: str = "") -> dict[str, Any]:
+    """The hook token Secret as docs/operations.md has the operator create it: key ``token`` (what
+    Metacontroller sends, what the hooks accept) and key ``previous`` (also accepted by the hooks;
+    empty between rotations)."""
+    namespace, name = TOKEN_SECRET
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": namespace},
+            "stringData": {"token": token, "previous": previous}}
+
+
+class CompositeControllerStandIn:
+    """Metacontroller's handling of CompositeController ``name`` (module doc): ``tokens`` holds, per
+    hook, the bearer token read from its Secret when the controller was last built; ``builds``
+    counts the builds. ``observe`` rebuilds only when the object's ``spec`` changed; ``restart``
+    rebuilds as a restarted Metacontroller does; ``drive`` makes a ``Driver`` send the built token.
+    A Secret or key that cannot be read when building raises ``BackendError`` (no controller runs)."""
+
+    def __init__(self, api_client: kubernetes.client.ApiClient, name: str = CONTROLLER) -> None:
+        self.custom = kubernetes.client.CustomObjectsApi(api_client)
+        self.core = kubernetes.client.CoreV1Api(api_client)
+        self.name = name
+        self.spec: dict[str, Any] = {}
+        self.tokens: dict[str, str] = {}
+        self.builds = 0
+        self.build()
+
+    @property
+    def token(self) -> str:
+        """The token the sync hook's calls carry (the finalize hook names the same Secret key)."""
+        return self.tokens["sync"]
+
+    def build(self) -> None:
+        """Builds the controller: reads the object and, for each hook with ``authorization``, its
+        Secret's key, now."""
+        spec = self._read()["spec"]
+        tokens = {}
+        for hook, definition in (spec.get("hooks") or {}).items():
+            ref = (((definition.get("webhook") or {}).get("authorization") or {}).get("secretRef"))
+            if ref:
+                tokens[hook] = self._secret_key(ref["namespace"], ref["name"], ref["key"])
+        if tokens.get("finalize", tokens.get("sync")) != tokens.get("sync"):
+            raise BackendError("the stand-in's Driver sends one token: sync and finalize must name the same key")
+        self.spec, self.tokens = spec, tokens
+        self.builds += 1
+
+    def observe(self) -> bool:
+        """What Metacontroller does on an update event of the object: compares the ``spec`` with the
+        one it was built from, and rebuilds (re-reading the Secret) only when they differ. Returns
+        whether it rebuilt."""
+        if self._read()["spec"] == self.spec:
+            return False
+        self.build()
+        return True
+
+    def restart(self) -> None:
+        """Metacontroller restarted: every controller is built again, reading its Secret."""
+        self.build()
+
+    def drive(self, driver: Any) -> None:
+        """Observes the object, then sets the token ``driver`` (a ``tests.e2e.driver.Driver``) sends."""
+        self.observe()
+        driver.token = self.token
+
+    def _read(self) -> dict[str, Any]:
+        return dict(self.custom.get_cluster_custom_object("metacontroller.k8s.io", "v1alpha1", "compositecontrollers",
+                                                          self.name, _request_timeout=REQUEST_TIMEOUT))
+
+    def _secret_key(self, namespace: str, name: str, key: str) -> str:
+        try:
+            secret = self.core.read_namespaced_secret(name, namespace, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            raise BackendError(f"building {self.name}: Secret {namespace}/{name}: {exc.status} {exc.reason}") from exc
+        data = secret.data or {}
+        if key not in data:
+            raise BackendError(f"building {self.name}: Secret {namespace}/{name} has no key {key}")
+        return base64.b64decode(data[key]).decode()
 
 
 class ApiBackend:

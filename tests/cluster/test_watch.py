@@ -306,7 +306,7 @@ def hooks(control_plane: ControlPlane, hooks_token: str) -> Iterator[HookServer]
 
 def hook_metrics(hooks: HookServer) -> dict[str, float]:
     """The hook server's podread samples (``name{labels}`` -> value), summed over its workers."""
-    text = urllib.request.urlopen(f"{hooks.url}/metrics", timeout=10).read().decode()
+    text = urllib.request.urlopen(hooks.metrics_url, timeout=10).read().decode()
     samples: dict[str, float] = {}
     for line in text.splitlines():
         if line.startswith("podread_"):

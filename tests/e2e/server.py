@@ -62,6 +62,9 @@ class HookServer:
         self.fake = fake
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.metrics_port = free_port()
+        self.metrics_url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        """The master serves /metrics on a port of its own (``NVCRE_METRICS_PORT``), not the hook port."""
         self.token = token
         self._dir = tempfile.TemporaryDirectory(prefix="nvcre-e2e-")
         workdir = Path(self._dir.name)
@@ -72,7 +75,8 @@ class HookServer:
             if name.startswith(("NVCRE_", "PROMETHEUS_MULTIPROC", "GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")):
                 del self._env[name]
         self._env.update(DEFAULT_ENV)
-        self._env.update({"KUBECONFIG": self.kubeconfig, "PYTHONUNBUFFERED": "1"})
+        self._env.update({"KUBECONFIG": self.kubeconfig, "PYTHONUNBUFFERED": "1",
+                          "NVCRE_METRICS_PORT": str(self.metrics_port)})
         if token is not None:
             token_file = workdir / "hook-token"
             token_file.write_text(token + "\n")
@@ -196,6 +200,18 @@ class HookServer:
             connection.request(method, path, body=body, headers=dict(headers or {}))
             response = connection.getresponse()
             return response.status, response.read(), {k.lower(): v for k, v in response.getheaders()}
+        finally:
+            connection.close()
+
+    def metrics(self) -> str:
+        """The Prometheus text the metrics port serves now (every worker's values)."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=10.0)
+        try:
+            connection.request("GET", "/metrics")
+            response = connection.getresponse()
+            body = response.read()
+            assert response.status == 200, (response.status, body[:300])
+            return body.decode()
         finally:
             connection.close()
 
