@@ -27,6 +27,7 @@ HOOKS = ("sync", "finalize")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _MAX_LABEL_VALUE = 63
+_UID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 class InvalidRequest(Exception):
@@ -115,7 +116,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     _check_job_name(name)
     _check_namespace(namespace)
     generation = _integer(metadata.get("generation"), "parent.metadata.generation")
-    uid = _string(metadata.get("uid"), "parent.metadata.uid")
+    uid = _uid(metadata.get("uid"))
     deletion = metadata.get("deletionTimestamp")
     _string(deletion, "parent.metadata.deletionTimestamp")
     spec = _parse_spec(parent.get("spec"))
@@ -331,6 +332,16 @@ def _check_job_name(name: str) -> None:
         raise InvalidRequest(400, f"parent.metadata.name: {name!r} is not a valid Job name: it must be a "
                                   f"DNS-1123 subdomain of at most {_MAX_LABEL_VALUE} characters, since it is "
                                   "used as a label value")
+
+
+def _uid(value: object) -> str:
+    """The parent's ``metadata.uid``: required, and a UID as the API server gives one (a UUID,
+    8-4-4-4-12 hex digits). The hooks' writes (Event ``regarding``, the TTL delete's precondition)
+    are bound to it, so a request that cannot name its parent by UID decides nothing: 400."""
+    uid = _string(value, "parent.metadata.uid", required=True)
+    if not _UID.fullmatch(uid):
+        raise InvalidRequest(400, f"parent.metadata.uid: {uid[:40]!r} is not a UID (a UUID: 8-4-4-4-12 hex digits)")
+    return uid
 
 
 def _check_namespace(namespace: str) -> None:
