@@ -1,9 +1,20 @@
 """Parse a Metacontroller CompositeController request into an ``Observed``: the typed input of ``decide``.
 
-Only shape is judged here. Wrong JSON types in a field the decision reads, and names that could not
-even go into a label selector, are a 4xx (``InvalidRequest``). Whether the spec can become a JobSet
-(replicated jobs present, launcher naming one, name lengths, ...) is a semantic question answered by
-``hooks.core.jobset.build_jobset`` and reported in the status as ``InvalidSpec``, never as a 4xx.
+Only shape is judged here. A 4xx (``InvalidRequest``, a message that names the field) is a request
+that cannot be decided on at all: not an object, no ``parent``, a parent that is not an
+``nvcre.nvidia.com/v1alpha1`` Job (422), a ``parent.metadata.uid`` missing or not a UID (a UUID: the
+hooks' writes are bound to it), a name that could not go into a label selector, or a wrong JSON type
+in a field the decision reads (types the CRD has always refused, so the API server never stores
+them: only a request not from Metacontroller carries them). Nothing is decided or written then.
+
+Everything else the decision must survive, and does: values the CRD admits now or admitted before
+(``null`` counts, status times at the ends of datetime's range, a Workload status of a shape Kueue
+does not write) are answered with a 200. Whether the spec can become a JobSet (replicated jobs
+present, a launcher naming one, name lengths, a pod template and pod spec that are objects, time
+limits in range, ...) is answered by ``hooks.core.spec.check_spec`` and reported in the status as
+``InvalidSpec`` with a code and a reason naming the field, never as a 4xx: a Job stored under an
+older CRD must still suspend, finalize and say what is wrong. ``tests/test_fuzz_types.py`` holds the
+hooks to this over every field of every recorded request.
 """
 
 from __future__ import annotations
@@ -96,8 +107,9 @@ def parse_request(payload: object, hook: str) -> Observed:
     """Reads a decoded request body and returns the ``Observed`` it describes.
 
     Raises ``InvalidRequest``: 400 when ``payload`` is not an object, lacks ``parent``, holds a
-    wrong type in a field the decision reads, or names the Job or namespace with an invalid name;
-    422 when the parent is not an ``nvcre.nvidia.com/v1alpha1`` ``Job``. ``hook`` is ``"sync"`` or
+    wrong type in a field the decision reads, names the Job or namespace with an invalid name, or
+    lacks a ``parent.metadata.uid`` that is a UUID; 422 when the parent is not an
+    ``nvcre.nvidia.com/v1alpha1`` ``Job``. ``hook`` is ``"sync"`` or
     ``"finalize"`` (anything else is a programming error: ``ValueError``).
     """
     if hook not in HOOKS:
@@ -138,7 +150,10 @@ def parse_request(payload: object, hook: str) -> Observed:
 
 def _parse_workloads(raw: object, namespace: str) -> tuple[Mapping[str, Any], ...]:
     """The observed Workloads under ``children[WORKLOAD_GROUP]`` (either key version), sorted by
-    name; the fields ``hooks.core.queueing`` reads are type-checked (a wrong type is a 400)."""
+    name. The fields that say where Kueue stands (metadata, conditions, ``clusterName``,
+    ``admission.clusterQueue``) are type-checked (a wrong type is a 400); the placement the admission
+    carries (``podSetAssignments``, ``admissionChecks``) is read by ``hooks.core.queueing``, where a
+    shape Kueue does not write holds the JobSet's creation (``AdmissionUnreadable``) instead."""
     path = f'children["{WORKLOAD_GROUP}"]'
     found: dict[str, Mapping[str, Any]] = {}
     for key, child in sorted(_object(raw, path).items()):
