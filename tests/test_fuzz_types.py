@@ -6,9 +6,10 @@ deleted, or set to an extreme (the 64-bit integer bounds, 0, -1, the empty strin
 string, times at the ends of ``datetime``'s range); every optional field of the CRD's ``spec`` and
 ``status`` that a request lacks is added with each of those values. Each case is answered by
 ``hooks.server.handler.handle`` with the scenario's own Reader (``podread.reader_from_snapshot`` over
-its pods.json, at its meta.json ``now``, as ``tests/test_payloads.py`` does). It must answer below
-500, and every 4xx body must be ``{"error": <message>}`` naming the field changed (one of its keys)
-or the request part it broke.
+its pods.json, at its meta.json ``now``, as ``tests/test_payloads.py`` does) and its Events and
+writes queued (``hooks.server.effects``, into memory). It must answer below 500, every 4xx body must
+be ``{"error": <message>}`` naming the field changed (one of its keys) or the request part it broke,
+and no effect may fail to be queued.
 
 Field paths are deduplicated across payloads: list indexes and the keys of the child and related
 maps are collapsed into a pattern (``children.<group>.*.status.conditions[].type``), and each
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -31,7 +33,9 @@ import pytest
 
 import podread
 from hooks.server.config import Settings
+from hooks.server.effects import Effects
 from hooks.server.handler import handle
+from hooks.server.writer import MemoryWriter
 from tests import crdschema
 from tests.record_payloads import load, scenario_dirs
 
@@ -219,10 +223,11 @@ def reserved(case: Case) -> str | None:
     return ELSEWHERE.get((pattern(case.path), case.variant.removeprefix("added ")))
 
 
-def problem(case: Case) -> str | None:
-    """What is wrong with the answer to ``case`` (``None``: nothing)."""
+def problem(case: Case, effects: Effects | None = None) -> str | None:
+    """What is wrong with the answer to ``case`` (``None``: nothing); with ``effects``, a 200's
+    Events and writes are queued there too (``Effects.submit`` logs what it cannot queue)."""
     result = handle(case.body(), case.scenario.hook, reader=case.scenario.reader, clock=lambda: case.scenario.now,
-                    settings=Settings())
+                    settings=Settings(), effects=effects)
     code, body = result.status_code, result.body
     if code >= 500:
         return f"{code} {body}"
@@ -236,9 +241,15 @@ def problem(case: Case) -> str | None:
     return None
 
 
-def test_every_field_of_every_recorded_request_gets_no_5xx(request: pytest.FixtureRequest) -> None:
+def test_every_field_of_every_recorded_request_gets_no_5xx(request: pytest.FixtureRequest,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.ERROR)
+    effects = Effects(MemoryWriter())
     cases = [case for case in all_cases() if reserved(case) is None]
-    failures = [f"{case}: {found}" for case in cases if (found := problem(case)) is not None]
+    failures = [f"{case}: {found}" for case in cases if (found := problem(case, effects)) is not None]
+    assert effects.flush()
+    failures += [f"effects: {record.getMessage()}" for record in caplog.records if record.name.startswith(
+        "nvcre.hooks.effects")]
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"\ntype fuzz: {len(cases)} cases over {len({pattern(c.path) for c in cases})} field "
