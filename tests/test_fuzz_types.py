@@ -13,8 +13,9 @@ and no effect may fail to be queued.
 
 Field paths are deduplicated across payloads: list indexes and the keys of the child and related
 maps are collapsed into a pattern (``children.<group>.*.status.conditions[].type``), and each
-pattern is tried in up to ``SCENARIOS_PER_PATTERN`` scenarios (the first that has it, then others
-drawn with a fixed seed), so a run is a few seconds and always the same cases.
+variant of each pattern is tried in up to ``SCENARIOS_PER_PATTERN`` scenarios (the first that has
+it, then others drawn with a fixed seed, so the variants spread over the scenarios): about 30,000
+cases, always the same, in well under a minute on two cores. The count is printed.
 """
 
 from __future__ import annotations
@@ -241,7 +242,7 @@ def problem(case: Case, effects: Effects | None = None) -> str | None:
     return None
 
 
-def test_every_field_of_every_recorded_request_gets_no_5xx(request: pytest.FixtureRequest,
+def test_every_field_of_every_recorded_request_gets_no_5xx(capsys: pytest.CaptureFixture[str],
                                                            caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR)
     effects = Effects(MemoryWriter())
@@ -250,10 +251,9 @@ def test_every_field_of_every_recorded_request_gets_no_5xx(request: pytest.Fixtu
     assert effects.flush()
     failures += [f"effects: {record.getMessage()}" for record in caplog.records if record.name.startswith(
         "nvcre.hooks.effects")]
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"\ntype fuzz: {len(cases)} cases over {len({pattern(c.path) for c in cases})} field "
-                            f"patterns of {len(scenarios())} recorded requests")
+    with capsys.disabled():  # the count, in make test's output too
+        print(f"\ntype fuzz: {len(cases)} cases over {len({pattern(c.path) for c in cases})} field patterns of "
+              f"{len(scenarios())} recorded requests, {len(failures)} failed")
     assert len(cases) > 5000
     assert failures == [], f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures[:60])
 

@@ -58,8 +58,10 @@ def build_jobset(job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
     ``metadata.namespace``, ``spec``).
 
     Raises ``InvalidSpec`` when the spec has no replicated jobs, an entry without a name or
-    template, duplicate names, replicas, parallelism or completions that are not non-negative
-    integers, ``replicas x parallelism`` over JobSet's limit (``TooManyPods``), a launcher that names
+    template, a template whose parts the hooks write into have the wrong type (the pod template
+    and pod spec not objects, ...: ``_check_template_shape``), duplicate names, replicas,
+    parallelism or completions that are not non-negative integers (``null`` is unset),
+    ``replicas x parallelism`` over JobSet's limit (``TooManyPods``), a launcher that names
     no entry, a negative ``maxRestarts``, a ``managedBy`` that hands the workload to another
     controller (``ManagedElsewhere``: MultiKueue would run the pods in another cluster, where the
     drain barrier reads nothing), names JobSet derives that are not DNS-1035 labels
@@ -148,10 +150,11 @@ def _given(value: Any, default: int) -> Any:
     return default if value is None else value
 
 
-def count_of(job_spec: Mapping[str, Any], key: str, default: int = 1) -> int:
-    """A checked count of a replicated job's ``template.spec`` (``parallelism``, ``completions``),
-    ``default`` when unset or null. Only for entries ``build_jobset`` accepted."""
-    value = job_spec.get(key)
+def count_of(node: Mapping[str, Any], key: str, default: int = 1) -> int:
+    """A checked count of a replicated job (``replicas``) or of its ``template.spec``
+    (``parallelism``, ``completions``), ``default`` when unset or null. Only for entries
+    ``build_jobset`` accepted."""
+    value = node.get(key)
     return default if value is None else int(value)
 
 
