@@ -57,11 +57,26 @@ INVALID_EXPECTED: dict[str, tuple[str, str]] = {
     "failure-policy-duplicate-rule-names.yaml": ("spec.failurePolicy.rules[1]", "Duplicate value"),
     "force-delete-before-stuck.yaml": ("cel", "forceDeleteStuckPodsAfterSeconds must be at least stuckAfterSeconds"),
     "zero-active-deadline.yaml": ("spec.activeDeadlineSeconds", "0 is less than the minimum of 1"),
+    "ttl-over-ten-years.yaml": ("spec.ttlSecondsAfterFinished", "is greater than the maximum of 315360000"),
+    "max-restarts-past-the-last-attempt.yaml": ("spec.maxRestarts", "10000 is greater than the maximum of 9999"),
+    "parallelism-over-int32.yaml": ("spec.replicatedJobs[0].template.spec.parallelism",
+                                    "2147483648 is greater than the maximum of 2147483647"),
+    "pod-template-not-an-object.yaml": ("spec.replicatedJobs[0].template.spec.template", "is not of type 'object'"),
+    "pod-spec-not-an-object.yaml": ("spec.replicatedJobs[0].template.spec.template.spec",
+                                    "'x' is not of type 'object'"),
+    "pod-labels-not-strings.yaml": ("spec.replicatedJobs[0].template.spec.template.metadata.labels.tier",
+                                    "1 is not of type 'string'"),
+    "node-selector-not-strings.yaml": ("spec.replicatedJobs[0].template.spec.template.spec.nodeSelector."
+                                       "nvidia.com/gpu.count", "8 is not of type 'string'"),
+    "tolerations-not-objects.yaml": ("spec.replicatedJobs[0].template.spec.template.spec.tolerations[0]",
+                                     "is not of type 'object'"),
 }
 
 # Invalid samples the sync hook must refuse too (hooks.core.jobset.InvalidSpec): the CRD rejects at
 # admission what the hook would reject later. The others (a non-boolean suspend, an unknown field)
-# never reach the hook: the API server refuses or prunes them.
+# never reach the hook: the API server refuses or prunes them; a maxRestarts past the last attempt
+# is meaningless but harmless to the hook (the attempt limit ends the Job first), so a Job stored
+# before the bound keeps running.
 HOOK_REJECTS = {
     "no-replicated-jobs.yaml",
     "empty-replicated-jobs.yaml",
@@ -79,6 +94,13 @@ HOOK_REJECTS = {
     "failure-policy-duplicate-rule-names.yaml",
     "force-delete-before-stuck.yaml",
     "zero-active-deadline.yaml",
+    "ttl-over-ten-years.yaml",
+    "parallelism-over-int32.yaml",
+    "pod-template-not-an-object.yaml",
+    "pod-spec-not-an-object.yaml",
+    "pod-labels-not-strings.yaml",
+    "node-selector-not-strings.yaml",
+    "tolerations-not-objects.yaml",
 }
 
 
@@ -316,13 +338,19 @@ def test_crd_identity_and_printer_columns() -> None:
                        "Age": ".metadata.creationTimestamp"}
 
 
+PRESERVED = (".template", ".template.spec", ".template.metadata", ".tolerations[]")
+"""Where the CRD keeps unknown fields: the Job template, the pod template and their metadata and
+specs (the batch API's to judge), and the tolerations; only the fields the rules and the hooks read
+are declared there."""
+
+
 def test_crd_schema_is_structural(job_schema: dict) -> None:
     """Every node has a type; unknown fields are preserved only inside the Job templates (the
-    template and its spec, whose few fields the CEL rules read are declared)."""
+    template and its spec, whose few fields the CEL rules and the hooks read are declared)."""
 
     def walk(node: Mapping[str, Any], path: str) -> None:
         if node.get("x-kubernetes-preserve-unknown-fields"):
-            assert path.endswith((".template", ".template.spec")), f"{path}: preserve-unknown-fields only in templates"
+            assert path.endswith(PRESERVED), f"{path}: preserve-unknown-fields only in templates"
         assert "type" in node or node.get("x-kubernetes-int-or-string"), f"{path} has no type"
         for prop, sub in node.get("properties", {}).items():
             walk(sub, f"{path}.{prop}")
@@ -335,6 +363,58 @@ def test_crd_schema_is_structural(job_schema: dict) -> None:
                     f"{path}: list-map key {key} must be required or defaulted")
 
     walk(job_schema, "")
+
+
+def integer_fields(node: Mapping[str, Any], path: str = "") -> list[tuple[str, Mapping[str, Any]]]:
+    """Every integer node of a schema, by path (``[]`` for items, ``{}`` for map values)."""
+    found = [(path, node)] if node.get("type") == "integer" else []
+    for prop, sub in (node.get("properties") or {}).items():
+        found += integer_fields(sub, f"{path}.{prop}")
+    for key, mark in (("items", "[]"), ("additionalProperties", "{}")):
+        if isinstance(node.get(key), Mapping):
+            found += integer_fields(node[key], f"{path}{mark}")
+    return found
+
+
+def test_every_integer_of_the_crd_is_bounded(job_schema: dict) -> None:
+    """The hooks do arithmetic with these (deadlines, counts, attempts): an unbounded integer is a
+    value no Job means, and one the hooks would have to survive."""
+    fields = dict(integer_fields(job_schema))
+    assert len(fields) >= 15
+    unbounded = [path for path, node in fields.items() if "minimum" not in node or "maximum" not in node]
+    assert unbounded == []
+    int32 = [path for path, node in fields.items() if node.get("format") == "int32"]
+    assert all(-(2**31) <= fields[p]["minimum"] <= fields[p]["maximum"] <= 2**31 - 1 for p in int32)
+
+
+def test_the_crd_bounds_are_the_hooks_bounds(job_schema: dict) -> None:
+    from hooks.core import deadlines, jobset
+
+    fields = dict(integer_fields(job_schema))
+    for path in (".spec.activeDeadlineSeconds", ".spec.ttlSecondsAfterFinished", ".spec.drain.stuckAfterSeconds",
+                 ".spec.drain.forceDeleteStuckPodsAfterSeconds"):
+        assert fields[path]["maximum"] == deadlines.MAX_SECONDS, path
+    for path in (".spec.maxRestarts", ".status.attempt", ".status.restarts", ".status.restartsByCause{}",
+                 ".status.lastFailure.attempt"):
+        assert fields[path]["maximum"] == jobset.MAX_ATTEMPT, path
+    from hooks.core import stuck
+
+    assert fields[".spec.drain.stuckAfterSeconds"]["default"] == deadlines.STUCK_AFTER_DEFAULT == \
+        stuck.DEFAULT_STUCK_AFTER
+
+
+def test_the_pod_template_parts_the_hooks_touch_are_typed(job_schema: dict) -> None:
+    """A pod template, a pod spec, labels, annotations, a node selector and tolerations of the wrong
+    type reached the hooks (a 500 once Kueue admitted the Job): the API server refuses them now."""
+    template = job_schema["properties"]["spec"]["properties"]["replicatedJobs"]["items"]["properties"]["template"]
+    pod = template["properties"]["spec"]["properties"]["template"]
+    assert pod["type"] == "object"
+    assert pod["properties"]["spec"]["type"] == "object"
+    metadata = pod["properties"]["metadata"]["properties"]
+    spec = pod["properties"]["spec"]["properties"]
+    for node in (metadata["labels"], metadata["annotations"], spec["nodeSelector"]):
+        assert node == {"type": "object", "additionalProperties": {"type": "string"}}
+    assert spec["tolerations"]["items"]["type"] == "object"
 
 
 def test_crd_status_schema_carries_every_field_the_hook_writes(job_schema: dict) -> None:

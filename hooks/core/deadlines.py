@@ -20,23 +20,38 @@ from hooks.core.jobset import InvalidSpec
 
 MAX_SECONDS = 10 * 365 * 24 * 3600
 """The largest limit accepted (ten years): enough for any job, and far from datetime's range."""
+STUCK_AFTER_DEFAULT = 300
+"""``spec.drain.stuckAfterSeconds`` when it is unset (the CRD's default)."""
 
 
 def parse_time(text: str) -> datetime | None:
-    """An RFC 3339 time of the status (``2026-01-01T00:00:00Z``) as an aware datetime; ``None`` for
-    ``""``. Raises ``ValueError`` for anything else."""
+    """An RFC 3339 time of the status (``2026-01-01T00:00:00Z``) as an aware datetime in UTC; ``None``
+    for ``""``. A time without an offset is taken as UTC. Raises ``ValueError`` (and nothing else)
+    for anything that is not such a time, and for a time whose UTC moment is outside ``datetime``'s
+    range (``0001-01-01T00:00:00+23:59`` is in year 0 in UTC)."""
     if not text:
         return None
+    if not isinstance(text, str):
+        raise ValueError(f"expected an RFC 3339 time, got {type(text).__name__}")
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text[:40]!r} is outside the range of times in UTC") from None
 
 
 def check(spec: Mapping[str, Any]) -> None:
     """Checks the time limits of ``spec``: each unset or an integer (``activeDeadlineSeconds`` and
     ``drain.stuckAfterSeconds`` at least 1, the others at least 0), at most ``MAX_SECONDS``;
-    ``forceDeleteStuckPodsAfterSeconds`` not below ``stuckAfterSeconds`` (default 300).
-    Raises ``InvalidSpec`` (code ``InvalidTimeLimit``)."""
-    drain = spec.get("drain") or {}
+    ``forceDeleteStuckPodsAfterSeconds`` not below ``stuckAfterSeconds`` (default 300; ``null`` is
+    unset, as the API server prunes it). Raises ``InvalidSpec`` (code ``InvalidTimeLimit``) and
+    nothing else."""
+    drain = spec.get("drain")
+    drain = {} if drain is None else drain
+    if not isinstance(drain, Mapping):
+        raise InvalidSpec(f"spec.drain must be an object, got {type(drain).__name__}", "InvalidTimeLimit")
     for path, value, low in (("activeDeadlineSeconds", spec.get("activeDeadlineSeconds"), 1),
                              ("ttlSecondsAfterFinished", spec.get("ttlSecondsAfterFinished"), 0),
                              ("drain.stuckAfterSeconds", drain.get("stuckAfterSeconds"), 1),
@@ -48,7 +63,7 @@ def check(spec: Mapping[str, Any]) -> None:
             raise InvalidSpec(f"spec.{path} must be an integer from {low} to {MAX_SECONDS}, got {value!r}",
                               "InvalidTimeLimit")
     force, after = drain.get("forceDeleteStuckPodsAfterSeconds"), drain.get("stuckAfterSeconds")
-    after = 300 if after is None else after  # null is unset, as the CRD's CEL rule reads it (issue 20)
+    after = STUCK_AFTER_DEFAULT if after is None else after  # null is unset, as the CRD's CEL rule reads it
     if force is not None and force < after:
         raise InvalidSpec(f"spec.drain.forceDeleteStuckPodsAfterSeconds ({force}) must be at least stuckAfterSeconds "
                           f"({after}): a pod is only force-deleted once it is known to be stuck", "InvalidTimeLimit")
@@ -63,22 +78,28 @@ def _limit(spec: Mapping[str, Any], key: str) -> int | None:
 
 def deadline_at(spec: Mapping[str, Any], start_time: str) -> datetime | None:
     """When the Job's active deadline passes: ``startTime + activeDeadlineSeconds``, or ``None``
-    without either."""
-    seconds = _limit(spec, "activeDeadlineSeconds")
-    start = parse_time(start_time)
-    if seconds is None or start is None:
-        return None
-    return start + timedelta(seconds=seconds)
+    without either, when ``startTime`` is not a time (``parse_time``), or when the sum is past
+    ``datetime``'s range (a moment that never comes). Never raises."""
+    return _after(_limit(spec, "activeDeadlineSeconds"), start_time)
 
 
 def ttl_at(spec: Mapping[str, Any], completion_time: str) -> datetime | None:
     """When a finished Job is to be deleted: ``completionTime + ttlSecondsAfterFinished``, or
-    ``None`` without either."""
-    seconds = _limit(spec, "ttlSecondsAfterFinished")
-    done = parse_time(completion_time)
-    if seconds is None or done is None:
+    ``None`` without either, when ``completionTime`` is not a time, or when the sum is past
+    ``datetime``'s range. Never raises."""
+    return _after(_limit(spec, "ttlSecondsAfterFinished"), completion_time)
+
+
+def _after(seconds: int | None, since: str) -> datetime | None:
+    """``since`` (a status time) plus ``seconds``; ``None`` when either is missing or unusable, or
+    when the sum is past ``datetime``'s range."""
+    if seconds is None:
         return None
-    return done + timedelta(seconds=seconds)
+    try:
+        start = parse_time(since)
+        return None if start is None else start + timedelta(seconds=seconds)
+    except (ValueError, OverflowError):
+        return None
 
 
 def passed(moment: datetime | None, now: datetime) -> bool:
@@ -87,10 +108,11 @@ def passed(moment: datetime | None, now: datetime) -> bool:
 
 
 def wake_in(moment: datetime | None, now: datetime) -> float | None:
-    """Whole seconds from ``now`` until ``moment`` (at least 1), or ``None`` when it is unset or past."""
+    """Whole seconds from ``now`` until ``moment`` (at least 1, at most ``MAX_SECONDS``: a wake-up
+    further away is asked again by then), or ``None`` when it is unset or past. Never raises."""
     if moment is None or passed(moment, now):
         return None
-    return float(max(1, math.ceil((moment - _aware(now)).total_seconds())))
+    return float(min(MAX_SECONDS, max(1, math.ceil((moment - _aware(now)).total_seconds()))))
 
 
 def stamp(moment: datetime) -> str:

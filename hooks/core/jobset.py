@@ -58,8 +58,10 @@ def build_jobset(job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
     ``metadata.namespace``, ``spec``).
 
     Raises ``InvalidSpec`` when the spec has no replicated jobs, an entry without a name or
-    template, duplicate names, replicas, parallelism or completions that are not non-negative
-    integers, ``replicas x parallelism`` over JobSet's limit (``TooManyPods``), a launcher that names
+    template, a template whose parts the hooks write into have the wrong type (the pod template
+    and pod spec not objects, ...: ``_check_template_shape``), duplicate names, replicas,
+    parallelism or completions that are not non-negative integers (``null`` is unset),
+    ``replicas x parallelism`` over JobSet's limit (``TooManyPods``), a launcher that names
     no entry, a negative ``maxRestarts``, a ``managedBy`` that hands the workload to another
     controller (``ManagedElsewhere``: MultiKueue would run the pods in another cluster, where the
     drain barrier reads nothing), names JobSet derives that are not DNS-1035 labels
@@ -123,7 +125,7 @@ def _check_entries(raw: object) -> list[Mapping[str, Any]]:
         if name in seen:
             raise InvalidSpec(f"spec.replicatedJobs names {_shown(name, 70)} more than once", "DuplicateReplicatedJob")
         seen.add(name)
-        replicas = entry.get("replicas", 1)
+        replicas = _given(entry.get("replicas"), 1)
         if not _count(replicas):
             raise InvalidSpec(f"{path}.replicas ({name}) must be a non-negative integer, got {_shown(replicas)}",
                               "InvalidReplicas")
@@ -134,12 +136,26 @@ def _check_entries(raw: object) -> list[Mapping[str, Any]]:
             if value is not None and not _count(value):
                 raise InvalidSpec(f"{path}.template.spec.{key} ({name}) must be a non-negative integer, got "
                                   f"{_shown(value)}", "InvalidReplicatedJob")
-        parallelism = job_spec.get("parallelism", 1)
+        parallelism = _given(job_spec.get("parallelism"), 1)
         if replicas * parallelism > MAX_POD_COUNT:
             raise InvalidSpec(f"{path} ({name}): replicas x parallelism is {replicas * parallelism}, over "
                               f"JobSet's limit of {MAX_POD_COUNT}", "TooManyPods")
         _check_managed_by(job_spec.get("managedBy"), f"{path}.template.spec.managedBy", JOB_CONTROLLER)
     return list(raw)
+
+
+def _given(value: Any, default: int) -> Any:
+    """``value``, or ``default`` when it is unset (``None``: JSON ``null`` is unset, as the API
+    server prunes a null it does not allow and then applies the default)."""
+    return default if value is None else value
+
+
+def count_of(node: Mapping[str, Any], key: str, default: int = 1) -> int:
+    """A checked count of a replicated job (``replicas``) or of its ``template.spec``
+    (``parallelism``, ``completions``), ``default`` when unset or null. Only for entries
+    ``build_jobset`` accepted."""
+    value = node.get(key)
+    return default if value is None else int(value)
 
 
 def _count(value: object) -> bool:
@@ -162,18 +178,45 @@ def _check_managed_by(raw: object, path: str, own: str) -> None:
 
 
 def _check_template_shape(template: Mapping[str, Any], path: str, name: str) -> None:
-    """Checks that the objects this controller labels (``spec``, ``spec.template``, its ``metadata``
-    and ``labels``) are objects when present, so labelling never replaces user data.
+    """Checks the parts of a replicated job's template the hooks read or write, when present: the
+    Job spec, the pod template, its ``metadata`` and the pod spec are objects; the pod template's
+    ``labels`` and ``annotations`` and the pod spec's ``nodeSelector`` are maps of strings; its
+    ``tolerations`` a list of objects. Labelling (and Kueue's admission) then never replaces user
+    data, never fails on a wrong type, and never emits a JobSet its API would refuse for them.
+    Raises ``InvalidSpec`` (``InvalidReplicatedJob``) naming the field.
     """
-    node: Mapping[str, Any] = template
-    for key in ("spec", "template", "metadata", "labels"):
-        child = node.get(key)
-        if child is None:
-            return
-        path = f"{path}.{key}"
-        if not isinstance(child, Mapping):
-            raise InvalidSpec(f"{path} ({name}) must be an object", "InvalidReplicatedJob")
-        node = child
+    job_spec = _object_at(template, "spec", f"{path}.spec", name)
+    pod_template = _object_at(job_spec, "template", f"{path}.spec.template", name)
+    where = f"{path}.spec.template"
+    metadata = _object_at(pod_template, "metadata", f"{where}.metadata", name)
+    for key in ("labels", "annotations"):
+        _string_map_at(metadata, key, f"{where}.metadata.{key}", name)
+    pod_spec = _object_at(pod_template, "spec", f"{where}.spec", name)
+    _string_map_at(pod_spec, "nodeSelector", f"{where}.spec.nodeSelector", name)
+    tolerations = pod_spec.get("tolerations")
+    if tolerations is not None and (not isinstance(tolerations, list) or
+                                    not all(isinstance(item, Mapping) for item in tolerations)):
+        raise InvalidSpec(f"{where}.spec.tolerations ({name}) must be a list of objects, got {_shown(tolerations)}",
+                          "InvalidReplicatedJob")
+
+
+def _object_at(node: Mapping[str, Any], key: str, path: str, name: str) -> Mapping[str, Any]:
+    """``node[key]`` when it is an object, ``{}`` when unset; ``InvalidSpec`` otherwise."""
+    value = node.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidSpec(f"{path} ({name}) must be an object, got {_shown(value)}", "InvalidReplicatedJob")
+    return value
+
+
+def _string_map_at(node: Mapping[str, Any], key: str, path: str, name: str) -> None:
+    """``node[key]`` must be unset or a map of strings; ``InvalidSpec`` otherwise."""
+    value = _object_at(node, key, path, name)
+    for item, text in value.items():
+        if not isinstance(text, str):
+            raise InvalidSpec(f"{path} ({name}) must map to strings, got {_shown(text)} for {_shown(item, 70)}",
+                              "InvalidReplicatedJob")
 
 
 def _check_launcher(raw: object, entries: list[Mapping[str, Any]]) -> str:
@@ -215,7 +258,7 @@ def check_names(job: str, entries: list[Mapping[str, Any]]) -> None:
                           "InvalidName")
     jobset = workload_name(job, MAX_ATTEMPT)
     for index, entry in enumerate(entries):
-        replicas = entry.get("replicas", 1)
+        replicas = _given(entry.get("replicas"), 1)
         if replicas == 0:
             continue
         rj = str(entry["name"])
@@ -224,7 +267,7 @@ def check_names(job: str, entries: list[Mapping[str, Any]]) -> None:
                               "(lowercase letters, digits and '-')", "InvalidName")
         longest_job = f"{jobset}-{rj}-{replicas - 1}"
         _check_length("job", longest_job)
-        completions = (entry["template"].get("spec") or {}).get("completions", 1)
+        completions = _given((entry["template"].get("spec") or {}).get("completions"), 1)
         if completions:
             _check_length("pod", f"{longest_job}-{completions - 1}-{_POD_SUFFIX}")
 

@@ -1,9 +1,20 @@
 """Parse a Metacontroller CompositeController request into an ``Observed``: the typed input of ``decide``.
 
-Only shape is judged here. Wrong JSON types in a field the decision reads, and names that could not
-even go into a label selector, are a 4xx (``InvalidRequest``). Whether the spec can become a JobSet
-(replicated jobs present, launcher naming one, name lengths, ...) is a semantic question answered by
-``hooks.core.jobset.build_jobset`` and reported in the status as ``InvalidSpec``, never as a 4xx.
+Only shape is judged here. A 4xx (``InvalidRequest``, a message that names the field) is a request
+that cannot be decided on at all: not an object, no ``parent``, a parent that is not an
+``nvcre.nvidia.com/v1alpha1`` Job (422), a ``parent.metadata.uid`` missing or not a UID (a UUID: the
+hooks' writes are bound to it), a name that could not go into a label selector, or a wrong JSON type
+in a field the decision reads (types the CRD has always refused, so the API server never stores
+them: only a request not from Metacontroller carries them). Nothing is decided or written then.
+
+Everything else the decision must survive, and does: values the CRD admits now or admitted before
+(``null`` counts, status times at the ends of datetime's range, a Workload status of a shape Kueue
+does not write) are answered with a 200. Whether the spec can become a JobSet (replicated jobs
+present, a launcher naming one, name lengths, a pod template and pod spec that are objects, time
+limits in range, ...) is answered by ``hooks.core.spec.check_spec`` and reported in the status as
+``InvalidSpec`` with a code and a reason naming the field, never as a 4xx: a Job stored under an
+older CRD must still suspend, finalize and say what is wrong. ``tests/test_fuzz_types.py`` holds the
+hooks to this over every field of every recorded request.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ HOOKS = ("sync", "finalize")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _MAX_LABEL_VALUE = 63
+_UID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 class InvalidRequest(Exception):
@@ -95,8 +107,9 @@ def parse_request(payload: object, hook: str) -> Observed:
     """Reads a decoded request body and returns the ``Observed`` it describes.
 
     Raises ``InvalidRequest``: 400 when ``payload`` is not an object, lacks ``parent``, holds a
-    wrong type in a field the decision reads, or names the Job or namespace with an invalid name;
-    422 when the parent is not an ``nvcre.nvidia.com/v1alpha1`` ``Job``. ``hook`` is ``"sync"`` or
+    wrong type in a field the decision reads, names the Job or namespace with an invalid name, or
+    lacks a ``parent.metadata.uid`` that is a UUID; 422 when the parent is not an
+    ``nvcre.nvidia.com/v1alpha1`` ``Job``. ``hook`` is ``"sync"`` or
     ``"finalize"`` (anything else is a programming error: ``ValueError``).
     """
     if hook not in HOOKS:
@@ -115,7 +128,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     _check_job_name(name)
     _check_namespace(namespace)
     generation = _integer(metadata.get("generation"), "parent.metadata.generation")
-    uid = _string(metadata.get("uid"), "parent.metadata.uid")
+    uid = _uid(metadata.get("uid"))
     deletion = metadata.get("deletionTimestamp")
     _string(deletion, "parent.metadata.deletionTimestamp")
     spec = _parse_spec(parent.get("spec"))
@@ -137,7 +150,10 @@ def parse_request(payload: object, hook: str) -> Observed:
 
 def _parse_workloads(raw: object, namespace: str) -> tuple[Mapping[str, Any], ...]:
     """The observed Workloads under ``children[WORKLOAD_GROUP]`` (either key version), sorted by
-    name; the fields ``hooks.core.queueing`` reads are type-checked (a wrong type is a 400)."""
+    name. The fields that say where Kueue stands (metadata, conditions, ``clusterName``,
+    ``admission.clusterQueue``) are type-checked (a wrong type is a 400); the placement the admission
+    carries (``podSetAssignments``, ``admissionChecks``) is read by ``hooks.core.queueing``, where a
+    shape Kueue does not write holds the JobSet's creation (``AdmissionUnreadable``) instead."""
     path = f'children["{WORKLOAD_GROUP}"]'
     found: dict[str, Mapping[str, Any]] = {}
     for key, child in sorted(_object(raw, path).items()):
@@ -331,6 +347,16 @@ def _check_job_name(name: str) -> None:
         raise InvalidRequest(400, f"parent.metadata.name: {name!r} is not a valid Job name: it must be a "
                                   f"DNS-1123 subdomain of at most {_MAX_LABEL_VALUE} characters, since it is "
                                   "used as a label value")
+
+
+def _uid(value: object) -> str:
+    """The parent's ``metadata.uid``: required, and a UID as the API server gives one (a UUID,
+    8-4-4-4-12 hex digits). The hooks' writes (Event ``regarding``, the TTL delete's precondition)
+    are bound to it, so a request that cannot name its parent by UID decides nothing: 400."""
+    uid = _string(value, "parent.metadata.uid", required=True)
+    if not _UID.fullmatch(uid):
+        raise InvalidRequest(400, f"parent.metadata.uid: {uid[:40]!r} is not a UID (a UUID: 8-4-4-4-12 hex digits)")
+    return uid
 
 
 def _check_namespace(namespace: str) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.core.jobset import JOBSET_CONTROLLER, InvalidSpec, json_copy
+from hooks.core.jobset import JOBSET_CONTROLLER, InvalidSpec, count_of, json_copy
 from hooks.core.observed import Observed
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -153,7 +153,7 @@ def build_workload(observed: Observed, jobset: Mapping[str, Any]) -> dict[str, A
     pod_sets = []
     for entry in replicated:
         job_spec = entry["template"].get("spec") or {}
-        count = int(entry.get("replicas", 1)) * int(job_spec.get("parallelism", 1))
+        count = count_of(entry, "replicas") * count_of(job_spec, "parallelism")
         pod_sets.append({"name": entry["name"], "count": count, "template": json_copy(job_spec.get("template") or {})})
     spec: dict[str, Any] = {"queueName": queue_name(observed), "podSets": pod_sets}
     priority_class = observed.labels.get(PRIORITY_LABEL, "")
@@ -183,32 +183,75 @@ class FlavorUnknown(Exception):
         self.message = message
 
 
+class AdmissionUnreadable(FlavorUnknown):
+    """The Workload's ``status.admission.podSetAssignments`` or ``status.admissionChecks`` do not
+    have the shape Kueue writes (a list of objects, ``flavors`` a map of flavor names, ...). Kueue
+    owns that status: the JobSet is not created from it, and waits as for an unknown flavor (the
+    rows treat both alike: admitted, nothing created yet, asked again), rather than guessing a
+    placement or failing the whole call (a 4xx or 5xx would also stop suspend and finalize)."""
+
+
 def pod_set_infos(workload: Mapping[str, Any], flavors: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """What the admission of ``workload`` asks of each pod set, by pod set name: ``nodeSelector``
     (the ``nodeLabels`` of every flavor assigned to it, in name order) and ``tolerations`` (the
     flavors', without repeats), then ``labels``, ``annotations``, ``nodeSelector`` and ``tolerations``
     of the admission checks' ``podSetUpdates``. Raises ``FlavorUnknown`` for a flavor not in
-    ``flavors``, ``InvalidSpec`` (``PodSetUpdateConflict``) when an update contradicts a value."""
+    ``flavors``, ``AdmissionUnreadable`` for an admission of the wrong shape (naming the field),
+    ``InvalidSpec`` (``PodSetUpdateConflict``) when an update contradicts a value."""
     status = workload.get("status") or {}
+    admission = status.get("admission") or {}
     infos: dict[str, dict[str, Any]] = {}
-    for assignment in (status.get("admission") or {}).get("podSetAssignments") or ():
-        name = str(assignment.get("name", ""))
+    where = "status.admission.podSetAssignments"
+    for index, assignment in enumerate(_entries(admission.get("podSetAssignments"), where)):
+        name = _text(assignment.get("name"), f"{where}[{index}].name")
         info: dict[str, Any] = {"nodeSelector": {}, "tolerations": [], "labels": {}, "annotations": {}}
-        for flavor in sorted(set((assignment.get("flavors") or {}).values())):
+        assigned = _strings_map(assignment.get("flavors"), f"{where}[{index}].flavors")
+        for flavor in sorted(set(assigned.values())):
             spec = flavors.get(flavor)
             if spec is None:
-                raise FlavorUnknown(f"ResourceFlavor {flavor!r} (assigned to pod set {name}) is not known yet")
+                raise FlavorUnknown(f"ResourceFlavor {flavor[:80]!r} (assigned to pod set {name[:80]}) is not "
+                                    "known yet")
             info["nodeSelector"].update(spec.get("nodeLabels") or {})
             _add_tolerations(info["tolerations"], spec.get("tolerations") or ())
         infos[name] = info
-    for check in status.get("admissionChecks") or ():
-        for update in check.get("podSetUpdates") or ():
-            info = infos.setdefault(str(update.get("name", "")), {"nodeSelector": {}, "tolerations": [],
-                                                                   "labels": {}, "annotations": {}})
+    for index, check in enumerate(_entries(status.get("admissionChecks"), "status.admissionChecks")):
+        at = f"status.admissionChecks[{index}]"
+        for number, update in enumerate(_entries(check.get("podSetUpdates"), f"{at}.podSetUpdates")):
+            here = f"{at}.podSetUpdates[{number}]"
+            info = infos.setdefault(_text(update.get("name"), f"{here}.name"),
+                                    {"nodeSelector": {}, "tolerations": [], "labels": {}, "annotations": {}})
             for key in ("labels", "annotations", "nodeSelector"):
-                _merge(info[key], update.get(key) or {}, f"admission check {check.get('name')}: {key}")
-            _add_tolerations(info["tolerations"], update.get("tolerations") or ())
+                _merge(info[key], _strings_map(update.get(key), f"{here}.{key}"),
+                       f"admission check {str(check.get('name'))[:80]}: {key}")
+            _add_tolerations(info["tolerations"], _entries(update.get("tolerations"), f"{here}.tolerations"))
     return infos
+
+
+def _entries(value: Any, path: str) -> list[Mapping[str, Any]]:
+    """A list of objects of the Workload's status (``[]`` when unset); ``AdmissionUnreadable`` otherwise."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+        raise AdmissionUnreadable(f"the Workload's {path} is not a list of objects, as Kueue writes it")
+    return value
+
+
+def _strings_map(value: Any, path: str) -> Mapping[str, str]:
+    """A map of strings of the Workload's status (``{}`` when unset); ``AdmissionUnreadable`` otherwise."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(item, str) for item in value.values()):
+        raise AdmissionUnreadable(f"the Workload's {path} is not a map of strings, as Kueue writes it")
+    return value
+
+
+def _text(value: Any, path: str) -> str:
+    """A string of the Workload's status (``""`` when unset); ``AdmissionUnreadable`` otherwise."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise AdmissionUnreadable(f"the Workload's {path} is not a string, as Kueue writes it")
+    return value
 
 
 def admitted_jobset(jobset: Mapping[str, Any], workload: Mapping[str, Any],
