@@ -49,7 +49,6 @@ from typing import Any
 from hooks.core import conditions as cond
 from hooks.core import specpin
 from hooks.core.answer import assemble
-from hooks.core.evidence import current_attempt, status_mismatch
 from hooks.core.observed import Observed
 from hooks.core.rows import current, deadline, kueue, mismatch, teardown, terminal
 from hooks.core.work import (
@@ -80,16 +79,16 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     """
     prior = observed.status
     ctx = Context(observed, reader, now)
-    attempt = current_attempt(observed)
+    attempt, refused = (prior.attempt, None) if observed.finalizing else mismatch.adopt(ctx)
     phase = prior.phase
-    if attempt > prior.attempt and phase in (RESTARTING, SUSPENDING, SUSPENDED):
+    if attempt > prior.attempt:
         phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
     work = Work(phase=phase, attempt=attempt, restarts=prior.restarts, workload=prior.workload,
                 active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions),
                 restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
                 start_time=prior.start_time, completion_time=prior.completion_time,
                 replicated_jobs_digest=prior.replicated_jobs_digest)
-    disagreement = None if observed.finalizing else status_mismatch(observed, attempt, phase)
+    disagreement = None if observed.finalizing else mismatch.disagreement(ctx, attempt, phase, refused)
     if observed.finalizing:
         teardown.finalize(ctx, work)                                      # row 1
     elif observed.spec.get("suspend") is True and phase not in TERMINAL:
@@ -110,7 +109,8 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         current.steady(ctx, work)                                         # rows 7-11
     if disagreement is None and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
-    deadline.times(ctx, work)  # before the Workload joins the children: it stamps the JobSet's start
+    # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
+    deadline.times(ctx, work, trusted=disagreement is None)
     work.replicated_jobs_digest = specpin.pinned(observed.spec, work.replicated_jobs_digest,
                                                  answers_jobset=any(c.get("kind") == "JobSet" for c in work.children))
     if ctx.queue:

@@ -476,10 +476,10 @@ def _() -> dict[str, Any]:
 
 @scenario("v2-ttl-deletes-the-finished-job")
 def _() -> dict[str, Any]:
-    return case("issue 15: Succeeded at 22:00 with ttlSecondsAfterFinished 3600: the hooks delete the Job (with "
-                "its UID); the finalize row then drains it", keying="v2",
-                spec={**job_spec(), "ttlSecondsAfterFinished": 3600},
-                status={**running_status(phase="Succeeded", active=0), "completionTime": "2025-12-31T22:00:00Z"},
+    return case("issue 15: Succeeded at 23:00 (when JobSet llama-0 completed) with ttlSecondsAfterFinished 1800: "
+                "the hooks delete the Job (with its UID); the finalize row then drains it", keying="v2",
+                spec={**job_spec(), "ttlSecondsAfterFinished": 1800},
+                status={**running_status(phase="Succeeded", active=0), "completionTime": "2025-12-31T23:00:00Z"},
                 jobsets=((0, "Completed"),), cache=workers(0, phase="Succeeded"))
 
 
