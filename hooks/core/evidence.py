@@ -71,8 +71,9 @@ def unadoptable(observed: Observed, newer: list[tuple[int, Mapping[str, Any]]]) 
     others = sorted(str(js["metadata"]["name"]) for js in observed.jobsets if js["metadata"]["name"] != name)
     if others:
         noun = "JobSet" if len(others) == 1 else "JobSets"
-        return (f"{said}, and {noun} {list_names(others)} still observed: attempt {attempt} is created only once "
-                "every JobSet of the Job is gone")
+        verb = "is" if len(others) == 1 else "are"
+        return (f"{said}, and {noun} {list_names(others)} {verb} still observed: attempt {attempt} is created only "
+                "once every JobSet of the Job is gone")
     return None
 
 
