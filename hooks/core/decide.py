@@ -8,11 +8,17 @@ module of ``hooks.core.rows`` named in the last column:
     2    spec.suspend, not terminal            no children; Suspending, Suspended after the barrier  teardown
     2a   evicted by Kueue (queue-managed),     no JobSet; Suspending, after the barrier Queued with  kueue
          not terminal                          attempt+1 (not a restart), the quota released
-    3    status disagrees with the children    hold: keep every observed JobSet not being deleted,   mismatch
-                                               create nothing; StatusMismatch=True says why
+    3    status disagrees with the evidence:   hold: keep every observed JobSet not being deleted,   mismatch
+         the children (hooks.core.evidence),   create nothing, keep the status' claims, record and
+         a newer JobSet not adoptable          delete nothing (no startTime, completionTime, TTL
+         (rows.mismatch.adopt), or a claim     delete); StatusMismatch=True says why, naming the
+         the policies read (hooks.core.claims: field
+         startTime, DeadlineExceeded, terminal
+         phase, completionTime, restartsByCause)
     3a   activeDeadlineSeconds passed,         no children; Terminating (DeadlineExceeded=True),     deadline
          not terminal                          after the barrier Failed (reason DeadlineExceeded)
-    4    phase Succeeded/Failed                final: keep the current JobSet, never create one      terminal
+    4    phase Succeeded/Failed (not over a    final: keep the current JobSet, never create one      terminal
+         running JobSet: row 3)
     5    phase Suspended/Suspending            barrier, then attempt+1 (a resume), Pending           current
     6    phase Restarting                      barrier, then attempt+1, Pending                      current
     7    spec cannot be built, or              InvalidSpec; keep the current JobSet, create nothing  current
@@ -28,11 +34,18 @@ module of ``hooks.core.rows`` named in the last column:
                                                is active; one not observed yet is created only once
                                                the barrier passed (queue-managed: once admitted)
 
+Before the rows, the current attempt: ``status.attempt``, or ``<job>-<N+1>`` adopted only as the step
+after a drained attempt whose status write was lost (``rows.mismatch.adopt``: Restarting, Suspending
+or Suspended, exactly N+1, no other JobSet, and the barrier's live reads find no active pod but its
+own; the phase is then Pending). Every other newer JobSet is row 3 (``UnknownAttempt``).
+
 After the rows, for every answer: ``StatusMismatch`` turns False once the disagreement is gone;
-``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
+unless the status disagrees (whichever row ran: rows 2 and 2a come before row 3; finalizing checks
+no claim), ``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
 (``rows.deadline.times``); ``replicatedJobsDigest`` is pinned with the first JobSet answered
 (``hooks.core.specpin``; row 7 refuses a spec that no longer has it); a queue-managed Job's
-Workload child is added or released (``rows.kueue.workload_child``); the answer is assembled (``hooks.core.answer``).
+Workload child is added or released (``rows.kueue.workload_child``); the answer is assembled
+(``hooks.core.answer``).
 
 A step that would need an attempt past ``MAX_ATTEMPT`` (rows 2a, 5, 6, 8) ends the Job Failed
 instead (``rows.terminal.attempt_limit``). Terminal comes after suspend only for Jobs that are not
@@ -75,7 +88,8 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     ``Decision`` whose ``response`` is the 200 body: ``status``, ``children`` (always a list),
     ``resyncAfterSeconds`` (``resync_seconds``) only while waiting, ``finalized`` only when
     finalizing. A failed read never lets a teardown proceed; a status that disagrees with the
-    children never drops a healthy JobSet.
+    evidence (the children, the pods, the API server's times) never drops a healthy JobSet, never
+    ends a run and never deletes the Job.
     """
     prior = observed.status
     ctx = Context(observed, reader, now)
