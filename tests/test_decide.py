@@ -86,7 +86,8 @@ def test_jobset_is_created_only_after_drain() -> None:
 
 @pytest.mark.parametrize("keying", KEYINGS)
 def test_newer_observed_jobset_is_adopted_after_a_lost_status_write(keying: str) -> None:
-    reader = FakeReader(running(2))
+    # The pods running are train-3's own (its jobset-name label): none of an earlier attempt (issue 20).
+    reader = FakeReader([make_pod(f"train-3-worker-0-{i}", job="train", workload="train-3") for i in range(2)])
     d = run(reader, keying=keying, jobsets=[jobset_child("train", 3)],
             status={"phase": "Restarting", "attempt": 2, "restarts": 1})
     assert names(d) == ["train-3"]
@@ -241,7 +242,9 @@ def test_a_launcher_left_in_the_workload_to_create_holds_its_creation() -> None:
 @pytest.mark.parametrize("keying", KEYINGS)
 @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
 def test_terminal_keeps_observed_jobset_and_never_creates(keying: str, phase: str) -> None:
-    kept = run(keying=keying, jobsets=[jobset_child("train", 1)], status={"phase": phase, "attempt": 1})
+    # The JobSet ended as the phase says (a terminal phase over a running JobSet holds: issue 20).
+    ended = jobset_child("train", 1, state="Completed" if phase == "Succeeded" else "Failed")
+    kept = run(keying=keying, jobsets=[ended], status={"phase": phase, "attempt": 1})
     assert (kept.kind, names(kept), status(kept)["phase"]) == ("terminal", ["train-1"], phase)
     gone = run(keying=keying, status={"phase": phase, "attempt": 1, "workload": "train-1"})
     assert gone.response["children"] == [] and status(gone)["workload"] == ""

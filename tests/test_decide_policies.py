@@ -141,9 +141,12 @@ def test_an_invalid_policy_is_invalid_spec_not_a_guess() -> None:
 # ---- active deadline ----------------------------------------------------------------------------------
 
 def test_start_time_is_recorded_once_from_the_jobset_creation() -> None:
+    """The first JobSet's answer was lost (status still Pending, no startTime): startTime comes from
+    its creationTimestamp. (A Running status without startTime is a claim that disagrees: issue 20.)"""
     child = jobset_child("train", 0)
     child["metadata"]["creationTimestamp"] = "2025-12-31T23:00:00Z"
-    body = request(spec=spec_with(activeDeadlineSeconds=7200), status=running_status(), jobsets=[child])
+    body = request(spec=spec_with(activeDeadlineSeconds=7200), status=running_status(phase="Pending"),
+                   jobsets=[child])
     d = run(body, FakeReader([make_pod("train-0-worker-0-0", job="train")]))
     assert status(d)["startTime"] == "2025-12-31T23:00:00Z"
     assert d.response["resyncAfterSeconds"] == 3600.0, "woken when the deadline passes"

@@ -182,9 +182,11 @@ def test_an_event_write_that_fails_on_the_wire_changes_nothing(fake_kube: FakeKu
 
 def test_ttl_deletes_the_job_with_its_uid(fake_kube: FakeKubeServer) -> None:
     fake_kube.writes.jobs[("team-a", "train")] = {"metadata": {"name": "train", "uid": uid("job/train")}}
-    finished = {"phase": "Failed", "attempt": 0, "workload": "train-0", "completionTime": "2025-12-31T00:00:00Z"}
+    # Failed as its JobSet shows (issue 20: the TTL delete needs that evidence), completed when it failed.
+    finished = {"phase": "Failed", "attempt": 0, "workload": "train-0", "completionTime": "2025-12-31T23:00:00Z"}
     raw = json.dumps(job_request(namespace="team-a", spec={**job_spec(), "ttlSecondsAfterFinished": 3600},
-                                 status=finished))
+                                 status=finished, jobsets=[jobset_child("train", 0, namespace="team-a",
+                                                                        state="Failed")]))
     app = _app(fake_kube)
     assert app.test_client().post("/sync", data=raw, content_type="application/json").status_code == 200
     assert app.extensions["nvcre_effects"].flush()

@@ -56,14 +56,6 @@ VARIANTS: tuple[tuple[str, Any], ...] = (
 Path = tuple[str | int, ...]
 CHILD_MAPS = ("children", "related")
 
-# Cases whose fix belongs to another part of issue 20: (pattern, variant) -> why (a variant matches
-# whether the field was changed or added). They are left out of the main test and run as strict
-# xfails below: once those parts are merged, they pass, the xfail fails, and the entry must go.
-ELSEWHERE: dict[tuple[str, str], str] = {
-    ("parent.status.conditions[].message", "deleted"): (
-        "a DeadlineExceeded condition without message is read with [] in hooks/core/rows/deadline.py "
-        "(KeyError); handled by the part of issue 20 that owns the status-claim rows"),
-}
 
 
 @dataclass(frozen=True)
@@ -215,10 +207,6 @@ def all_cases() -> tuple[Case, ...]:
     return tuple(cases)
 
 
-def reserved(case: Case) -> str | None:
-    """The reason a case belongs to another part of issue 20 (``ELSEWHERE``), or ``None``."""
-    return ELSEWHERE.get((pattern(case.path), case.variant.removeprefix("added ")))
-
 
 def problem(case: Case, effects: Effects | None = None) -> str | None:
     """What is wrong with the answer to ``case`` (``None``: nothing); with ``effects``, a 200's
@@ -242,7 +230,7 @@ def test_every_field_of_every_recorded_request_gets_no_5xx(capsys: pytest.Captur
                                                            caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR)
     effects = Effects(MemoryWriter())
-    cases = [case for case in all_cases() if reserved(case) is None]
+    cases = all_cases()
     failures = [f"{case}: {found}" for case in cases if (found := problem(case, effects)) is not None]
     assert effects.flush()
     failures += [f"effects: {record.getMessage()}" for record in caplog.records if record.name.startswith(
@@ -252,17 +240,6 @@ def test_every_field_of_every_recorded_request_gets_no_5xx(capsys: pytest.Captur
               f"{len(scenarios())} recorded requests, {len(failures)} failed")
     assert len(cases) > 5000
     assert failures == [], f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures[:60])
-
-
-@pytest.mark.parametrize(("key", "variant"), [
-    pytest.param(key, variant, marks=pytest.mark.xfail(strict=True, reason=why), id=f"{key}={variant}")
-    for (key, variant), why in sorted(ELSEWHERE.items())])
-def test_cases_fixed_by_another_part_of_issue_20(key: str, variant: str) -> None:
-    cases = [case for case in all_cases()
-             if (pattern(case.path), case.variant.removeprefix("added ")) == (key, variant)]
-    assert cases, "no such case any more: remove it from ELSEWHERE"
-    failures = [f"{case}: {found}" for case in cases if (found := problem(case)) is not None]
-    assert failures == []
 
 
 def test_patterns_collapse_indexes_and_child_keys() -> None:

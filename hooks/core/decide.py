@@ -8,11 +8,17 @@ module of ``hooks.core.rows`` named in the last column:
     2    spec.suspend, not terminal            no children; Suspending, Suspended after the barrier  teardown
     2a   evicted by Kueue (queue-managed),     no JobSet; Suspending, after the barrier Queued with  kueue
          not terminal                          attempt+1 (not a restart), the quota released
-    3    status disagrees with the children    hold: keep every observed JobSet not being deleted,   mismatch
-                                               create nothing; StatusMismatch=True says why
+    3    status disagrees with the evidence:   hold: keep every observed JobSet not being deleted,   mismatch
+         the children (hooks.core.evidence),   create nothing, keep the status' claims, record and
+         a newer JobSet not adoptable          delete nothing (no startTime, completionTime, TTL
+         (rows.mismatch.adopt), or a claim     delete); StatusMismatch=True says why, naming the
+         the policies read (hooks.core.claims: field
+         startTime, DeadlineExceeded, terminal
+         phase, completionTime, restartsByCause)
     3a   activeDeadlineSeconds passed,         no children; Terminating (DeadlineExceeded=True),     deadline
          not terminal                          after the barrier Failed (reason DeadlineExceeded)
-    4    phase Succeeded/Failed                final: keep the current JobSet, never create one      terminal
+    4    phase Succeeded/Failed (not over a    final: keep the current JobSet, never create one      terminal
+         running JobSet: row 3)
     5    phase Suspended/Suspending            barrier, then attempt+1 (a resume), Pending           current
     6    phase Restarting                      barrier, then attempt+1, Pending                      current
     7    spec cannot be built, or              InvalidSpec; keep the current JobSet, create nothing  current
@@ -28,11 +34,18 @@ module of ``hooks.core.rows`` named in the last column:
                                                is active; one not observed yet is created only once
                                                the barrier passed (queue-managed: once admitted)
 
+Before the rows, the current attempt: ``status.attempt``, or ``<job>-<N+1>`` adopted only as the step
+after a drained attempt whose status write was lost (``rows.mismatch.adopt``: Restarting, Suspending
+or Suspended, exactly N+1, no other JobSet, and the barrier's live reads find no active pod but its
+own; the phase is then Pending). Every other newer JobSet is row 3 (``UnknownAttempt``).
+
 After the rows, for every answer: ``StatusMismatch`` turns False once the disagreement is gone;
-``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
+unless the status disagrees (whichever row ran: rows 2 and 2a come before row 3; finalizing checks
+no claim), ``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
 (``rows.deadline.times``); ``replicatedJobsDigest`` is pinned with the first JobSet answered
 (``hooks.core.specpin``; row 7 refuses a spec that no longer has it); a queue-managed Job's
-Workload child is added or released (``rows.kueue.workload_child``); the answer is assembled (``hooks.core.answer``).
+Workload child is added or released (``rows.kueue.workload_child``); the answer is assembled
+(``hooks.core.answer``).
 
 A step that would need an attempt past ``MAX_ATTEMPT`` (rows 2a, 5, 6, 8) ends the Job Failed
 instead (``rows.terminal.attempt_limit``). Terminal comes after suspend only for Jobs that are not
@@ -49,7 +62,6 @@ from typing import Any
 from hooks.core import conditions as cond
 from hooks.core import specpin
 from hooks.core.answer import assemble
-from hooks.core.evidence import current_attempt, status_mismatch
 from hooks.core.observed import Observed
 from hooks.core.rows import current, deadline, kueue, mismatch, teardown, terminal
 from hooks.core.work import (
@@ -76,20 +88,21 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     ``Decision`` whose ``response`` is the 200 body: ``status``, ``children`` (always a list),
     ``resyncAfterSeconds`` (``resync_seconds``) only while waiting, ``finalized`` only when
     finalizing. A failed read never lets a teardown proceed; a status that disagrees with the
-    children never drops a healthy JobSet.
+    evidence (the children, the pods, the API server's times) never drops a healthy JobSet, never
+    ends a run and never deletes the Job.
     """
     prior = observed.status
     ctx = Context(observed, reader, now)
-    attempt = current_attempt(observed)
+    attempt, refused = (prior.attempt, None) if observed.finalizing else mismatch.adopt(ctx)
     phase = prior.phase
-    if attempt > prior.attempt and phase in (RESTARTING, SUSPENDING, SUSPENDED):
+    if attempt > prior.attempt:
         phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
     work = Work(phase=phase, attempt=attempt, restarts=prior.restarts, workload=prior.workload,
                 active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions),
                 restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
                 start_time=prior.start_time, completion_time=prior.completion_time,
                 replicated_jobs_digest=prior.replicated_jobs_digest)
-    disagreement = None if observed.finalizing else status_mismatch(observed, attempt, phase)
+    disagreement = None if observed.finalizing else mismatch.disagreement(ctx, attempt, phase, refused)
     if observed.finalizing:
         teardown.finalize(ctx, work)                                      # row 1
     elif observed.spec.get("suspend") is True and phase not in TERMINAL:
@@ -110,7 +123,8 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         current.steady(ctx, work)                                         # rows 7-11
     if disagreement is None and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
-    deadline.times(ctx, work)  # before the Workload joins the children: it stamps the JobSet's start
+    # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
+    deadline.times(ctx, work, trusted=disagreement is None)
     work.replicated_jobs_digest = specpin.pinned(observed.spec, work.replicated_jobs_digest,
                                                  answers_jobset=any(c.get("kind") == "JobSet" for c in work.children))
     if ctx.queue:

@@ -1,8 +1,11 @@
 """What the observed children say, apart from what the status claims (issue 12: status is a claim).
 
-Pure: reads an ``Observed`` only. ``current_attempt`` adopts a newer JobSet (a lost status write);
-``status_mismatch`` says when the status disagrees with the JobSets present, so that the decision
-holds instead of dropping a healthy workload or opening a gate on the status' word.
+Pure: reads an ``Observed`` only. ``newer_jobsets`` finds JobSets of an attempt past the status'
+(a lost status write, or a stray), ``unadoptable`` says why one cannot be the step after a drained
+attempt (``hooks.core.rows.mismatch.adopt`` adds the live pod reads); ``status_mismatch`` says when
+the status disagrees with the JobSets present, so that the decision holds instead of dropping a
+healthy workload or opening a gate on the status' word (the times, conditions and terminal phase
+the policies read are checked in ``hooks.core.claims``).
 """
 
 from __future__ import annotations
@@ -29,20 +32,63 @@ def attempt_in_name(job: str, name: str) -> int | None:
     return None
 
 
-def current_attempt(observed: Observed) -> int:
-    """Returns the current attempt: the larger of ``status.attempt`` and the attempt label of any
-    observed JobSet named ``<job>-<attempt>`` with that label.
-
-    Adopting a newer observed JobSet protects against a lost status write: Metacontroller creates
-    children before it writes the status.
-    """
-    best = observed.status.attempt
+def newer_jobsets(observed: Observed) -> list[tuple[int, Mapping[str, Any]]]:
+    """The observed JobSets, not being deleted, named ``<job>-<attempt>`` and labelled with that
+    attempt, whose attempt is past ``status.attempt``: ``(attempt, jobset)`` sorted by attempt."""
+    found = []
     for jobset in observed.jobsets:
         metadata = jobset["metadata"]
         value = (metadata.get("labels") or {}).get(ATTEMPT_LABEL) or ""
-        if ATTEMPT_VALUE.fullmatch(value) and attempt_in_name(observed.name, str(metadata["name"])) == int(value):
-            best = max(best, int(value))
-    return best
+        if metadata.get("deletionTimestamp") or not ATTEMPT_VALUE.fullmatch(value):
+            continue
+        if attempt_in_name(observed.name, str(metadata["name"])) == int(value) > observed.status.attempt:
+            found.append((int(value), jobset))
+    return sorted(found, key=lambda pair: pair[0])
+
+
+def current_attempt(observed: Observed) -> int:
+    """The attempt the status would have if the newest of ``newer_jobsets`` were adopted: the larger
+    of ``status.attempt`` and theirs. A candidate only: ``hooks.core.rows.mismatch.adopt`` decides."""
+    return max([observed.status.attempt, *(attempt for attempt, _ in newer_jobsets(observed))])
+
+
+def unadoptable(observed: Observed, newer: list[tuple[int, Mapping[str, Any]]]) -> str | None:
+    """Why the newer JobSets ``newer`` (``newer_jobsets``, not empty) cannot be the step after a
+    drained attempt whose status write was lost, in words naming the JobSet and ``status.attempt``;
+    ``None`` when they can, as far as the children tell: the status is ``Restarting``,
+    ``Suspending`` or ``Suspended`` (the steps that create attempt+1 after the barrier), there is
+    one, of exactly ``status.attempt + 1``, and no other JobSet is observed (the barrier had
+    passed). The pods are ``hooks.core.rows.mismatch.adopt``'s to read."""
+    status = observed.status
+    attempt, jobset = newer[-1]
+    name = str(jobset["metadata"]["name"])
+    said = f"JobSet {name} names attempt {attempt}, but status.attempt is {status.attempt}"
+    if status.phase not in (RESTARTING, SUSPENDING, SUSPENDED):
+        return (f"{said} and status.phase is not Restarting, Suspending or Suspended: only the step after a "
+                "drained attempt creates a newer one")
+    if len(newer) > 1 or attempt != status.attempt + 1:
+        return f"{said}: the step after a drained attempt creates attempt {status.attempt + 1} only"
+    others = sorted(str(js["metadata"]["name"]) for js in observed.jobsets if js["metadata"]["name"] != name)
+    if others:
+        noun = "JobSet" if len(others) == 1 else "JobSets"
+        verb = "is" if len(others) == 1 else "are"
+        return (f"{said}, and {noun} {list_names(others)} {verb} still observed: attempt {attempt} is created only "
+                "once every JobSet of the Job is gone")
+    return None
+
+
+def restarts_allowed(observed: Observed, attempt: int, phase: str) -> int:
+    """The most restarts ``attempt`` (after adoption) can have had in ``phase``: one per attempt
+    started, and one more while a counted restart's attempt has not begun (Restarting; cut short by
+    the active deadline; suspended before it began)."""
+    # A restart is counted when Restarting begins; the active deadline (issue 15) may end the Job
+    # before that restart's attempt starts, so a Job past its deadline may keep the extra one.
+    cut_short = any(c.get("type") == "DeadlineExceeded" and c.get("status") == "True"
+                    for c in observed.status.conditions)
+    # Likewise a restart counted and then suspended before its attempt began: Suspending/Suspended
+    # keep the extra one until the resume starts the next attempt.
+    suspended_early = phase in (SUSPENDING, SUSPENDED)
+    return attempt + (1 if phase == RESTARTING or cut_short or suspended_early else 0)
 
 
 def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, str] | None:
@@ -69,15 +115,7 @@ def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, 
         state = jobset_state(present) or "running"
         return "PhaseDisagrees", f"status.phase is Restarting, but JobSet {current} is {state.lower()}, not failed"
     restarts = observed.status.restarts
-    # A restart is counted when Restarting begins; the active deadline (issue 15) may end the Job
-    # before that restart's attempt starts, so a Job past its deadline may keep the extra one.
-    cut_short = any(c.get("type") == "DeadlineExceeded" and c.get("status") == "True"
-                    for c in observed.status.conditions)
-    # Likewise a restart counted and then suspended before its attempt began: Suspending/Suspended
-    # keep the extra one until the resume starts the next attempt.
-    suspended_early = phase in (SUSPENDING, SUSPENDED)
-    allowed = attempt + (1 if phase == RESTARTING or cut_short or suspended_early else 0)
-    if restarts > allowed:
+    if restarts > restarts_allowed(observed, attempt, phase):
         return "RestartsDisagree", f"status.restarts is {restarts}, more than attempt {attempt} can have had"
     if phase == RESTARTING and restarts == 0 and not _uncounted_restart(observed, attempt):
         return "RestartsDisagree", "status.phase is Restarting, but status.restarts records no restart"

@@ -90,6 +90,8 @@ class Observed:
     jobsets: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     hook: str = "sync"
     uid: str = ""
+    creation_timestamp: str = ""
+    """``parent.metadata.creationTimestamp`` (set by the API server): evidence for the status' times."""
     # ---- issue 14 (Kueue, hooks.core.queueing): what the request says about queueing ----
     labels: Mapping[str, str] = field(default_factory=dict)
     """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
@@ -129,6 +131,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     _check_namespace(namespace)
     generation = _integer(metadata.get("generation"), "parent.metadata.generation")
     uid = _uid(metadata.get("uid"))
+    creation_timestamp = _time(metadata.get("creationTimestamp"), "parent.metadata.creationTimestamp")
     deletion = metadata.get("deletionTimestamp")
     _string(deletion, "parent.metadata.deletionTimestamp")
     spec = _parse_spec(parent.get("spec"))
@@ -144,6 +147,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     flavors = _parse_flavors(related.get(FLAVOR_GROUP))
     return Observed(namespace=namespace, name=name, generation=generation, deleting=bool(deletion),
                     finalizing=finalizing, spec=spec, status=status, jobsets=jobsets, hook=hook, uid=uid,
+                    creation_timestamp=creation_timestamp,
                     labels=dict(labels), workloads=workloads, workloads_enabled=WORKLOAD_GROUP in children,
                     priority_classes=priority_classes, flavors=flavors)
 

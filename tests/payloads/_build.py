@@ -479,10 +479,10 @@ def _() -> dict[str, Any]:
 
 @scenario("v2-ttl-deletes-the-finished-job")
 def _() -> dict[str, Any]:
-    return case("issue 15: Succeeded at 22:00 with ttlSecondsAfterFinished 3600: the hooks delete the Job (with "
-                "its UID); the finalize row then drains it", keying="v2",
-                spec={**job_spec(), "ttlSecondsAfterFinished": 3600},
-                status={**running_status(phase="Succeeded", active=0), "completionTime": "2025-12-31T22:00:00Z"},
+    return case("issue 15: Succeeded at 23:00 (when JobSet llama-0 completed) with ttlSecondsAfterFinished 1800: "
+                "the hooks delete the Job (with its UID); the finalize row then drains it", keying="v2",
+                spec={**job_spec(), "ttlSecondsAfterFinished": 1800},
+                status={**running_status(phase="Succeeded", active=0), "completionTime": "2025-12-31T23:00:00Z"},
                 jobsets=((0, "Completed"),), cache=workers(0, phase="Succeeded"))
 
 
@@ -653,6 +653,88 @@ def main() -> None:
     for name, build in sorted(SCENARIOS.items()):
         write(name, build())
     print(f"wrote {len(SCENARIOS)} scenarios under {HERE}")
+
+
+# ---- issue 20, items 1-2: a status claim never ends a run; a stray newer JobSet is never adopted --------
+
+def created_at(built: dict[str, Any], job: str = "", jobsets: dict[str, str] | None = None) -> dict[str, Any]:
+    """Sets the Job's ``creationTimestamp`` (``job``) and its JobSets' (name -> time) in a built case."""
+    if job:
+        built["request"]["parent"]["metadata"]["creationTimestamp"] = job
+    for child in built["request"]["children"]["JobSet.jobset.x-k8s.io/v1alpha2"].values():
+        if child["metadata"]["name"] in (jobsets or {}):
+            child["metadata"]["creationTimestamp"] = (jobsets or {})[child["metadata"]["name"]]
+    return built
+
+
+@scenario("v1-claim-deadline-exceeded-forged-keeps-running")
+def _() -> dict[str, Any]:
+    forged = {"type": "DeadlineExceeded", "status": "True", "reason": "ActiveDeadlineSeconds",
+              "lastTransitionTime": "2025-12-31T23:50:00Z"}
+    return case("issue 20: DeadlineExceeded=True written into the status (no message) of a Job without "
+                "spec.activeDeadlineSeconds: held, JobSet llama-0 kept, StatusMismatch DeadlineExceededDisagrees "
+                "names status.conditions[DeadlineExceeded]",
+                status={**running_status(), "startTime": "2025-12-31T23:00:00Z", "conditions": [forged]},
+                jobsets=((0, ""),), cache=workers(0))
+
+
+@scenario("v2-claim-start-time-before-the-job-keeps-running")
+def _() -> dict[str, Any]:
+    return created_at(case(
+        "issue 20: status.startTime moved to 1999, before the Job was created (23:00), with activeDeadlineSeconds "
+        "3600: held, JobSet llama-0 kept, StatusMismatch StartTimeDisagrees names both times", keying="v2",
+        spec={**job_spec(max_restarts=1), "activeDeadlineSeconds": 3600},
+        status={**running_status(), "startTime": "1999-01-01T00:00:00Z"}, jobsets=((0, ""),), cache=workers(0)),
+        job="2025-12-31T23:00:00Z", jobsets={"llama-0": "2025-12-31T23:00:05Z"})
+
+
+@scenario("v1-claim-succeeded-over-a-running-jobset-deletes-nothing")
+def _() -> dict[str, Any]:
+    return case("issue 20: status.phase Succeeded written while JobSet llama-0 runs, ttlSecondsAfterFinished 0: "
+                "no DeleteJob, no completionTime, llama-0 kept, StatusMismatch PhaseDisagrees",
+                spec={**job_spec(max_restarts=1), "ttlSecondsAfterFinished": 0},
+                status={**running_status(phase="Succeeded"), "startTime": "2025-12-31T23:00:00Z"},
+                jobsets=((0, ""),), cache=workers(0))
+
+
+@scenario("v2-claim-start-time-removed-at-attempt-2-holds")
+def _() -> dict[str, Any]:
+    status = {**running_status(attempt=2, restarts=2), "restartsByCause": {"default": 2}}
+    return created_at(case(
+        "issue 20: status.startTime removed at attempt 2 (Running, restarts 2) with activeDeadlineSeconds 3600: "
+        "held, the deadline is not restarted from JobSet llama-2's creation, StatusMismatch StartTimeDisagrees",
+        keying="v2", spec={**job_spec(max_restarts=3), "activeDeadlineSeconds": 3600}, status=status,
+        jobsets=((2, ""),), cache=workers(2)), jobsets={"llama-2": "2025-12-31T23:55:00Z"})
+
+
+@scenario("v1-stray-next-jobset-while-restarting-is-not-adopted")
+def _() -> dict[str, Any]:
+    return case("issue 20: Restarting at attempt 1 while a worker of llama-1 still runs, and a stray llama-2 "
+                "appears: not adopted (no Pending), llama-1 and llama-2 kept as observed, nothing created, "
+                "StatusMismatch UnknownAttempt names llama-2 and status.attempt 1",
+                spec=job_spec(max_restarts=3),
+                status={**running_status(attempt=1, restarts=1, phase="Restarting"), "workload": "",
+                        "startTime": "2025-12-31T23:00:00Z"},
+                jobsets=((1, "Failed"), (2, "")), cache=[*workers(1, n=1), *workers(2)])
+
+
+@scenario("v2-stray-next-jobset-adopted-after-a-drained-restart")
+def _() -> dict[str, Any]:
+    return case("issue 20: the lost status write: Restarting at attempt 1, llama-1 and its pods gone (confirmed "
+                "live), llama-2 and only its own pods observed: attempt 2 is adopted, Running", keying="v2",
+                spec=job_spec(max_restarts=3),
+                status={**running_status(attempt=1, restarts=1, phase="Restarting"), "workload": "",
+                        "startTime": "2025-12-31T23:00:00Z"},
+                jobsets=((2, ""),), cache=[*workers(1, phase="Failed"), *workers(2)])
+
+
+@scenario("v1-claim-start-time-out-of-range-holds")
+def _() -> dict[str, Any]:
+    return case("issue 20: status.startTime 0001-01-01T00:00:00+23:59 (out of range once in UTC) with "
+                "activeDeadlineSeconds: a 200 that holds, StatusMismatch StartTimeDisagrees, never a 5xx",
+                spec={**job_spec(max_restarts=1), "activeDeadlineSeconds": 3600},
+                status={**running_status(), "startTime": "0001-01-01T00:00:00+23:59"}, jobsets=((0, ""),),
+                cache=workers(0))
 
 
 if __name__ == "__main__":

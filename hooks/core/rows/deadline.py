@@ -5,13 +5,19 @@ workload is torn down behind the drain barrier and the Job ends Failed (``Deadli
 ``times``, after every row: records ``status.startTime`` (once, when an answer first holds a JobSet)
 and ``status.completionTime`` (once, when the phase first becomes terminal), wakes the Job when a
 limit will pass, and asks, once a terminal Job's ``ttlSecondsAfterFinished`` passed, for its
-deletion (``hooks.core.actions.DeleteJob``; the finalize row then drains it).
+deletion (``hooks.core.actions.DeleteJob``; the finalize row then drains it). Both count only
+from times ``hooks.core.claims`` found in agreement with the evidence: while the status disagrees,
+``times`` records, wakes and deletes nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from hooks.core import claims, deadlines
 from hooks.core import conditions as cond
-from hooks.core import deadlines
 from hooks.core.actions import DeleteJob
 from hooks.core.barrier import barrier
 from hooks.core.jobset import KIND as JOBSET_KIND
@@ -22,7 +28,8 @@ from hooks.core.work import DEADLINE_EXCEEDED, FAILED, FAILED_CONDITION, TERMINA
 def due(ctx: Context, work: Work) -> bool:
     """Whether row 3a applies: ``activeDeadlineSeconds`` passed (counted from ``status.startTime``),
     or an earlier answer already said so (``DeadlineExceeded=True``: raising the limit afterwards
-    does not bring the workload back)."""
+    does not bring the workload back). Both are claims ``hooks.core.claims`` checked before this
+    row is reached (row 3 holds on one that disagrees)."""
     marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
     if marked is not None and marked.get("status") == cond.TRUE:
         return True
@@ -47,28 +54,50 @@ def tear_down(ctx: Context, work: Work) -> None:
         return
     work.phase = FAILED
     work.kind = "terminal"
+    marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED) or {}
     work.conditions = cond.set_condition(work.conditions, FAILED_CONDITION, cond.TRUE, "DeadlineExceeded",
-                                         str(cond.get_condition(work.conditions, DEADLINE_EXCEEDED)["message"]),
+                                         bounded(str(marked.get("message") or "spec.activeDeadlineSeconds passed")),
                                          ctx.now)
 
 
-def times(ctx: Context, work: Work) -> None:
+def times(ctx: Context, work: Work, *, trusted: bool = True) -> None:
     """Records ``startTime`` (once: the first answer holding a JobSet; that JobSet's own
-    ``creationTimestamp`` when it is observed with one, else ``now``) and ``completionTime``
-    (once: the first terminal answer); wakes the Job when its active deadline will pass; asks,
-    once a terminal Job's ``ttlSecondsAfterFinished`` passed, for its deletion (``DeleteJob``,
-    repeated every call until the deletion is observed: a failed write is simply asked again)."""
-    if ctx.observed.finalizing:
+    ``creationTimestamp`` when it is observed with a usable one, else ``now``) and
+    ``completionTime`` (once: the first terminal answer); wakes the Job when its active deadline
+    will pass; asks, once a terminal Job's ``ttlSecondsAfterFinished`` passed, for its deletion
+    (``DeleteJob``, repeated every call until the deletion is observed: a failed write is simply
+    asked again). Does nothing while finalizing, nor unless ``trusted``: the status' claims agree
+    with the evidence (``hooks.core.claims``), so no time is stamped, counted or acted on over a
+    claim that disagrees."""
+    if ctx.observed.finalizing or not trusted:
         return
     jobsets = [child for child in work.children if child.get("kind") == JOBSET_KIND]
     if not work.start_time and jobsets:
         name = str(jobsets[0]["metadata"]["name"])
         observed = next((js for js in ctx.observed.jobsets if js["metadata"]["name"] == name), None)
-        created = str(((observed or {}).get("metadata") or {}).get("creationTimestamp") or "")
-        try:
-            work.start_time = deadlines.stamp(deadlines.parse_time(created) or ctx.now)
-        except ValueError:
-            work.start_time = deadlines.stamp(ctx.now)
+        work.start_time = deadlines.stamp(_created(ctx, observed) or ctx.now)
+    try:
+        _limits(ctx, work)
+    except (ValueError, OverflowError):
+        work.wake = None  # claims.disagreement has refused such a time already: nothing to count from
+
+
+def _created(ctx: Context, jobset: Mapping[str, Any] | None) -> datetime | None:
+    """``jobset``'s ``creationTimestamp`` when it is a time between the Job's creation and ``now``
+    (``claims.CLOCK_SKEW`` allowed), else ``None``."""
+    text = str(((jobset or {}).get("metadata") or {}).get("creationTimestamp") or "")
+    try:
+        at = claims.moment(text)
+    except ValueError:
+        return None
+    created = claims.job_created(ctx.observed)
+    if at is None or (created is not None and at < created - claims.CLOCK_SKEW):
+        return None
+    return at if at <= claims.utc(ctx.now) + claims.CLOCK_SKEW else None
+
+
+def _limits(ctx: Context, work: Work) -> None:
+    """The wake-up for the active deadline, ``completionTime`` and the TTL delete (``times``)."""
     if work.phase not in TERMINAL:
         work.wake = deadlines.wake_in(deadlines.deadline_at(ctx.observed.spec, work.start_time), ctx.now)
         return

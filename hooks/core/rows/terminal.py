@@ -1,6 +1,8 @@
 """Row 4 and the attempt limit: the phases nothing leaves.
 
 ``final``: Succeeded and Failed are final; the current JobSet is kept if observed, never created.
+A terminal phase is a claim: over a running JobSet, or (with ``ttlSecondsAfterFinished``) without
+the evidence ``hooks.core.claims.terminal_evidence`` asks for, row 3 holds before this row is reached.
 ``attempt_limit``: a step that would need an attempt past ``MAX_ATTEMPT`` ends the Job Failed
 (``AttemptLimitReached``): names are validated for that attempt, so no Job is ever parked on a name
 it cannot have.

@@ -1,0 +1,263 @@
+"""The status fields the policies act on, checked against what the API server set (issue 20, item 1).
+
+Pure: reads an ``Observed`` (its status, spec, JobSets and the Job's own ``creationTimestamp``) and
+the decision's ``now``; never the wall clock, never a pod. ``disagreement`` says, naming the field,
+when a claim of the status disagrees with the evidence, so that the decision holds (row 3,
+``StatusMismatch``) instead of ending a run, dropping a JobSet or deleting the Job on the status'
+word. A time that cannot be counted with (unparsable, or out of range) is a claim that disagrees:
+never a 5xx, and never a 4xx either (a 4xx would stop every sync, suspend included).
+
+The claims and their evidence:
+
+- ``status.startTime``: not before the Job was created (``metadata.creationTimestamp``), not after
+  ``now``; missing only while nothing says the Job has run, when ``activeDeadlineSeconds`` is set
+  (a removed ``startTime`` must not restart the deadline from the current attempt);
+- ``status.conditions[DeadlineExceeded]`` True: the deadline counted from the checked
+  ``startTime`` passed, or the teardown is under way (``Terminating``, no healthy JobSet);
+- a terminal ``status.phase``: the current attempt's JobSet is not running; with
+  ``ttlSecondsAfterFinished`` (the Job is deleted) it is also proven (``terminal_evidence``);
+- ``status.completionTime``: only in a terminal phase; not before the Job was created nor before
+  the current JobSet's own terminal condition, not after ``now``;
+- ``status.restartsByCause``: not more restarts than the attempts can have had.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hooks.core import deadlines
+from hooks.core.evidence import COMPLETED, FAILED, healthy, jobset_state, restarts_allowed
+from hooks.core.jobset import MAX_ATTEMPT, workload_name
+from hooks.core.observed import Observed
+
+CLOCK_SKEW = timedelta(seconds=60)
+"""How far apart the clocks that stamp the compared times may be. ``startTime`` is a JobSet's
+``creationTimestamp`` (the API server's clock) or the hook's ``now``; ``completionTime`` is the
+hook's ``now``, compared with a JobSet condition the JobSet controller stamped: a hook replica whose
+clock lags by less than this is not a status that disagrees. An edited time gains at most this much."""
+
+TERMINATING, RUNNING, RESTARTING = "Terminating", "Running", "Restarting"
+SUCCEEDED, FAILED_PHASE = "Succeeded", "Failed"
+TERMINAL = (SUCCEEDED, FAILED_PHASE)
+RAN_PHASES = (RUNNING, RESTARTING, TERMINATING)
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+SHOWN = 40
+"""How many characters of a claimed value a message repeats."""
+
+Disagreement = tuple[str, str]
+
+
+def disagreement(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """Whether a claim of ``observed.status`` the policies act on disagrees with the evidence.
+    ``attempt`` and ``phase`` are the status' after adoption (``hooks.core.rows.mismatch.adopt``).
+    Returns ``(reason, message)``, the message naming the field, or ``None``."""
+    for check in (start_time, deadline_exceeded, terminal, completion_time, restarts_by_cause):
+        found = check(observed, attempt, phase, now)
+        if found is not None:
+            return found
+    return None
+
+
+def moment(text: str) -> datetime | None:
+    """An RFC 3339 time as an aware datetime in UTC; ``None`` for ``""``. Raises ``ValueError`` for
+    a text that is not one, or a time out of datetime's range once in UTC."""
+    try:
+        parsed = deadlines.parse_time(text)
+        return None if parsed is None else parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text[:SHOWN]!r} is out of range") from None
+
+
+def job_created(observed: Observed) -> datetime | None:
+    """The Job's ``metadata.creationTimestamp`` (set by the API server), ``None`` when absent or
+    unusable: then nothing is checked against it."""
+    try:
+        return moment(observed.creation_timestamp)
+    except ValueError:
+        return None
+
+
+def has_run(observed: Observed) -> str:
+    """What in the status says that the Job has run (and so had a ``startTime``), in words; ``""``
+    when nothing does: phase Running, Restarting or Terminating, restarts counted, a failure or a
+    cause recorded."""
+    status = observed.status
+    if status.phase in RAN_PHASES:
+        return f"status.phase is {status.phase}"
+    if status.restarts > 0:
+        return f"status.restarts is {status.restarts}"
+    if status.last_failure:
+        return "status.lastFailure is set"
+    if status.restarts_by_cause:
+        return "status.restartsByCause is set"
+    return ""
+
+
+def start_time(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """``status.startTime``: a time between the Job's creation and ``now`` (``CLOCK_SKEW`` either
+    way); missing with ``activeDeadlineSeconds`` set only while nothing says the Job has run."""
+    text = observed.status.start_time
+    if not text:
+        ran = has_run(observed)
+        if ran and observed.spec.get("activeDeadlineSeconds") is not None:
+            return "StartTimeDisagrees", (f"status.startTime is missing, but {ran}: the Job has run, and "
+                                          "spec.activeDeadlineSeconds is not counted again from a later attempt")
+        return None
+    return _within("StartTimeDisagrees", "status.startTime", text, observed, now)
+
+
+def _within(reason: str, field: str, text: str, observed: Observed, now: datetime,
+            *, not_before: tuple[datetime, str] | None = None) -> Disagreement | None:
+    """Whether ``text`` (the value of ``field``) is a time not before the Job was created (nor
+    before ``not_before``, a moment and its words) and not after ``now``, ``CLOCK_SKEW`` allowed."""
+    shown = text[:SHOWN]
+    try:
+        at = moment(text)
+    except ValueError:
+        return reason, f"{field} {shown!r} is not a time that can be counted from"
+    assert at is not None
+    created = job_created(observed)
+    if created is not None and at < created - CLOCK_SKEW:
+        return reason, (f"{field} {shown} is before the Job was created "
+                        f"(metadata.creationTimestamp {observed.creation_timestamp[:SHOWN]})")
+    if not_before is not None and at < not_before[0] - CLOCK_SKEW:
+        return reason, f"{field} {shown} is before {not_before[1]}"
+    if at > utc(now) + CLOCK_SKEW:  # words without now: a held status stays the same call after call
+        return reason, f"{field} {shown} is in the future"
+    return None
+
+
+def deadline_passed(observed: Observed, now: datetime) -> bool:
+    """Whether ``spec.activeDeadlineSeconds`` is set and has passed, counted from ``status.startTime``
+    (checked by ``start_time`` first). A time that cannot be counted with has not passed."""
+    try:
+        return deadlines.passed(deadlines.deadline_at(observed.spec, observed.status.start_time), now)
+    except (ValueError, OverflowError):
+        return False
+
+
+def deadline_exceeded(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """``status.conditions[DeadlineExceeded]`` True, outside a terminal phase, is honoured when the
+    deadline passed by the evidence, or when its teardown is under way (``Terminating`` and no
+    healthy JobSet observed: raising the limit afterwards does not bring the workload back)."""
+    if phase in TERMINAL or not _true(observed, DEADLINE_EXCEEDED):
+        return None
+    if deadline_passed(observed, now):
+        return None
+    if phase == TERMINATING and not any(healthy(js) for js in observed.jobsets):
+        return None
+    field = "status.conditions[DeadlineExceeded] is True"
+    seconds = observed.spec.get("activeDeadlineSeconds")
+    if seconds is None:
+        return "DeadlineExceededDisagrees", f"{field}, but spec.activeDeadlineSeconds is not set"
+    if not observed.status.start_time:
+        return "DeadlineExceededDisagrees", f"{field}, but status.startTime is not recorded"
+    return "DeadlineExceededDisagrees", (f"{field}, but spec.activeDeadlineSeconds ({str(seconds)[:SHOWN]}) counted "
+                                         f"from status.startTime {observed.status.start_time[:SHOWN]} has not passed")
+
+
+def terminal(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """A terminal ``status.phase`` while the current attempt's JobSet runs disagrees; with
+    ``spec.ttlSecondsAfterFinished`` set (the hooks will delete the Job) it must also be proven
+    (``terminal_evidence``)."""
+    if phase not in TERMINAL:
+        return None
+    name = workload_name(observed.name, attempt)
+    current = _jobset(observed, name)
+    if current is not None and healthy(current):
+        return "PhaseDisagrees", f"status.phase is {phase}, but JobSet {name} runs"
+    if observed.spec.get("ttlSecondsAfterFinished") is None:
+        return None
+    proof = terminal_evidence(observed, attempt, phase, now)
+    if proof:
+        return None
+    seen = f"JobSet {name} is {(jobset_state(current) or 'being deleted').lower()}" if current is not None \
+        else f"JobSet {name} is not observed"
+    if phase == SUCCEEDED:
+        return "PhaseDisagrees", (f"status.phase is Succeeded, but {seen}, not completed: "
+                                  "spec.ttlSecondsAfterFinished deletes the Job only once that is shown")
+    return "PhaseDisagrees", (f"status.phase is Failed, but {seen}, not failed, and no status.conditions[Failed] "
+                              "shows why (DeadlineExceeded past the deadline, AttemptLimitReached at the last "
+                              "attempt): spec.ttlSecondsAfterFinished deletes the Job only once that is shown")
+
+
+def terminal_evidence(observed: Observed, attempt: int, phase: str, now: datetime) -> bool:
+    """Whether the evidence shows the terminal ``phase``: Succeeded, the current JobSet observed
+    Completed; Failed, the current JobSet observed Failed, or condition ``Failed`` with reason
+    ``DeadlineExceeded`` and the deadline passed (``deadline_passed``), or with reason
+    ``AttemptLimitReached`` at attempt ``MAX_ATTEMPT``."""
+    current = _jobset(observed, workload_name(observed.name, attempt))
+    state = jobset_state(current) if current is not None else ""
+    if phase == SUCCEEDED:
+        return state == COMPLETED
+    if state == FAILED:
+        return True
+    failed = _condition(observed, "Failed")
+    reason = (failed or {}).get("reason") if _true(observed, "Failed") else None
+    if reason == "DeadlineExceeded":
+        return deadline_passed(observed, now)
+    return reason == "AttemptLimitReached" and attempt >= MAX_ATTEMPT
+
+
+def completion_time(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """``status.completionTime``: set only in a terminal phase; a time not before the Job was
+    created nor before the current JobSet's own terminal condition (``lastTransitionTime``), and not
+    after ``now`` (``CLOCK_SKEW`` either way)."""
+    text = observed.status.completion_time
+    if not text:
+        return None
+    if phase not in TERMINAL:
+        return "CompletionTimeDisagrees", (f"status.completionTime is {text[:SHOWN]}, but status.phase is "
+                                           f"{phase or 'unset'}: only a Succeeded or Failed Job has completed")
+    name = workload_name(observed.name, attempt)
+    ended = _ended_at(_jobset(observed, name))
+    not_before = (ended[0], f"JobSet {name} became {ended[1]} ({deadlines.stamp(ended[0])})") if ended else None
+    return _within("CompletionTimeDisagrees", "status.completionTime", text, observed, now, not_before=not_before)
+
+
+def restarts_by_cause(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """``status.restartsByCause``: every restart, counted or not, is one cause counted once and
+    leads to the next attempt, so the counts add up to no more than ``restarts`` may be
+    (``hooks.core.evidence.restarts_allowed``)."""
+    total = sum(observed.status.restarts_by_cause.values())
+    allowed = restarts_allowed(observed, attempt, phase)
+    if total > allowed:
+        return "RestartsByCauseDisagree", (f"status.restartsByCause counts {total} restarts, more than attempt "
+                                           f"{attempt} can have had ({allowed})")
+    return None
+
+
+def _ended_at(jobset: Mapping[str, Any] | None) -> tuple[datetime, str] | None:
+    """When ``jobset`` became Completed or Failed (its condition's ``lastTransitionTime``) and which,
+    or ``None`` when it has not, or the time is unusable."""
+    if jobset is None:
+        return None
+    state = jobset_state(jobset)
+    for condition in (jobset.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == state and condition.get("status") == "True":
+            try:
+                at = moment(str(condition.get("lastTransitionTime") or ""))
+            except ValueError:
+                return None
+            return (at, state) if at is not None else None
+    return None
+
+
+def _jobset(observed: Observed, name: str) -> Mapping[str, Any] | None:
+    return next((js for js in observed.jobsets if js["metadata"]["name"] == name), None)
+
+
+def _condition(observed: Observed, type_: str) -> Mapping[str, Any] | None:
+    return next((c for c in observed.status.conditions if c.get("type") == type_), None)
+
+
+def _true(observed: Observed, type_: str) -> bool:
+    found = _condition(observed, type_)
+    return found is not None and found.get("status") == "True"
+
+
+def utc(now: datetime) -> datetime:
+    """``now`` in UTC (a naive ``now`` is taken to be UTC already)."""
+    return now.astimezone(UTC) if now.tzinfo is not None else now.replace(tzinfo=UTC)
