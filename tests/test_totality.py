@@ -214,7 +214,7 @@ def test_a_request_without_a_uid_for_its_parent_is_a_400_and_writes_nothing(uid:
     spec = {**job_spec(), "ttlSecondsAfterFinished": 0}
     body = job_request(spec=spec, jobsets=[jobset_child("train", 0, state="Completed")], finalizing=hook == "finalize",
                        status={"phase": "Succeeded", "attempt": 0, "workload": "train-0",
-                               "startTime": "2025-12-31T00:00:00Z", "completionTime": "2025-12-31T01:00:00Z"})
+                               "startTime": "2025-12-31T00:00:00Z", "completionTime": "2025-12-31T23:30:00Z"})
     control = copy.deepcopy(body)
     if uid is None:
         del body["parent"]["metadata"]["uid"]
