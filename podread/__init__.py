@@ -8,6 +8,9 @@ source is decided and reviewed.
 
     reader = podread.from_environment()          # PodCache(LiveClient) + LiveClient
     reader.active_job_pods("team-a", "llama")    # cache, then the API server before answering none
+
+Beside the pods, the drain barrier reads through the Reader, live, the Nodes its pods are bound to
+(``node_states``) and the batch Jobs of the Job's attempts (``attempt_jobs``, issue 20).
 """
 
 from podread.cache import PodCache
@@ -32,6 +35,7 @@ from podread.errors import (
     NoSourceError,
     PodReadError,
 )
+from podread.jobs import Job, JobClient, JobLister, SnapshotJobs
 from podread.live import LiveClient
 from podread.metrics import ReadMetrics
 from podread.reader import Reader
@@ -41,8 +45,8 @@ from podread.trace import ReadRecord, recording
 
 __all__ = [
     "ATTEMPT_LABEL", "CAUSES", "FINISHED_PHASES", "JOBSET_NAME_LABEL", "JOB_INDEX_FIELD", "JOB_LABEL",
-    "LAUNCHER_LABEL", "NODE_NAME_INDEX_FIELD", "REPLICATED_JOB_LABEL",
-    "ApiError", "CacheScopeError", "DeadlineExceeded", "LiveClient", "NoLiveReaderError", "NoSourceError", "Pod",
-    "PodCache", "PodLister", "PodReadError", "PodSelector", "ReadMetrics", "ReadRecord", "Reader", "SnapshotLister",
-    "deadline", "from_environment", "is_active", "pod_key", "reader_from_snapshot", "recording",
+    "LAUNCHER_LABEL", "NODE_NAME_INDEX_FIELD", "REPLICATED_JOB_LABEL", "ApiError", "CacheScopeError",
+    "DeadlineExceeded", "Job", "JobClient", "JobLister", "LiveClient", "NoLiveReaderError", "NoSourceError", "Pod",
+    "PodCache", "PodLister", "PodReadError", "PodSelector", "ReadMetrics", "ReadRecord", "Reader", "SnapshotJobs",
+    "SnapshotLister", "deadline", "from_environment", "is_active", "pod_key", "reader_from_snapshot", "recording",
 ]

@@ -12,6 +12,7 @@ from kubernetes import config as k8s_config
 
 from podread.access import AccessClient
 from podread.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_SECONDS, PodCache
+from podread.jobs import JobClient
 from podread.live import DEFAULT_TIMEOUT_SECONDS, LiveClient
 from podread.nodes import NodeClient
 from podread.reader import Reader
@@ -115,7 +116,8 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
     Metacontroller's 10 s hook timeout), ``NVCRE_CACHE_MODE`` (``watch``, the default, or ``ttl``;
     the ``watch`` argument, when given, decides instead: a one-shot command passes ``False``),
     ``NVCRE_WATCH_NAMESPACES`` (default: every namespace) and the cluster configuration (kubeconfig, then in-cluster).
-    Returns ``Reader(PodCache(live), live)``; in watch mode the cache also has one ``PodWatch`` per
+    Returns ``Reader(PodCache(live), live)`` with a ``NodeClient`` and a ``JobClient`` (the
+    barrier's Node and batch Job reads, live, same timeout); in watch mode the cache also has one ``PodWatch`` per
     watched scope, started by the cache's first read in that scope (so after gunicorn's fork) and
     stopped by ``Reader.close``. With no cluster configuration the live client is ``None`` and the
     cache has no source and no watch: the Reader is still built, and every read raises a
@@ -141,9 +143,10 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
     live = LiveClient(api_client, timeout_seconds=timeout)
     nodes = NodeClient(api_client, timeout_seconds=timeout)  # node reads (issue 15): live, by name
     access = AccessClient(api_client, timeout_seconds=timeout)  # may the hooks delete pods (issue 20)
+    jobs = JobClient(api_client, timeout_seconds=timeout)  # batch Job reads (issue 20): live, by JobSet label
     watches: list[PodWatch] = []
     if mode == "watch":
         watch_live = LiveClient(api_client, timeout_seconds=WATCH_LIST_TIMEOUT_SECONDS)
         watches = [PodWatch(watch_live, WatchedPods(namespace, ttl_seconds=ttl), peers=[live]) for namespace in scopes]
     return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries, watches=watches), live, nodes=nodes,
-                  access=access)
+                  access=access, jobs=jobs)

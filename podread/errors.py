@@ -19,6 +19,7 @@ CAUSES: dict[str, str] = {
     "unreachable": "the API server could not be reached",
     "invalid-json": "the API server's answer is not JSON",
     "not-a-pod-list": "the API server's answer is not a PodList",
+    "not-a-job-list": "the API server's answer is not a JobList",
     "expired": "the pod list's continue token kept expiring",
     "no-live-client": "there is no live client to read the API server with",
     "no-source": "there is no cluster configuration to read pods from",

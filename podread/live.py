@@ -26,7 +26,157 @@ MAX_LIST_RESTARTS = 2
 """How many times a paged list restarts from the first page after 410 Gone (an expired continue)."""
 
 
-class LiveClient:
+class PagedList:
+    """One kind of list straight from the API server: consistent, paged, bounded in time, raw JSON.
+
+    The paging, deadline and error handling every live list shares (``LiveClient`` for pods,
+    ``podread.jobs.JobClient`` for batch Jobs). A subclass names what it lists (``NOUN``,
+    ``LIST_KIND``, ``NOT_A_LIST``: the error code of an answer that is not that list), sends one
+    request (``_call``) and says which counter its requests go to (``_requests``).
+    """
+
+    NOUN = "pods"
+    LIST_KIND = "PodList"
+    NOT_A_LIST = "not-a-pod-list"
+
+    def __init__(
+        self,
+        *,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        metrics: ReadMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if timeout_seconds <= 0:
+            raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds}")
+        if page_size < 1:
+            raise ValueError(f"page_size must be >= 1, got {page_size}")
+        self._timeout = timeout_seconds
+        self._page_size = page_size
+        self._metrics = metrics or default_metrics()
+        self._clock = clock
+        self.last_version: tuple[str, float] | None = None
+        """The resourceVersion of the last consistent list (a first page) this client got, and when
+        (on ``clock``) it was sent: what the pod watch may confirm itself with (``PodWatch.nudge``)."""
+
+    def _call(self, selector: PodSelector, kwargs: dict[str, Any]) -> Any:
+        """Sends one list request with ``kwargs``; returns the raw urllib3 response."""
+        raise NotImplementedError
+
+    def _requests(self) -> Any:
+        """The counter of the requests (pages) this client sends, by scope and outcome."""
+        return self._metrics.api_requests
+
+    def _items(self, body: Any, what: str) -> list[Pod]:
+        return list_items(body, what, self.LIST_KIND, self.NOT_A_LIST)
+
+    def _list_all_pages(
+        self, selector: PodSelector, deadline: float, budget: float, what: str,
+        project: Callable[[Pod], Pod] | None = None,
+    ) -> tuple[list[Pod], str, str | None]:
+        """Lists page after page; returns (pods, resourceVersion, None), or ([], "", the server's
+        words) when a continue token expired (the list must start again: the rest of it would not
+        be consistent with the pages already read)."""
+        pods: list[Pod] = []
+        token: str | None = None
+        version = ""
+        while True:
+            body = self._page(selector, token, deadline, budget, what)
+            if isinstance(body, str):
+                return [], "", body
+            items = self._items(body, what)
+            pods.extend(items if project is None else [project(item) for item in items])
+            metadata = body.get("metadata") or {}
+            if token is None and isinstance(metadata, dict):
+                version = str(metadata.get("resourceVersion") or "")
+            token = metadata.get("continue") if isinstance(metadata, dict) else None
+            if token is not None and not isinstance(token, str):
+                raise ApiError(f"{what}: the answer's metadata.continue is not a string", code=self.NOT_A_LIST)
+            if not token:
+                return pods, version, None
+
+    def _page(
+        self, selector: PodSelector, token: str | None, deadline: float, budget: float, what: str,
+        limit: int | None = None,
+    ) -> dict[str, Any] | str:
+        """One list request. Returns the decoded answer (a JSON object), or, on 410 Gone for a
+        continued list, the server's reason and message (a string). A first page's resourceVersion
+        is noted in ``last_version``."""
+        sent_at = self._clock()
+        remaining = deadline - sent_at
+        if remaining <= 0:
+            if budget < self._timeout:
+                raise DeadlineExceeded(f"{what}: the hook call's deadline for reads passed after {budget:g}s")
+            raise ApiError(f"{what}: gave up after {self._timeout:g}s (the list did not finish in time)",
+                           code="gave-up")
+        kwargs: dict[str, Any] = {
+            "limit": limit or self._page_size,
+            "timeout_seconds": max(1, math.ceil(remaining)),
+            "_request_timeout": (min(remaining, self._timeout), min(remaining, self._timeout)),
+            "_preload_content": False,
+        }
+        if selector.label_selector():
+            kwargs["label_selector"] = selector.label_selector()
+        if selector.field_selector():
+            kwargs["field_selector"] = selector.field_selector()
+        if token:
+            kwargs["_continue"] = token
+        scope = "namespace" if selector.namespace is not None else "cluster"
+        try:
+            raw = self._call(selector, kwargs).data
+        except ApiException as exc:
+            self._requests().labels(scope, "error").inc()
+            if exc.status == 410 and token:
+                return _reason(exc)
+            raise http_error(what, exc) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            self._requests().labels(scope, "error").inc()
+            raise transport_error(what, exc) from exc
+        try:
+            body = _loads(raw)
+        except orjson.JSONDecodeError as exc:
+            self._requests().labels(scope, "error").inc()
+            raise ApiError(f"{what}: the answer is not valid JSON ({exc})", code="invalid-json") from exc
+        if not isinstance(body, dict):
+            self._requests().labels(scope, "error").inc()
+            raise ApiError(f"{what}: the answer is a JSON {type(body).__name__}, not a {self.LIST_KIND} object",
+                           code=self.NOT_A_LIST)
+        self._requests().labels(scope, "ok").inc()
+        metadata = body.get("metadata")
+        if token is None and isinstance(metadata, dict) and metadata.get("resourceVersion"):
+            self.last_version = (str(metadata["resourceVersion"]), sent_at)
+        return body
+
+    def list_snapshot(
+        self, selector: PodSelector, project: Callable[[Pod], Pod] | None = None,
+    ) -> tuple[list[Pod], str]:
+        """Every object ``selector`` selects, from the API server's current state, and the list's
+        ``resourceVersion`` (the state every page was read at, from which a watch resumes). With
+        ``project``, each page's objects are passed through it as the page is decoded, so a large
+        list never holds every whole object at once.
+
+        The whole list ends by ``timeout_seconds`` from now, or by the deadline of the hook call in
+        force (``podread.deadline``) when that comes first; with that deadline already gone nothing
+        is sent and ``DeadlineExceeded`` is raised.
+        """
+        what = f"list {self.NOUN} ({selector.describe()})"
+        budget = self._timeout
+        left = calltime.remaining()
+        if left is not None and left < budget:
+            if left <= 0:
+                raise DeadlineExceeded(f"{what}: not sent, the hook call's deadline for reads had passed")
+            budget = left
+        deadline = self._clock() + budget
+        expired: str | None = None
+        for _ in range(MAX_LIST_RESTARTS + 1):
+            pods, version, expired = self._list_all_pages(selector, deadline, budget, what, project)
+            if expired is None:
+                return pods, version
+        raise ApiError(f"{what}: continue token expired {MAX_LIST_RESTARTS + 1} times; the API server answered "
+                       f"410 {expired}", status=410, code="expired")
+
+
+class LiveClient(PagedList):
     """Lists pods from the API server: consistent, paged, bounded in time, as raw JSON dicts.
 
     Reads: ``list_pods(selector)`` sends ``GET /api/v1/namespaces/<ns>/pods`` (or ``/api/v1/pods``
@@ -56,18 +206,8 @@ class LiveClient:
         metrics: ReadMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if timeout_seconds <= 0:
-            raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds}")
-        if page_size < 1:
-            raise ValueError(f"page_size must be >= 1, got {page_size}")
+        super().__init__(timeout_seconds=timeout_seconds, page_size=page_size, metrics=metrics, clock=clock)
         self._core = k8s.CoreV1Api(api_client)
-        self._timeout = timeout_seconds
-        self._page_size = page_size
-        self._metrics = metrics or default_metrics()
-        self._clock = clock
-        self.last_version: tuple[str, float] | None = None
-        """The resourceVersion of the last consistent list (a first page) this client got, and when
-        (on ``clock``) it was sent: what the pod watch may confirm itself with (``PodWatch.nudge``)."""
 
     def list_pods(self, selector: PodSelector) -> list[Pod]:
         """Returns every pod ``selector`` selects, from the API server's current state.
@@ -78,28 +218,10 @@ class LiveClient:
         """
         return self.list_snapshot(selector)[0]
 
-    def list_snapshot(
-        self, selector: PodSelector, project: Callable[[Pod], Pod] | None = None,
-    ) -> tuple[list[Pod], str]:
-        """Like ``list_pods``, and also returns the list's ``resourceVersion`` (the state every page
-        was read at, from which a watch resumes). With ``project``, each page's pods are passed
-        through it as the page is decoded, so a large list never holds every whole pod at once.
-        """
-        what = f"list pods ({selector.describe()})"
-        budget = self._timeout
-        left = calltime.remaining()
-        if left is not None and left < budget:
-            if left <= 0:
-                raise DeadlineExceeded(f"{what}: not sent, the hook call's deadline for reads had passed")
-            budget = left
-        deadline = self._clock() + budget
-        expired: str | None = None
-        for _ in range(MAX_LIST_RESTARTS + 1):
-            pods, version, expired = self._list_all_pages(selector, deadline, budget, what, project)
-            if expired is None:
-                return pods, version
-        raise ApiError(f"{what}: continue token expired {MAX_LIST_RESTARTS + 1} times; the API server answered "
-                       f"410 {expired}", status=410, code="expired")
+    def _call(self, selector: PodSelector, kwargs: dict[str, Any]) -> Any:
+        if selector.namespace is not None:
+            return self._core.list_namespaced_pod(selector.namespace, **kwargs)
+        return self._core.list_pod_for_all_namespaces(**kwargs)
 
     def current_version(self, selector: PodSelector) -> str:
         """The API server's current resourceVersion, from one consistent list of at most one pod
@@ -144,106 +266,31 @@ class LiveClient:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise transport_error(what, exc) from exc
 
-    def _list_all_pages(
-        self, selector: PodSelector, deadline: float, budget: float, what: str,
-        project: Callable[[Pod], Pod] | None = None,
-    ) -> tuple[list[Pod], str, str | None]:
-        """Lists page after page; returns (pods, resourceVersion, None), or ([], "", the server's
-        words) when a continue token expired (the list must start again: the rest of it would not
-        be consistent with the pages already read)."""
-        pods: list[Pod] = []
-        token: str | None = None
-        version = ""
-        while True:
-            body = self._page(selector, token, deadline, budget, what)
-            if isinstance(body, str):
-                return [], "", body
-            items = pod_list_items(body, what)
-            pods.extend(items if project is None else [project(item) for item in items])
-            metadata = body.get("metadata") or {}
-            if token is None and isinstance(metadata, dict):
-                version = str(metadata.get("resourceVersion") or "")
-            token = metadata.get("continue") if isinstance(metadata, dict) else None
-            if token is not None and not isinstance(token, str):
-                raise ApiError(f"{what}: the answer's metadata.continue is not a string", code="not-a-pod-list")
-            if not token:
-                return pods, version, None
-
-    def _page(
-        self, selector: PodSelector, token: str | None, deadline: float, budget: float, what: str,
-        limit: int | None = None,
-    ) -> dict[str, Any] | str:
-        """One list request. Returns the decoded answer (a JSON object), or, on 410 Gone for a
-        continued list, the server's reason and message (a string). A first page's resourceVersion
-        is noted in ``last_version``."""
-        sent_at = self._clock()
-        remaining = deadline - sent_at
-        if remaining <= 0:
-            if budget < self._timeout:
-                raise DeadlineExceeded(f"{what}: the hook call's deadline for reads passed after {budget:g}s")
-            raise ApiError(f"{what}: gave up after {self._timeout:g}s (the list did not finish in time)",
-                           code="gave-up")
-        kwargs: dict[str, Any] = {
-            "limit": limit or self._page_size,
-            "timeout_seconds": max(1, math.ceil(remaining)),
-            "_request_timeout": (min(remaining, self._timeout), min(remaining, self._timeout)),
-            "_preload_content": False,
-        }
-        if selector.label_selector():
-            kwargs["label_selector"] = selector.label_selector()
-        if selector.field_selector():
-            kwargs["field_selector"] = selector.field_selector()
-        if token:
-            kwargs["_continue"] = token
-        scope = "namespace" if selector.namespace is not None else "cluster"
-        try:
-            if selector.namespace is not None:
-                response = self._core.list_namespaced_pod(selector.namespace, **kwargs)
-            else:
-                response = self._core.list_pod_for_all_namespaces(**kwargs)
-            raw = response.data
-        except ApiException as exc:
-            self._metrics.api_requests.labels(scope, "error").inc()
-            if exc.status == 410 and token:
-                return _reason(exc)
-            raise http_error(what, exc) from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            self._metrics.api_requests.labels(scope, "error").inc()
-            raise transport_error(what, exc) from exc
-        try:
-            body = _loads(raw)
-        except orjson.JSONDecodeError as exc:
-            self._metrics.api_requests.labels(scope, "error").inc()
-            raise ApiError(f"{what}: the answer is not valid JSON ({exc})", code="invalid-json") from exc
-        if not isinstance(body, dict):
-            self._metrics.api_requests.labels(scope, "error").inc()
-            raise ApiError(f"{what}: the answer is a JSON {type(body).__name__}, not a PodList object",
-                           code="not-a-pod-list")
-        self._metrics.api_requests.labels(scope, "ok").inc()
-        metadata = body.get("metadata")
-        if token is None and isinstance(metadata, dict) and metadata.get("resourceVersion"):
-            self.last_version = (str(metadata["resourceVersion"]), sent_at)
-        return body
-
 
 def pod_list_items(body: Any, what: str) -> list[Pod]:
-    """The pods of one decoded list answer, which must be a PodList: a JSON object whose ``items``
-    is a list of objects and whose ``kind``, when present, is ``PodList``.
+    """The pods of one decoded list answer, which must be a PodList (``list_items``).
 
     Raises ``ApiError`` (code ``not-a-pod-list``) for anything else, ``{}``, ``items: null`` and a
     ``kind: Status`` body answered with 200 included: such an answer is a failed read, never "no pods".
     """
+    return list_items(body, what, "PodList", "not-a-pod-list")
+
+
+def list_items(body: Any, what: str, kind_wanted: str, code: str) -> list[Pod]:
+    """The items of one decoded list answer, which must be a ``kind_wanted`` list: a JSON object
+    whose ``items`` is a list of objects and whose ``kind``, when present, is ``kind_wanted``.
+    Raises ``ApiError`` of class ``code`` for anything else: never an empty list."""
     if not isinstance(body, dict):
-        raise ApiError(f"{what}: the answer is not a PodList object", code="not-a-pod-list")
+        raise ApiError(f"{what}: the answer is not a {kind_wanted} object", code=code)
     kind = body.get("kind")
-    if kind is not None and kind != "PodList":
-        raise ApiError(f"{what}: the answer is a {str(kind)[:40]!r}, not a PodList", code="not-a-pod-list")
+    if kind is not None and kind != kind_wanted:
+        raise ApiError(f"{what}: the answer is a {str(kind)[:40]!r}, not a {kind_wanted}", code=code)
     items = body.get("items")
     if not isinstance(items, list):
         got = "missing" if "items" not in body else f"a JSON {type(items).__name__}"
-        raise ApiError(f"{what}: the answer's items are {got}, not a list", code="not-a-pod-list")
+        raise ApiError(f"{what}: the answer's items are {got}, not a list", code=code)
     if not all(isinstance(item, dict) for item in items):
-        raise ApiError(f"{what}: the answer's items are not a list of objects", code="not-a-pod-list")
+        raise ApiError(f"{what}: the answer's items are not a list of objects", code=code)
     return items
 
 

@@ -20,7 +20,13 @@ class ReadMetrics:
       from the watch-fed pods, confirmed within the TTL), ``hit``, ``miss`` (this lookup filled the
       entry) or ``shared`` (it waited for a fill another thread had started).
     - ``podread_cache_fills_total{index,outcome}``: lists the cache sent to fill an entry.
-    - ``podread_api_requests_total{scope,outcome}``: HTTP list requests the live client sent (pages).
+    - ``podread_api_requests_total{scope,outcome}``: HTTP pod list requests the live client sent (pages).
+    - ``podread_job_api_requests_total{scope,outcome}``: HTTP batch Job list requests (pages) the
+      Job client sent (``Reader.attempt_jobs``).
+
+    The Reader's own metrics (``podread_reads_total`` and the two below it) count every Reader
+    read by method: pod reads, and the batch Job read ``attempt_jobs`` and the Node read
+    ``node_states`` that the drain barrier makes beside them.
 
     The watch (``NVCRE_CACHE_MODE=watch``), by ``scope`` (a namespace, or ``all-namespaces``):
     - ``podread_watch_restarts_total{scope,reason}``: watch requests that ended: ``ended`` (the server
@@ -44,7 +50,8 @@ class ReadMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         registry = REGISTRY if registry is None else registry
         self.reads = Counter(
-            "podread_reads_total", "Pod reads by Reader method, source and outcome.",
+            "podread_reads_total", "Reader reads (pods; batch Jobs and Nodes for the barrier) by method, source "
+            "and outcome.",
             ["method", "source", "outcome"], registry=registry,
         )
         self.read_seconds = Histogram(
@@ -65,6 +72,10 @@ class ReadMetrics:
         )
         self.api_requests = Counter(
             "podread_api_requests_total", "Pod list requests (pages) sent to the API server.",
+            ["scope", "outcome"], registry=registry,
+        )
+        self.job_api_requests = Counter(
+            "podread_job_api_requests_total", "Batch Job list requests (pages) sent to the API server.",
             ["scope", "outcome"], registry=registry,
         )
         self.watch_restarts = Counter(

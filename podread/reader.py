@@ -5,12 +5,15 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
 
 from podread import calltime, trace
 from podread.access import AccessReviewer, read_permission
 from podread.cache import PodCache
 from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
+from podread.jobs import Job, JobLister
 from podread.metrics import ReadMetrics, default_metrics
 from podread.nodes import NodeLister, NodeState, read_states
 from podread.selector import Pod, PodLister, PodSelector, is_active, tells_a_failure
@@ -42,15 +45,22 @@ class Reader:
     uid, resourceVersion, labels, creation and deletion timestamps, ``spec.nodeName``,
     ``status.phase``); a caller of a cached read that needs another field adds it there.
     Each read is counted and timed in ``metrics`` and noted in an open ``trace.recording()``.
+
+    Beside the pods, the drain barrier reads two other kinds through here, each live and each
+    failing like a pod read: the batch Jobs of a Job's attempts (``attempt_jobs``, through
+    ``jobs``, a ``JobLister``) and Nodes (``node_states``, through ``nodes``). Without ``jobs`` or
+    ``nodes`` those reads raise ``NoLiveReaderError``: never "none".
     """
 
     def __init__(self, cached: PodLister, live: PodLister | None, *, metrics: ReadMetrics | None = None,
-                 nodes: NodeLister | None = None, access: AccessReviewer | None = None) -> None:
+                 nodes: NodeLister | None = None, access: AccessReviewer | None = None,
+                 jobs: JobLister | None = None) -> None:
         self._cached = cached
         self._live = live
         self._metrics = metrics or default_metrics()
         self._nodes = nodes
         self._access = access
+        self._jobs = jobs
 
     def close(self) -> None:
         """Stops what the cache runs in the background (its watch, in watch mode). Reads still work."""
@@ -137,17 +147,38 @@ class Reader:
         carrying the JobSet label in namespace and keeps those whose value is ``<job>-<number>``
         (every attempt). Either way one list. The cache cannot serve it (no JOB_LABEL term).
         """
-        if last_attempt < 0:
-            raise ValueError(f"last_attempt must be >= 0, got {last_attempt}")
-        if last_attempt < MAX_SET_VALUES:
-            names = tuple(f"{job}-{attempt}" for attempt in range(last_attempt + 1))
-            selector = PodSelector(namespace=namespace, label_in={JOBSET_NAME_LABEL: names})
-            return [pod for pod in self._read("active_attempt_pods", LIVE, selector) if is_active(pod)]
-        selector = PodSelector(namespace=namespace, has_labels=(JOBSET_NAME_LABEL,))
-        own = re.compile(re.escape(job) + r"-(0|[1-9][0-9]*)")
-        return [pod for pod in self._read("active_attempt_pods", LIVE, selector)
-                if is_active(pod) and own.fullmatch(str(((pod.get("metadata") or {}).get("labels") or {})
-                                                        .get(JOBSET_NAME_LABEL, "")))]
+        selector, own = attempt_selector(namespace, job, last_attempt)
+        return [pod for pod in self._read("active_attempt_pods", LIVE, selector) if is_active(pod) and own(pod)]
+
+    def attempt_jobs(self, namespace: str, job: str, last_attempt: int) -> list[Job]:
+        """The ``batch/v1`` Jobs of a Job's workloads, from the API server: Jobs in namespace whose
+        ``jobset.sigs.k8s.io/jobset-name`` label is one of ``<job>-0`` ... ``<job>-<last_attempt>``
+        (the names, and past MAX_SET_VALUES the fallback, of ``active_attempt_pods``). Every such
+        Job counts, finished or not, a Job being deleted too: it still exists. Sorted by name.
+
+        Metacontroller deletes a JobSet in the background; the garbage collector deletes its Jobs
+        later, and until then such a Job can still create a pod (a retry under ``backoffLimit``,
+        the next completions). Live, not cached: the pod cache holds pods only, and a caller acts on
+        "none left" (the drain barrier lets teardown proceed), so it must be the server's current
+        state. An empty list means the API server holds no Job JobSet labelled with any of those
+        names in namespace. Raises ``PodReadError`` (method ``attempt_jobs``, source ``live``);
+        without a ``JobLister`` ``NoLiveReaderError``.
+        """
+        selector, own = attempt_selector(namespace, job, last_attempt)
+        started = time.perf_counter()
+        try:
+            if self._jobs is None:
+                raise NoLiveReaderError("no batch Job lister: this Reader was built without one, so it cannot "
+                                        "read the API server's Jobs")
+            left = calltime.remaining()
+            if left is not None and left <= 0:
+                raise DeadlineExceeded("not sent: the hook call's deadline for reads had passed")
+            jobs = self._jobs.list_jobs(selector)
+        except Exception as exc:
+            self._failed("attempt_jobs", LIVE, selector, started, exc)
+        self._finish("attempt_jobs", LIVE, selector, started, pods=jobs)
+        return sorted((found for found in jobs if own(found)),
+                      key=lambda found: str((found.get("metadata") or {}).get("name", "")))
 
     def attempt_failure_pods(self, namespace: str, workload: str) -> list[Pod]:
         """The pods of a failed workload that say why it failed, from the API server: pods JobSet
@@ -210,20 +241,25 @@ class Reader:
             else:
                 pods = lister.list_pods(selector)
         except Exception as exc:
-            error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}",
-                                                                           code="unexpected")
-            if error is not exc:
-                error.__cause__ = exc
-            error.located(method, source)
-            self._finish(method, source, selector, started, error=error)
-            log.warning("pod read failed: %s from %s (%s): %s [%s]", method, source, selector.describe(),
-                        error.reason, error.code)
-            if error is exc:
-                raise
-            raise error from exc
+            self._failed(method, source, selector, started, exc)
         self._finish(method, source, selector, started, pods=pods, filled=filled)
         listed_live = filled and self._live is not None and isinstance(lister, PodCache) and lister.source is self._live
         return pods, listed_live
+
+    def _failed(self, method: str, source: str, selector: PodSelector, started: float, exc: Exception) -> NoReturn:
+        """Counts, times, logs and traces a failed read, and raises it as a ``PodReadError`` that
+        names ``method`` and ``source`` (an unexpected exception becomes one, code ``unexpected``)."""
+        error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}",
+                                                                       code="unexpected")
+        if error is not exc:
+            error.__cause__ = exc
+        error.located(method, source)
+        self._finish(method, source, selector, started, error=error)
+        log.warning("%s read failed: %s from %s (%s): %s [%s]", "job" if method == "attempt_jobs" else "pod",
+                    method, source, selector.describe(), error.reason, error.code)
+        if error is exc:
+            raise error
+        raise error from exc
 
     def _finish(
         self, method: str, source: str, selector: PodSelector, started: float,
@@ -243,3 +279,24 @@ class Reader:
                 items=tuple(pods) if pods is not None and trace.keeping_pods() else None,
             ))
 
+
+
+def attempt_selector(namespace: str, job: str,
+                     last_attempt: int) -> tuple[PodSelector, Callable[[Mapping[str, Any]], bool]]:
+    """The list of ``active_attempt_pods`` and ``attempt_jobs``, and the filter its answer goes
+    through: ``jobset.sigs.k8s.io/jobset-name in (<job>-0, ..., <job>-<last_attempt>)`` up to
+    MAX_SET_VALUES names (every object passes); beyond that every object carrying the label in
+    namespace, kept when the value is ``<job>-<number>`` (every attempt). Raises ``ValueError``
+    for a negative ``last_attempt``."""
+    if last_attempt < 0:
+        raise ValueError(f"last_attempt must be >= 0, got {last_attempt}")
+    if last_attempt < MAX_SET_VALUES:
+        names = tuple(f"{job}-{attempt}" for attempt in range(last_attempt + 1))
+        return PodSelector(namespace=namespace, label_in={JOBSET_NAME_LABEL: names}), lambda _: True
+    own = re.compile(re.escape(job) + r"-(0|[1-9][0-9]*)")
+
+    def owned(obj: Mapping[str, Any]) -> bool:
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        return bool(own.fullmatch(str(labels.get(JOBSET_NAME_LABEL, ""))))
+
+    return PodSelector(namespace=namespace, has_labels=(JOBSET_NAME_LABEL,)), owned

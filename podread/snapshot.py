@@ -11,6 +11,7 @@ from typing import Any
 
 from podread.access import SnapshotAccess
 from podread.errors import ApiError
+from podread.jobs import SnapshotJobs
 from podread.nodes import SnapshotNodes
 from podread.reader import Reader
 from podread.selector import Pod, PodSelector
@@ -85,32 +86,55 @@ def _access(side: object) -> SnapshotAccess:
     return SnapshotAccess(allowed)
 
 
+def _jobs(side: object) -> SnapshotJobs:
+    if side is None:  # unknown, not "none": a snapshot that does not say which batch Jobs exist
+        return SnapshotJobs(error="the snapshot holds no batch Jobs", code="no-source")
+    if not isinstance(side, Mapping):
+        raise ValueError("jobs: expected an object with 'items' or 'error'")
+    if "error" in side:
+        return SnapshotJobs(error=str(side["error"]), code=str(side.get("code", "")))
+    items = side.get("items", [])
+    if not isinstance(items, list) or not all(isinstance(job, dict) for job in items):
+        raise ValueError("jobs.items: expected a list of batch Job objects")
+    return SnapshotJobs(items)
+
+
 def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reader:
     """A Reader whose cache and live sources answer from ``doc``.
 
     ``doc`` is either a PodList (``{"kind": "PodList", "items": [...]}``, what
     ``kubectl get pods -o json`` prints; a bare ``{"items": [...]}`` too): both sources see the same
-    pods; or the scenario form ``{"cache": {"pods": [...]} | {"error": "..."}, "live": ...}`` where
+    pods, and every batch Job read fails (a pod list says nothing of Jobs); or a ``List`` of Pods
+    and batch Jobs (``kubectl get pods,jobs -o json``): the same, with those Jobs; or the scenario
+    form ``{"cache": {"pods": [...]} | {"error": "..."}, "live": ...}`` where
     each source has its own pods or fails with the given message and, when given, error class
     (``{"error": "...", "code": "timeout"}``; a missing side has no pods), and ``nodes``, the
     Nodes the API server holds (``{"items": [...]}``, a node not listed reads as deleted, or
-    ``{"error": ...}``; missing: every node read fails, so nothing reads as deleted), and ``access``,
+    ``{"error": ...}``; missing: every node read fails, so nothing reads as deleted), ``access``,
     whether the hooks may delete pods per namespace (``{"allowed": {"<ns>": true}}``, or
-    ``{"error": ...}``; missing: every review fails, so no force delete). Raises ValueError when
+    ``{"error": ...}``; missing: every review fails, so no force delete), and ``jobs``,
+    the batch Jobs the API server holds (``{"items": [...]}`` or ``{"error": ...}``; missing: every
+    batch Job read fails, so the barrier holds rather than guess that none is left; a PodList
+    snapshot says nothing of Jobs either, so its batch Job reads fail the same way). Raises ValueError when
     ``doc`` is neither, when ``kind`` is there and is not ``PodList``, or when ``items`` is not a
     list of objects (``items: null`` included: it is not "no pods").
     """
     if not isinstance(doc, Mapping):
         raise ValueError("a pod snapshot must be a JSON object (a PodList or {cache, live})")
     if "items" in doc or doc.get("kind") is not None:
-        if doc.get("kind") not in (None, "PodList"):
-            raise ValueError(f"kind: expected PodList, got {str(doc.get('kind'))[:40]!r}")
+        if doc.get("kind") not in (None, "PodList", "List"):
+            raise ValueError(f"kind: expected PodList or List, got {str(doc.get('kind'))[:40]!r}")
         items = doc.get("items")
         if not isinstance(items, list) or not all(isinstance(pod, dict) for pod in items):
             raise ValueError("items: expected a list of pod objects")
+        if doc.get("kind") == "List":  # kubectl get pods,jobs -o json: the Jobs are known, none included
+            pods = [item for item in items if item.get("kind") in (None, "Pod")]
+            lister = SnapshotLister(pods)
+            return Reader(lister, lister, jobs=_jobs({"items": [i for i in items if i.get("kind") == "Job"]}),
+                          **reader_options)
         lister = SnapshotLister(items)
-        return Reader(lister, lister, **reader_options)
+        return Reader(lister, lister, jobs=_jobs(None), **reader_options)
     if "cache" in doc or "live" in doc:
         return Reader(_side(doc, "cache"), _side(doc, "live"), nodes=_nodes(doc.get("nodes")),
-                      access=_access(doc.get("access")), **reader_options)
+                      access=_access(doc.get("access")), jobs=_jobs(doc.get("jobs")), **reader_options)
     raise ValueError("a pod snapshot must be a PodList (items) or have 'cache' and/or 'live'")

@@ -5,8 +5,10 @@ cache, and slim as the real cache keeps them: ``tests.slim_guard.guarded``, so a
 field the cache drops fails its test); ``live_pods`` what the API server holds (``None``: the same pods
 as the cache). ``fail`` names
 methods that raise ``PodReadError`` (``"job_pods"``, ``"active_job_pods"``, ``"workload_pods"``,
-``"active_launcher_pods"``, ``"active_attempt_pods"``, ...) or a whole source (``"cache"``,
-``"live"``); ``error`` builds the error raised (default: ``PodReadError("injected failure")``).
+``"active_launcher_pods"``, ``"active_attempt_pods"``, ``"attempt_jobs"``, ...) or a whole source
+(``"cache"``, ``"live"``); ``error`` builds the error raised (default: ``PodReadError("injected failure")``).
+``jobs`` are the batch Jobs the API server holds (``attempt_jobs``; none by default, ``make_batch_job``
+builds one).
 """
 
 from __future__ import annotations
@@ -43,13 +45,29 @@ def make_pod(name: str, *, job: str = "", namespace: str = "default", phase: str
     return {"metadata": metadata, "spec": {"nodeName": node}, "status": {"phase": phase}}
 
 
+def make_batch_job(workload: str, *, name: str = "", namespace: str = "default", deleting: str = "",
+                   finished: str = "") -> dict[str, Any]:
+    """Builds a ``batch/v1`` Job dict as JobSet makes them for ``workload`` (``<workload>-worker-0``
+    unless ``name``), labelled ``jobset.sigs.k8s.io/jobset-name=<workload>``; ``finished`` adds that
+    condition (``Complete``, ``Failed``) with status True, ``deleting`` a ``deletionTimestamp``."""
+    metadata: dict[str, Any] = {"name": name or f"{workload}-worker-0", "namespace": namespace,
+                                "labels": {JOBSET_NAME_LABEL: workload, REPLICATED_JOB_LABEL: "worker"}}
+    if deleting:
+        metadata["deletionTimestamp"] = deleting
+    status: dict[str, Any] = {"conditions": [{"type": finished, "status": "True"}]} if finished else {}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": {"backoffLimit": 2},
+            "status": status}
+
+
 class FakeReader:
     """A duck-typed podread Reader for unit tests. ``calls`` lists ``(method, source, args)``."""
 
     def __init__(self, pods: Iterable[Mapping[str, Any]] = (), live_pods: Iterable[Mapping[str, Any]] | None = None,
                  fail: Iterable[str] = (), error: Callable[[], PodReadError] | None = None,
-                 nodes: Iterable[Mapping[str, Any]] | None = None) -> None:
+                 nodes: Iterable[Mapping[str, Any]] | None = None,
+                 jobs: Iterable[Mapping[str, Any]] = ()) -> None:
         self.pods = [dict(pod) for pod in pods]
+        self.jobs = [dict(job) for job in jobs]
         self.nodes = None if nodes is None else {str(n["metadata"]["name"]): dict(n) for n in nodes}
         self.live_pods = None if live_pods is None else [dict(pod) for pod in live_pods]
         self.fail = set(fail)
@@ -97,6 +115,17 @@ class FakeReader:
         pods = self._source("active_attempt_pods", "live", (namespace, job, last_attempt))
         names = {f"{job}-{attempt}" for attempt in range(last_attempt + 1)}
         return [p for p in pods if _ns(p) == namespace and _labels(p).get(JOBSET_NAME_LABEL) in names and is_active(p)]
+
+    def attempt_jobs(self, namespace: str, job: str, last_attempt: int) -> list[dict[str, Any]]:
+        """Batch Jobs of ``jobs`` JobSet labelled ``<job>-0`` ... ``<job>-<last_attempt>``, sorted."""
+        self.calls.append(("attempt_jobs", "live", (namespace, job, last_attempt)))
+        if "attempt_jobs" in self.fail or "live" in self.fail:
+            if self.error is not None:
+                raise self.error().located("attempt_jobs", "live")
+            raise PodReadError("injected failure", method="attempt_jobs", source="live")
+        names = {f"{job}-{attempt}" for attempt in range(last_attempt + 1)}
+        return sorted((j for j in self.jobs if _ns(j) == namespace and _labels(j).get(JOBSET_NAME_LABEL) in names),
+                      key=lambda j: j["metadata"]["name"])
 
     def attempt_failure_pods(self, namespace: str, workload: str) -> list[Pod]:
         """Live pods JobSet labelled ``workload`` that failed, were disrupted or exited non-zero."""

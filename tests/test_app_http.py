@@ -55,7 +55,7 @@ def job_request(name: str = "llama", namespace: str = "team-a", **extra: Any) ->
 
 def empty_reader() -> Any:
     """A Reader whose cache and API server both hold no pods."""
-    return reader_from_snapshot({"cache": {"pods": []}, "live": {"pods": []}})
+    return reader_from_snapshot({"cache": {"pods": []}, "live": {"pods": []}, "jobs": {"items": []}})
 
 
 def make_app(**settings: Any) -> Flask:

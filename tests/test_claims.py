@@ -21,7 +21,7 @@ from hooks.core.actions import DeleteJob
 from hooks.core.decide import Decision, decide
 from hooks.core.jobset import MAX_ATTEMPT
 from hooks.core.observed import parse_request
-from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
+from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_batch_job, make_pod
 from tests.test_decide import condition, names, status
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -342,7 +342,20 @@ def test_a_pod_of_no_known_attempt_blocks_the_adoption() -> None:
     assert_held(d, "UnknownAttempt", "train-2", says="someone")
 
 
-@pytest.mark.parametrize("failing", ["active_job_pods", "active_launcher_pods", "active_attempt_pods", "live"])
+def test_a_batch_job_of_the_last_attempt_blocks_the_adoption() -> None:
+    """No pod of train-1 is active, but its batch Job is left: it may still create one, so the barrier
+    before attempt 2 cannot have passed. train-2's own batch Job does not count."""
+    reader = FakeReader(workers(2), jobs=[make_batch_job("train-1"), make_batch_job("train-2")])
+    d = run(body(spec=job_spec(max_restarts=3), status=RESTARTING, jobsets=[child(2)]), reader)
+    mismatch = assert_held(d, "UnknownAttempt", "train-2", says="batch Jobs of an earlier attempt are left")
+    assert "train-1-worker-0" in mismatch["message"] and "train-2-worker-0" not in mismatch["message"]
+    adopted = run(body(spec=job_spec(max_restarts=3), status=RESTARTING, jobsets=[child(2)]),
+                  FakeReader(workers(2), jobs=[make_batch_job("train-2")]))
+    assert (status(adopted)["attempt"], condition(adopted, "StatusMismatch")) == (2, None)
+
+
+@pytest.mark.parametrize("failing", ["active_job_pods", "active_launcher_pods", "active_attempt_pods", "attempt_jobs",
+                                     "live"])
 def test_a_failed_read_never_adopts(failing: str) -> None:
     d = run(body(spec=job_spec(max_restarts=3), status=RESTARTING, jobsets=[child(2)]),
             FakeReader(workers(2), fail=[failing]))

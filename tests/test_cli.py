@@ -118,8 +118,11 @@ def test_replay_of_a_request_file_with_a_kubectl_pod_list_and_a_chosen_time(tmp_
     request = tmp_path / "call.json"
     shutil.copy(STALE / "request.json", request)
     pods = tmp_path / "pods.json"
-    pods.write_text(json.dumps({"kind": "PodList", "apiVersion": "v1",
-                                "items": make_job_pods("llama", 3, "team-a", phase="Running")}))
+    # kubectl get pods,jobs -o json: a List whose items carry their kind (a PodList says nothing of
+    # the batch Jobs the barrier also reads, and replays as a failed read)
+    pods.write_text(json.dumps({"kind": "List", "apiVersion": "v1",
+                                "items": [{"kind": "Pod", "apiVersion": "v1", **pod}
+                                          for pod in make_job_pods("llama", 3, "team-a", phase="Running")]}))
     result = run("replay", str(request), "--pods", str(pods), "--now", "2026-03-04T05:06:07+02:00",
                  "--output", "json")
     assert result.exit_code == 0, result.stderr
@@ -226,11 +229,12 @@ def test_replay_live_with_every_pod_finished_lets_the_finalizer_go(fake_kube: Fa
     document = json.loads(result.stdout)
     assert document["response"]["finalized"] is True
     # A fresh process's cache misses: the one list it sends to fill it is the live check of the job
-    # label; the launcher label and JobSet's label are read live too.
+    # label; the launcher label, the batch Jobs and JobSet's label are read live too.
     assert [(r["method"], r["source"], r["filled"], r["outcome"]) for r in document["reads"]] == [
         ("active_job_pods", "cache", True, "ok"), ("active_launcher_pods", "live", False, "ok"),
-        ("active_attempt_pods", "live", False, "ok")]
+        ("attempt_jobs", "live", False, "ok"), ("active_attempt_pods", "live", False, "ok")]
     assert sum(r.path == "/api/v1/namespaces/team-a/pods" for r in fake_kube.requests) == 3
+    assert sum(r.path == "/apis/batch/v1/namespaces/team-a/jobs" for r in fake_kube.requests) == 1
     text = run("replay", str(STALE), "--live", env={"KUBECONFIG": kubeconfig}).stdout
     assert "active_job_pods from cache, filled from the API server" in text
 

@@ -411,4 +411,5 @@ def test_proceeding_reads_the_barrier_once() -> None:
     run(reader, status={"phase": "Restarting", "attempt": 0, "restarts": 1}, spec=job_spec(max_restarts=1))
     # The barrier's live answers (none active) are the pod count too: no further read.
     assert [c[:2] for c in reader.calls] == [("active_job_pods", "cache"), ("active_job_pods", "live"),
-                                            ("active_launcher_pods", "live"), ("active_attempt_pods", "live")]
+                                            ("active_launcher_pods", "live"), ("attempt_jobs", "live"),
+                                            ("active_attempt_pods", "live")]

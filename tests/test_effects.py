@@ -208,7 +208,7 @@ def test_a_stuck_pod_is_force_deleted_through_the_wire(fake_kube: FakeKubeServer
     api = fake_kube.api_client(retries=False)
     live = podread.LiveClient(api)
     reader = podread.Reader(podread.PodCache(live, ttl_seconds=0.05), live, nodes=NodeClient(api),
-                            access=AccessClient(api))
+                            access=AccessClient(api), jobs=podread.JobClient(api))
     states = reader.node_states(["gpu-7", "gpu-8"])
     assert (states["gpu-7"].exists, states["gpu-8"].exists, states["gpu-8"].unhealthy) == (False, True, False)
     drained = {"type": "Drained", "status": "False", "reason": "PodsActive", "message": "w",

@@ -22,7 +22,7 @@ from hooks.server.config import Settings
 from hooks.tools.cli_format import pod_row
 from podread import PodCache, PodSelector, Reader, ReadMetrics, is_active, pod_key
 from podread.slim import KEPT, slim
-from podread.snapshot import _access, _nodes, _side
+from podread.snapshot import _access, _jobs, _nodes, _side
 from tests.record_payloads import load, scenario_dirs
 from tests.slim_guard import DroppedField, guarded
 
@@ -46,7 +46,8 @@ def guarded_reader(doc: dict[str, Any]) -> Reader:
     else:
         cache_side, live_side = _side(doc, "cache"), _side(doc, "live")
     return Reader(GuardedCache(PodCache(cache_side, metrics=metrics)), live_side, metrics=metrics,
-                  nodes=_nodes(doc.get("nodes")), access=_access(doc.get("access")))
+                  nodes=_nodes(doc.get("nodes")), access=_access(doc.get("access")),
+                  jobs=_jobs(doc.get("jobs")))
 
 
 @pytest.mark.parametrize("folder", SCENARIOS, ids=[folder.name for folder in SCENARIOS])

@@ -51,7 +51,10 @@ A step that would need an attempt past ``MAX_ATTEMPT`` (rows 2a, 5, 6, 8) ends t
 instead (``rows.terminal.attempt_limit``). Terminal comes after suspend only for Jobs that are not
 terminal, so suspending a finished Job never moves it out of its final phase. Only rows 1, 2, 2a,
 3a, 5 (while draining), 6 (while holding) and the failed JobSet of row 8 on the next call leave the
-current JobSet out. The drain barrier is ``hooks.core.barrier``; the status words ``hooks.core.wording``.
+current JobSet out. The drain barrier is ``hooks.core.barrier``: it passes only when no JobSet of the
+Job is observed, no pod of it is active and no batch Job of its attempts is left (the garbage
+collector deletes them after the JobSet, and until then they may create pods), all read live; the
+status words ``hooks.core.wording``.
 """
 
 from __future__ import annotations
@@ -84,7 +87,8 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
 
     Reads pods only through ``reader`` (the podread Reader methods ``job_pods``,
     ``active_job_pods``, ``active_launcher_pods``, ``active_attempt_pods``, ``workload_pods``,
-    ``attempt_failure_pods``, ``node_states``); ``now`` stamps condition transitions. Returns the
+    ``attempt_failure_pods``, ``node_states``, and the batch Jobs the barrier waits for,
+    ``attempt_jobs``); ``now`` stamps condition transitions. Returns the
     ``Decision`` whose ``response`` is the 200 body: ``status``, ``children`` (always a list),
     ``resyncAfterSeconds`` (``resync_seconds``) only while waiting, ``finalized`` only when
     finalizing. A failed read never lets a teardown proceed; a status that disagrees with the

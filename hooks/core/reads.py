@@ -22,7 +22,8 @@ def read_failed(ctx: Context, work: Work, error: PodReadError, *, in_barrier: bo
     call: the same failure, read again, writes the same status, so a slow API server is not also
     handed a hot loop of status writes. The full text is in the log and the read metrics.
     """
-    work.message = f"waiting for a pod read to succeed: {error.cause}"
+    what = "a batch Job read" if error.method == "attempt_jobs" else "a pod read"
+    work.message = f"waiting for {what} to succeed: {error.cause}"
     work.resync = True
     if in_barrier:
         work.conditions = cond.set_condition(work.conditions, DRAINED, cond.UNKNOWN, "ReadFailed", error.cause,

@@ -30,6 +30,10 @@ NODES = "nodes"
 """The pods.json key of the Nodes a call read (``Reader.node_states``), as ``reader_from_snapshot`` reads it."""
 ACCESS = "access"
 """The pods.json key of the pod delete permission reviews a call made (``Reader.pod_delete_allowed``)."""
+JOBS = "jobs"
+"""The pods.json key of the batch Jobs a call read (``Reader.attempt_jobs``), as ``reader_from_snapshot`` reads it."""
+KEYED_BY_METHOD = {"node_states": NODES, "attempt_jobs": JOBS}
+"""Reads whose objects are not pods, and the pods.json key they are kept under (``{"items": [...]}``)."""
 META = "meta.json"
 RESPONSE = "response.json"
 SOURCES = ("cache", "live")
@@ -101,8 +105,9 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
     """The pods.json of a hook call from the ReadRecords of its reads (recorded with ``keep_pods``).
 
     Each source (``cache``, ``live``) gets the union of the pods its reads returned, deduplicated by
-    namespace/name (the first copy read is kept; Nodes under ``nodes``, by name, as ``{"items": [...]}``;
-    pod delete permission reviews under ``access`` as ``{"allowed": {namespace: bool}}``),
+    namespace/name (the first copy read is kept; Nodes under ``nodes``, by name, and batch Jobs under
+    ``jobs``, by namespace/name, each as ``{"items": [...]}``; pod delete permission reviews under
+    ``access`` as ``{"allowed": {namespace: bool}}``),
     or ``{"error": reason, "code": class}`` when one
     of its reads failed: a replay then fails that source's reads with the same text and class (the
     class is what the status shows). A source with no read has no
@@ -119,12 +124,13 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
             for answer in record.items or ():
                 access.setdefault(str(answer["namespace"]), bool(answer["allowed"]))
             continue
-        side = pods.setdefault(NODES if record.method == "node_states" else record.source, {})
+        key = KEYED_BY_METHOD.get(record.method, record.source)
+        side = pods.setdefault(key, {})
         if record.outcome != "ok":
             failed = {"error": _reason(record)}
             if record.error_code:
                 failed["code"] = record.error_code
-            errors.setdefault(NODES if record.method == "node_states" else record.source, failed)
+            errors.setdefault(key, failed)
         elif record.items is None:
             if record.pods:
                 raise ValueError(f"{record.method} from {record.source} did not keep its pods "
@@ -134,10 +140,11 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
                 side.setdefault(pod_key(pod), pod)
     document: dict[str, Any] = {
         source: errors[source] if source in errors else {"pods": list(side.values())}
-        for source, side in pods.items() if source != NODES
+        for source, side in pods.items() if source not in KEYED_BY_METHOD.values()
     }
-    if NODES in pods:  # node reads (issue 15): the Nodes that exist; a name read but absent was deleted
-        document[NODES] = errors.get(NODES) or {"items": list(pods[NODES].values())}
+    for key in KEYED_BY_METHOD.values():  # Nodes (issue 15: a name read but absent was deleted), batch Jobs
+        if key in pods:
+            document[key] = errors.get(key) or {"items": list(pods[key].values())}
     if access or ACCESS in errors:
         document[ACCESS] = errors.get(ACCESS) or {"allowed": access}
     return document

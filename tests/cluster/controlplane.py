@@ -16,7 +16,9 @@ with a temporary folder for etcd's data, the certificates, the keys and the logs
 ``start()`` waits until ``/readyz`` answers ``ok`` and the ``default`` ServiceAccount exists;
 ``stop()`` ends every process (SIGTERM, then SIGKILL) and is safe to call twice. Every failure
 message names the folder that holds the logs (``logs_dir``). ``stop_apiserver``/``start_apiserver``
-and ``stop_etcd``/``start_etcd`` restart one component on the same port (for fault tests).
+and ``stop_etcd``/``start_etcd`` restart one component on the same port (for fault tests);
+``restart_controller_manager`` runs kube-controller-manager again with other controllers (a test
+without the garbage collector).
 """
 
 from __future__ import annotations
@@ -179,9 +181,9 @@ class ControlPlane:
                 # the loopback address cannot be published in the kubernetes Endpoints
                 "--endpoint-reconciler-type=none", "--profiling=false", "--v=1", *self.apiserver_args]
 
-    def _kcm_command(self) -> list[str]:
+    def _kcm_command(self, controllers: str = CONTROLLERS) -> list[str]:
         return [str(self.binaries / "kube-controller-manager"),
-                f"--kubeconfig={self.workdir / 'kcm.kubeconfig'}", f"--controllers={CONTROLLERS}",
+                f"--kubeconfig={self.workdir / 'kcm.kubeconfig'}", f"--controllers={controllers}",
                 f"--service-account-private-key-file={self.workdir / 'sa.key'}",
                 f"--root-ca-file={self.ca_file}", "--leader-elect=false", "--secure-port=0",
                 "--concurrent-gc-syncs=10", "--concurrent-job-syncs=10", "--v=1"]
@@ -223,6 +225,15 @@ class ControlPlane:
     def stop_apiserver(self) -> None:
         """Stops the API server; every client then sees a refused connection."""
         self._apiserver.stop()
+
+    def restart_controller_manager(self, controllers: str = CONTROLLERS) -> None:
+        """Stops kube-controller-manager and starts it again running ``controllers`` (its
+        ``--controllers``): a test that needs the garbage collector away restarts it without
+        ``garbagecollector``, and restores ``CONTROLLERS`` when done (in a ``finally``)."""
+        self._kcm.stop()
+        self._kcm = _Process("kube-controller-manager", self._kcm_command(controllers),
+                             self.logs_dir / "kube-controller-manager.log")
+        self._kcm.start()
 
     def stop(self) -> None:
         """Ends every process (controller manager, API server, etcd). Idempotent."""

@@ -394,6 +394,14 @@ class ClusterLister:
             raise ApiError(self.fail)
         return self.cluster.list_pods(selector)
 
+    def list_jobs(self, selector: PodSelector) -> list[dict[str, Any]]:
+        """The batch Jobs the API server would answer: none (the simulator runs pods, not the
+        batch Jobs between JobSets and pods), or ``ApiError`` while ``fail`` is set."""
+        self.calls += 1
+        if self.fail is not None:
+            raise ApiError(self.fail)
+        return []
+
 
 def names(pods: Iterable[Mapping[str, Any]]) -> list[str]:
     """The names of ``pods``."""

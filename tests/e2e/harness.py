@@ -126,7 +126,7 @@ class Harness:
         def sim_seconds() -> float:
             return holder[0].driver.now if holder else 0.0
 
-        reader = Reader(PodCache(lister, ttl_seconds=ttl_seconds, clock=sim_seconds), lister)
+        reader = Reader(PodCache(lister, ttl_seconds=ttl_seconds, clock=sim_seconds), lister, jobs=lister)
         app = create_app(reader, clock=lambda: EPOCH + timedelta(seconds=sim_seconds()),
                          settings=Settings(resync_seconds=resync_seconds))
         harness = cls(cluster, AppTransport(app), namespace=namespace, version=version, lister=lister)

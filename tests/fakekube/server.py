@@ -5,7 +5,9 @@ with label and field selectors, ``limit``/``continue`` paging over consistent sn
 Kubernetes ``Status`` errors, and watches of pods (``?watch=true``, see ``tests.fakekube.watch``);
 it records every request and can inject faults. See ``FakeKubeServer``.
 The hooks' own writes and Node reads (issue 15: Events, Job and pod deletes, ``GET`` of a Node) are
-served by ``tests.fakekube.writes`` (``FakeKubeServer.writes``).
+served by ``tests.fakekube.writes`` (``FakeKubeServer.writes``). Batch Job lists (issue 20:
+``GET /apis/batch/v1/namespaces/{ns}/jobs``, label selectors and paging as for pods, no watch) are
+served from a store of their own (``put_batch_job``).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ _INVALID_JSON = (
 )
 _OPEN_PATHS = frozenset({"/version", "/healthz", "/readyz", "/livez"})
 _NAMESPACED = re.compile(r"^/api/v1/namespaces/([^/]+)/pods(?:/([^/]+))?/?$")
+_BATCH_JOBS = re.compile(r"^/apis/batch/v1/namespaces/([^/]+)/jobs/?$")
 
 
 def status_body(
@@ -339,6 +342,8 @@ class FakeKubeServer:
         self._watchers_lock = threading.Lock()
         self.require_auth = require_auth
         self._store = PodStore(max_continue_snapshots)
+        self._batch_jobs = PodStore(max_continue_snapshots)
+        """batch/v1 Jobs, in a store of their own (the same paging and selectors as pods)."""
         self.writes = WriteRoutes(self._store, status_body)
         """Events, Jobs, deleted objects and Nodes of the write routes (``tests.fakekube.writes``)."""
         self._faults = FaultList()
@@ -482,7 +487,21 @@ class FakeKubeServer:
 
     def expire_continue_tokens(self) -> int:
         """Make every continue token handed out so far answer 410 Expired; returns how many lists."""
-        return self._store.expire_snapshots()
+        return self._store.expire_snapshots() + self._batch_jobs.expire_snapshots()
+
+    # -- batch Jobs (issue 20) ---------------------------------------------------------------------
+
+    def put_batch_job(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        """Create or replace a ``batch/v1`` Job; returns the stored copy."""
+        return self._batch_jobs.put([job])[0].pod()
+
+    def delete_batch_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """Remove a batch Job at once; returns it, or ``None`` when absent."""
+        return self._batch_jobs.delete(namespace, name)
+
+    def batch_jobs(self) -> list[dict[str, Any]]:
+        """Copies of every batch Job, ordered by namespace and name."""
+        return self._batch_jobs.all_pods()
 
     # -- watches -----------------------------------------------------------------------------------
 
@@ -634,6 +653,11 @@ class FakeKubeServer:
             return _Answer(200, dumps(static))
         if path in ("/api/v1/pods", "/api/v1/pods/"):
             return self._list(None, query)
+        jobs = _BATCH_JOBS.match(path)
+        if jobs is not None:
+            if query.get("watch", "").lower() in ("true", "1"):
+                return _Answer(400, status_body(400, "fakekube does not serve watches of batch jobs"))
+            return self._list(jobs.group(1), query, store=self._batch_jobs, kind=b"JobList", api_version=b"batch/v1")
         match = _NAMESPACED.match(path)
         if match is None:
             return _Answer(404, status_body(404, "the server could not find the requested resource"))
@@ -691,8 +715,11 @@ class FakeKubeServer:
             )
         return _Answer(200, b'{"kind":"Pod","apiVersion":"v1",' + entry.raw[1:])
 
-    def _list(self, namespace: str | None, query: Mapping[str, str]) -> _Answer:
-        """A ``PodList`` page for the query's selectors, ``limit``, ``continue`` and ``resourceVersion``."""
+    def _list(self, namespace: str | None, query: Mapping[str, str], *, store: PodStore | None = None,
+              kind: bytes = b"PodList", api_version: bytes = b"v1") -> _Answer:
+        """A ``PodList`` page (a ``kind`` list from ``store``) for the query's selectors, ``limit``,
+        ``continue`` and ``resourceVersion``."""
+        store = self._store if store is None else store
         if query.get("watch", "").lower() in ("true", "1"):
             return self._watch(namespace, query)
         label_text = query.get("labelSelector", "")
@@ -716,7 +743,7 @@ class FakeKubeServer:
                 return _Answer(
                     400, status_body(400, f'resourceVersion: Invalid value: "{rv}": invalid resource version')
                 )
-            current = self._store.resource_version
+            current = store.resource_version
             if int(rv) > current:
                 return _Answer(
                     504,
@@ -732,7 +759,7 @@ class FakeKubeServer:
                     ),
                 )
         try:
-            page = self._store.list(
+            page = store.list(
                 namespace, labels, fields, (namespace or "", label_text, field_text), limit, token
             )
         except ContinueError as error:
@@ -745,7 +772,7 @@ class FakeKubeServer:
                 metadata["remainingItemCount"] = page.remaining
         body = b"".join(
             (
-                b'{"kind":"PodList","apiVersion":"v1","metadata":',
+                b'{"kind":"' + kind + b'","apiVersion":"' + api_version + b'","metadata":',
                 dumps(metadata),
                 b',"items":[',
                 b",".join(entry.raw for entry in page.entries),

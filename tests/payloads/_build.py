@@ -14,7 +14,7 @@ import pathlib
 from collections.abc import Callable
 from typing import Any
 
-from tests.fake_reader import job_request, job_spec, jobset_child, make_pod, workload_child
+from tests.fake_reader import job_request, job_spec, jobset_child, make_batch_job, make_pod, workload_child
 from tests.uids import uid
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -49,10 +49,13 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
          labels: dict[str, str] | None = None, workloads: list[dict[str, Any]] | None = None,
          priority_classes: dict[str, int] | None = None,
          flavors: dict[str, dict[str, Any]] | None = None,
-         access: dict[str, bool] | None = None) -> dict[str, Any]:
+         access: dict[str, bool] | None = None,
+         batch_jobs: list[dict[str, Any]] | str = (), jobs_code: str = "") -> dict[str, Any]:
     """One scenario. ``cache``/``live`` are pod lists or an error text (``live_code`` the error's
     class, see podread.errors.CAUSES); ``live`` defaults to the cache's pods; ``launchers`` are
-    live-only (the cache never holds launcher pods). ``labels``, ``workloads`` and
+    live-only (the cache never holds launcher pods). ``batch_jobs`` are the batch Jobs the API
+    server holds (none by default: a scenario says so explicitly, since a snapshot without
+    ``jobs`` fails every batch Job read), or an error text (``jobs_code`` its class). ``labels``, ``workloads`` and
     ``priority_classes`` make a queue-managed Job's request (issue 14)."""
     children = [jobset_child(name, attempt, namespace=NS, state=state) for attempt, state in jobsets]
     request = job_request(name=name, namespace=NS, spec=spec if spec is not None else job_spec(max_restarts=1),
@@ -74,6 +77,10 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
         pods["nodes"] = {"items": nodes}
     if access is not None:  # issue 20: may the hooks delete pods, per namespace
         pods["access"] = {"allowed": access}
+    if isinstance(batch_jobs, str):
+        pods["jobs"] = {"error": batch_jobs, **({"code": jobs_code} if jobs_code else {})}
+    else:
+        pods["jobs"] = {"items": list(batch_jobs)}
     return {"request": request, "pods": pods, "meta": meta}
 
 
@@ -640,6 +647,24 @@ def _() -> dict[str, Any]:
     for child in built["request"]["children"]["JobSet.jobset.x-k8s.io/v1alpha2"].values():
         child["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
     return built
+
+
+@scenario("v2-restart-holds-while-a-batch-job-is-left")
+def _() -> dict[str, Any]:
+    return case("issue 20: Restarting, no pod of attempt 0 active and its JobSet gone, but its batch Job is left "
+                "(being deleted: the garbage collector has not removed it yet, and until then it may create a "
+                "pod): the barrier holds, Drained False BatchJobsPresent naming the Job, no JobSet created",
+                keying="v2", status=running_status(phase="Restarting", restarts=1, active=0),
+                cache=workers(0, phase="Failed"),
+                batch_jobs=[make_batch_job(f"{JOB}-0", namespace=NS, deleting="2025-12-31T23:59:00Z")])
+
+
+@scenario("v2-restart-holds-when-the-batch-job-read-fails")
+def _() -> dict[str, Any]:
+    return case("issue 20: Restarting, no pod active, but the batch Job read fails (the API server answers 503): "
+                "a failed read is never \"no Jobs\": the barrier holds, Drained Unknown ReadFailed, no JobSet",
+                keying="v2", status=running_status(phase="Restarting", restarts=1, active=0),
+                batch_jobs="the API server answered 503 (ServiceUnavailable)", jobs_code="http-503")
 
 
 def write(name: str, built: dict[str, Any]) -> None:

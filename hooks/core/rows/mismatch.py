@@ -19,9 +19,9 @@ from typing import Any
 
 from hooks.core import claims
 from hooks.core import conditions as cond
-from hooks.core.barrier import active_pods_live
+from hooks.core.barrier import drain_reads, job_names
 from hooks.core.children import as_observed
-from hooks.core.evidence import ATTEMPT_VALUE, newer_jobsets, status_mismatch, unadoptable
+from hooks.core.evidence import ATTEMPT_VALUE, list_names, newer_jobsets, status_mismatch, unadoptable
 from hooks.core.jobset import workload_name
 from hooks.core.reads import count_pods
 from hooks.core.wording import bounded, list_pods, pod_name
@@ -38,9 +38,11 @@ def adopt(ctx: Context) -> tuple[int, tuple[str, str] | None]:
 
     A JobSet ``<job>-<N+1>`` (N = ``status.attempt``; ``hooks.core.evidence.newer_jobsets``) is
     adopted only as the step after a passed barrier whose status write was lost: the children allow
-    it (``hooks.core.evidence.unadoptable``) and the barrier's live reads (``active_pods_live``) find
+    it (``hooks.core.evidence.unadoptable``) and the barrier's live reads (``drain_reads``) find
     no active pod other than those of ``<job>-<N+1>`` itself (every identity a pod carries,
-    ``jobset-name`` and attempt label, names it). Returns ``(N+1, None)`` then; ``(N, None)`` when no
+    ``jobset-name`` and attempt label, names it) and no batch Job of an earlier attempt (JobSet's
+    ``jobset-name`` label; the barrier that let ``<job>-<N+1>`` be created found none). Returns
+    ``(N+1, None)`` then; ``(N, None)`` when no
     newer JobSet is observed; otherwise ``(N, ("UnknownAttempt", message))``, a failed read included
     (it never adopts). Metacontroller creates children before it writes the status: a lost write
     leaves exactly that JobSet."""
@@ -55,7 +57,7 @@ def adopt(ctx: Context) -> tuple[int, tuple[str, str] | None]:
     name = workload_name(ctx.job, attempt)
     said = f"JobSet {name} names attempt {attempt}, but status.attempt is {prior}"
     try:
-        found = active_pods_live(ctx, attempt)
+        found, jobs = drain_reads(ctx, attempt)
     except PodReadError as error:
         return prior, (UNKNOWN_ATTEMPT, f"{said}: it is adopted only once no pod of an earlier attempt is "
                                         f"active, and a pod read failed: {error.cause}")
@@ -64,6 +66,11 @@ def adopt(ctx: Context) -> tuple[int, tuple[str, str] | None]:
     if earlier:
         return prior, (UNKNOWN_ATTEMPT, f"{said}, and pods not of {name} are active (the barrier before attempt "
                                         f"{attempt} did not pass): {list_pods(earlier)}")
+    left = job_names([job for job in jobs
+                      if ((job.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL) != name])
+    if left:
+        return prior, (UNKNOWN_ATTEMPT, f"{said}, and batch Jobs of an earlier attempt are left (the barrier before "
+                                        f"attempt {attempt} did not pass): {list_names(left)}")
     return attempt, None
 
 
