@@ -37,7 +37,8 @@ module of ``hooks.core.rows`` named in the last column:
 Before the rows, the current attempt: ``status.attempt``, or ``<job>-<N+1>`` adopted only as the step
 after a drained attempt whose status write was lost (``rows.mismatch.adopt``: Restarting, Suspending
 or Suspended, exactly N+1, no other JobSet, and the barrier's live reads find no active pod but its
-own; the phase is then Pending). Every other newer JobSet is row 3 (``UnknownAttempt``).
+own and no batch Job of an earlier attempt; the phase is then Pending). Every other newer JobSet is
+row 3 (``UnknownAttempt``).
 
 After the rows, for every answer: ``StatusMismatch`` turns False once the disagreement is gone;
 unless the status disagrees (whichever row ran: rows 2 and 2a come before row 3; finalizing checks
@@ -87,8 +88,9 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
 
     Reads pods only through ``reader`` (the podread Reader methods ``job_pods``,
     ``active_job_pods``, ``active_launcher_pods``, ``active_attempt_pods``, ``workload_pods``,
-    ``attempt_failure_pods``, ``node_states``, and the batch Jobs the barrier waits for,
-    ``attempt_jobs``); ``now`` stamps condition transitions. Returns the
+    ``attempt_failure_pods``, ``node_states``, the batch Jobs the barrier waits for,
+    ``attempt_jobs``, and, before asking for a force delete, ``pod_delete_allowed``); ``now`` stamps
+    condition transitions. Returns the
     ``Decision`` whose ``response`` is the 200 body: ``status``, ``children`` (always a list),
     ``resyncAfterSeconds`` (``resync_seconds``) only while waiting, ``finalized`` only when
     finalizing. A failed read never lets a teardown proceed; a status that disagrees with the
