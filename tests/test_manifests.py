@@ -378,10 +378,13 @@ def integer_fields(node: Mapping[str, Any], path: str = "") -> list[tuple[str, M
 
 def test_every_integer_of_the_crd_is_bounded(job_schema: dict) -> None:
     """The hooks do arithmetic with these (deadlines, counts, attempts): an unbounded integer is a
-    value no Job means, and one the hooks would have to survive."""
+    value no Job means, and one the hooks would have to survive. An ``int64`` field is bounded by its
+    format: the API server refuses a ``maximum`` of 2**63-1 there (it reads the bound as a float, which
+    is no int64: every status write with ``observedGeneration`` was a 422 on the real server)."""
     fields = dict(integer_fields(job_schema))
     assert len(fields) >= 15
-    unbounded = [path for path, node in fields.items() if "minimum" not in node or "maximum" not in node]
+    unbounded = [path for path, node in fields.items()
+                 if "minimum" not in node or ("maximum" not in node and node.get("format") != "int64")]
     assert unbounded == []
     int32 = [path for path, node in fields.items() if node.get("format") == "int32"]
     assert all(-(2**31) <= fields[p]["minimum"] <= fields[p]["maximum"] <= 2**31 - 1 for p in int32)
