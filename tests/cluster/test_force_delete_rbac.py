@@ -72,7 +72,7 @@ def hooks_decision(api: kubernetes.client.ApiClient, namespace: str) -> Decision
     force delete after 1 s, read through a Reader on ``api`` (the hooks' token)."""
     live = podread.LiveClient(api)
     reader = podread.Reader(podread.PodCache(live, ttl_seconds=0.05), live, nodes=NodeClient(api),
-                            access=AccessClient(api))
+                            access=AccessClient(api), jobs=podread.JobClient(api))
     now = datetime.now(UTC) + timedelta(seconds=5)
     drained = {"type": "Drained", "status": "False", "reason": "PodsActive", "message": "w",
                "lastTransitionTime": rfc3339(time.time() - 3600)}

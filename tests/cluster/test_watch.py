@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry
 
 from hooks.server.config import Settings
 from hooks.server.handler import handle
-from podread import JOB_LABEL, LiveClient, PodCache, PodSelector, Reader, ReadMetrics
+from podread import JOB_LABEL, JobClient, LiveClient, PodCache, PodSelector, Reader, ReadMetrics
 from podread.constants import JOB_INDEX_FIELD
 from podread.watch import Backoff, PodWatch, WatchedPods, events
 from tests.cluster.conftest import HOOK_TOKEN
@@ -171,7 +171,8 @@ class Watched:
         self.watch = PodWatch(watch_live, self.store, watch_seconds=watch_seconds, metrics=metrics,
                               backoff=Backoff(0.05, 0.5), nudge_every=None)
         self.cache = PodCache(self.live, ttl_seconds=ttl, clock=self.clock, metrics=metrics, watches=[self.watch])
-        self.reader = Reader(self.cache, self.live, metrics=metrics)
+        self.reader = Reader(self.cache, self.live, metrics=metrics,
+                             jobs=JobClient(client_via(plane), timeout_seconds=5, metrics=metrics))
         self.namespace = namespace
 
     def sample(self, name: str, **labels: str) -> float:
