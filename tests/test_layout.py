@@ -332,3 +332,31 @@ def test_a_pod_write_and_a_docstring_are_not_reads(tmp_path: Path) -> None:
 if __name__ == "__main__":  # pragma: no cover - a quick look: python tests/test_layout.py
     for finding in walk_core(ROOT)[0] + pod_reads_outside_podread(ROOT):
         print(f"{finding.where}: {finding.what}", file=sys.stderr)
+
+
+HEAVY = ("kubernetes", "urllib3", "pydantic", "flask", "gunicorn", "prometheus_client", "cachetools")
+"""What the pure core must not load at run time: the API client and its stack, the HTTP edge."""
+
+
+def test_importing_the_core_loads_no_client_at_run_time() -> None:
+    """The source check above follows imports as written; this one imports the core in a fresh
+    interpreter and looks at what was loaded (podread's package exports are lazy for this)."""
+    import subprocess
+
+    code = ("import sys, hooks.core.decide, hooks.core.observed, hooks.core.barrier; "
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    assert loaded == "", f"importing hooks.core loaded {loaded}"
+
+
+def test_podreads_lazy_exports_are_its_modules_names() -> None:
+    import importlib
+
+    import podread
+
+    for name in podread.__all__:
+        assert getattr(podread, name) is getattr(importlib.import_module(podread._EXPORTS[name]), name), name
+    assert set(podread.__all__) == set(podread._EXPORTS)
+    with pytest.raises(AttributeError):
+        podread.no_such_name  # noqa: B018
