@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from podread import calltime, trace
 from podread.access import AccessReviewer, read_permission
+from podread.attempts import attempt_in_name, workload_name
 from podread.cache import PodCache
 from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
@@ -291,12 +291,10 @@ def attempt_selector(namespace: str, job: str,
     if last_attempt < 0:
         raise ValueError(f"last_attempt must be >= 0, got {last_attempt}")
     if last_attempt < MAX_SET_VALUES:
-        names = tuple(f"{job}-{attempt}" for attempt in range(last_attempt + 1))
+        names = tuple(workload_name(job, attempt) for attempt in range(last_attempt + 1))
         return PodSelector(namespace=namespace, label_in={JOBSET_NAME_LABEL: names}), lambda _: True
-    own = re.compile(re.escape(job) + r"-(0|[1-9][0-9]*)")
-
     def owned(obj: Mapping[str, Any]) -> bool:
         labels = (obj.get("metadata") or {}).get("labels") or {}
-        return bool(own.fullmatch(str(labels.get(JOBSET_NAME_LABEL, ""))))
+        return attempt_in_name(job, str(labels.get(JOBSET_NAME_LABEL, ""))) is not None
 
     return PodSelector(namespace=namespace, has_labels=(JOBSET_NAME_LABEL,)), owned

@@ -21,15 +21,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from hooks.core import conditions as cond
-from hooks.core.evidence import (
-    ATTEMPT_VALUE,
-    attempt_in_name,
-    list_names,
-)
+from hooks.core.evidence import list_names
 from hooks.core.reads import read_failed
 from hooks.core.stuckwait import check_stuck, clear_stuck
 from hooks.core.wording import bounded, list_pods, pod_name
 from hooks.core.work import DRAINED, Context, Work
+from podread.attempts import attempt_in_name, attempt_number
 from podread.constants import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import PodReadError
 from podread.selector import pod_key
@@ -166,9 +163,9 @@ def last_attempt(ctx: Context, attempt: int, pods: list[Mapping[str, Any]]) -> i
     for pod in pods:
         labels = (pod.get("metadata") or {}).get("labels") or {}
         names.append(str(labels.get(JOBSET_NAME_LABEL, "")))
-        number = str(labels.get(ATTEMPT_LABEL, ""))
-        if ATTEMPT_VALUE.fullmatch(number):
-            best = max(best, int(number))
+        number = attempt_number(str(labels.get(ATTEMPT_LABEL, "")))
+        if number is not None:
+            best = max(best, number)
     named = (attempt_in_name(ctx.job, name) for name in names)
     return max([best, *(n for n in named if n is not None)])
 

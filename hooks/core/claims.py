@@ -29,8 +29,9 @@ from typing import Any
 
 from hooks.core import deadlines
 from hooks.core.evidence import COMPLETED, FAILED, healthy, jobset_state, restarts_allowed
-from hooks.core.jobset import MAX_ATTEMPT, workload_name
+from hooks.core.jobset import MAX_ATTEMPT
 from hooks.core.observed import Observed
+from podread.attempts import workload_name
 
 CLOCK_SKEW = timedelta(seconds=60)
 """How far apart the clocks that stamp the compared times may be. ``startTime`` is a JobSet's

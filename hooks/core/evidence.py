@@ -10,26 +10,16 @@ the policies read are checked in ``hooks.core.claims``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from hooks.core.jobset import workload_name
 from hooks.core.observed import Observed
+from podread.attempts import attempt_in_name, attempt_number, workload_name
 from podread.constants import ATTEMPT_LABEL
 
 RESTARTING, SUSPENDING, SUSPENDED = "Restarting", "Suspending", "Suspended"
 FAILED, COMPLETED = "Failed", "Completed"
-ATTEMPT_VALUE = re.compile(r"0|[1-9][0-9]{0,8}")
 MAX_LISTED = 5
-
-
-def attempt_in_name(job: str, name: str) -> int | None:
-    """The attempt a workload name ``<job>-<attempt>`` names, or ``None`` for any other name."""
-    prefix = f"{job}-"
-    if name.startswith(prefix) and ATTEMPT_VALUE.fullmatch(name[len(prefix):]):
-        return int(name[len(prefix):])
-    return None
 
 
 def newer_jobsets(observed: Observed) -> list[tuple[int, Mapping[str, Any]]]:
@@ -38,11 +28,11 @@ def newer_jobsets(observed: Observed) -> list[tuple[int, Mapping[str, Any]]]:
     found = []
     for jobset in observed.jobsets:
         metadata = jobset["metadata"]
-        value = (metadata.get("labels") or {}).get(ATTEMPT_LABEL) or ""
-        if metadata.get("deletionTimestamp") or not ATTEMPT_VALUE.fullmatch(value):
+        value = attempt_number((metadata.get("labels") or {}).get(ATTEMPT_LABEL) or "")
+        if metadata.get("deletionTimestamp") or value is None:
             continue
-        if attempt_in_name(observed.name, str(metadata["name"])) == int(value) > observed.status.attempt:
-            found.append((int(value), jobset))
+        if attempt_in_name(observed.name, str(metadata["name"])) == value > observed.status.attempt:
+            found.append((value, jobset))
     return sorted(found, key=lambda pair: pair[0])
 
 

@@ -30,13 +30,13 @@ never raises; durations are compared in seconds, never built as ``timedelta``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hooks.core.deadlines import parse_time
+from podread.attempts import attempt_in_name, batch_job_of
 from podread.constants import JOBSET_NAME_LABEL
 
 if TYPE_CHECKING:  # a type only: podread.nodes also holds the node reads, which the core never imports
@@ -111,7 +111,7 @@ def attempt_workload(pod: Mapping[str, Any], job: str) -> str:
     """The pod's ``jobset-name`` label when it is ``<job>-<n>`` (an attempt of ``job``), else ``""``."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
     value = labels.get(JOBSET_NAME_LABEL) if isinstance(labels, Mapping) else None
-    if isinstance(value, str) and re.fullmatch(re.escape(job) + r"-(0|[1-9][0-9]*)", value):
+    if isinstance(value, str) and attempt_in_name(job, value) is not None:
         return value
     return ""
 
@@ -130,8 +130,7 @@ def own_workload(pod: Mapping[str, Any], job: str) -> bool:
     owner = controllers[0]
     name = owner.get("name")
     return (owner.get("apiVersion") == "batch/v1" and owner.get("kind") == "Job" and isinstance(name, str)
-            and re.fullmatch(re.escape(workload) + r"-[a-z0-9]([-a-z0-9]*[a-z0-9])?-(0|[1-9][0-9]*)", name)
-            is not None)
+            and batch_job_of(workload, name))
 
 
 def force_since(pod: Mapping[str, Any], node: NodeState) -> datetime | None:

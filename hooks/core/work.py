@@ -14,8 +14,8 @@ from typing import Any
 
 from hooks.core import queueing
 from hooks.core.actions import Action
-from hooks.core.jobset import workload_name
 from hooks.core.observed import Observed
+from podread.attempts import workload_name
 
 PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
 SUSPENDING, SUSPENDED = "Suspending", "Suspended"

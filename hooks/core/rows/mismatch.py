@@ -21,11 +21,11 @@ from hooks.core import claims
 from hooks.core import conditions as cond
 from hooks.core.barrier import drain_reads, job_names
 from hooks.core.children import as_observed
-from hooks.core.evidence import ATTEMPT_VALUE, list_names, newer_jobsets, status_mismatch, unadoptable
-from hooks.core.jobset import workload_name
+from hooks.core.evidence import list_names, newer_jobsets, status_mismatch, unadoptable
 from hooks.core.reads import count_pods
 from hooks.core.wording import bounded, list_pods, pod_name
 from hooks.core.work import PENDING, PHASES, STATUS_MISMATCH, Context, Work
+from podread.attempts import attempt_number, workload_name
 from podread.constants import ATTEMPT_LABEL, JOBSET_NAME_LABEL
 from podread.errors import PodReadError
 from podread.selector import pod_key
@@ -92,7 +92,7 @@ def of_workload(pod: Mapping[str, Any], name: str, attempt: int) -> bool:
     workload, number = labels.get(JOBSET_NAME_LABEL), labels.get(ATTEMPT_LABEL)
     if workload is None and number is None:
         return False
-    same_number = number is None or (ATTEMPT_VALUE.fullmatch(str(number)) is not None and int(number) == attempt)
+    same_number = number is None or attempt_number(str(number)) == attempt
     return (workload is None or workload == name) and same_number
 
 
