@@ -429,3 +429,15 @@ def test_no_claim_ends_a_healthy_run_or_deletes_the_job(phase: str, start: str, 
         datetime.fromisoformat(start.replace("Z", "+00:00")) + timedelta(seconds=deadline) <= NOW
     if "train-0" not in names(d):
         assert suspend or evidence, (phase, start, conditions, status(d))
+
+
+@pytest.mark.parametrize("phase", ["", "Running", "Suspending"])
+def test_a_suspend_adopts_nothing_so_its_status_is_a_fixed_point(phase: str) -> None:
+    """Found by the fixed-point property: suspended with a stray train-2 and the status at attempt 1.
+    Row 2 tears down whatever runs; had it adopted on the Suspending it writes, the next call would
+    answer attempt 2 and the status would never settle."""
+    spec = {**job_spec(max_restarts=3), "suspend": True}
+    request = body(spec=spec, status={**RESTARTING, "phase": phase}, jobsets=[child(2)])
+    d = run(request, FakeReader(workers(2)))
+    assert (status(d)["phase"], status(d)["attempt"], names(d)) == ("Suspending", 1, [])
+    assert status(run(fed_back(request, d), FakeReader(workers(2)))) == status(d)

@@ -99,7 +99,11 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     """
     prior = observed.status
     ctx = Context(observed, reader, now)
-    attempt, refused = (prior.attempt, None) if observed.finalizing else mismatch.adopt(ctx)
+    # Rows 1, 2 and 2a tear down whatever attempt runs: they adopt nothing, so that the phase they
+    # write (Suspending) never makes the next call adopt and answer another attempt (a fixed point).
+    tearing_down = observed.finalizing or (prior.phase not in TERMINAL and (
+        observed.spec.get("suspend") is True or (bool(ctx.queue) and kueue.is_evicted(ctx))))
+    attempt, refused = (prior.attempt, None) if tearing_down else mismatch.adopt(ctx)
     phase = prior.phase
     if attempt > prior.attempt:
         phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
@@ -113,7 +117,7 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         teardown.finalize(ctx, work)                                      # row 1
     elif observed.spec.get("suspend") is True and phase not in TERMINAL:
         teardown.suspend(ctx, work)                                       # row 2
-    elif ctx.queue and phase not in TERMINAL and kueue.is_evicted(ctx, work):
+    elif ctx.queue and phase not in TERMINAL and kueue.is_evicted(ctx):
         kueue.evicted(ctx, work)    # row 2a: Kueue's word, not a status claim: before the mismatch hold
     elif disagreement is not None:
         mismatch.hold(ctx, work, *disagreement)                           # row 3

@@ -27,7 +27,7 @@ from hooks.core.wording import bounded
 from hooks.core.work import ADMITTED, QUEUED, SUSPENDED, SUSPENDING, TERMINAL, Context, Work
 
 
-def is_evicted(ctx: Context, work: Work) -> bool:
+def is_evicted(ctx: Context) -> bool:
     """Whether Kueue took the admission back: the Workload is ``Evicted``, or a healthy JobSet of
     the Job runs while the Workload is not admitted (gone, or un-admitted without an eviction)."""
     state = ctx.admission.state
