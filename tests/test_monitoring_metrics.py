@@ -44,6 +44,8 @@ def test_a_drain_that_passed_or_never_ran_counts_nothing() -> None:
     metrics.count_drain_hold(drained("True", "NoActivePods", "2026-03-01T11:00:00Z"), NOW)
     metrics.count_drain_hold({"conditions": []}, NOW)
     metrics.count_drain_hold({}, NOW)
+    metrics.count_drain_hold({"conditions": ["Drained", None]}, NOW)
+    metrics.count_drain_hold({"conditions": "Drained"}, NOW)
     assert generate_latest(REGISTRY) == before
 
 

@@ -117,7 +117,8 @@ def count_drain_hold(status: Mapping[str, object], now: datetime) -> None:
     ``Drained`` that is True or absent counts nothing: the hold is for another reason.
     """
     conditions = status.get("conditions")
-    drained = get_condition(conditions if isinstance(conditions, list) else [], DRAINED)
+    listed = [c for c in conditions if isinstance(c, Mapping)] if isinstance(conditions, list) else []
+    drained = get_condition(listed, DRAINED)
     if drained is None or drained.get("status") not in ("False", "Unknown"):
         return
     DRAIN_HOLDS.labels(reason=str(drained.get("reason") or "")).inc()
