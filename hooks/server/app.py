@@ -88,7 +88,7 @@ def create_app(
                 return Response(result.encoded, status=413, mimetype="application/json")
             answer = handle if recorder is None else recorder.handle
             result = answer(raw, hook, reader=reader, clock=clock, settings=settings, effects=effects)
-            _account(hook, result, len(raw))
+            _account(hook, result, len(raw), clock)
             return Response(result.encoded, status=result.status_code, mimetype="application/json")
 
         view.__name__ = f"{hook}_hook"
@@ -139,12 +139,16 @@ def _too_large(started: float, limit: int) -> HookResult:
     return HookResult(413, {"error": message}, None, [], time.perf_counter() - started)
 
 
-def _account(hook: str, result: HookResult, body_bytes: int) -> None:
-    """Counts, times and logs one answered hook call."""
+def _account(hook: str, result: HookResult, body_bytes: int, clock: Callable[[], datetime] | None = None) -> None:
+    """Counts, times and logs one answered hook call. A held decision whose drain waits is also
+    counted by the ``Drained`` reason, with the drain's age at ``clock()`` (``metrics.count_drain_hold``)."""
     metrics.observe_request(hook, result.status_code, result.seconds)
     decision = result.decision
     if decision is not None:
         metrics.count_decision(decision.kind)
+        metrics.count_phase(decision.phase_after)
+        if decision.kind == "held" and clock is not None:
+            metrics.count_drain_hold(decision.response.get("status") or {}, clock())
         if decision.stuck_pods:
             metrics.count_drain_stuck(decision.stuck_pods)
     logs.log_hook_call(

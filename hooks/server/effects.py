@@ -54,6 +54,16 @@ DEDUP_SIZE = 4096
 DEDUP_SECONDS = 600.0
 WRITES = Counter("nvcre_writes_total", "The hooks' own writes (Events, TTL deletes, force deletes), by kind and "
                  "outcome.", ["kind", "outcome"])
+WRITES_NOT_DONE = {
+    "event": ("rate-limited", "queue-full", "failed"),
+    "delete-job": ("queue-full", "refused", "failed"),
+    "force-delete-pod": ("queue-full", "refused", "forbidden", "failed"),
+}
+"""The outcomes of writes that did not happen, by kind: exported at 0 from the start, so that an
+alert on their increase sees the first one (a series born at 1 has no increase to see)."""
+for _kind, _outcomes in WRITES_NOT_DONE.items():
+    for _outcome in _outcomes:
+        WRITES.labels(_kind, _outcome)
 
 
 def event_name(job: str, uid: str, event: Event) -> str:

@@ -15,7 +15,8 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -30,7 +31,10 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from hooks.core.conditions import get_condition
+from hooks.core.deadlines import parse_time
 from hooks.core.observed import HOOKS
+from hooks.core.work import DRAINED, PHASES
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0)
 """Up to Metacontroller's default 10 s hook timeout: a call slower than that has already failed."""
@@ -55,8 +59,37 @@ DRAIN_STUCK = Counter(
     "(rises for as long as a drain is stuck).",
 )
 
+PHASE_DECISIONS = Counter(
+    "nvcre_decision_phases_total",
+    "Decisions answered with a 200, by the phase they leave the Job in (phase_after). Not a count of "
+    "Jobs: each Job adds one per sync, so the rate by phase is the Jobs in that phase times how often "
+    "each is synced (at least every resyncPeriodSeconds, sooner when a hold asks for a resync).",
+    ["phase"],
+)
+DRAIN_REASONS = ("WorkloadPresent", "PodsActive", "LauncherActive", "BatchJobsPresent", "ReadFailed")
+"""The reasons of a ``Drained`` condition that is not True: what the drain barrier waits for
+(``hooks.core.barrier``), or ``ReadFailed`` when it could not tell (``hooks.core.reads``)."""
+DRAIN_HOLDS = Counter(
+    "nvcre_drain_holds_total",
+    "Held decisions answered while the drain barrier waits (Drained False or Unknown), by the "
+    "Drained condition's reason.",
+    ["reason"],
+)
+DRAIN_AGE_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 21600.0)
+"""From a few seconds (a normal drain) to hours (pods stuck on a dead node, a finalizer held)."""
+DRAIN_AGE = Histogram(
+    "nvcre_drain_wait_seconds",
+    "At each held decision whose drain waits: how long ago its Drained condition last changed status "
+    "(lastTransitionTime), i.e. the age of the drain (since it last became False or Unknown).",
+    buckets=DRAIN_AGE_BUCKETS,
+)
+
 for _hook in HOOKS:
     DURATION.labels(hook=_hook)
+for _phase in sorted(PHASES):
+    PHASE_DECISIONS.labels(phase=_phase)
+for _reason in DRAIN_REASONS:
+    DRAIN_HOLDS.labels(reason=_reason)
 
 
 def observe_request(hook: str, code: int, seconds: float) -> None:
@@ -68,6 +101,34 @@ def observe_request(hook: str, code: int, seconds: float) -> None:
 def count_decision(kind: str) -> None:
     """Counts one decision of ``kind`` (``created``, ``held``, ...) that was answered."""
     DECISIONS.labels(kind=kind).inc()
+
+
+def count_phase(phase: str) -> None:
+    """Counts one answered decision that leaves its Job in ``phase``."""
+    PHASE_DECISIONS.labels(phase=phase).inc()
+
+
+def count_drain_hold(status: Mapping[str, object], now: datetime) -> None:
+    """Counts one held decision whose drain waits, and observes the drain's age.
+
+    Reads the ``Drained`` condition of the answered ``status``: when it is False or Unknown, counts
+    its reason (``nvcre_drain_holds_total``) and observes ``now`` minus its ``lastTransitionTime``
+    (``nvcre_drain_wait_seconds``; not observed when that time is missing or unreadable). A
+    ``Drained`` that is True or absent counts nothing: the hold is for another reason.
+    """
+    conditions = status.get("conditions")
+    listed = [c for c in conditions if isinstance(c, Mapping)] if isinstance(conditions, list) else []
+    drained = get_condition(listed, DRAINED)
+    if drained is None or drained.get("status") not in ("False", "Unknown"):
+        return
+    DRAIN_HOLDS.labels(reason=str(drained.get("reason") or "")).inc()
+    try:
+        since = parse_time(drained.get("lastTransitionTime") or "")
+    except ValueError:
+        return
+    if since is not None:
+        moment = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+        DRAIN_AGE.observe(max(0.0, (moment - since).total_seconds()))
 
 
 def count_drain_stuck(pods: int) -> None:
