@@ -762,5 +762,14 @@ def _() -> dict[str, Any]:
                 cache=workers(0))
 
 
+@scenario("v2-running-pods-all-succeeded-before-jobset-completed")
+def _() -> dict[str, Any]:
+    return case("issue 23: Running at attempt 0, every worker of llama-0 Succeeded, the JobSet not yet Completed "
+                "(seen with real Metacontroller): kept, still Running (never back to Pending), 0 active, the "
+                "message says the JobSet has yet to report how it ended", keying="v2",
+                status={**running_status(), "startTime": "2025-12-31T23:00:00Z"}, jobsets=((0, ""),),
+                cache=workers(0, phase="Succeeded"))
+
+
 if __name__ == "__main__":
     main()

@@ -159,7 +159,9 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
 
 def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: dict[str, Any],
          *, drained: bool) -> None:
-    """Row 11: the current attempt's JobSet; Running when a cached pod is active, else Pending.
+    """Row 11: the current attempt's JobSet; Running when a cached pod is active, else Pending, except
+    that an attempt already Running (its JobSet observed) stays Running once its pods have finished,
+    until the JobSet reports Completed or Failed: only a never-started attempt is Pending.
 
     A JobSet that is not observed is created only after the drain barrier (already passed when
     ``drained``), so a new JobSet never overlaps pods left by one deleted outside this controller.
@@ -206,6 +208,12 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
         running = workload_running(ctx, work, name) if count_pods(ctx, work) else None
     if running is None:
         work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+        return
+    if not running and current is not None and work.phase == RUNNING:
+        # the same attempt already ran and its pods have all finished before the JobSet said how it
+        # ended (Completed or Failed, rows 8-10): still Running, never back to Pending. Only the
+        # phase word: the JobSet is kept either way and no barrier or gate depends on it.
+        work.message = f"no pod of JobSet {name} is active: waiting for the JobSet to report how it ended"
         return
     work.phase = RUNNING if running else PENDING
     work.message = "" if running else f"waiting for the pods of JobSet {name} to start"
