@@ -264,4 +264,10 @@ def invalid_spec(ctx: Context, work: Work, current: Mapping[str, Any] | None, in
         work.workload = current["metadata"]["name"]
         work.children = [as_observed(current)]  # the spec cannot be built: keep what exists
     count_pods(ctx, work)
+    if current is not None and jobset_state(current):
+        # the JobSet ended (Failed, or Completed) but nothing is judged while the spec cannot be built:
+        # the phase is left as it was, so the message says what is going on
+        work.message = bounded(f"JobSet {current['metadata']['name']} {jobset_state(current).lower()}; "
+                               f"not judged (no restart, no end) until the spec is valid: {invalid.reason}")
+        return
     work.message = f"waiting for a valid spec: {invalid.reason}"
