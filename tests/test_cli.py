@@ -80,6 +80,8 @@ def test_replay_of_a_scenario_explains_the_decision() -> None:
     assert "message   waiting for 1 active pod: llama-0-worker-1-0" in out
     assert "active_job_pods from cache (namespace=team-a labels=nvcre.nvidia.com/job=llama): ok, 2 pods" in out
     assert "active_job_pods from live (namespace=team-a labels=nvcre.nvidia.com/job=llama): ok, 2 pods" in out
+    assert ("attempt_jobs from live (namespace=team-a labels=jobset.sigs.k8s.io/jobset-name in (llama-0,llama-1)): "
+            "ok, 0 batch Jobs") in out  # issue 23: batch Jobs are not counted as pods
     response = json.loads(out.split("\nresponse\n", 1)[1])
     assert response == json.loads((STALE / "response.json").read_text())
 
