@@ -47,6 +47,8 @@ def test_the_routes_table_names_every_route_the_app_serves() -> None:
 def test_log_level_values_and_once_per_worker() -> None:
     row = next(line for line in README.splitlines() if line.startswith("| `NVCRE_LOG_LEVEL`"))
     assert all(level in row for level in LOG_LEVELS) and "any case" in row
+    row = next(line for line in OPERATIONS.splitlines() if line.startswith("| `NVCRE_LOG_LEVEL`"))
+    assert all(f"`{level}`" in row for level in LOG_LEVELS) and "any case" in row
     assert "once in its log per worker process" in README
 
 
