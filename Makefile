@@ -53,8 +53,8 @@ soak: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m hooks demo tests/payloads
 
-image:
-	docker build -t nvcre-hooks:dev .
+image:  # the tag the manifests name (manifests/kustomization.yaml, manifests/deployment.yaml)
+	docker build -t nvcre-hooks:0.1.0 .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

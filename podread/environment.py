@@ -61,10 +61,28 @@ def _number(env: Mapping[str, str], name: str, default: float, *, integer: bool,
 
 
 def _kubeconfig_paths(env: Mapping[str, str]) -> list[Path]:
+    """The kubeconfig files to try: ``KUBECONFIG``'s, else ``$HOME/.kube/config``. Without a home
+    directory (``HOME`` unset and the user unknown to the system, as for an arbitrary container
+    uid) there is no default file: the server still starts, rather than failing to boot on
+    ``Path.expanduser``'s RuntimeError."""
     listed = env.get("KUBECONFIG", "")
     if listed:
-        return [Path(p).expanduser() for p in listed.split(os.pathsep) if p]
-    return [Path(env.get("HOME", "~")).expanduser() / ".kube" / "config"]
+        return [_expanded(p) for p in listed.split(os.pathsep) if p]
+    home = env.get("HOME", "")
+    if home:
+        return [Path(home) / ".kube" / "config"]
+    try:
+        return [Path("~").expanduser() / ".kube" / "config"]
+    except RuntimeError:
+        return []
+
+
+def _expanded(path: str) -> Path:
+    """``path`` with a leading ``~`` expanded, or as written when there is no home directory."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        return Path(path)
 
 
 def load_api_client(env: Mapping[str, str]) -> tuple[k8s.ApiClient | None, str]:
@@ -86,7 +104,9 @@ def load_api_client(env: Mapping[str, str]) -> tuple[k8s.ApiClient | None, str]:
         except (k8s_config.ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
             reasons.append(f"kubeconfig {existing[0]} did not load: {exc}")
     else:
-        reasons.append("no kubeconfig at " + ", ".join(str(p) for p in _kubeconfig_paths(env)))
+        paths = _kubeconfig_paths(env)
+        reasons.append("no kubeconfig at " + ", ".join(str(p) for p in paths) if paths else
+                       "no kubeconfig (KUBECONFIG unset and no home directory)")
     if env.get("KUBERNETES_SERVICE_HOST"):
         try:
             loader = k8s_config.incluster_config.InClusterConfigLoader(

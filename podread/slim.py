@@ -23,7 +23,7 @@ field                                   read by
                                         REPLICATED_JOB_LABEL; ``last_attempt``: JOBSET_NAME_LABEL,
                                         ATTEMPT_LABEL); ``pod_row`` (job, launcher, attempt)
 ``metadata.creationTimestamp``          ``pod_row`` (AGE of ``python -m hooks node-pods``)
-``metadata.deletionTimestamp``          ``hooks.core.wording.list_pods`` ("terminating since"); ``pod_row``
+``metadata.deletionTimestamp``          ``hooks.core.wording.list_pods`` ("terminating, grace period ends"); ``pod_row``
 ``spec.nodeName``                       ``PodSelector.matches`` (node reads); the watch's node index;
                                         ``pod_row``
 ``status.phase``                        ``podread.is_active``: every barrier and ``activePods``

@@ -105,7 +105,9 @@ def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reade
     ``doc`` is either a PodList (``{"kind": "PodList", "items": [...]}``, what
     ``kubectl get pods -o json`` prints; a bare ``{"items": [...]}`` too): both sources see the same
     pods, and every batch Job read fails (a pod list says nothing of Jobs); or a ``List`` of Pods
-    and batch Jobs (``kubectl get pods,jobs -o json``): the same, with those Jobs; or the scenario
+    (``kubectl get pods -o json`` prints ``kind: List``) and batch Jobs (``kubectl get pods,jobs -o
+    json``): the same, with those Jobs when it holds at least one (a List with none reads as a pod
+    list: its batch Job reads fail); or the scenario
     form ``{"cache": {"pods": [...]} | {"error": "..."}, "live": ...}`` where
     each source has its own pods or fails with the given message and, when given, error class
     (``{"error": "...", "code": "timeout"}``; a missing side has no pods), and ``nodes``, the
@@ -127,11 +129,13 @@ def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reade
         items = doc.get("items")
         if not isinstance(items, list) or not all(isinstance(pod, dict) for pod in items):
             raise ValueError("items: expected a list of pod objects")
-        if doc.get("kind") == "List":  # kubectl get pods,jobs -o json: the Jobs are known, none included
+        if doc.get("kind") == "List":  # what kubectl prints for `get pods -o json` and `get pods,jobs -o json`
             pods = [item for item in items if item.get("kind") in (None, "Pod")]
             lister = SnapshotLister(pods)
-            return Reader(lister, lister, jobs=_jobs({"items": [i for i in items if i.get("kind") == "Job"]}),
-                          **reader_options)
+            batch = [item for item in items if item.get("kind") == "Job"]
+            # a List holding no Job cannot tell "kubectl get pods" (Jobs not read) from "get pods,jobs"
+            # with none: the batch Job reads fail, as for a PodList, rather than read as "none left"
+            return Reader(lister, lister, jobs=_jobs({"items": batch} if batch else None), **reader_options)
         lister = SnapshotLister(items)
         return Reader(lister, lister, jobs=_jobs(None), **reader_options)
     if "cache" in doc or "live" in doc:

@@ -18,6 +18,7 @@ from hooks.server.config import Settings
 from hooks.tools import cli_format
 from hooks.tools.cli import cli
 from podread import JOB_LABEL, reader_from_snapshot
+from tests.fake_reader import make_batch_job
 from tests.fakekube import FakeKubeServer, Fault, make_job_pods, make_pod
 
 PAYLOADS = Path(__file__).resolve().parent / "payloads"
@@ -79,6 +80,8 @@ def test_replay_of_a_scenario_explains_the_decision() -> None:
     assert "message   waiting for 1 active pod: llama-0-worker-1-0" in out
     assert "active_job_pods from cache (namespace=team-a labels=nvcre.nvidia.com/job=llama): ok, 2 pods" in out
     assert "active_job_pods from live (namespace=team-a labels=nvcre.nvidia.com/job=llama): ok, 2 pods" in out
+    assert ("attempt_jobs from live (namespace=team-a labels=jobset.sigs.k8s.io/jobset-name in (llama-0,llama-1)): "
+            "ok, 0 batch Jobs") in out  # issue 23: batch Jobs are not counted as pods
     response = json.loads(out.split("\nresponse\n", 1)[1])
     assert response == json.loads((STALE / "response.json").read_text())
 
@@ -119,10 +122,13 @@ def test_replay_of_a_request_file_with_a_kubectl_pod_list_and_a_chosen_time(tmp_
     shutil.copy(STALE / "request.json", request)
     pods = tmp_path / "pods.json"
     # kubectl get pods,jobs -o json: a List whose items carry their kind (a PodList says nothing of
-    # the batch Jobs the barrier also reads, and replays as a failed read)
+    # the batch Jobs the barrier also reads, and replays as a failed read; so does a List without a Job)
+    batch = {"kind": "Job", "apiVersion": "batch/v1",
+             **make_batch_job("llama-0", namespace="team-a", finished="Complete")}
     pods.write_text(json.dumps({"kind": "List", "apiVersion": "v1",
-                                "items": [{"kind": "Pod", "apiVersion": "v1", **pod}
-                                          for pod in make_job_pods("llama", 3, "team-a", phase="Running")]}))
+                                "items": [*({"kind": "Pod", "apiVersion": "v1", **pod}
+                                            for pod in make_job_pods("llama", 3, "team-a", phase="Running")),
+                                          batch]}))
     result = run("replay", str(request), "--pods", str(pods), "--now", "2026-03-04T05:06:07+02:00",
                  "--output", "json")
     assert result.exit_code == 0, result.stderr
@@ -380,3 +386,22 @@ def test_demo_of_a_folder_without_scenarios_is_an_error(tmp_path: Path) -> None:
                                                 (172800, "2d")])
 def test_ages_read_like_kubectl(seconds: int | None, shown: str) -> None:
     assert cli_format.format_age(seconds) == shown
+
+
+def test_replay_accepts_exactly_what_kubectl_get_pods_prints(tmp_path: Path) -> None:
+    """Issue 23: ``--pods <(kubectl get pods -n NS -o json)``: kubectl prints ``kind: List`` (not PodList),
+    each item with its kind, and ``metadata.resourceVersion: ""``. Accepted; it says nothing of batch
+    Jobs, so a barrier that needs them holds on a failed batch Job read rather than reading "none"."""
+    request = tmp_path / "call.json"
+    shutil.copy(STALE / "request.json", request)
+    done = [{"apiVersion": "v1", "kind": "Pod", **pod}
+            for pod in make_job_pods("llama", 2, "team-a", phase="Succeeded")]
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"apiVersion": "v1", "items": done, "kind": "List",
+                                "metadata": {"resourceVersion": ""}}, indent=4) + "\n")
+    result = run("replay", str(request), "--pods", str(pods), "--output", "json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["decision"]["kind"] == "held", document["decision"]
+    assert document["decision"]["message"].startswith("waiting for a batch Job read to succeed")
+    assert not document["response"].get("finalized")

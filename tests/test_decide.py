@@ -156,7 +156,7 @@ def test_pod_list_is_sorted_truncated_and_marks_terminating() -> None:
     pods.append(make_pod("p-3", job="train", deleting="2025-12-31T23:59:00Z"))
     d = run(FakeReader(pods), finalizing=True)
     assert status(d)["message"] == ("waiting for 7 active pods: p-0, p-1, p-2, "
-                                    "p-3 (terminating since 2025-12-31T23:59:00Z), p-4 and 2 more")
+                                    "p-3 (terminating, grace period ends 2025-12-31T23:59:00Z), p-4 and 2 more")
     assert status(d)["activePods"] == 7
 
 
@@ -214,7 +214,23 @@ def test_workers_done_and_launcher_running_is_running() -> None:
     done = dict(launcher, status={"phase": "Succeeded"})
     d = run(FakeReader([*workers, done]), spec=job_spec(launcher="launcher"), jobsets=[jobset_child("train", 0)],
             status={"phase": "Running", "attempt": 0})
+    assert status(d)["phase"] == "Running"  # issue 23: never back to Pending within the attempt
+
+
+def test_an_attempt_whose_pods_all_finished_stays_running_until_the_jobset_decides() -> None:
+    """Issue 23: seen with real Metacontroller, every pod Succeeded before the JobSet reports Completed.
+    A Running attempt stays Running (the message says what it waits for); a never-started one is Pending;
+    the JobSet's own Completed then decides."""
+    done = [make_pod(f"train-0-worker-0-{i}", job="train", phase="Succeeded") for i in range(2)]
+    d = run(FakeReader(done), jobsets=[jobset_child("train", 0)], status={"phase": "Running", "attempt": 0})
+    assert (d.kind, names(d), status(d)["phase"], status(d)["activePods"]) == ("kept", ["train-0"], "Running", 0)
+    assert status(d)["message"] == "no pod of JobSet train-0 is active: waiting for the JobSet to report how it ended"
+    again = run(FakeReader(done), jobsets=[jobset_child("train", 0)], status=status(d))
+    assert status(again) == status(d)  # a fixed point
+    d = run(FakeReader(done), jobsets=[jobset_child("train", 0)], status={"phase": "Pending", "attempt": 0})
     assert status(d)["phase"] == "Pending"
+    d = run(FakeReader(done), jobsets=[jobset_child("train", 0, state="Completed")], status=status(again))
+    assert status(d)["phase"] == "Succeeded"
 
 
 def test_a_failed_launcher_read_keeps_the_phase_and_resyncs() -> None:
@@ -290,8 +306,27 @@ def test_resume_after_suspended_is_a_new_attempt_not_a_restart(keying: str) -> N
 def test_unsuspended_while_suspending_keeps_draining_then_resumes() -> None:
     held = run(FakeReader(running(1)), status={"phase": "Suspending", "attempt": 0})
     assert (held.kind, status(held)["phase"], held.response["children"]) == ("held", "Suspending", [])
-    done = run(FakeReader([]), status={"phase": "Suspending", "attempt": 0})
+    started = {"phase": "Suspending", "attempt": 0, "startTime": "2026-01-01T00:00:00Z"}
+    done = run(FakeReader([]), status=started)
     assert (done.kind, names(done), status(done)["attempt"]) == ("created", ["train-1"], 1)
+
+
+def test_a_job_created_suspended_starts_attempt_0_when_resumed() -> None:
+    """Issue 23: the first workload is attempt 0, also when the Job was created suspended; the barrier
+    still runs (a pod found holds, as for any resume). A Job that ran (startTime, a pinned digest,
+    restarts) resumes at attempt+1."""
+    created = run(FakeReader([]), spec=job_spec(suspend=True))
+    assert (status(created)["phase"], status(created)["attempt"], created.response["children"]) == (
+        "Suspended", 0, [])
+    resumed = run(FakeReader([]), status=status(created))
+    assert (resumed.kind, names(resumed), status(resumed)["phase"], status(resumed)["attempt"]) == (
+        "created", ["train-0"], "Pending", 0)
+    held = run(FakeReader(running(1)), status=status(created))
+    assert (held.kind, held.response["children"], status(held)["attempt"]) == ("held", [], 0)
+    digest = status(resumed)["replicatedJobsDigest"]
+    for ran in ({"startTime": "2026-01-01T00:00:00Z"}, {"replicatedJobsDigest": digest}, {"restarts": 1}):
+        again = run(FakeReader([]), status={**status(created), **ran})
+        assert (names(again), status(again)["attempt"]) == (["train-1"], 1), ran
 
 
 # ---- rows 5 and 7: restart --------------------------------------------------------------------------

@@ -272,7 +272,7 @@ def test_a_pod_stuck_terminating_is_named_and_holds_until_it_goes(stack: tuple[F
     h.step(15)
     assert not h.gone("stuck")
     message = h.status("stuck")["message"]
-    assert re.search(rf"{lost} \(terminating since \d{{4}}-\d\d-\d\dT", message), message
+    assert re.search(rf"{lost} \(terminating, grace period ends \d{{4}}-\d\d-\d\dT", message), message
     assert h.condition("stuck", "Drained")["status"] == "False"
     h.cluster.release()
     h.run_until(lambda: h.gone("stuck"), "finalized once the pod is gone")

@@ -38,7 +38,7 @@ from hooks.server.effects import Effects
 from hooks.server.handler import handle
 from hooks.server.writer import MemoryWriter
 from tests import crdschema
-from tests.record_payloads import load, scenario_dirs
+from tests.record_payloads import load, post, scenario_dirs
 
 SEED = 20
 SCENARIOS_PER_PATTERN = 8
@@ -278,3 +278,18 @@ def test_a_4xx_that_names_another_field_is_reported(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(handler, "parse_request", vague)
     assert "names none of" in str(problem(case))
+
+
+def test_an_admitted_queue_managed_job_with_a_null_pod_spec_or_metadata_is_no_5xx() -> None:
+    """A case the fuzz's seeded draw met once the scenarios grew (issue 23): behind Kueue, an admitted
+    Workload's node labels were merged into ``template.spec`` set to null (``setdefault`` kept the null):
+    a 500. Null counts as unset."""
+    folder = next(d for d in scenario_dirs() if d.name == "v2-queued-admitted-on-a-flavor-with-node-labels")
+    for part in ("spec", "metadata"):
+        request = json.loads((folder / "request.json").read_text())
+        request["parent"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][part] = None
+        code, body = post(folder, request)
+        assert code == 200, (part, body)
+        (child,) = [c for c in body["children"] if c["kind"] == "JobSet"]
+        pod = child["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+        assert isinstance(pod["spec"], dict) and isinstance(pod["metadata"], dict)

@@ -199,3 +199,26 @@ def test_worker_exit_closes_the_workers_reader_so_its_pod_watch_stops() -> None:
     conf["worker_exit"](None, Worker())
     assert closed == [True]
     conf["worker_exit"](None, object())  # a worker without an app (it failed to boot): nothing to close
+
+
+@pytest.mark.parametrize("taken", ["hooks", "metrics"])
+def test_a_failed_boot_leaves_no_temporary_metrics_directory(tmp_path: Path, taken: str) -> None:
+    """Issue 23: a port that cannot be bound stops the server at start-up (the hook port: gunicorn
+    exits; the metrics port: ``when_ready``), and the metrics directory it made is removed too."""
+    import socket
+
+    port, metrics_port = free_port(), free_port()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**no_cluster_env(tmp_path, metrics_port), "TMPDIR": str(scratch)}
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port if taken == "hooks" else metrics_port))
+        holder.listen()
+        result = subprocess.run(
+            [sys.executable, "-m", "gunicorn", "--config", "hooks/server/gunicorn.conf.py",
+             "--bind", f"127.0.0.1:{port}", "hooks.server.app:create_app()"],
+            cwd=ROOT, env=env, capture_output=True, timeout=60)
+    log = result.stdout.decode() + result.stderr.decode()
+    assert result.returncode != 0, log
+    assert "prometheus multiprocess metrics in" in log  # the directory had been made
+    assert sorted(p.name for p in scratch.iterdir()) == [], log

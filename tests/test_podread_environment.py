@@ -44,6 +44,24 @@ def test_without_any_cluster_configuration_the_reader_is_built_and_every_read_fa
         reader.namespace_pods("kube-system")
 
 
+def test_without_home_the_reader_is_built_and_says_so(monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 23: HOME unset and a uid the system does not know (an arbitrary container user):
+    ``Path("~").expanduser()`` raises RuntimeError; the hooks must still start."""
+    import pwd
+
+    def unknown(uid: int) -> None:
+        raise KeyError(uid)
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", unknown)
+    with caplog.at_level("WARNING", logger="podread"):
+        reader = podread.from_environment({})
+    assert not reader.has_live
+    assert "no kubeconfig (KUBECONFIG unset and no home directory)" in caplog.text
+    assert not podread.from_environment({"KUBECONFIG": "~/missing"}).has_live
+
+
 def test_a_missing_kubeconfig_named_by_kubeconfig_is_no_configuration(tmp_path: Path) -> None:
     reader = podread.from_environment({"KUBECONFIG": str(tmp_path / "missing")})
     assert not reader.has_live

@@ -56,3 +56,17 @@ def test_a_changed_spec_keeps_the_running_jobset_and_builds_nothing() -> None:
     failed = run(FakeReader([]), spec=edited_spec(), status=status(d),
                  jobsets=[jobset_child("train", 0, state="Failed")])
     assert names(failed) == ["train-0"] and status(failed)["restarts"] == 0, "no restart from the edited spec"
+
+
+def test_a_changed_spec_whose_jobset_then_failed_says_so() -> None:
+    """Issue 23: the phase stays Running (nothing is judged from an edited spec), 0 active; the message
+    says that the JobSet failed and why nothing follows."""
+    pinned = {"phase": "Running", "attempt": 0, "replicatedJobsDigest": specpin.digest(SPEC)}
+    failed = run(FakeReader([make_pod("w", job="train", phase="Failed")]), spec=edited_spec(), status=pinned,
+                 jobsets=[jobset_child("train", 0, state="Failed")])
+    assert (status(failed)["phase"], status(failed)["activePods"], names(failed)) == ("Running", 0, ["train-0"])
+    assert status(failed)["message"].startswith(
+        "JobSet train-0 failed; not judged (no restart, no end) until the spec is valid: spec.replicatedJobs ")
+    again = run(FakeReader([make_pod("w", job="train", phase="Failed")]), spec=edited_spec(),
+                status=status(failed), jobsets=[jobset_child("train", 0, state="Failed")])
+    assert status(again) == status(failed)

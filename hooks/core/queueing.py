@@ -267,8 +267,8 @@ def admitted_jobset(jobset: Mapping[str, Any], workload: Mapping[str, Any],
         if info is None:
             continue
         template = entry["template"]["spec"]["template"]
-        metadata = template.setdefault("metadata", {})
-        pod_spec = template.setdefault("spec", {})
+        metadata = template["metadata"] = template.get("metadata") or {}  # null counts as unset
+        pod_spec = template["spec"] = template.get("spec") or {}
         where = f"replicated job {entry['name']}"
         for key, holder in (("labels", metadata), ("annotations", metadata), ("nodeSelector", pod_spec)):
             if info[key]:

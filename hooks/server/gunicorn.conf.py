@@ -39,6 +39,7 @@ to the other.
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import shutil
@@ -126,6 +127,10 @@ def on_starting(server: Any) -> None:
     else:
         _owned_metrics_dir = tempfile.mkdtemp(prefix="nvcre-hooks-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = _owned_metrics_dir
+        # a failed boot (a port that cannot be bound, a worker that cannot start) exits the master
+        # without on_exit: remove the directory then too, but only in the master (workers, forked
+        # from it, inherit this handler and also exit through sys.exit)
+        atexit.register(_remove_owned_metrics_dir, os.getpid())
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         server.log.info("prometheus multiprocess metrics in %s", os.environ["PROMETHEUS_MULTIPROC_DIR"])
 
@@ -174,5 +179,11 @@ def child_exit(server: Any, worker: Any) -> None:
 
 def on_exit(server: Any) -> None:
     """In the master, on shutdown: removes the metrics directory it created itself, if any."""
-    if _owned_metrics_dir:
+    _remove_owned_metrics_dir(os.getpid())
+
+
+def _remove_owned_metrics_dir(master_pid: int) -> None:
+    """Removes the metrics directory ``on_starting`` created, when called in the master
+    (``master_pid``); also registered with ``atexit`` so that a failed boot leaves none behind."""
+    if _owned_metrics_dir and os.getpid() == master_pid:
         shutil.rmtree(_owned_metrics_dir, ignore_errors=True)

@@ -23,9 +23,11 @@ def pretty_json(document: Any) -> str:
 
 
 def read_line(record: ReadRecord) -> str:
-    """One read as ``method from source (selector): ok, N pods`` or ``...: failed: why``."""
+    """One read as ``method from source (selector): ok, N pods`` (``N batch Jobs`` for
+    ``attempt_jobs``) or ``...: failed: why``."""
     if record.outcome == "ok":
-        outcome = f"ok, {record.pods} pod{'' if record.pods == 1 else 's'}"
+        noun = "batch Job" if record.method == "attempt_jobs" else "pod"  # attempt_jobs lists batch Jobs
+        outcome = f"ok, {record.pods} {noun}{'' if record.pods == 1 else 's'}"
     else:
         outcome = f"failed: {record.error}"
     source = f"{record.source}, filled from the API server" if record.filled else record.source

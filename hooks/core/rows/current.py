@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hooks.core import claims, failurepolicy, queueing, specpin
 from hooks.core import conditions as cond
-from hooks.core import failurepolicy, queueing, specpin
 from hooks.core.barrier import barrier
 from hooks.core.children import as_observed
 from hooks.core.evidence import (
@@ -43,9 +43,21 @@ from podread.selector import is_active
 
 def resume(ctx: Context, work: Work) -> None:
     """Row 5: unsuspended. Once the barrier passes (checked again even when already Suspended), the
-    next attempt starts: attempt+1, restarts unchanged. While holding, the phase stays as it was.
+    next attempt starts: attempt+1, restarts unchanged; a Job suspended before it ever started
+    (``never_started``) starts attempt 0 instead, its first workload. While holding, the phase
+    stays as it was.
     """
-    next_attempt(ctx, work, kind="created")
+    next_attempt(ctx, work, kind="created", first=never_started(ctx, work))
+
+
+def never_started(ctx: Context, work: Work) -> bool:
+    """Whether the status says no workload was ever answered: attempt 0, no ``startTime`` (stamped
+    with the first answer holding a JobSet), no ``replicatedJobsDigest`` (pinned with the first
+    JobSet), nothing counted or failed, no phase that says it ran (``claims.has_run``). Only the
+    number of the next attempt depends on it: the drain barrier runs all the same, checking every
+    identity of attempt 0 (its JobSet name, its batch Jobs, the job label) before one is created."""
+    return (work.attempt == 0 and not work.start_time and not work.replicated_jobs_digest
+            and work.restarts == 0 and not work.restarts_by_cause and not claims.has_run(ctx.observed))
 
 
 def restart(ctx: Context, work: Work) -> None:
@@ -54,8 +66,9 @@ def restart(ctx: Context, work: Work) -> None:
     next_attempt(ctx, work, kind="proceeded")
 
 
-def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
-    """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step.
+def next_attempt(ctx: Context, work: Work, *, kind: str, first: bool = False) -> None:
+    """The drain barrier, then attempt+1 (attempt 0 when ``first``: the Job's first workload) as
+    Pending with its JobSet; ``kind`` names that step.
 
     While the barrier holds nothing is emitted and the phase stays as the caller set it.
     """
@@ -67,7 +80,8 @@ def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
         work.kind = "held"
         work.quota = "keep"  # queue-managed: no new Workload while the last attempt drains
         return
-    work.attempt += 1
+    if not first:
+        work.attempt += 1
     work.phase = PENDING
     steady(ctx, work, drained=True)
     if work.kind != "invalid-spec":
@@ -159,7 +173,9 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
 
 def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: dict[str, Any],
          *, drained: bool) -> None:
-    """Row 11: the current attempt's JobSet; Running when a cached pod is active, else Pending.
+    """Row 11: the current attempt's JobSet; Running when a cached pod is active, else Pending, except
+    that an attempt already Running (its JobSet observed) stays Running once its pods have finished,
+    until the JobSet reports Completed or Failed: only a never-started attempt is Pending.
 
     A JobSet that is not observed is created only after the drain barrier (already passed when
     ``drained``), so a new JobSet never overlaps pods left by one deleted outside this controller.
@@ -207,6 +223,12 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
     if running is None:
         work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
         return
+    if not running and current is not None and work.phase == RUNNING:
+        # the same attempt already ran and its pods have all finished before the JobSet said how it
+        # ended (Completed or Failed, rows 8-10): still Running, never back to Pending. Only the
+        # phase word: the JobSet is kept either way and no barrier or gate depends on it.
+        work.message = f"no pod of JobSet {name} is active: waiting for the JobSet to report how it ended"
+        return
     work.phase = RUNNING if running else PENDING
     work.message = "" if running else f"waiting for the pods of JobSet {name} to start"
 
@@ -242,4 +264,10 @@ def invalid_spec(ctx: Context, work: Work, current: Mapping[str, Any] | None, in
         work.workload = current["metadata"]["name"]
         work.children = [as_observed(current)]  # the spec cannot be built: keep what exists
     count_pods(ctx, work)
+    if current is not None and jobset_state(current):
+        # the JobSet ended (Failed, or Completed) but nothing is judged while the spec cannot be built:
+        # the phase is left as it was, so the message says what is going on
+        work.message = bounded(f"JobSet {current['metadata']['name']} {jobset_state(current).lower()}; "
+                               f"not judged (no restart, no end) until the spec is valid: {invalid.reason}")
+        return
     work.message = f"waiting for a valid spec: {invalid.reason}"
