@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hooks.core import claims, failurepolicy, queueing, specpin
 from hooks.core import conditions as cond
+from hooks.core import failurepolicy, queueing, specpin
 from hooks.core.barrier import barrier
 from hooks.core.children import as_observed
 from hooks.core.evidence import (
@@ -43,21 +43,9 @@ from podread.selector import is_active
 
 def resume(ctx: Context, work: Work) -> None:
     """Row 5: unsuspended. Once the barrier passes (checked again even when already Suspended), the
-    next attempt starts: attempt+1, restarts unchanged; a Job suspended before it ever started
-    (``never_started``) starts attempt 0 instead, its first workload. While holding, the phase
-    stays as it was.
+    next attempt starts: attempt+1, restarts unchanged. While holding, the phase stays as it was.
     """
-    next_attempt(ctx, work, kind="created", first=never_started(ctx, work))
-
-
-def never_started(ctx: Context, work: Work) -> bool:
-    """Whether the status says no workload was ever answered: attempt 0, no ``startTime`` (stamped
-    with the first answer holding a JobSet), no ``replicatedJobsDigest`` (pinned with the first
-    JobSet), nothing counted or failed, no phase that says it ran (``claims.has_run``). Only the
-    number of the next attempt depends on it: the drain barrier runs all the same, checking every
-    identity of attempt 0 (its JobSet name, its batch Jobs, the job label) before one is created."""
-    return (work.attempt == 0 and not work.start_time and not work.replicated_jobs_digest
-            and work.restarts == 0 and not work.restarts_by_cause and not claims.has_run(ctx.observed))
+    next_attempt(ctx, work, kind="created")
 
 
 def restart(ctx: Context, work: Work) -> None:
@@ -66,9 +54,8 @@ def restart(ctx: Context, work: Work) -> None:
     next_attempt(ctx, work, kind="proceeded")
 
 
-def next_attempt(ctx: Context, work: Work, *, kind: str, first: bool = False) -> None:
-    """The drain barrier, then attempt+1 (attempt 0 when ``first``: the Job's first workload) as
-    Pending with its JobSet; ``kind`` names that step.
+def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
+    """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step.
 
     While the barrier holds nothing is emitted and the phase stays as the caller set it.
     """
@@ -80,8 +67,7 @@ def next_attempt(ctx: Context, work: Work, *, kind: str, first: bool = False) ->
         work.kind = "held"
         work.quota = "keep"  # queue-managed: no new Workload while the last attempt drains
         return
-    if not first:
-        work.attempt += 1
+    work.attempt += 1
     work.phase = PENDING
     steady(ctx, work, drained=True)
     if work.kind != "invalid-spec":
