@@ -78,18 +78,6 @@ def test_suspend_then_resume(world: ClusterWorld) -> None:
     world.assert_safe()
 
 
-def test_created_suspended_then_resumed_starts_attempt_0(world: ClusterWorld) -> None:
-    """Issue 23: a Job created suspended never had a workload; resumed, its first JobSet is <job>-0."""
-    world.create_job("later", suspend=True)
-    world.run_until(lambda: world.phase("later") == "Suspended", "Suspended")
-    assert world.jobsets("later") == []
-    world.driver.patch_spec(world.namespace, "later", suspend=False)
-    world.run_until(lambda: world.jobsets("later") == ["later-0"], "resumed as attempt 0")
-    world.run_until_pods_run("later", 2)
-    assert world.status("later")["attempt"] == 0
-    world.assert_safe()
-
-
 def test_restarts_exhausted_ends_failed(world: ClusterWorld) -> None:
     world.create_job("broken")
     world.run_until_pods_run("broken", 2)
