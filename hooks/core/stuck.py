@@ -143,13 +143,19 @@ def force_since(pod: Mapping[str, Any], node: NodeState) -> datetime | None:
         return None
     if since is None:
         return None
+    return after_not_ready(since, node)
+
+
+def after_not_ready(since: datetime, node: NodeState) -> datetime:
+    """The later of ``since`` and, for a node that exists and is not Ready, its ``Ready``
+    transition (a transition that cannot be read is left out)."""
     if node.exists and node.ready != "True":
         try:
             ready_since = parse_time(node.ready_since)
         except ValueError:
             ready_since = None
         if ready_since is not None and elapsed(ready_since, since) > 0:
-            since = ready_since
+            return ready_since
     return since
 
 
@@ -193,14 +199,7 @@ def judge(pods: Sequence[Mapping[str, Any]], nodes: Mapping[str, NodeState], wai
         node = nodes.get(str(pod["spec"]["nodeName"]))
         if node is None or not node.unhealthy:
             continue
-        since = waiting_since
-        if node.exists and node.ready != "True":
-            try:
-                ready_since = parse_time(node.ready_since)
-            except ValueError:
-                ready_since = None
-            if ready_since is not None and elapsed(ready_since, since) > 0:
-                since = ready_since
+        since = after_not_ready(waiting_since, node)
         if elapsed(now, since) < after:
             continue
         metadata = pod["metadata"]
