@@ -28,7 +28,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from podread import calltime, trace
-from podread.errors import ApiError, DeadlineExceeded, NoLiveReaderError, PodReadError
+from podread.errors import ApiError, NoLiveReaderError, PodReadError
 from podread.live import DEFAULT_TIMEOUT_SECONDS, http_error, transport_error
 from podread.metrics import ReadMetrics
 
@@ -117,12 +117,7 @@ class AccessClient:
     def may_delete_pods(self, namespace: str) -> bool:
         """``POST .../selfsubjectaccessreviews`` for delete pods in ``namespace``: ``status.allowed``."""
         what = f"review delete pods in {namespace}"
-        budget = self._timeout
-        left = calltime.remaining()
-        if left is not None:
-            if left <= 0:
-                raise DeadlineExceeded(f"{what}: not sent, the hook call's deadline for reads had passed")
-            budget = min(budget, left)
+        budget = calltime.budget(what, self._timeout)
         client = self._api_client
         try:
             request = client.param_serialize(

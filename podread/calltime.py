@@ -44,3 +44,17 @@ def remaining() -> float | None:
     """Seconds left before the deadline in force (negative once it passed), or ``None`` without one."""
     moment = _current.get()
     return None if moment is None else moment - time.monotonic()
+
+
+def budget(what: str, timeout: float) -> float:
+    """The seconds one request may take: its own ``timeout``, or what is left of the deadline in
+    force when that is less. Raises ``DeadlineExceeded`` naming ``what`` when that deadline passed
+    (the request is then not sent)."""
+    left = remaining()
+    if left is None or left >= timeout:
+        return timeout
+    if left <= 0:
+        from podread.errors import DeadlineExceeded  # errors imports nothing: no cycle, just kept local
+
+        raise DeadlineExceeded(f"{what}: not sent, the hook call's deadline for reads had passed")
+    return left

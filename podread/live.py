@@ -160,12 +160,7 @@ class PagedList:
         is sent and ``DeadlineExceeded`` is raised.
         """
         what = f"list {self.NOUN} ({selector.describe()})"
-        budget = self._timeout
-        left = calltime.remaining()
-        if left is not None and left < budget:
-            if left <= 0:
-                raise DeadlineExceeded(f"{what}: not sent, the hook call's deadline for reads had passed")
-            budget = left
+        budget = calltime.budget(what, self._timeout)
         deadline = self._clock() + budget
         expired: str | None = None
         for _ in range(MAX_LIST_RESTARTS + 1):
