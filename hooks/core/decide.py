@@ -49,7 +49,7 @@ Workload child is added or released (``rows.kueue.workload_child``); the answer 
 (``hooks.core.answer``).
 
 A step that would need an attempt past ``MAX_ATTEMPT`` (rows 2a, 5, 6, 8) ends the Job Failed
-instead (``rows.terminal.attempt_limit``). Terminal comes after suspend only for Jobs that are not
+instead (``rows.terminal.out_of_attempts``). Terminal comes after suspend only for Jobs that are not
 terminal, so suspending a finished Job never moves it out of its final phase. Only rows 1, 2, 2a,
 3a, 5 (while draining), 6 (while holding) and the failed JobSet of row 8 on the next call leave the
 current JobSet out. The drain barrier is ``hooks.core.barrier``: it passes only when no JobSet of the

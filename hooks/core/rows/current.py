@@ -20,10 +20,10 @@ from hooks.core.children import as_observed
 from hooks.core.evidence import (
     jobset_state,
 )
-from hooks.core.jobset import MAX_ATTEMPT, InvalidSpec
+from hooks.core.jobset import InvalidSpec
 from hooks.core.reads import count_pods, read_failed
 from hooks.core.rows.kueue import admitted, queued
-from hooks.core.rows.terminal import attempt_limit
+from hooks.core.rows.terminal import out_of_attempts
 from hooks.core.spec import check_spec
 from hooks.core.wording import bounded
 from hooks.core.work import (
@@ -60,8 +60,7 @@ def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
     While the barrier holds nothing is emitted and the phase stays as the caller set it.
     """
     work.workload = ""
-    if work.attempt >= MAX_ATTEMPT:
-        attempt_limit(ctx, work)
+    if out_of_attempts(ctx, work):
         return
     if not barrier(ctx, work, next_attempt=True):
         work.kind = "held"
@@ -146,8 +145,7 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
                                              ctx.now)
         count_pods(ctx, work)
         return
-    if work.attempt >= MAX_ATTEMPT:
-        attempt_limit(ctx, work)
+    if out_of_attempts(ctx, work):
         count_pods(ctx, work)
         return
     if verdict.counted:

@@ -21,8 +21,8 @@ from hooks.core.barrier import barrier, no_active_pods
 from hooks.core.evidence import (
     healthy,
 )
-from hooks.core.jobset import MAX_ATTEMPT, InvalidSpec, build_jobset
-from hooks.core.rows.terminal import attempt_limit
+from hooks.core.jobset import InvalidSpec, build_jobset
+from hooks.core.rows.terminal import out_of_attempts
 from hooks.core.wording import bounded
 from hooks.core.work import ADMITTED, QUEUED, SUSPENDED, SUSPENDING, TERMINAL, Context, Work
 
@@ -54,8 +54,7 @@ def evicted(ctx: Context, work: Work) -> None:
         work.message = bounded(f"{words}; {work.message} before releasing the quota")
         return
     if work.phase != QUEUED:
-        if work.attempt >= MAX_ATTEMPT:
-            attempt_limit(ctx, work)
+        if out_of_attempts(ctx, work):
             work.quota = "release"
             return
         work.attempt += 1

@@ -3,7 +3,8 @@
 ``final``: Succeeded and Failed are final; the current JobSet is kept if observed, never created.
 A terminal phase is a claim: over a running JobSet, or (with ``ttlSecondsAfterFinished``) without
 the evidence ``hooks.core.claims.terminal_evidence`` asks for, row 3 holds before this row is reached.
-``attempt_limit``: a step that would need an attempt past ``MAX_ATTEMPT`` ends the Job Failed
+``out_of_attempts``, the one check of the limit, and ``attempt_limit``: a step that would need an
+attempt past ``MAX_ATTEMPT`` ends the Job Failed
 (``AttemptLimitReached``): names are validated for that attempt, so no Job is ever parked on a name
 it cannot have.
 """
@@ -15,6 +16,16 @@ from hooks.core.children import keep
 from hooks.core.jobset import MAX_ATTEMPT
 from hooks.core.reads import count_pods
 from hooks.core.work import FAILED, FAILED_CONDITION, Context, Work
+
+
+def out_of_attempts(ctx: Context, work: Work) -> bool:
+    """The one check of the attempt limit, before a step that starts attempt+1 (a resume, a restart,
+    a requeue after an eviction): when ``work.attempt`` is already ``MAX_ATTEMPT``, the Job ends
+    Failed (``attempt_limit``) and True is returned, so the caller starts nothing."""
+    if work.attempt < MAX_ATTEMPT:
+        return False
+    attempt_limit(ctx, work)
+    return True
 
 
 def attempt_limit(ctx: Context, work: Work) -> None:
