@@ -6,8 +6,8 @@ offline exactly as the server runs it, with the Reader over a fixed set of pods.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from podread.access import SnapshotAccess
 from podread.errors import ApiError
@@ -15,6 +15,8 @@ from podread.jobs import SnapshotJobs
 from podread.nodes import SnapshotNodes
 from podread.reader import Reader
 from podread.selector import Pod, PodSelector
+
+_Side = TypeVar("_Side", SnapshotNodes, SnapshotJobs)
 
 
 class SnapshotLister:
@@ -61,16 +63,8 @@ def _side(doc: Mapping[str, Any], name: str) -> SnapshotLister:
 
 
 def _nodes(side: object) -> SnapshotNodes:
-    if side is None:  # unknown, not "none": a node missing from a snapshot must not read as deleted
-        return SnapshotNodes(error="the snapshot holds no nodes", code="no-source")
-    if not isinstance(side, Mapping):
-        raise ValueError("nodes: expected an object with 'items' or 'error'")
-    if "error" in side:
-        return SnapshotNodes(error=str(side["error"]), code=str(side.get("code", "")))
-    items = side.get("items", [])
-    if not isinstance(items, list) or not all(isinstance(node, dict) for node in items):
-        raise ValueError("nodes.items: expected a list of node objects")
-    return SnapshotNodes(items)
+    # unknown, not "none": a node missing from a snapshot must not read as deleted
+    return _items(side, "nodes", "node", SnapshotNodes)
 
 
 def _access(side: object) -> SnapshotAccess:
@@ -87,16 +81,23 @@ def _access(side: object) -> SnapshotAccess:
 
 
 def _jobs(side: object) -> SnapshotJobs:
-    if side is None:  # unknown, not "none": a snapshot that does not say which batch Jobs exist
-        return SnapshotJobs(error="the snapshot holds no batch Jobs", code="no-source")
+    # unknown, not "none": a snapshot that does not say which batch Jobs exist
+    return _items(side, "jobs", "batch Job", SnapshotJobs)
+
+
+def _items(side: object, key: str, kind: str, make: Callable[..., _Side]) -> _Side:
+    """A snapshot side of objects that are not pods (``{"items": [...]}`` or ``{"error": ..., "code": ...}``)
+    as the lister ``make`` builds; a missing side fails every read of it (code ``no-source``)."""
+    if side is None:
+        return make(error=f"the snapshot holds no {kind}s", code="no-source")
     if not isinstance(side, Mapping):
-        raise ValueError("jobs: expected an object with 'items' or 'error'")
+        raise ValueError(f"{key}: expected an object with 'items' or 'error'")
     if "error" in side:
-        return SnapshotJobs(error=str(side["error"]), code=str(side.get("code", "")))
+        return make(error=str(side["error"]), code=str(side.get("code", "")))
     items = side.get("items", [])
-    if not isinstance(items, list) or not all(isinstance(job, dict) for job in items):
-        raise ValueError("jobs.items: expected a list of batch Job objects")
-    return SnapshotJobs(items)
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ValueError(f"{key}.items: expected a list of {kind} objects")
+    return make(items)
 
 
 def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reader:

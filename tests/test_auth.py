@@ -37,6 +37,20 @@ def token_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bytes, bytes]]:
+    """Every ``hmac.compare_digest`` the token check makes, in order (it still compares)."""
+    seen: list[tuple[bytes, bytes]] = []
+    real = hooks.server.auth.hmac.compare_digest
+
+    def spy(a: bytes, b: bytes) -> bool:
+        seen.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(hooks.server.auth.hmac, "compare_digest", spy)
+    return seen
+
+
+@pytest.fixture
 def client(token_file: Path) -> FlaskClient:
     app = create_app(empty_reader(), clock=lambda: NOW, settings=Settings(hook_token_file=str(token_file)))
     return app.test_client()
@@ -80,15 +94,7 @@ def test_no_right_token_is_401_and_nothing_is_decided(
     assert failures() == before + 1
 
 
-def test_the_comparison_is_constant_time(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[bytes, bytes]] = []
-    real = hooks.server.auth.hmac.compare_digest
-
-    def spy(a: bytes, b: bytes) -> bool:
-        calls.append((a, b))
-        return real(a, b)
-
-    monkeypatch.setattr(hooks.server.auth.hmac, "compare_digest", spy)
+def test_the_comparison_is_constant_time(client: FlaskClient, calls: list[tuple[bytes, bytes]]) -> None:
     assert sync(client, "Bearer wrong").status_code == 401
     assert sync(client, f"Bearer {TOKEN}").status_code == 200
     assert calls == [(b"wrong", TOKEN.encode()), (TOKEN.encode(), TOKEN.encode())]
@@ -197,18 +203,10 @@ def test_a_previous_file_that_appears_later_is_read(tmp_path: Path) -> None:
 
 
 def test_each_token_is_compared_in_constant_time_and_all_of_them_every_time(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, calls: list[tuple[bytes, bytes]]) -> None:
     write_token(tmp_path / "token", "new")
     write_token(tmp_path / "previous", "old")
     bearer = BearerToken(str(tmp_path / "token"), str(tmp_path / "previous"))
-    calls: list[tuple[bytes, bytes]] = []
-    real = hooks.server.auth.hmac.compare_digest
-
-    def spy(a: bytes, b: bytes) -> bool:
-        calls.append((a, b))
-        return real(a, b)
-
-    monkeypatch.setattr(hooks.server.auth.hmac, "compare_digest", spy)
     assert bearer.allows("Bearer new") and bearer.allows("Bearer old") and not bearer.allows("Bearer nope")
     assert calls == [(b"new", b"new"), (b"new", b"old"), (b"old", b"new"), (b"old", b"old"),
                      (b"nope", b"new"), (b"nope", b"old")], "no early exit on the first match"

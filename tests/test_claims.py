@@ -8,7 +8,6 @@ with ``StatusMismatch`` naming the field, keeps every JobSet that runs and asks 
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,13 +17,12 @@ from hypothesis import strategies as st
 
 from hooks.core import claims
 from hooks.core.actions import DeleteJob
-from hooks.core.decide import Decision, decide
+from hooks.core.decide import Decision
 from hooks.core.jobset import MAX_ATTEMPT
-from hooks.core.observed import parse_request
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_batch_job, make_pod
 from tests.test_decide import condition, names, status
+from tests.test_decide_policies import NOW, fed_back, run
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 CREATED = "2025-12-31T23:30:00Z"
 """The Job's creationTimestamp in these tests: half an hour before ``NOW``."""
 
@@ -33,17 +31,6 @@ def body(*, created: str = CREATED, **kw: Any) -> dict[str, Any]:
     request = job_request(**kw)
     request["parent"]["metadata"]["creationTimestamp"] = created
     return request
-
-
-def run(request: dict[str, Any], reader: FakeReader | None = None, *, now: datetime = NOW) -> Decision:
-    observed = parse_request(request, "finalize" if request.get("finalizing") else "sync")
-    return decide(observed, reader if reader is not None else FakeReader(), now)
-
-
-def fed_back(request: dict[str, Any], decision: Decision) -> dict[str, Any]:
-    again = copy.deepcopy(request)
-    again["parent"]["status"] = copy.deepcopy(decision.response["status"])
-    return again
 
 
 def workers(attempt: int, n: int = 2, phase: str = "Running") -> list[dict[str, Any]]:
