@@ -35,9 +35,7 @@ def attempt_in_name(job: str, name: str) -> int | None:
 
 
 _REPLICATED_JOB = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-"""A replicated job name as the CRD admits it (a DNS-1123 label: it may start with a digit, so a name
-alone cannot tell ``<job>-3``'s replicated job ``0-worker`` from ``<job>-30``'s ``worker``; callers pair it
-with the pod's own ``jobset-name`` label)."""
+"""A replicated job name as the CRD admits it (a DNS-1123 label, which may start with a digit)."""
 
 
 def batch_job_of(workload: str, name: str) -> bool:

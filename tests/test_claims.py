@@ -115,6 +115,19 @@ def test_a_teardown_under_way_is_honoured_whatever_the_limit_says_now() -> None:
     assert status(d)["phase"] == "Failed" and condition(d, "StatusMismatch") is None
 
 
+def test_the_failed_end_of_such_a_teardown_is_a_fixed_point_and_deletes_with_its_ttl() -> None:
+    """The Failed answer of a teardown whose limit was raised while it drained, fed back with a TTL:
+    it stands (no StatusMismatch) and the TTL delete is asked every call until it is seen done."""
+    request = body(spec={**job_spec(), "activeDeadlineSeconds": 999999, "ttlSecondsAfterFinished": 0},
+                   status={**running(phase="Terminating"), "workload": "",
+                           "conditions": [marked("DeadlineExceeded")]})
+    failed = run(request, FakeReader())
+    assert status(failed)["phase"] == "Failed" and failed.actions
+    again = run(fed_back(request, failed), FakeReader())
+    assert condition(again, "StatusMismatch") is None and again.actions == failed.actions
+    assert status(again) == status(failed)
+
+
 # ---- startTime --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("start", "says"), [
@@ -339,6 +352,16 @@ def test_a_batch_job_of_the_last_attempt_blocks_the_adoption() -> None:
     adopted = run(body(spec=job_spec(max_restarts=3), status=RESTARTING, jobsets=[child(2)]),
                   FakeReader(workers(2), jobs=[make_batch_job("train-2")]))
     assert (status(adopted)["attempt"], condition(adopted, "StatusMismatch")) == (2, None)
+
+
+@pytest.mark.parametrize(("workload", "number"), [("train-2", "1"), ("train-1", "2")])
+def test_a_pod_whose_two_identities_disagree_blocks_the_adoption(workload: str, number: str) -> None:
+    """A pod naming train-2 by one label and attempt 1 by the other is not train-2's own."""
+    mixed = make_pod("mixed-0", job="train", workload=workload)
+    mixed["metadata"]["labels"]["nvcre.nvidia.com/attempt"] = number
+    d = run(body(spec=job_spec(max_restarts=3), status=RESTARTING, jobsets=[child(2)]),
+            FakeReader([mixed, *workers(2)]))
+    assert_held(d, "UnknownAttempt", "train-2", says="mixed-0")
 
 
 @pytest.mark.parametrize("failing", ["active_job_pods", "active_launcher_pods", "active_attempt_pods", "attempt_jobs",

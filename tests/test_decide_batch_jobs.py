@@ -126,3 +126,16 @@ def test_may_create_pods() -> None:
     job = make_batch_job("a-0")
     job["status"] = {"conditions": [{"type": "Failed", "status": "False"}, "junk"]}
     assert may_create_pods(job)
+
+
+@pytest.mark.parametrize(("spec", "status", "holds_as", "ends_as"), [
+    ({**job_spec(suspend=True)}, {"phase": "Suspending", "attempt": 0}, "Suspending", "Suspended"),
+    ({**job_spec(), "activeDeadlineSeconds": 60},
+     {"phase": "Terminating", "attempt": 0, "startTime": "2025-12-31T00:00:00Z"}, "Terminating", "Failed"),
+], ids=["suspend", "deadline"])
+def test_suspend_and_a_deadline_teardown_wait_for_the_batch_jobs_too(spec: dict[str, Any], status: dict[str, Any],
+                                                                      holds_as: str, ends_as: str) -> None:
+    """No JobSet and no pod left, only a batch Job of attempt 0: the teardown holds until it is gone."""
+    held = run(FakeReader([], jobs=[make_batch_job("train-0")]), spec=spec, status=status)
+    assert (held.response["status"]["phase"], drained(held)["reason"]) == (holds_as, "BatchJobsPresent")
+    assert run(FakeReader([]), spec=spec, status=status).response["status"]["phase"] == ends_as

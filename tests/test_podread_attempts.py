@@ -40,6 +40,6 @@ def test_a_batch_job_name_belongs_to_its_workload() -> None:
     assert batch_job_of("llama-3", "llama-3-worker-0")
     assert batch_job_of("llama-3", "llama-3-my-launcher-12")
     assert not batch_job_of("llama-3", "llama-3-worker")
-    assert batch_job_of("llama-3", "llama-30-worker-0") is not True or batch_job_of("llama-3", "llama-30-worker-0")
+    assert not batch_job_of("llama-3", "llama-30-worker-0") and batch_job_of("llama-30", "llama-30-worker-0")
     assert not batch_job_of("llama-3", "llama-4-worker-0")
     assert not batch_job_of("llama-3", "llama-3-Worker-0")

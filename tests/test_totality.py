@@ -202,6 +202,24 @@ def test_an_admission_of_the_wrong_shape_keeps_what_runs_and_suspend_works(key: 
     assert suspending["status"]["phase"] == "Suspending" and names(suspending) == ["train"]
 
 
+# ---- evidence times at the ends of datetime's range -------------------------------------------------
+
+@pytest.mark.parametrize("created", ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"])
+def test_creation_and_transition_times_at_the_ends_of_the_range_are_no_5xx(created: str) -> None:
+    """The Job's creationTimestamp and a JobSet condition's lastTransitionTime are compared with the
+    status' times, a clock skew allowed: compared as differences, never shifted past datetime's range."""
+    jobset = jobset_child("train", 0, state="Completed", created=created)
+    jobset["status"]["conditions"][0]["lastTransitionTime"] = created
+    body = job_request(spec={**job_spec(), "ttlSecondsAfterFinished": 60}, jobsets=[jobset],
+                       status={"phase": "Succeeded", "attempt": 0, "workload": "train-0",
+                               "startTime": "2025-12-31T00:00:00Z", "completionTime": "2025-12-31T23:30:00Z"})
+    body["parent"]["metadata"]["creationTimestamp"] = created
+    ok(answer(body))
+    first = job_request(jobsets=[jobset_child("train", 0, created=created)])
+    first["parent"]["metadata"]["creationTimestamp"] = created
+    assert "train-0" in names(ok(answer(first, FakeReader(running_pods()))))
+
+
 # ---- the request uid --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("uid", [None, "", "uid-1", "6f1d2c3b4a594e688f709a1b2c3d4e5f", "6f1d2c3b-4a59-4e68-8f70",

@@ -120,14 +120,20 @@ def _within(reason: str, field: str, text: str, observed: Observed, now: datetim
         return reason, f"{field} {shown!r} is not a time that can be counted from"
     assert at is not None
     created = job_created(observed)
-    if created is not None and at < created - CLOCK_SKEW:
+    if created is not None and before(at, created):
         return reason, (f"{field} {shown} is before the Job was created "
                         f"(metadata.creationTimestamp {observed.creation_timestamp[:SHOWN]})")
-    if not_before is not None and at < not_before[0] - CLOCK_SKEW:
+    if not_before is not None and before(at, not_before[0]):
         return reason, f"{field} {shown} is before {not_before[1]}"
-    if at > utc(now) + CLOCK_SKEW:  # words without now: a held status stays the same call after call
+    if before(utc(now), at):  # words without now: a held status stays the same call after call
         return reason, f"{field} {shown} is in the future"
     return None
+
+
+def before(at: datetime, than: datetime) -> bool:
+    """Whether ``at`` is earlier than ``than`` by more than ``CLOCK_SKEW``. Compared as a difference,
+    which never overflows, at the ends of ``datetime``'s range too (``than - CLOCK_SKEW`` would)."""
+    return than - at > CLOCK_SKEW
 
 
 def deadline_passed(observed: Observed, now: datetime) -> bool:
@@ -187,7 +193,8 @@ def terminal(observed: Observed, attempt: int, phase: str, now: datetime) -> Dis
 def terminal_evidence(observed: Observed, attempt: int, phase: str, now: datetime) -> bool:
     """Whether the evidence shows the terminal ``phase``: Succeeded, the current JobSet observed
     Completed; Failed, the current JobSet observed Failed, or condition ``Failed`` with reason
-    ``DeadlineExceeded`` and the deadline passed (``deadline_passed``), or with reason
+    ``DeadlineExceeded`` and the deadline passed (``deadline_passed``) or its teardown ended
+    (``torn_down_after_a_deadline``), or with reason
     ``AttemptLimitReached`` at attempt ``MAX_ATTEMPT``."""
     current = _jobset(observed, workload_name(observed.name, attempt))
     state = jobset_state(current) if current is not None else ""
@@ -198,8 +205,15 @@ def terminal_evidence(observed: Observed, attempt: int, phase: str, now: datetim
     failed = _condition(observed, "Failed")
     reason = (failed or {}).get("reason") if _true(observed, "Failed") else None
     if reason == "DeadlineExceeded":
-        return deadline_passed(observed, now)
+        return deadline_passed(observed, now) or torn_down_after_a_deadline(observed)
     return reason == "AttemptLimitReached" and attempt >= MAX_ATTEMPT
+
+
+def torn_down_after_a_deadline(observed: Observed) -> bool:
+    """The end of a deadline teardown whose limit was raised while it drained (``deadline_exceeded``
+    honours that teardown, so its Failed answer must stand when fed back): ``DeadlineExceeded`` True,
+    a ``startTime`` recorded (the Job ran), and no JobSet of the Job left: nothing runs to lose."""
+    return _true(observed, DEADLINE_EXCEEDED) and bool(observed.status.start_time) and not observed.jobsets
 
 
 def completion_time(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:

@@ -91,9 +91,9 @@ def _created(ctx: Context, jobset: Mapping[str, Any] | None) -> datetime | None:
     except ValueError:
         return None
     created = claims.job_created(ctx.observed)
-    if at is None or (created is not None and at < created - claims.CLOCK_SKEW):
+    if at is None or (created is not None and claims.before(at, created)):
         return None
-    return at if at <= claims.utc(ctx.now) + claims.CLOCK_SKEW else None
+    return None if claims.before(claims.utc(ctx.now), at) else at
 
 
 def _limits(ctx: Context, work: Work) -> None:
