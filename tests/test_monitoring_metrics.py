@@ -95,3 +95,11 @@ def test_answered_calls_count_phases_and_held_drains() -> None:
     assert held >= 1
     assert value("nvcre_drain_wait_seconds_count") - ages == held
     h.assert_safe()
+
+
+def test_a_drain_reason_the_hooks_never_write_is_counted_as_other() -> None:
+    """A Drained condition carried over from a status written by hand cannot grow the label set."""
+    before = value("nvcre_drain_holds_total", reason="other")
+    metrics.count_drain_hold(drained("False", "x" * 200, "2026-03-01T11:00:00Z"), NOW)
+    assert value("nvcre_drain_holds_total", reason="other") == before + 1
+    assert value("nvcre_drain_holds_total", reason="x" * 200) == 0

@@ -112,7 +112,8 @@ def count_drain_hold(status: Mapping[str, object], now: datetime) -> None:
     """Counts one held decision whose drain waits, and observes the drain's age.
 
     Reads the ``Drained`` condition of the answered ``status``: when it is False or Unknown, counts
-    its reason (``nvcre_drain_holds_total``) and observes ``now`` minus its ``lastTransitionTime``
+    its reason (``nvcre_drain_holds_total``; one of ``DRAIN_REASONS``, else ``other``) and observes
+    ``now`` minus its ``lastTransitionTime``
     (``nvcre_drain_wait_seconds``; not observed when that time is missing or unreadable). A
     ``Drained`` that is True or absent counts nothing: the hold is for another reason.
     """
@@ -121,7 +122,8 @@ def count_drain_hold(status: Mapping[str, object], now: datetime) -> None:
     drained = get_condition(listed, DRAINED)
     if drained is None or drained.get("status") not in ("False", "Unknown"):
         return
-    DRAIN_HOLDS.labels(reason=str(drained.get("reason") or "")).inc()
+    reason = drained.get("reason")  # a carried-over status may hold any text: the label set stays bounded
+    DRAIN_HOLDS.labels(reason=reason if reason in DRAIN_REASONS else "other").inc()
     try:
         since = parse_time(drained.get("lastTransitionTime") or "")
     except ValueError:
