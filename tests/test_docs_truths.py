@@ -9,10 +9,12 @@ from pathlib import Path
 import yaml
 
 from hooks.core import work
+from hooks.core.barrier import Drain
 from hooks.server.app import create_app
 from hooks.server.config import LOG_LEVELS, Settings
 from podread import SnapshotLister
 from podread.cache import PodCache
+from podread.errors import PodReadError
 from podread.reader import Reader
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,12 +55,12 @@ def test_log_level_values_and_once_per_worker() -> None:
 
 
 def drained_reasons() -> set[str]:
-    """Every reason the code sets on the Drained condition."""
-    core = ROOT / "hooks" / "core"
-    barrier = (core / "barrier.py").read_text()
-    found = set(re.findall(r'reason = (?:reason or )?"(\w+)"', barrier))
-    found |= set(re.findall(r'DRAINED, cond\.\w+, "(\w+)"', barrier + (core / "reads.py").read_text()))
-    return found
+    """Every reason the barrier sets on the Drained condition: the reason of a Drain of each kind
+    (a failed read, each thing waited for alone, nothing found)."""
+    pod = {"metadata": {"name": "p"}}
+    drains = [Drain(), Drain(error=PodReadError("injected")), Drain(jobsets=("j-0",)), Drain(workers=(pod,)),
+              Drain(launchers=(pod,)), Drain(batch_jobs=("j-0-worker-0",))]
+    return {drain.drained()[1] for drain in drains}
 
 
 def test_every_drained_reason_is_documented() -> None:

@@ -9,21 +9,29 @@ the same attempts, the ``batch/v1`` Jobs JobSet labelled with those names (``att
 issue 20): Metacontroller deletes a JobSet in the background, and until the garbage collector
 deletes its Jobs such a Job can create a pod after every pod had finished. It passes only when no
 pod is active, no such batch Job exists (one being deleted included) and no JobSet of the Job is
-observed. All reads of one call share one deadline (``hooks.server.handler``); a failed or late
-read holds (``Drained=Unknown``, ``ReadFailed``), never "none". While it waits,
-``hooks.core.stuckwait`` says whether the pods are stuck on dead nodes. ``no_active_pods`` is the
-same reads for a terminal queue-managed Job's quota.
+observed. All reads of one call share one deadline (``hooks.server.handler``) and are made once
+per call (``drain_reads``, through ``Context.once``: the adoption's reads are the barrier's); a
+failed or late read holds (``Drained=Unknown``, ``ReadFailed``), never "none". While it waits,
+``hooks.core.stuckwait`` says whether the pods are stuck on dead nodes.
+
+``barrier`` returns a value, ``Drain``: what was found, why it holds (``reason``) and what to say
+(``message``, framed by the row's own words). ``record`` (and ``record_gate``, before creating a
+JobSet) is the one place it enters the status: ``Drained``, ``DrainStuck``, ``ForceDeleteAllowed``,
+``activePods``, resync and the force deletes; the rows set the rest from the same value.
+``leftovers`` is the same reads for a terminal queue-managed Job's quota.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from hooks.core import conditions as cond
+from hooks.core import stuckwait
 from hooks.core.evidence import list_names
-from hooks.core.reads import read_failed
-from hooks.core.stuckwait import check_stuck, clear_stuck
+from hooks.core.reads import failed_words
+from hooks.core.stuckwait import NOT_KNOWN, StuckWait
 from hooks.core.wording import bounded, list_pods, pod_name
 from hooks.core.work import DRAINED, Context, Work
 from podread.attempts import attempt_in_name, attempt_number
@@ -31,52 +39,205 @@ from podread.constants import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL, LAUNC
 from podread.errors import PodReadError
 from podread.selector import pod_key
 
+Pod = Mapping[str, Any]
 
-def drain_reads(ctx: Context, attempt: int) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+WORKLOAD_PRESENT, PODS_ACTIVE, LAUNCHER_ACTIVE = "WorkloadPresent", "PodsActive", "LauncherActive"
+BATCH_JOBS_PRESENT, READ_FAILED, NO_ACTIVE_PODS = "BatchJobsPresent", "ReadFailed", "NoActivePods"
+PASSED_WORDS = "no active pod (confirmed with the API server)"
+
+
+def drain_reads(ctx: Context, attempt: int) -> tuple[list[Pod], list[Pod]]:
     """Every active pod that may belong to the Job, by any identity it carries, and every batch Job
     of its attempts, all confirmed live: ``active_job_pods`` (JOB_LABEL, cache then live),
     ``active_launcher_pods`` (LAUNCHER_LABEL), then for ``<job>-0`` up to one past the highest
     attempt (``attempt`` and the evidence, ``last_attempt``) ``attempt_jobs`` and
     ``active_attempt_pods`` (JobSet's ``jobset-name`` label). The Jobs are read before the pods by
-    that label: a Job gone at its read cannot make a pod the pod read then misses. Returns
-    (pods, batch Jobs); raises ``PodReadError`` from any read."""
-    found = list(ctx.reader.active_job_pods(ctx.namespace, ctx.job))
-    found += ctx.reader.active_launcher_pods(ctx.namespace, ctx.job)
+    that label: a Job gone at its read cannot make a pod the pod read then misses. Each read is
+    made once per call (``Context.once``): a second caller, or the same attempts asked again, gets
+    the first answer, or its error. Returns (pods, batch Jobs), new lists; raises ``PodReadError``
+    from any read."""
+    found = list(ctx.once.get("active_job_pods", lambda: ctx.reader.active_job_pods(ctx.namespace, ctx.job)))
+    found += ctx.once.get("active_launcher_pods", lambda: ctx.reader.active_launcher_pods(ctx.namespace, ctx.job))
     last = last_attempt(ctx, attempt, found) + 1
-    jobs = list(ctx.reader.attempt_jobs(ctx.namespace, ctx.job, last))
-    found += ctx.reader.active_attempt_pods(ctx.namespace, ctx.job, last)
+    jobs = list(ctx.once.get(("attempt_jobs", last), lambda: ctx.reader.attempt_jobs(ctx.namespace, ctx.job, last)))
+    found += ctx.once.get(("active_attempt_pods", last),
+                          lambda: ctx.reader.active_attempt_pods(ctx.namespace, ctx.job, last))
     return found, jobs
 
 
-def no_active_pods(ctx: Context, work: Work) -> bool:
-    """Whether no pod of the Job is active by any identity and no batch Job of it can still create
-    one (the barrier's reads, live), for a terminal Job that keeps its JobSet. A failed read, an
-    active pod, or such a Job keeps the quota: the message says so and resync is set.
+@dataclass(frozen=True)
+class Drain:
+    """What the drain barrier found, all read live, and what it makes of it.
+
+    Found: ``jobsets`` (the names of the observed JobSets), ``workers`` and ``launchers`` (the
+    active pods, without duplicates, sorted by name: ``split_launchers``), ``batch_jobs`` (names);
+    or ``error``, the read that failed (then nothing else is known). ``stuck``: whether the pods it
+    waits on are stuck on dead nodes (``hooks.core.stuckwait``). ``passed`` when nothing was found
+    and no read failed; ``reason`` why it holds (``Drained``'s reason: the first thing waited for)
+    or ``NoActivePods``; ``message`` what the status says.
+    """
+
+    jobsets: tuple[str, ...] = ()
+    workers: tuple[Pod, ...] = ()
+    launchers: tuple[Pod, ...] = ()
+    batch_jobs: tuple[str, ...] = ()
+    error: PodReadError | None = None
+    stuck: StuckWait = field(default_factory=StuckWait)
+
+    @property
+    def passed(self) -> bool:
+        """No read failed, no JobSet is observed, no pod is active, no batch Job is left."""
+        return self.error is None and not (self.jobsets or self.workers or self.launchers or self.batch_jobs)
+
+    @property
+    def reason(self) -> str:
+        """``ReadFailed``, else the first thing waited for (``WorkloadPresent``, ``PodsActive``,
+        ``LauncherActive``, ``BatchJobsPresent``), else ``NoActivePods``."""
+        if self.error is not None:
+            return READ_FAILED
+        for reason, found in ((WORKLOAD_PRESENT, self.jobsets), (PODS_ACTIVE, self.workers),
+                              (LAUNCHER_ACTIVE, self.launchers), (BATCH_JOBS_PRESENT, self.batch_jobs)):
+            if found:
+                return reason
+        return NO_ACTIVE_PODS
+
+    def waiting_for(self) -> list[str]:
+        """What it waits for, in words, in the order of ``reason``."""
+        waiting: list[str] = []
+        if self.jobsets:
+            noun = "JobSet" if len(self.jobsets) == 1 else "JobSets"
+            waiting.append(f"{noun} {list_names(list(self.jobsets))} to be deleted")
+        if self.workers:
+            noun = "active pod" if len(self.workers) == 1 else "active pods"
+            waiting.append(f"{len(self.workers)} {noun}: {list_pods(list(self.workers))}")
+        if self.launchers:
+            waiting.append(f"launcher pod {list_pods(list(self.launchers))} to finish")
+        if self.batch_jobs:
+            noun = "batch Job" if len(self.batch_jobs) == 1 else "batch Jobs"
+            waiting.append(f"{noun} {list_names(list(self.batch_jobs))} to be deleted")
+        return waiting
+
+    def words(self) -> str:
+        """The barrier's own words: the failed read (``hooks.core.reads.failed_words``), ``waiting
+        for ...``, or ``""`` once it passed."""
+        if self.error is not None:
+            return failed_words(self.error)
+        waiting = self.waiting_for()
+        return bounded("waiting for " + " and ".join(waiting)) if waiting else ""
+
+    def message(self, *, before: str = "", after: str = "") -> str:
+        """The status message of a row that holds on the barrier: ``before``, the barrier's
+        ``words``, the stuck pods (``StuckWait.said``), ``after``; ``""`` once it passed."""
+        if self.passed:
+            return ""
+        return bounded(f"{before}{self.words()}{self.stuck.said()}{after}")
+
+    def drained(self) -> tuple[str, str, str]:
+        """The ``Drained`` condition it sets: (status, reason, message)."""
+        if self.error is not None:
+            return cond.UNKNOWN, READ_FAILED, self.error.cause
+        if self.passed:
+            return cond.TRUE, NO_ACTIVE_PODS, PASSED_WORDS
+        return cond.FALSE, self.reason, self.words()
+
+
+def barrier(ctx: Context, conditions: list[dict[str, Any]], *, through: int) -> Drain:
+    """The drain barrier (module doc). Reads, live (``drain_reads``): ``active_job_pods``
+    (JOB_LABEL), ``active_launcher_pods`` (LAUNCHER_LABEL, every attempt, with or without
+    ``spec.launcher``), ``attempt_jobs`` and ``active_attempt_pods`` (JobSet's ``jobset-name``
+    label, for ``<job>-0`` up to one past the highest attempt known: ``through``, the status, the
+    children, and those pods' attempt and ``jobset-name`` labels). ``through`` is the attempt the
+    row works on: the current one for a teardown, the next one before starting it. A batch Job
+    counts whatever its state, one being deleted too: until the garbage collector removes it, it
+    may create a pod. Waiting, ``Drained`` is False with the reason of the first thing waited
+    for: ``WorkloadPresent``, ``PodsActive``, ``LauncherActive``, ``BatchJobsPresent``; a failed
+    read holds with ``ReadFailed`` (Unknown). While it waits, asks ``hooks.core.stuckwait`` whether
+    the pods are stuck,
+    counting from when ``Drained`` turned False in ``conditions``. Returns the ``Drain``; a failed
+    read is a ``Drain`` whose ``error`` is set, never "none"."""
+    try:
+        found, jobs = drain_reads(ctx, through)
+    except PodReadError as error:
+        return Drain(error=error, stuck=NOT_KNOWN)
+    workers, launchers = split_launchers(ctx, found)
+    jobsets = tuple(sorted(str(jobset["metadata"]["name"]) for jobset in ctx.observed.jobsets))
+    drain = Drain(jobsets, tuple(workers), tuple(launchers), tuple(job_names(jobs)))
+    if drain.passed:
+        return drain
+    stuck = stuckwait.wait(ctx, stuckwait.waiting_since(conditions, ctx.now), [*workers, *launchers])
+    return Drain(drain.jobsets, drain.workers, drain.launchers, drain.batch_jobs, None, stuck)
+
+
+def record(ctx: Context, work: Work, drain: Drain) -> None:
+    """Writes what the barrier found into the status, the one place it does: ``Drained``,
+    ``DrainStuck`` and ``ForceDeleteAllowed`` (``hooks.core.stuckwait.conditions``); ``activePods``
+    (the active pods that are not launchers; kept as it was when a read failed); resync while it
+    holds; the force deletes it asks for. The message, phase and kind are the row's, from the same
+    ``drain`` (``Drain.message``)."""
+    _record(ctx, work, drain, drained=True)
+
+
+def record_gate(ctx: Context, work: Work, drain: Drain) -> None:
+    """``record`` for the check before creating the current attempt's JobSet: a pass adds no
+    ``Drained`` condition where there was none (it updates one that exists), so a new Job's
+    status stays minimal."""
+    _record(ctx, work, drain, drained=not drain.passed or cond.get_condition(work.conditions, DRAINED) is not None)
+
+
+def _record(ctx: Context, work: Work, drain: Drain, *, drained: bool) -> None:
+    conditions = work.conditions
+    if drained:
+        conditions = cond.set_condition(conditions, DRAINED, *drain.drained(), ctx.now)
+    work.conditions = stuckwait.conditions(ctx, conditions, drain.stuck)
+    if drain.error is None:
+        work.active_pods = len(drain.workers)
+    work.resync = work.resync or not drain.passed
+    work.stuck_pods = drain.stuck.pods
+    work.actions = [*work.actions, *drain.stuck.deletes]
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What keeps a terminal queue-managed Job's quota (``leftovers``): ``error`` (a read failed),
+    ``pods`` (active, by any identity, unique, sorted) or ``jobs`` (batch Jobs that may still create
+    pods, by name). ``none`` when nothing does; ``message`` says what keeps it."""
+
+    error: PodReadError | None = None
+    pods: tuple[Pod, ...] = ()
+    jobs: tuple[str, ...] = ()
+
+    @property
+    def none(self) -> bool:
+        return self.error is None and not self.pods and not self.jobs
+
+    def message(self) -> str:
+        if self.error is not None:
+            return f"keeping the quota until a pod read succeeds: {self.error.cause}"
+        if self.pods:
+            return bounded(f"keeping the quota while {len(self.pods)} pods are active: {list_pods(list(self.pods))}")
+        if self.jobs:
+            return bounded(f"keeping the quota while {len(self.jobs)} batch Jobs may still create pods: "
+                           f"{list_names(list(self.jobs))}")
+        return ""
+
+
+def leftovers(ctx: Context, attempt: int) -> Leftovers:
+    """Whether a pod of the Job is active by any identity, or a batch Job of it can still create
+    one (the barrier's reads, live, ``drain_reads``), for a terminal Job that keeps its JobSet.
 
     Unlike the barrier it does not wait for every batch Job: the kept JobSet keeps its finished
     Jobs until it is deleted, so that would hold the quota for as long as the Job exists. Safety
     needs only that nothing runs outside the quota, now or later: a batch Job whose
     ``Complete``/``Failed`` (or ``SuccessCriteriaMet``/``FailureTarget``) condition is True, or
-    that is being deleted, creates no pod (the Job controller's rule), so only the others keep it.
+    that is being deleted, creates no pod (the Job controller's rule), so only the others count.
     """
     try:
-        found, jobs = drain_reads(ctx, work.attempt)
+        found, jobs = drain_reads(ctx, attempt)
     except PodReadError as error:
-        work.message = f"keeping the quota until a pod read succeeds: {error.cause}"
-        work.resync = True
-        return False
+        return Leftovers(error=error)
     if found:
-        unique = sorted({pod_key(pod): pod for pod in found}.values(), key=pod_name)
-        work.message = bounded(f"keeping the quota while {len(unique)} pods are active: {list_pods(unique)}")
-        work.resync = True
-        return False
-    running = job_names([job for job in jobs if may_create_pods(job)])
-    if running:
-        work.message = bounded(f"keeping the quota while {len(running)} batch Jobs may still create pods: "
-                               f"{list_names(running)}")
-        work.resync = True
-        return False
-    return True
+        return Leftovers(pods=tuple(sorted({pod_key(pod): pod for pod in found}.values(), key=pod_name)))
+    return Leftovers(jobs=tuple(job_names([job for job in jobs if may_create_pods(job)])))
 
 
 FINISHED_JOB_CONDITIONS = frozenset({"Complete", "Failed", "SuccessCriteriaMet", "FailureTarget"})
@@ -96,63 +257,6 @@ def may_create_pods(job: Mapping[str, Any]) -> bool:
 def job_names(jobs: list[Mapping[str, Any]]) -> list[str]:
     """The names of ``jobs``, unique and sorted."""
     return sorted({str((job.get("metadata") or {}).get("name", "")) for job in jobs})
-
-
-def barrier(ctx: Context, work: Work, *, gate: bool = False, next_attempt: bool = False) -> bool:
-    """The drain barrier. Returns True only when no JobSet of the Job is observed, no pod that
-    may belong to the Job is active, by any identity it carries, and no batch Job of its attempts
-    is left, all confirmed live (``drain_reads``): ``active_job_pods`` (JOB_LABEL),
-    ``active_launcher_pods`` (LAUNCHER_LABEL, every attempt, with or without ``spec.launcher``),
-    ``attempt_jobs`` and ``active_attempt_pods`` (JobSet's ``jobset-name`` label, for ``<job>-0``
-    up to one past the highest attempt known: the status, ``next_attempt``'s attempt, the
-    children, and those pods' attempt and ``jobset-name`` labels). A batch Job counts whatever its
-    state, one being deleted too: until the garbage collector removes it, it may create a pod.
-    Waiting, ``Drained`` is False with the reason of the first thing waited for:
-    ``WorkloadPresent``, ``PodsActive``, ``LauncherActive``, ``BatchJobsPresent``.
-    Sets the ``Drained`` condition, ``message``, ``activePods`` (the active pods that are not
-    launchers) and, while waiting, resync. A failed read holds: ``Drained`` Unknown, ``ReadFailed``,
-    previous ``activePods`` kept, wording fixed by the error's class.
-    With ``gate`` (the check before creating the current attempt's JobSet when it is not observed)
-    a pass adds no ``Drained`` condition where there was none, so a new Job's status stays minimal.
-    """
-    try:
-        found, jobs = drain_reads(ctx, work.attempt + (1 if next_attempt else 0))
-    except PodReadError as error:
-        read_failed(ctx, work, error, in_barrier=True)
-        return False
-    batch_jobs = job_names(jobs)
-    active, launchers = split_launchers(ctx, found)
-    work.active_pods = len(active)
-    jobsets = sorted(str(jobset["metadata"]["name"]) for jobset in ctx.observed.jobsets)
-    waiting: list[str] = []
-    reason = ""
-    if jobsets:
-        noun = "JobSet" if len(jobsets) == 1 else "JobSets"
-        waiting.append(f"{noun} {list_names(jobsets)} to be deleted")
-        reason = "WorkloadPresent"
-    if active:
-        noun = "active pod" if len(active) == 1 else "active pods"
-        waiting.append(f"{len(active)} {noun}: {list_pods(active)}")
-        reason = reason or "PodsActive"
-    if launchers:
-        waiting.append(f"launcher pod {list_pods(launchers)} to finish")
-        reason = reason or "LauncherActive"
-    if batch_jobs:
-        noun = "batch Job" if len(batch_jobs) == 1 else "batch Jobs"
-        waiting.append(f"{noun} {list_names(batch_jobs)} to be deleted")
-        reason = reason or "BatchJobsPresent"
-    if waiting:
-        work.message = bounded("waiting for " + " and ".join(waiting))
-        work.conditions = cond.set_condition(work.conditions, DRAINED, cond.FALSE, reason, work.message, ctx.now)
-        work.resync = True
-        check_stuck(ctx, work, [*active, *launchers])
-        return False
-    work.message = ""
-    clear_stuck(ctx, work)
-    if not gate or cond.get_condition(work.conditions, DRAINED) is not None:
-        work.conditions = cond.set_condition(work.conditions, DRAINED, cond.TRUE, "NoActivePods",
-                                             "no active pod (confirmed with the API server)", ctx.now)
-    return True
 
 
 def last_attempt(ctx: Context, attempt: int, pods: list[Mapping[str, Any]]) -> int:

@@ -1,6 +1,7 @@
 """The child that keeps an observed JobSet: rebuilt from the spec, or as observed.
 
-Pure: reads the observed JobSet and the spec. ``keep`` rebuilds it (the same object the spec gives);
+Pure: reads the observed JobSet and the spec. ``keep`` rebuilds it (the same object the spec gives,
+``hooks.core.built``);
 ``as_observed`` keeps identity, labels, annotations (without Metacontroller's last-applied one) and
 spec exactly, for the rows that must not change a JobSet they did not make or cannot rebuild.
 """
@@ -10,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hooks.core import built
 from hooks.core.jobset import API_VERSION as JOBSET_API_VERSION
 from hooks.core.jobset import KIND as JOBSET_KIND
-from hooks.core.jobset import InvalidSpec, build_jobset, json_copy
+from hooks.core.jobset import InvalidSpec, json_copy
 from hooks.core.work import Context
 
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
@@ -23,7 +25,7 @@ def keep(ctx: Context, observed: Mapping[str, Any], attempt: int) -> dict[str, A
     built, the observed object's identity, labels, annotations and spec.
     """
     try:
-        return build_jobset(ctx.job_object(), attempt)
+        return built.jobset(ctx, attempt)
     except InvalidSpec:
         return as_observed(observed)
 

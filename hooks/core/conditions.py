@@ -58,14 +58,20 @@ def set_condition(
     when its ``status`` is unchanged and it has one; otherwise it becomes ``now``. The result is
     sorted by type, one condition per type.
     """
-    previous = get_condition(conditions, type_)
-    since = format_time(now)
-    if previous is not None and previous.get("status") == status and previous.get("lastTransitionTime"):
-        since = previous["lastTransitionTime"]
+    since = transition_time(conditions, type_, status, now)
     updated = {"type": type_, "status": status, "reason": reason, "message": message,
                "lastTransitionTime": since}
     rest = [normalize(c) for c in conditions if c.get("type") != type_]
     return sort_conditions([*rest, updated])
+
+
+def transition_time(conditions: Iterable[Mapping[str, Any]], type_: str, status: str, now: datetime) -> Any:
+    """The ``lastTransitionTime`` condition ``type_`` has once set to ``status`` (``set_condition``):
+    the existing condition's when its ``status`` is unchanged and it has one, else ``now``."""
+    previous = get_condition(conditions, type_)
+    if previous is not None and previous.get("status") == status and previous.get("lastTransitionTime"):
+        return previous["lastTransitionTime"]
+    return format_time(now)
 
 
 def sort_conditions(conditions: Iterable[Mapping[str, Any]]) -> list[Condition]:

@@ -1,7 +1,9 @@
 """The decision table (design §5): observed state and pod reads in, desired children and status out.
 
-Pure: the only I/O is the Reader passed in. Rows, first match decides; each row's work is in the
-module of ``hooks.core.rows`` named in the last column:
+Pure: the only I/O is the Reader passed in. Rows 1-11, first match decides (rows 1, 2 and 2a,
+the teardowns, are matched once, before the adoption: ``teardown_row``); then rows 12 and 13, on
+the phase those rows decided. Each row's work is in the module of ``hooks.core.rows`` named in the
+last column:
 
     row  when                                  answer                                               rows.
     1    finalizing                            no children; Terminating; finalized after the barrier teardown
@@ -33,6 +35,12 @@ module of ``hooks.core.rows`` named in the last column:
     11   otherwise                             the current attempt's JobSet, Running if a cached pod current
                                                is active; one not observed yet is created only once
                                                the barrier passed (queue-managed: once admitted)
+    then, on the phase decided above:
+    12   terminal, ttlSecondsAfterFinished     ask for the Job's deletion (DeleteJob); the finalize  deadline
+         passed (from completionTime), the     row then drains it
+         status agrees, not finalizing
+    13   terminal, queue-managed, Workload     release the quota once no pod is active and no batch  kueue
+         observed, the row released nothing    Job may create one (live reads); else keep it, say why
 
 Before the rows, the current attempt: ``status.attempt``, or ``<job>-<N+1>`` adopted only as the step
 after a drained attempt whose status write was lost (``rows.mismatch.adopt``: Restarting, Suspending
@@ -40,13 +48,13 @@ or Suspended, exactly N+1, no other JobSet, and the barrier's live reads find no
 own and no batch Job of an earlier attempt; the phase is then Pending). Every other newer JobSet is
 row 3 (``UnknownAttempt``).
 
-After the rows, for every answer: ``StatusMismatch`` turns False once the disagreement is gone;
-unless the status disagrees (whichever row ran: rows 2 and 2a come before row 3; finalizing checks
-no claim), ``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
+Around rows 12 and 13, for every answer: ``StatusMismatch`` turns False once the disagreement is
+gone; unless the status disagrees (whichever row ran: rows 2 and 2a come before row 3; finalizing
+checks no claim), ``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
 (``rows.deadline.times``); ``replicatedJobsDigest`` is pinned with the first JobSet answered
 (``hooks.core.specpin``; row 7 refuses a spec that no longer has it); a queue-managed Job's
-Workload child is added or released (``rows.kueue.workload_child``); the answer is assembled
-(``hooks.core.answer``).
+Workload child is added, or left out as the rows released it (``rows.kueue.workload_child``); the
+answer is assembled (``hooks.core.answer``).
 
 A step that would need an attempt past ``MAX_ATTEMPT`` (rows 2a, 5, 6, 8) ends the Job Failed
 instead (``rows.terminal.out_of_attempts``). Terminal comes after suspend only for Jobs that are not
@@ -54,17 +62,19 @@ terminal, so suspending a finished Job never moves it out of its final phase. On
 3a, 5 (while draining), 6 (while holding) and the failed JobSet of row 8 on the next call leave the
 current JobSet out. The drain barrier is ``hooks.core.barrier``: it passes only when no JobSet of the
 Job is observed, no pod of it is active and no batch Job of its attempts is left (the garbage
-collector deletes them after the JobSet, and until then they may create pods), all read live; the
-status words ``hooks.core.wording``.
+collector deletes them after the JobSet, and until then they may create pods), all read live, once
+per call; it returns a value (``Drain``) that ``barrier.record`` writes into the status. The status
+words are ``hooks.core.wording``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
-from hooks.core import specpin
+from hooks.core import queueing, specpin
 from hooks.core.answer import assemble
 from hooks.core.observed import Observed
 from hooks.core.rows import current, deadline, kueue, mismatch, teardown, terminal
@@ -82,6 +92,8 @@ from hooks.core.work import (
 
 __all__ = ["Decision", "decide"]
 
+Row = Callable[[Context, Work], None]
+
 
 def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: float = 5.0) -> Decision:
     """Decides the desired children and the whole status for ``observed``.
@@ -89,7 +101,8 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     Reads pods only through ``reader`` (the podread Reader methods ``job_pods``,
     ``active_job_pods``, ``active_launcher_pods``, ``active_attempt_pods``, ``workload_pods``,
     ``attempt_failure_pods``, ``node_states``, the batch Jobs the barrier waits for,
-    ``attempt_jobs``, and, before asking for a force delete, ``pod_delete_allowed``); ``now`` stamps
+    ``attempt_jobs``, and, before asking for a force delete, ``pod_delete_allowed``); the barrier's
+    reads are made once per call (``hooks.core.barrier.drain_reads``). ``now`` stamps
     condition transitions. Returns the
     ``Decision`` whose ``response`` is the 200 body: ``status``, ``children`` (always a list),
     ``resyncAfterSeconds`` (``resync_seconds``) only while waiting, ``finalized`` only when
@@ -99,11 +112,10 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     """
     prior = observed.status
     ctx = Context(observed, reader, now)
+    tearing_down = teardown_row(ctx)
     # Rows 1, 2 and 2a tear down whatever attempt runs: they adopt nothing, so that the phase they
     # write (Suspending) never makes the next call adopt and answer another attempt (a fixed point).
-    tearing_down = observed.finalizing or (prior.phase not in TERMINAL and (
-        observed.spec.get("suspend") is True or (bool(ctx.queue) and kueue.is_evicted(ctx))))
-    attempt, refused = (prior.attempt, None) if tearing_down else mismatch.adopt(ctx)
+    attempt, refused = (prior.attempt, None) if tearing_down is not None else mismatch.adopt(ctx)
     phase = prior.phase
     if attempt > prior.attempt:
         phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
@@ -113,12 +125,9 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
                 start_time=prior.start_time, completion_time=prior.completion_time,
                 replicated_jobs_digest=prior.replicated_jobs_digest)
     disagreement = None if observed.finalizing else mismatch.disagreement(ctx, attempt, phase, refused)
-    if observed.finalizing:
-        teardown.finalize(ctx, work)                                      # row 1
-    elif observed.spec.get("suspend") is True and phase not in TERMINAL:
-        teardown.suspend(ctx, work)                                       # row 2
-    elif ctx.queue and phase not in TERMINAL and kueue.is_evicted(ctx):
-        kueue.evicted(ctx, work)    # row 2a: Kueue's word, not a status claim: before the mismatch hold
+    trusted = disagreement is None
+    if tearing_down is not None:
+        tearing_down(ctx, work)     # rows 1, 2, 2a: Kueue's word is not a status claim: before the mismatch hold
     elif disagreement is not None:
         mismatch.hold(ctx, work, *disagreement)                           # row 3
     elif phase not in TERMINAL and deadline.due(ctx, work):
@@ -131,12 +140,35 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         current.restart(ctx, work)                                        # row 6
     else:
         current.steady(ctx, work)                                         # rows 7-11
-    if disagreement is None and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
+    if trusted and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
-    deadline.times(ctx, work, trusted=disagreement is None)
+    deadline.times(ctx, work, trusted=trusted)
+    ttl = deadline.ttl_due(ctx, work) if trusted and not observed.finalizing else None
+    if ttl is not None:
+        deadline.delete_job(ctx, work, ttl)                               # row 12
     work.replicated_jobs_digest = specpin.pinned(observed.spec, work.replicated_jobs_digest,
                                                  answers_jobset=any(c.get("kind") == "JobSet" for c in work.children))
+    if (ctx.queue and work.phase in TERMINAL and work.quota == "create"
+            and queueing.current_workload(observed) is not None):
+        kueue.release_quota(ctx, work)                                    # row 13
     if ctx.queue:
-        kueue.workload_child(ctx, work, hold=disagreement is not None)
+        kueue.workload_child(ctx, work, hold=not trusted)
     return assemble(observed, work, resync_seconds)
+
+
+def teardown_row(ctx: Context) -> Row | None:
+    """The row that tears down whatever attempt runs, matched once, on the request as it came
+    (before any adoption): row 1 while finalizing; for a Job that is not terminal, row 2 when
+    ``spec.suspend`` is true, row 2a when Kueue evicted it (``rows.kueue.is_evicted``). ``None``
+    when none applies."""
+    observed = ctx.observed
+    if observed.finalizing:
+        return teardown.finalize                                          # row 1
+    if observed.status.phase in TERMINAL:
+        return None  # suspending or evicting a finished Job never moves it out of its final phase
+    if observed.spec.get("suspend") is True:
+        return teardown.suspend                                           # row 2
+    if ctx.queue and kueue.is_evicted(ctx):
+        return kueue.evicted                                              # row 2a
+    return None

@@ -18,7 +18,13 @@ def check_spec(job: Mapping[str, Any], attempt: int) -> tuple[dict[str, Any], li
     failure-policy rules (``hooks.core.failurepolicy.rules_of``), after the time limits are checked
     (``hooks.core.deadlines.check``). Raises ``InvalidSpec`` from the first check that refuses."""
     jobset = build_jobset(job, attempt)
-    spec = job.get("spec") or {}
+    return jobset, check_policies(job.get("spec") or {})
+
+
+def check_policies(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The checks of ``check_spec`` after the JobSet is built, for a caller that has it already
+    (``hooks.core.built``): the failure-policy rules, returned checked, then the time limits.
+    Raises ``InvalidSpec`` from the first check that refuses."""
     rules = failurepolicy.rules_of(spec)
     deadlines.check(spec)
-    return jobset, rules
+    return rules

@@ -1,9 +1,11 @@
 """While the drain barrier waits: are the pods it waits on stuck on dead nodes (issues 15, 20)?
 
-Reads nodes (``Reader.node_states``) only once the wait has lasted ``spec.drain.stuckAfterSeconds``
-and judges them with ``hooks.core.stuck``. Sets ``DrainStuck`` and, only as ``hooks.core.stuck``
-allows, asks for a force delete (``ForceDeletePod``). The barrier's answer never changes here: a
-stuck pod is still active, and the barrier still waits.
+``wait`` reads nodes (``Reader.node_states``) only once the wait has lasted
+``spec.drain.stuckAfterSeconds``, judges them with ``hooks.core.stuck`` and returns what it found, a
+``StuckWait``: the stuck pods and, only as ``hooks.core.stuck`` allows, the force deletes to ask for
+(``ForceDeletePod``). ``conditions`` turns it into ``DrainStuck`` and ``ForceDeleteAllowed``;
+``hooks.core.barrier.record`` writes it into the status with the rest of the barrier's result. The
+barrier's answer never changes here: a stuck pod is still active, and the barrier still waits.
 
 Before it asks for a force delete it confirms, live, what licenses it (issue 20):
 - the pod as the API server has it now (``Reader.workload_pods`` of the attempt its
@@ -21,14 +23,16 @@ A failed read of either is "unknown": no force delete, and nothing else changes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core import deadlines, stuck
 from hooks.core.actions import ForceDeletePod
 from hooks.core.wording import bounded
-from hooks.core.work import DRAIN_STUCK, DRAINED, Context, Work
+from hooks.core.work import DRAIN_STUCK, DRAINED, Context
 from podread.errors import PodReadError
 
 FORCE_DELETE_ALLOWED = "ForceDeleteAllowed"
@@ -38,47 +42,76 @@ OVERLAY = "manifests/overlays/force-delete"
 ROLE = "nvcre-hooks-pod-deleter"
 
 
-def check_stuck(ctx: Context, work: Work, pods: list[Mapping[str, Any]]) -> None:
-    """While the barrier waits on ``pods``: are some stuck terminating on dead nodes
-    (``hooks.core.stuck``)? Reads nodes (``Reader.node_states``) only once the wait has lasted
-    ``spec.drain.stuckAfterSeconds``. Sets ``DrainStuck`` True naming the pods and nodes, or False
-    once none is; asks for a force delete only for the pods ``force_deletable`` confirms live. A
-    failed node read changes nothing (unknown is never "gone"). The barrier's answer is unchanged:
-    it still waits."""
-    drained = cond.get_condition(work.conditions, DRAINED) or {}
+@dataclass(frozen=True)
+class StuckWait:
+    """What the barrier's wait found about the pods it waits on.
+
+    ``known``: False when the node read failed: nothing is said and nothing changes (unknown is
+    never "gone"). ``found``: the stuck pods (none: ``DrainStuck`` turns False where it exists).
+    ``refused``: once a pod qualified for a force delete, was confirmed live and the permission was
+    read, the namespaces where the hooks may not delete pods (``()``: allowed); ``None`` otherwise.
+    ``deletes``: the force deletes to ask for (confirmed live, and allowed).
+    """
+
+    known: bool = True
+    found: stuck.Stuck = field(default_factory=stuck.Stuck)
+    refused: tuple[str, ...] | None = None
+    deletes: tuple[ForceDeletePod, ...] = ()
+
+    @property
+    def pods(self) -> int:
+        """How many waited-on pods are stuck (0 when unknown)."""
+        return len(self.found.pods) if self.known else 0
+
+    def said(self) -> str:
+        """What the status message adds: ``; <the stuck pods>`` when some are stuck, else ``""``."""
+        return f"; {self.found.message()}" if self.pods else ""
+
+
+NOT_KNOWN = StuckWait(known=False)
+"""A wait whose nodes could not be read, or a barrier whose own reads failed: nothing changes."""
+
+
+def waiting_since(conditions: Sequence[Mapping[str, Any]], now: datetime) -> datetime | None:
+    """Since when the barrier waits: the ``lastTransitionTime`` the ``Drained=False`` it writes
+    has (kept from ``conditions`` while it was False already, else ``now``); ``None`` when that
+    time cannot be read."""
     try:
-        since = deadlines.parse_time(str(drained.get("lastTransitionTime") or ""))
+        return deadlines.parse_time(str(cond.transition_time(conditions, DRAINED, cond.FALSE, now) or ""))
     except ValueError:
-        since = None
+        return None
+
+
+def wait(ctx: Context, since: datetime | None, pods: list[Mapping[str, Any]]) -> StuckWait:
+    """While the barrier waits on ``pods`` (since ``since``, ``waiting_since``): are some stuck
+    terminating on dead nodes (``hooks.core.stuck``)? Reads nodes (``Reader.node_states``) only once
+    the wait has lasted ``spec.drain.stuckAfterSeconds``; the force deletes only for the pods
+    ``force_deletable`` confirms live. A failed node read is ``NOT_KNOWN``."""
     maybe = stuck.candidates(pods, since, ctx.now, ctx.observed.spec)
     if not maybe or since is None:
-        clear_stuck(ctx, work)
-        return
+        return StuckWait()
     try:
         nodes = ctx.reader.node_states(sorted({str(p["spec"]["nodeName"]) for p in maybe}))
     except PodReadError:
-        return
+        return NOT_KNOWN
     found = stuck.judge(maybe, nodes, since, ctx.now, ctx.observed.spec, ctx.job)
     if not found.pods:
-        clear_stuck(ctx, work)
-        return
-    work.stuck_pods = len(found.pods)
-    work.conditions = cond.set_condition(work.conditions, DRAIN_STUCK, cond.TRUE, "PodsOnLostNodes",
-                                         bounded(found.message()), ctx.now)
-    work.message = bounded(f"{work.message}; {found.message()}")
-    for pod in force_deletable(ctx, work, found.force_delete):
-        work.actions.append(ForceDeletePod(pod.namespace, pod.name, pod.uid, pod.node.name,
-                                           f"node {pod.node.name} is {pod.node.describe()}"))
+        return StuckWait()
+    refused, allowed = force_deletable(ctx, found.force_delete)
+    deletes = tuple(ForceDeletePod(pod.namespace, pod.name, pod.uid, pod.node.name,
+                                   f"node {pod.node.name} is {pod.node.describe()}") for pod in allowed)
+    return StuckWait(True, found, refused, deletes)
 
 
-def force_deletable(ctx: Context, work: Work, wanted: tuple[stuck.StuckPod, ...]) -> list[stuck.StuckPod]:
-    """The pods of ``wanted`` (``stuck.judge``'s force-delete candidates) that may be force-deleted
+def force_deletable(ctx: Context, wanted: tuple[stuck.StuckPod, ...]) -> tuple[tuple[str, ...] | None,
+                                                                                 list[stuck.StuckPod]]:
+    """Which pods of ``wanted`` (``stuck.judge``'s force-delete candidates) may be force-deleted
     now: each confirmed on the whole pod read live (``Reader.workload_pods`` of its attempt, same
     UID, ``stuck.may_force_delete``), and the hooks allowed to delete pods in its namespace
-    (``Reader.pod_delete_allowed``). Sets ``ForceDeleteAllowed`` when some pod qualifies and the
-    permission was read. A failed read returns none and changes nothing else."""
+    (``Reader.pod_delete_allowed``). Returns (the namespaces refused, ``None`` when no pod was
+    confirmed or a read failed; the pods). A failed read returns ``(None, [])``."""
     if not wanted:
-        return []
+        return None, []
     confirmed: list[stuck.StuckPod] = []
     try:
         live: dict[str, Mapping[str, Any]] = {}
@@ -92,22 +125,31 @@ def force_deletable(ctx: Context, work: Work, wanted: tuple[stuck.StuckPod, ...]
         allowed = {namespace: ctx.reader.pod_delete_allowed(namespace)
                    for namespace in sorted({pod.namespace for pod in confirmed})}
     except PodReadError:
-        return []
+        return None, []
     if not confirmed:
-        return []
-    refused = sorted(namespace for namespace, ok in allowed.items() if not ok)
-    if refused:
-        work.conditions = cond.set_condition(
-            work.conditions, FORCE_DELETE_ALLOWED, cond.FALSE, "Forbidden",
+        return None, []
+    refused = tuple(sorted(namespace for namespace, ok in allowed.items() if not ok))
+    return refused, [pod for pod in confirmed if allowed.get(pod.namespace)]
+
+
+def conditions(ctx: Context, conditions: list[dict[str, Any]], found: StuckWait) -> list[dict[str, Any]]:
+    """``conditions`` with what ``found`` says: ``DrainStuck`` True naming the pods and nodes, or
+    False once none is stuck (only where it exists); ``ForceDeleteAllowed`` once the permission was
+    read (True ``Allowed``, or False ``Forbidden`` naming the Role to bind). Unknown changes nothing."""
+    if not found.known:
+        return conditions
+    if not found.pods:
+        if cond.get_condition(conditions, DRAIN_STUCK) is None:
+            return conditions
+        return cond.set_condition(conditions, DRAIN_STUCK, cond.FALSE, "NotStuck", "", ctx.now)
+    conditions = cond.set_condition(conditions, DRAIN_STUCK, cond.TRUE, "PodsOnLostNodes",
+                                    bounded(found.found.message()), ctx.now)
+    if found.refused:
+        return cond.set_condition(
+            conditions, FORCE_DELETE_ALLOWED, cond.FALSE, "Forbidden",
             bounded(f"pods qualify for a force delete, but the hooks may not delete pods in namespace "
-                    f"{', '.join(refused)}: bind the Role {ROLE} there ({OVERLAY}, docs/operations.md)"), ctx.now)
-    else:
-        work.conditions = cond.set_condition(work.conditions, FORCE_DELETE_ALLOWED, cond.TRUE, "Allowed",
-                                             "the hooks may delete the pods that qualify", ctx.now)
-    return [pod for pod in confirmed if allowed.get(pod.namespace)]
-
-
-def clear_stuck(ctx: Context, work: Work) -> None:
-    """``DrainStuck`` False once no waited-on pod is stuck (only when the condition exists)."""
-    if cond.get_condition(work.conditions, DRAIN_STUCK) is not None:
-        work.conditions = cond.set_condition(work.conditions, DRAIN_STUCK, cond.FALSE, "NotStuck", "", ctx.now)
+                    f"{', '.join(found.refused)}: bind the Role {ROLE} there ({OVERLAY}, docs/operations.md)"), ctx.now)
+    if found.refused is not None:
+        return cond.set_condition(conditions, FORCE_DELETE_ALLOWED, cond.TRUE, "Allowed",
+                                  "the hooks may delete the pods that qualify", ctx.now)
+    return conditions

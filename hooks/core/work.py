@@ -15,6 +15,7 @@ from typing import Any
 from hooks.core import queueing
 from hooks.core.actions import Action
 from hooks.core.observed import Observed
+from hooks.core.once import Once
 from podread.attempts import workload_name
 
 PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
@@ -84,11 +85,13 @@ class Work:
 
 @dataclass(frozen=True)
 class Context:
-    """The inputs every row reads."""
+    """The inputs every row reads, and ``once``: what this call has read or built already
+    (``hooks.core.once``; the barrier's live reads, the JobSet and the Workload)."""
 
     observed: Observed
     reader: Any
     now: datetime
+    once: Once = field(default_factory=Once, compare=False, repr=False)
 
     @property
     def job(self) -> str:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hooks.core import built, failurepolicy, queueing, specpin
 from hooks.core import conditions as cond
-from hooks.core import failurepolicy, queueing, specpin
-from hooks.core.barrier import barrier
+from hooks.core.barrier import barrier, record, record_gate
 from hooks.core.children import as_observed
 from hooks.core.evidence import (
     jobset_state,
@@ -24,7 +24,7 @@ from hooks.core.jobset import InvalidSpec
 from hooks.core.reads import count_pods, read_failed
 from hooks.core.rows.kueue import admitted, queued
 from hooks.core.rows.terminal import out_of_attempts
-from hooks.core.spec import check_spec
+from hooks.core.spec import check_policies
 from hooks.core.wording import bounded
 from hooks.core.work import (
     FAILED,
@@ -57,12 +57,16 @@ def restart(ctx: Context, work: Work) -> None:
 def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
     """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step.
 
-    While the barrier holds nothing is emitted and the phase stays as the caller set it.
+    The barrier reads through attempt+1 (a JobSet of the next attempt may already exist). While it
+    holds nothing is emitted and the phase stays as the caller set it.
     """
     work.workload = ""
     if out_of_attempts(ctx, work):
         return
-    if not barrier(ctx, work, next_attempt=True):
+    drain = barrier(ctx, work.conditions, through=work.attempt + 1)
+    record(ctx, work, drain)
+    work.message = drain.message()
+    if not drain.passed:
         work.kind = "held"
         work.quota = "keep"  # queue-managed: no new Workload while the last attempt drains
         return
@@ -79,11 +83,12 @@ def steady(ctx: Context, work: Work, *, drained: bool = False) -> None:
     current = ctx.jobset(work.attempt)
     try:
         specpin.check(ctx.observed.spec, work.replicated_jobs_digest)
-        desired, rules = check_spec(ctx.job_object(), work.attempt)
+        desired = built.jobset(ctx, work.attempt)
+        rules = check_policies(ctx.observed.spec)
         queueing.check_jobsets(ctx.observed)
         if ctx.queue:
             queueing.check_queueing(ctx.observed, ctx.admission)
-            queueing.build_workload(ctx.observed, desired)  # TooManyPodSets
+            built.workload(ctx, work.attempt)  # TooManyPodSets; the Workload child is this one (rows.kueue)
     except queueing.PriorityUnknown:
         pass  # not a spec error: the Job stays Queued without a Workload (workload_child)
     except InvalidSpec as invalid:
@@ -127,7 +132,7 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
         except PodReadError as error:
             work.kind = "held"
             work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
-            read_failed(ctx, work, error, in_barrier=False)
+            read_failed(work, error)
             return
     verdict = failurepolicy.judge(rules, current, pods)
     max_restarts = ctx.observed.spec.get("maxRestarts") or 0
@@ -190,11 +195,13 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
                     invalid_spec(ctx, work, None, invalid)
                     return
     if current is None and not drained:
-        if not barrier(ctx, work, gate=True):
+        drain = barrier(ctx, work.conditions, through=work.attempt)
+        record_gate(ctx, work, drain)
+        if not drain.passed:
             work.kind = "held"
             work.children = []
             work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
-            work.message = f"{work.message} (before creating JobSet {name})"
+            work.message = drain.message(after=f" (before creating JobSet {name})")
             return
         drained = True
     work.kind = "kept" if current is not None else "created"
@@ -230,7 +237,7 @@ def workload_running(ctx: Context, work: Work, workload: str) -> bool | None:
     try:
         return any(is_active(pod) for pod in ctx.reader.workload_pods(ctx.namespace, workload, launcher))
     except PodReadError as error:
-        read_failed(ctx, work, error, in_barrier=False)
+        read_failed(work, error)
         return None
 
 

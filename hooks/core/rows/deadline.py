@@ -3,11 +3,11 @@
 ``due``/``tear_down``: past ``spec.activeDeadlineSeconds`` (counted from ``status.startTime``) the
 workload is torn down behind the drain barrier and the Job ends Failed (``DeadlineExceeded``).
 ``times``, after every row: records ``status.startTime`` (once, when an answer first holds a JobSet)
-and ``status.completionTime`` (once, when the phase first becomes terminal), wakes the Job when a
-limit will pass, and asks, once a terminal Job's ``ttlSecondsAfterFinished`` passed, for its
-deletion (``hooks.core.actions.DeleteJob``; the finalize row then drains it). Both count only
-from times ``hooks.core.claims`` found in agreement with the evidence: while the status disagrees,
-``times`` records, wakes and deletes nothing.
+and ``status.completionTime`` (once, when the phase first becomes terminal) and wakes the Job when a
+limit will pass. ``ttl_due``/``delete_job``, row 12: once a terminal Job's
+``ttlSecondsAfterFinished`` passed, its deletion is asked for (``hooks.core.actions.DeleteJob``; the
+finalize row then drains it). Both count only from times ``hooks.core.claims`` found in agreement
+with the evidence: while the status disagrees, nothing is recorded, woken or deleted.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from hooks.core import claims, deadlines
 from hooks.core import conditions as cond
 from hooks.core.actions import DeleteJob
-from hooks.core.barrier import barrier
+from hooks.core.barrier import barrier, record
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.wording import bounded
 from hooks.core.work import DEADLINE_EXCEEDED, FAILED, FAILED_CONDITION, TERMINAL, TERMINATING, Context, Work
@@ -39,36 +39,36 @@ def due(ctx: Context, work: Work) -> bool:
 def tear_down(ctx: Context, work: Work) -> None:
     """Row 3a: past the active deadline. No children; Terminating until the drain barrier passes,
     then Failed with condition ``Failed`` reason ``DeadlineExceeded`` (terminal)."""
-    work.workload = ""
-    if cond.get_condition(work.conditions, DEADLINE_EXCEEDED) is None or \
-            cond.get_condition(work.conditions, DEADLINE_EXCEEDED).get("status") != cond.TRUE:
+    conditions = work.conditions
+    marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
+    if marked is None or marked.get("status") != cond.TRUE:
         at = deadlines.deadline_at(ctx.observed.spec, work.start_time)
         said = (f"spec.activeDeadlineSeconds passed at {deadlines.stamp(at)} (counted from status.startTime "
                 f"{work.start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
-        work.conditions = cond.set_condition(work.conditions, DEADLINE_EXCEEDED, cond.TRUE, "ActiveDeadlineSeconds",
-                                             said, ctx.now)
-    if not barrier(ctx, work):
-        work.phase = TERMINATING
-        work.kind = "held"
-        work.message = bounded(f"deadline exceeded, tearing down: {work.message}")
-        return
-    work.phase = FAILED
-    work.kind = "terminal"
-    marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED) or {}
-    work.conditions = cond.set_condition(work.conditions, FAILED_CONDITION, cond.TRUE, "DeadlineExceeded",
-                                         bounded(str(marked.get("message") or "spec.activeDeadlineSeconds passed")),
-                                         ctx.now)
+        conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, "ActiveDeadlineSeconds", said,
+                                        ctx.now)
+    drain = barrier(ctx, conditions, through=work.attempt)
+    if drain.passed:
+        marked = cond.get_condition(conditions, DEADLINE_EXCEEDED) or {}
+        conditions = cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, "DeadlineExceeded",
+                                        bounded(str(marked.get("message") or "spec.activeDeadlineSeconds passed")),
+                                        ctx.now)
+    work.conditions = conditions
+    record(ctx, work, drain)
+    work.workload = ""
+    work.phase = FAILED if drain.passed else TERMINATING
+    work.kind = "terminal" if drain.passed else "held"
+    work.message = drain.message(before="deadline exceeded, tearing down: ")
 
 
 def times(ctx: Context, work: Work, *, trusted: bool = True) -> None:
     """Records ``startTime`` (once: the first answer holding a JobSet; that JobSet's own
     ``creationTimestamp`` when it is observed with a usable one, else ``now``) and
     ``completionTime`` (once: the first terminal answer); wakes the Job when its active deadline
-    will pass; asks, once a terminal Job's ``ttlSecondsAfterFinished`` passed, for its deletion
-    (``DeleteJob``, repeated every call until the deletion is observed: a failed write is simply
-    asked again). Does nothing while finalizing, nor unless ``trusted``: the status' claims agree
-    with the evidence (``hooks.core.claims``), so no time is stamped, counted or acted on over a
-    claim that disagrees."""
+    will pass, or, once terminal, when ``ttlSecondsAfterFinished`` will (``ttl_due`` and
+    ``delete_job``, row 12, act on it). Does nothing while finalizing, nor unless ``trusted``: the
+    status' claims agree with the evidence (``hooks.core.claims``), so no time is stamped, counted
+    or acted on over a claim that disagrees."""
     if ctx.observed.finalizing or not trusted:
         return
     jobsets = [child for child in work.children if child.get("kind") == JOBSET_KIND]
@@ -80,6 +80,27 @@ def times(ctx: Context, work: Work, *, trusted: bool = True) -> None:
         _limits(ctx, work)
     except (ValueError, OverflowError):
         work.wake = None  # claims.disagreement has refused such a time already: nothing to count from
+
+
+def ttl_due(ctx: Context, work: Work) -> datetime | None:
+    """When a terminal Job's ``ttlSecondsAfterFinished`` passed (counted from ``completionTime``),
+    once it has; else ``None`` (not terminal, no limit, not passed yet, or no usable time)."""
+    if work.phase not in TERMINAL:
+        return None
+    try:
+        at = deadlines.ttl_at(ctx.observed.spec, work.completion_time)
+        return at if deadlines.passed(at, ctx.now) else None
+    except (ValueError, OverflowError):
+        return None
+
+
+def delete_job(ctx: Context, work: Work, at: datetime) -> None:
+    """Row 12: ``ttlSecondsAfterFinished`` passed at ``at``: asks for the Job's deletion
+    (``DeleteJob``, repeated every call until the deletion is observed: a failed write is simply
+    asked again; the finalize row then drains it), says so and resyncs."""
+    work.message = f"deleting the Job: spec.ttlSecondsAfterFinished passed at {deadlines.stamp(at)}"
+    work.resync = True
+    work.actions.append(DeleteJob(ctx.namespace, ctx.job, ctx.observed.uid, work.message))
 
 
 def _created(ctx: Context, jobset: Mapping[str, Any] | None) -> datetime | None:
@@ -97,17 +118,10 @@ def _created(ctx: Context, jobset: Mapping[str, Any] | None) -> datetime | None:
 
 
 def _limits(ctx: Context, work: Work) -> None:
-    """The wake-up for the active deadline, ``completionTime`` and the TTL delete (``times``)."""
+    """The wake-up for the active deadline, ``completionTime`` and the TTL's wake-up (``times``)."""
     if work.phase not in TERMINAL:
         work.wake = deadlines.wake_in(deadlines.deadline_at(ctx.observed.spec, work.start_time), ctx.now)
         return
     if not work.completion_time:
         work.completion_time = deadlines.stamp(ctx.now)
-    at = deadlines.ttl_at(ctx.observed.spec, work.completion_time)
-    if not deadlines.passed(at, ctx.now):
-        work.wake = deadlines.wake_in(at, ctx.now)
-        return
-    assert at is not None
-    work.message = f"deleting the Job: spec.ttlSecondsAfterFinished passed at {deadlines.stamp(at)}"
-    work.resync = True
-    work.actions.append(DeleteJob(ctx.namespace, ctx.job, ctx.observed.uid, work.message))
+    work.wake = deadlines.wake_in(deadlines.ttl_at(ctx.observed.spec, work.completion_time), ctx.now)

@@ -9,19 +9,19 @@ its JobSet may run (``hooks.core.queueing`` reads what Kueue says):
   is left out, ``Suspending`` until the drain barrier passes, then the attempt moves on by one (not
   a restart) and the Job is ``Queued``; a fresh Workload is emitted on the next call (``evicted``);
 - the Workload is in every answer except after a passing barrier of a finalize, suspend or eviction,
-  and once a terminal Job's pods are all gone (live reads): only then is the quota released
-  (``workload_child``).
+  and once a terminal Job's pods are all gone (live reads, row 13: ``release_quota``): only then is
+  the quota released (``workload_child`` adds the child, or leaves it out, as the rows decided).
 """
 
 from __future__ import annotations
 
+from hooks.core import built, queueing
 from hooks.core import conditions as cond
-from hooks.core import queueing
-from hooks.core.barrier import barrier, no_active_pods
+from hooks.core.barrier import barrier, leftovers, record
 from hooks.core.evidence import (
     healthy,
 )
-from hooks.core.jobset import InvalidSpec, build_jobset
+from hooks.core.jobset import InvalidSpec
 from hooks.core.rows.terminal import out_of_attempts
 from hooks.core.wording import bounded
 from hooks.core.work import ADMITTED, QUEUED, SUSPENDED, SUSPENDING, TERMINAL, Context, Work
@@ -43,26 +43,27 @@ def evicted(ctx: Context, work: Work) -> None:
     by one (unless the Job was already ``Queued``: nothing ran since) and the Job is ``Queued``.
     Not a failure: ``restarts`` is unchanged."""
     admission = ctx.admission
-    work.workload = ""
-    work.quota = "keep"
+    requeue = work.phase != QUEUED  # something ran since the Job was last queued: the next attempt follows
     words = f"evicted by Kueue ({admission.reason})" + (f": {admission.message}" if admission.message else "")
+    drain = barrier(ctx, work.conditions, through=work.attempt + 1 if requeue else work.attempt)
+    record(ctx, work, drain)
     work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, admission.reason,
                                          bounded(f"LocalQueue {ctx.queue}: {words}"), ctx.now)
-    if not barrier(ctx, work, next_attempt=work.phase != QUEUED):
+    work.workload = ""
+    if not drain.passed:
         work.phase = SUSPENDING
         work.kind = "held"
-        work.message = bounded(f"{words}; {work.message} before releasing the quota")
+        work.quota = "keep"
+        work.message = drain.message(before=f"{words}; ", after=" before releasing the quota")
         return
-    if work.phase != QUEUED:
-        if out_of_attempts(ctx, work):
-            work.quota = "release"
-            return
-        work.attempt += 1
+    work.quota = "release"
+    if requeue and out_of_attempts(ctx, work):
+        return
+    work.attempt += 1 if requeue else 0
     work.phase = QUEUED
     work.kind = "proceeded"
-    work.quota = "release"
     work.message = bounded(f"{words}; no pod is left, the quota is released and the Job queues again in "
-                            f"LocalQueue {ctx.queue}")
+                           f"LocalQueue {ctx.queue}")
 
 
 def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
@@ -87,14 +88,25 @@ def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
                                          f"LocalQueue {ctx.queue}: admitted{by}", ctx.now)
 
 
+def release_quota(ctx: Context, work: Work) -> None:
+    """Row 13: a terminal queue-managed Job whose Workload is observed releases its quota once no
+    pod of the Job is active and no batch Job of it may still create one (``leftovers``, the
+    barrier's live reads); otherwise the Workload is kept, the message says what keeps it and
+    resync is set (a failed read keeps it too)."""
+    left = leftovers(ctx, work.attempt)
+    work.quota = "release" if left.none else "keep"
+    if not left.none:
+        work.message = left.message()
+        work.resync = True
+
+
 def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
-    """Adds the Workload child as ``work.quota`` says. A terminal Job's Workload is released only
-    once no pod of the Job is active (live reads); a failed read keeps it. A new Workload is
-    emitted only when nothing holds (``hold``: the status disagrees) and the spec can be built; a
+    """Adds the Workload child as ``work.quota`` says (set by the rows: ``release`` only after a
+    passing barrier or row 13). A released Workload of a Job that ends (terminal or ``Suspended``)
+    sets ``Admitted`` False (``QuotaReleased``). A new Workload (``hooks.core.built``) is emitted
+    only when nothing holds (``hold``: the status disagrees) and the spec can be built; a
     WorkloadPriorityClass that is not known yet leaves the Job ``Queued`` without one."""
     observed = queueing.current_workload(ctx.observed)
-    if work.phase in TERMINAL and observed is not None and work.quota == "create":
-        work.quota = "release" if no_active_pods(ctx, work) else "keep"
     if work.quota == "release":
         if work.phase in TERMINAL or work.phase == SUSPENDED:
             work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, "QuotaReleased",
@@ -106,8 +118,7 @@ def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
     if work.quota != "create" or hold or work.phase in TERMINAL or work.kind == "invalid-spec":
         return
     try:
-        jobset = build_jobset(ctx.job_object(), work.attempt)
-        work.children.append(queueing.build_workload(ctx.observed, jobset))
+        work.children.append(built.workload(ctx, work.attempt))
     except InvalidSpec:
         return  # reported by the row that built the JobSet
     except queueing.PriorityUnknown as unknown:

@@ -3,27 +3,35 @@
 Finalizing: ``Terminating`` until the drain barrier passes, then ``finalized``. ``spec.suspend``
 (not terminal): ``Suspending`` until it passes, then ``Suspended``. A queue-managed Job's Workload
 (its quota) is kept while the barrier holds and released once it passes.
+
+Each row reads the barrier's value first (``hooks.core.barrier.Drain``) and then sets every field
+it decides from it, once: nothing depends on the order in which they are set.
 """
 
 from __future__ import annotations
 
-from hooks.core.barrier import barrier
+from hooks.core.barrier import barrier, record
 from hooks.core.work import SUSPENDED, SUSPENDING, TERMINATING, Context, Work
 
 
 def finalize(ctx: Context, work: Work) -> None:
     """Row 1: no children; Terminating; finalized once the barrier passes."""
+    drain = barrier(ctx, work.conditions, through=work.attempt)
+    record(ctx, work, drain)
     work.phase = TERMINATING
     work.workload = ""
-    work.finalized = barrier(ctx, work)
-    work.kind = "proceeded" if work.finalized else "held"
-    work.quota = "release" if work.finalized else "keep"
+    work.message = drain.message()
+    work.finalized = drain.passed
+    work.kind = "proceeded" if drain.passed else "held"
+    work.quota = "release" if drain.passed else "keep"
 
 
 def suspend(ctx: Context, work: Work) -> None:
     """Row 2: no children; Suspending until the barrier passes, then Suspended."""
+    drain = barrier(ctx, work.conditions, through=work.attempt)
+    record(ctx, work, drain)
+    work.phase = SUSPENDED if drain.passed else SUSPENDING
     work.workload = ""
-    passed = barrier(ctx, work)
-    work.phase = SUSPENDED if passed else SUSPENDING
-    work.kind = "proceeded" if passed else "held"
-    work.quota = "release" if passed else "keep"
+    work.message = drain.message()
+    work.kind = "proceeded" if drain.passed else "held"
+    work.quota = "release" if drain.passed else "keep"

@@ -1,0 +1,36 @@
+"""What one hook call computes at most once: a live read, a built object, or the error either raised.
+
+Pure: a dictionary. ``hooks.core.work.Context`` holds one ``Once`` per call, so two rows that need
+the same thing in one call (the adoption's drain reads and the barrier's, the JobSet a row answers
+and the one its Workload is built from) share it: the call reads and builds each thing once, and
+both see the same value. An error is remembered too and raised again, so a read that failed once
+in a call fails for every row of that call (it never turns into "none" on a second try).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class Once:
+    """Values by key, each computed by the first ``get`` that asks for it. What ``get`` returns is
+    shared by every later caller: read it, never modify it."""
+
+    def __init__(self) -> None:
+        self._done: dict[Hashable, tuple[Any, Exception | None]] = {}
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The value of ``key``: ``compute()`` the first time (its result, or the exception it
+        raised, is kept), the kept result (or the kept exception, raised again) afterwards."""
+        if key not in self._done:
+            try:
+                self._done[key] = (compute(), None)
+            except Exception as error:
+                self._done[key] = (None, error)
+        value, error = self._done[key]
+        if error is not None:
+            raise error
+        return value
