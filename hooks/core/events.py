@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hooks.core.actions import Action, DeleteJob, ForceDeletePod
+from hooks.core.failurepolicy import spends_no_restart
 from hooks.core.observed import PriorStatus
 
 NORMAL, WARNING = "Normal", "Warning"
@@ -70,8 +71,8 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
         add("AttemptCreated", NORMAL, "CreateWorkload", f"created attempt {attempt} (JobSet {workload})", str(attempt))
     if after == "Restarting" and before != "Restarting":
         failure = status.get("lastFailure") or {}
-        counted = "counts against maxRestarts" if failure.get("action") != "RestartJobIgnoreMaxRestarts" else \
-            "does not count against maxRestarts"
+        counted = "does not count against maxRestarts" if spends_no_restart(failure.get("action")) else \
+            "counts against maxRestarts"
         why = failure.get("message", "it failed")
         add("Restarting", WARNING, "Restart", f"restarting attempt {attempt} because {why} "
             f"(cause {failure.get('cause', 'default')}; {counted})", str(attempt))

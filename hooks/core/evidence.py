@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hooks.core.failurepolicy import spends_no_restart
 from hooks.core.observed import Observed
 from podread.attempts import attempt_in_name, attempt_number, workload_name
 from podread.constants import ATTEMPT_LABEL
@@ -117,7 +118,7 @@ def _uncounted_restart(observed: Observed, attempt: int) -> bool:
     (failure policy ``RestartJobIgnoreMaxRestarts``, issue 15): Restarting with restarts 0 is then
     what the steps give."""
     last = observed.status.last_failure
-    return last.get("action") == "RestartJobIgnoreMaxRestarts" and last.get("attempt") == attempt
+    return spends_no_restart(last.get("action")) and last.get("attempt") == attempt
 
 
 def healthy(jobset: Mapping[str, Any]) -> bool:

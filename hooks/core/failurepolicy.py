@@ -46,9 +46,22 @@ class Verdict:
     message: str
 
     @property
+    def restarts(self) -> bool:
+        """Whether this verdict restarts the Job (``RestartJob`` or ``RestartJobIgnoreMaxRestarts``)."""
+        return self.action in (RESTART_JOB, RESTART_IGNORE)
+
+    @property
     def counted(self) -> bool:
-        """Whether a restart for this verdict spends one of ``maxRestarts``."""
-        return self.action == RESTART_JOB
+        """Whether a restart for this verdict spends one of ``maxRestarts`` (``spends_no_restart``)."""
+        return self.restarts and not spends_no_restart(self.action)
+
+
+def spends_no_restart(action: object) -> bool:
+    """Whether a restart for failure-policy ``action`` spends no restart: ``RestartJobIgnoreMaxRestarts``
+    (a disruption). The one home of the rule: the restart row (``Verdict.counted``), the status check
+    that a Restarting Job with no restart counted is one of these (``hooks.core.evidence``, from
+    ``status.lastFailure.action``) and the ``Restarting`` Event's words (``hooks.core.events``)."""
+    return action == RESTART_IGNORE
 
 
 def rules_of(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:

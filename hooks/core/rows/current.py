@@ -136,8 +136,7 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
             return
     verdict = failurepolicy.judge(rules, current, pods)
     max_restarts = ctx.observed.spec.get("maxRestarts") or 0
-    restarting = verdict.action == failurepolicy.RESTART_IGNORE or (
-        verdict.action == failurepolicy.RESTART_JOB and work.restarts < max_restarts)
+    restarting = verdict.restarts and (not verdict.counted or work.restarts < max_restarts)
     work.last_failure = {"attempt": work.attempt, "cause": verdict.cause, "message": bounded(verdict.message),
                          "action": verdict.action}
     if not restarting:
