@@ -32,4 +32,4 @@ RUN python -m compileall -q /app/hooks /app/podread
 USER 65532:65532
 # 8080: the hooks (and probes); 9090: /metrics, served by the gunicorn master (NVCRE_METRICS_PORT).
 EXPOSE 8080 9090
-CMD ["gunicorn", "--config", "hooks/server/gunicorn.conf.py", "--bind", "0.0.0.0:8080", "hooks.server.app:create_app()"]
+CMD ["gunicorn", "--config", "hooks/server/gunicorn.conf.py", "--bind", "0.0.0.0:8080", "hooks.wsgi:production_app()"]

@@ -42,7 +42,7 @@ dev: $(STAMP) control-plane
 	$(PY) -m tests.cluster.dev
 
 run: $(STAMP)
-	$(VENV)/bin/gunicorn --config hooks/server/gunicorn.conf.py --bind $(HOST):$(PORT) 'hooks.server.app:create_app()'
+	$(VENV)/bin/gunicorn --config hooks/server/gunicorn.conf.py --bind $(HOST):$(PORT) 'hooks.wsgi:production_app()'
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -137,7 +137,7 @@ def run(quick: bool = False, *, seconds: float | None = None,
         env.update({"KUBECONFIG": server.write_kubeconfig(Path(tmp) / "kubeconfig"),
                     "NVCRE_CACHE_TTL_SECONDS": "3600", "PYTHONPATH": str(ROOT)})
         env.pop("NVCRE_HOOK_TOKEN_FILE", None)
-        for name, app in (("floor", "bench.floor_app:create_app()"), ("sync", "hooks.server.app:create_app()")):
+        for name, app in (("floor", "bench.floor_app:create_app()"), ("sync", "hooks.wsgi:production_app()")):
             with gunicorn(app, env, Path(tmp) / f"{name}.log") as port:
                 check = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
                 check.request("POST", "/sync", body, {"Content-Type": "application/json"})

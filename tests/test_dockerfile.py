@@ -142,7 +142,7 @@ def test_cmd_starts_gunicorn_with_the_config_and_the_app_factory(stages: list) -
     assert argv[0] == "gunicorn"
     assert argv[argv.index("--config") + 1] == "hooks/server/gunicorn.conf.py"
     assert argv[argv.index("--bind") + 1] == "0.0.0.0:8080"
-    assert argv[-1] == "hooks.server.app:create_app()"
+    assert argv[-1] == "hooks.wsgi:production_app()"
     (workdir,) = of(stages[-1], "WORKDIR")
     destinations = {copy_args(v)[2].rstrip("/") for v in of(stages[-1], "COPY")}
     assert f"{workdir.rstrip('/')}/hooks" in destinations, "the config path is relative to WORKDIR"

@@ -83,7 +83,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--config", "hooks/server/gunicorn.conf.py",
-             "--bind", f"127.0.0.1:{port}", "hooks.server.app:create_app()"],
+             "--bind", f"127.0.0.1:{port}", "hooks.wsgi:production_app()"],
             cwd=ROOT, env=no_cluster_env(tmp, metrics_port), stdout=out, stderr=subprocess.STDOUT,
         )
     running = Server(process, port, log, metrics_port)
@@ -216,7 +216,7 @@ def test_a_failed_boot_leaves_no_temporary_metrics_directory(tmp_path: Path, tak
         holder.listen()
         result = subprocess.run(
             [sys.executable, "-m", "gunicorn", "--config", "hooks/server/gunicorn.conf.py",
-             "--bind", f"127.0.0.1:{port}", "hooks.server.app:create_app()"],
+             "--bind", f"127.0.0.1:{port}", "hooks.wsgi:production_app()"],
             cwd=ROOT, env=env, capture_output=True, timeout=60)
     log = result.stdout.decode() + result.stderr.decode()
     assert result.returncode != 0, log

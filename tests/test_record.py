@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from flask import Flask
 from prometheus_client import REGISTRY
 
+import hooks.server.app
 import hooks.tools.record.store
 from hooks.core.decide import decide
 from hooks.core.observed import parse_request
@@ -26,7 +27,9 @@ from hooks.server.handler import HookResult, parse_json
 from hooks.tools import replay, scenario
 from hooks.tools.cli import cli
 from hooks.tools.record import Recorder
+from hooks.wsgi import production_app
 from podread import ReadRecord, reader_from_snapshot, recording
+from tests.test_layout import ROOT, imports_of
 
 PAYLOADS = Path(__file__).resolve().parent / "payloads"
 SCENARIOS = scenario.scenario_dirs(PAYLOADS)
@@ -314,18 +317,23 @@ TOKEN = "s3cr3t-hook-token"
 
 
 @pytest.fixture
-def recording_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Flask, Path]]:
-    """The real app with NVCRE_RECORD_DIR set, bearer auth on, pods from the stale-cache scenario."""
+def recording_app(tmp_path: Path) -> Iterator[tuple[Flask, Path, Recorder]]:
+    """The real app with the recorder as its middleware, bearer auth on, pods from the stale-cache scenario."""
     directory = tmp_path / "records"
-    monkeypatch.setenv("NVCRE_RECORD_DIR", str(directory))
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
+    recorder = Recorder(directory)
     app = create_app(reader_from_snapshot(json.loads((STALE / "pods.json").read_text())),
-                     clock=lambda: RECORDED_NOW, settings=Settings(hook_token_file=str(token_file)))
-    yield app, directory
-    recorder = app.extensions["nvcre_recorder"]
-    if recorder is not None:
-        recorder.close(timeout=2)
+                     clock=lambda: RECORDED_NOW, settings=Settings(hook_token_file=str(token_file)),
+                     middleware=(recorder,))
+    yield app, directory, recorder
+    recorder.close(timeout=2)
+
+
+def no_cluster(tmp_path: Path, **env: str) -> dict[str, str]:
+    """An environment without cluster configuration (the Reader builds; its reads would fail)."""
+    return {"KUBECONFIG": str(tmp_path / "no-such-kubeconfig"), "HOME": str(tmp_path), "NVCRE_CACHE_MODE": "ttl",
+            **env}
 
 
 def post(app: Flask, body: bytes, hook: str = "finalize", token: str = TOKEN) -> tuple[int, dict]:
@@ -334,17 +342,40 @@ def post(app: Flask, body: bytes, hook: str = "finalize", token: str = TOKEN) ->
     return answer.status_code, answer.get_json()
 
 
-def test_recording_is_off_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("NVCRE_RECORD_DIR", raising=False)
-    app = create_app(reader_from_snapshot({"items": []}), settings=Settings())
-    assert app.extensions["nvcre_recorder"] is None
+def test_recording_is_off_by_default(tmp_path: Path) -> None:
+    app = production_app(no_cluster(tmp_path))
+    assert app.extensions["nvcre_middleware"] == ()
 
 
-def test_a_call_recorded_by_the_app_replays_to_the_same_answer(recording_app: tuple[Flask, Path]) -> None:
-    app, directory = recording_app
+def test_the_composition_root_gives_the_recorder_to_the_app(tmp_path: Path) -> None:
+    """``hooks.wsgi`` builds the recorder from NVCRE_RECORD_DIR and gives it to the app; a call through
+    the app is then recorded."""
+    app = production_app(no_cluster(tmp_path, NVCRE_RECORD_DIR=str(tmp_path / "records"), NVCRE_RECORD_MAX_COUNT="3"))
+    (recorder,) = app.extensions["nvcre_middleware"]
+    assert isinstance(recorder, Recorder) and (recorder.directory, recorder.max_count) == (tmp_path / "records", 3)
+    answer = app.test_client().post("/sync", data=b'{"parent": ')
+    assert answer.status_code == 400 and recorder.flush()
+    recorder.close()
+    assert len(folders(tmp_path / "records")) == 1
+
+
+def test_the_server_never_imports_the_recorder() -> None:
+    """The recorder uses the server's types; the server is given the recorder (``create_app(middleware=...)``)
+    and imports no tool: only the composition root ``hooks.wsgi`` knows both."""
+    server = Path(hooks.server.app.__file__).parent
+    for path in sorted(server.glob("*.py")):
+        module = f"hooks.server.{path.stem}"
+        named = [name for _, name in imports_of(path, module)]
+        assert not [name for name in named if name.startswith(("hooks.tools", "hooks.wsgi"))], path
+    root = imports_of(ROOT / "hooks" / "wsgi.py", "hooks.wsgi")
+    assert any(name.startswith("hooks.tools.record") for _, name in root)
+
+
+def test_a_call_recorded_by_the_app_replays_to_the_same_answer(recording_app: tuple[Flask, Path, Recorder]) -> None:
+    app, directory, recorder = recording_app
     code, body = post(app, (STALE / "request.json").read_bytes())
     assert code == 200
-    assert app.extensions["nvcre_recorder"].flush()
+    assert recorder.flush()
     (name,) = folders(directory)
     folder = directory / name
     meta = json.loads((folder / "meta.json").read_text())
@@ -358,11 +389,11 @@ def test_a_call_recorded_by_the_app_replays_to_the_same_answer(recording_app: tu
     assert "same as response.json" in result.stderr
 
 
-def test_a_bad_request_is_recorded_and_replays_to_the_same_error(recording_app: tuple[Flask, Path]) -> None:
-    app, directory = recording_app
+def test_a_bad_request_is_recorded_and_replays_to_the_same_error(recording_app: tuple[Flask, Path, Recorder]) -> None:
+    app, directory, recorder = recording_app
     code, body = post(app, b'{"parent": ')
     assert code == 400
-    assert app.extensions["nvcre_recorder"].flush()
+    assert recorder.flush()
     (name,) = folders(directory)
     assert (directory / name / "request.json").read_bytes() == b'{"parent": '
     assert json.loads((directory / name / "meta.json").read_text())["code"] == 400
@@ -371,17 +402,17 @@ def test_a_bad_request_is_recorded_and_replays_to_the_same_error(recording_app: 
     assert CliRunner().invoke(cli, ["replay", str(directory / name), "--diff"]).exit_code == 0
 
 
-def test_a_refused_call_is_not_recorded(recording_app: tuple[Flask, Path]) -> None:
-    app, directory = recording_app
+def test_a_refused_call_is_not_recorded(recording_app: tuple[Flask, Path, Recorder]) -> None:
+    app, directory, recorder = recording_app
     code, _ = post(app, (STALE / "request.json").read_bytes(), token="wrong")
     assert code == 401
-    assert app.extensions["nvcre_recorder"] is not None and app.extensions["nvcre_recorder"].flush()
+    assert recorder.flush()
     assert not directory.exists() or folders(directory) == []
 
 
-def test_a_slow_disk_never_slows_the_answer(recording_app: tuple[Flask, Path],
+def test_a_slow_disk_never_slows_the_answer(recording_app: tuple[Flask, Path, Recorder],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    app, _ = recording_app
+    app, _, _ = recording_app
     monkeypatch.setattr(hooks.tools.record.store, "write_folder", lambda *args: time.sleep(0.5))
     started = time.perf_counter()
     for _ in range(3):
@@ -391,21 +422,21 @@ def test_a_slow_disk_never_slows_the_answer(recording_app: tuple[Flask, Path],
 
 
 def test_an_unwritable_record_dir_still_answers_and_counts_the_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("a file where the directory should be")
-    monkeypatch.setenv("NVCRE_RECORD_DIR", str(blocker / "records"))
+    recorder = Recorder(blocker / "records")
     app = create_app(reader_from_snapshot(json.loads((STALE / "pods.json").read_text())),
-                     clock=lambda: RECORDED_NOW, settings=Settings())
+                     clock=lambda: RECORDED_NOW, settings=Settings(), middleware=(recorder,))
     before = failures("disk")
     with caplog.at_level(logging.WARNING, logger="nvcre.hooks.record"):
         started = time.perf_counter()
         answer = app.test_client().post("/finalize", data=(STALE / "request.json").read_bytes())
         assert answer.status_code == 200 and time.perf_counter() - started < 1.0
         assert answer.get_json()["status"]["message"] == "waiting for 1 active pod: llama-0-worker-1-0"
-        assert app.extensions["nvcre_recorder"].flush()
-    app.extensions["nvcre_recorder"].close()
+        assert recorder.flush()
+    recorder.close()
     assert failures("disk") == before + 1
     assert "not recorded in" in caplog.text and "Not a directory" in caplog.text
 

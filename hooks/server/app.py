@@ -1,15 +1,19 @@
 """The Flask app: routes, JSON errors, authentication, the metrics it counts and the per-call log line.
 
-``gunicorn 'hooks.server.app:create_app()'`` calls the factory once in every worker process (no preload),
-so every worker builds its own Reader and cache. The decision itself lives in ``hooks.server.handler``.
+``create_app`` reads no environment: it is given its parts (the Reader, the settings, the writer,
+middleware such as the recorder). Production builds them from the environment in one place, the
+composition root ``hooks.wsgi`` (``gunicorn 'hooks.wsgi:production_app()'``, once in every worker
+process, no preload, so every worker has its own Reader and cache). The decision itself lives in
+``hooks.server.handler``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Protocol
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
@@ -21,9 +25,8 @@ from hooks.server import logs, metrics
 from hooks.server.auth import BearerToken
 from hooks.server.config import Settings
 from hooks.server.effects import Effects
-from hooks.server.handler import HookResult, encode, handle
-from hooks.server.writer import Writer, writer_from_environment
-from hooks.tools.record import Recorder
+from hooks.server.handler import Answer, HookResult, encode, handle
+from hooks.server.writer import NullWriter, Writer
 
 log = logging.getLogger("nvcre.hooks.app")
 
@@ -35,22 +38,32 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+class Middleware(Protocol):
+    """A part of the app around every answered hook call (the recorder, ``hooks.tools.record``):
+    ``wrap`` returns the ``Answer`` to use instead of the one it is given, calling it."""
+
+    def wrap(self, answer: Answer) -> Answer: ...
+
+
 def create_app(
-    reader: podread.Reader | None = None,
+    reader: podread.Reader,
     *,
     clock: Callable[[], datetime] | None = None,
     settings: Settings | None = None,
     writer: Writer | None = None,
+    middleware: Sequence[Middleware] = (),
 ) -> Flask:
-    """Builds the hook server.
+    """Builds the hook server from its parts; reads no environment (``hooks.wsgi`` builds
+    production's parts from it).
 
-    Defaults: ``settings`` from the environment (``Settings.from_env``), ``reader`` from
-    ``podread.from_environment()`` (with no cluster configuration it still builds, and its reads
-    fail clearly), ``clock`` the UTC wall clock, ``writer`` (the hooks' own writes: Events, TTL
-    deletes, force deletes; ``hooks.server.writer``) from the same cluster configuration. The
-    writer is wrapped in one ``hooks.server.effects.Effects`` per app (its queue and thread). Raises
-    ``ValueError`` on bad configuration, including a missing or empty ``NVCRE_HOOK_TOKEN_FILE``, so a
-    worker fails at start-up.
+    ``reader`` is the podread Reader every decision reads pods through. Defaults: ``clock`` the
+    UTC wall clock, ``settings`` ``Settings()`` (the built-in defaults), ``writer`` (the hooks' own
+    writes: Events, TTL deletes, force deletes; ``hooks.server.writer``) a ``NullWriter`` whose
+    writes fail, counted. The writer is wrapped in one ``hooks.server.effects.Effects`` per app
+    (its queue and thread). ``middleware`` wraps ``hooks.server.handler.handle`` for every hook
+    call, the first innermost (the recorder: ``hooks.tools.record.Recorder``). Raises
+    ``ValueError`` on bad configuration, including a missing or empty ``NVCRE_HOOK_TOKEN_FILE``,
+    so a worker fails at start-up.
 
     Routes: ``POST /sync``, ``POST /finalize``, ``POST /customize`` (the Kueue overlay's customize
     hook: relates every WorkloadPriorityClass, the same answer for every Job), ``GET /healthz``,
@@ -58,17 +71,18 @@ def create_app(
     (``NVCRE_METRICS_PORT``, ``hooks.server.metrics.serve``), which only the monitoring namespace reaches.
     Every error is JSON ``{"error": ...}``.
     """
-    settings = Settings.from_env() if settings is None else settings
+    settings = Settings() if settings is None else settings
     logs.configure(settings.log_level)
     token = (BearerToken(settings.hook_token_file, settings.hook_previous_token_file)
              if settings.hook_token_file else None)
-    reader = podread.from_environment() if reader is None else reader
     clock = utc_now if clock is None else clock
-    effects = Effects(writer_from_environment() if writer is None else writer)
-    recorder = Recorder.from_env()  # NVCRE_RECORD_DIR: None (off) unless set
+    effects = Effects(NullWriter("no writer was given to the app") if writer is None else writer)
+    answer: Answer = handle
+    for part in middleware:
+        answer = part.wrap(answer)
 
     app = Flask("hooks")
-    app.extensions["nvcre_recorder"] = recorder
+    app.extensions["nvcre_middleware"] = tuple(middleware)
     app.extensions["nvcre_effects"] = effects
     app.extensions["nvcre_reader"] = reader  # closed by gunicorn's worker_exit (stops the pod watch)
     # One byte over the limit: werkzeug cuts a chunked body (no Content-Length) at exactly this many
@@ -86,7 +100,6 @@ def create_app(
                 result = _too_large(started, settings.max_body_bytes)
                 _account(hook, result, request.content_length or 0)
                 return Response(result.encoded, status=413, mimetype="application/json")
-            answer = handle if recorder is None else recorder.handle
             result = answer(raw, hook, reader=reader, clock=clock, settings=settings, effects=effects)
             _account(hook, result, len(raw), clock)
             return Response(result.encoded, status=result.status_code, mimetype="application/json")

@@ -1,5 +1,5 @@
 """gunicorn configuration of the hook server:
-``gunicorn --config hooks/server/gunicorn.conf.py 'hooks.server.app:create_app()'``.
+``gunicorn --config hooks/server/gunicorn.conf.py 'hooks.wsgi:production_app()'``.
 
 Read by the gunicorn master from the repository root (or /app in the image). Command-line options
 (``--bind``, ``--workers``, ...) and ``GUNICORN_CMD_ARGS`` override what is set here.
@@ -28,7 +28,7 @@ calls (2-2.5x the latency, 40 % of the throughput); gthread 2 x 4 answers them a
 5 sync processes, with 2 Readers instead of 5 (each cache is shared by 4 threads, so it hits more,
 and memory stays at two processes). Hence gthread, 2 workers x 4 threads (8 >= 5 concurrent calls).
 
-Each worker builds its own Reader and cache in ``create_app()`` (``preload_app = False``): nothing
+Each worker builds its own Reader and cache in ``production_app()`` (``preload_app = False``): nothing
 is shared across processes. Metrics are served apart from the hooks: the master serves
 ``GET /metrics`` on ``NVCRE_METRICS_PORT`` (default 9090, on the host of the first ``--bind``
 address) from a thread of its own, and a scrape sees every worker through prometheus-client's

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -49,6 +49,14 @@ class HookResult:
     def __post_init__(self) -> None:
         if not self.encoded:
             object.__setattr__(self, "encoded", encode(self.body))
+
+
+class Answer(Protocol):
+    """What answers one hook request: ``handle``, or ``handle`` wrapped by a middleware of the app
+    (``hooks.server.app.Middleware``, such as the recorder). Same arguments, same result."""
+
+    def __call__(self, raw: bytes, hook: str, *, reader: Reader, clock: Callable[[], datetime], settings: Settings,
+                 keep_pods: bool = False, effects: Effects | None = None) -> HookResult: ...
 
 
 def encode(body: dict[str, Any]) -> bytes:

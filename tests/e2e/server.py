@@ -1,7 +1,7 @@
 """Start the real hook server (gunicorn with ``hooks/server/gunicorn.conf.py``) as a subprocess for tests.
 
 ``HookServer`` runs ``python -m gunicorn --config hooks/server/gunicorn.conf.py --bind 127.0.0.1:<port>
-'hooks.server.app:create_app()'`` from the repository root with a kubeconfig for a ``FakeKubeServer`` (or
+'hooks.wsgi:production_app()'`` from the repository root with a kubeconfig for a ``FakeKubeServer`` (or
 any ``KubeconfigWriter``: the cluster tier's real API server) and
 small timeouts, waits for ``/readyz``, captures stderr (the JSON logs) to a file and stops with
 SIGTERM. Nothing but 127.0.0.1 is used.
@@ -93,7 +93,7 @@ class HookServer:
         """Starts gunicorn and waits until ``/readyz`` answers 200 (raises with the log otherwise)."""
         command = [
             sys.executable, "-m", "gunicorn", "--config", "hooks/server/gunicorn.conf.py",
-            "--bind", f"127.0.0.1:{self.port}", *self._args, "hooks.server.app:create_app()",
+            "--bind", f"127.0.0.1:{self.port}", *self._args, "hooks.wsgi:production_app()",
         ]
         log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self._log_handle = log

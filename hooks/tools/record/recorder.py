@@ -4,7 +4,9 @@ The hook thread only enqueues (bounded queue, bounded pending bytes) and never w
 thread, started on the first call (after gunicorn forked the worker), turns each call into its
 files (``hooks.tools.record.call``) and puts them in the bounded directory
 (``hooks.tools.record.store``). A call not recorded is counted and told
-(``hooks.tools.record.failures``); nothing here ever changes or delays the answer.
+(``hooks.tools.record.failures``); nothing here ever changes or delays the answer. The recorder
+is middleware of the server (``wrap``), given to ``hooks.server.app.create_app`` by the composition
+root (``hooks.wsgi``): it uses the server's types, and the server never imports it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from hooks.server.config import Settings
 from hooks.server.effects import Effects
-from hooks.server.handler import HookResult, handle
+from hooks.server.handler import Answer, HookResult
 from hooks.tools.record.call import Call, folder_name, scenario_files
 from hooks.tools.record.failures import WRITTEN, FailureLog
 from hooks.tools.record.store import FolderStore
@@ -82,23 +84,26 @@ class Recorder:
         log.info("recording hook calls into %s (at most %d folders, %d bytes)", directory, max_count, max_bytes)
         return cls(directory, max_count=max_count, max_bytes=max_bytes)
 
-    def handle(
-        self, raw: bytes, hook: str, *, reader: Reader, clock: Callable[[], datetime], settings: Settings,
-        effects: Effects | None = None,
-    ) -> HookResult:
-        """``hooks.server.handler.handle`` with the pods kept and the clock's time noted, then ``submit``:
-        what the app calls instead of ``handle`` when recording is on. Returns ``handle``'s result."""
-        seen: list[datetime] = []
+    def wrap(self, answer: Answer) -> Answer:
+        """The recorder as middleware of the app (``hooks.server.app.create_app(middleware=...)``):
+        ``answer`` with the pods kept and the clock's time noted, each answered call then
+        ``submit``ted. Returns ``answer``'s result unchanged."""
 
-        def noted_clock() -> datetime:
-            moment = clock()
-            seen.append(moment)
-            return moment
+        def recorded(raw: bytes, hook: str, *, reader: Reader, clock: Callable[[], datetime], settings: Settings,
+                     keep_pods: bool = False, effects: Effects | None = None) -> HookResult:
+            seen: list[datetime] = []
 
-        result = handle(raw, hook, reader=reader, clock=noted_clock, settings=settings, keep_pods=True,
-                        effects=effects)
-        self.submit(hook, raw, result, now=seen[0] if seen else None, settings=settings)
-        return result
+            def noted_clock() -> datetime:
+                moment = clock()
+                seen.append(moment)
+                return moment
+
+            result = answer(raw, hook, reader=reader, clock=noted_clock, settings=settings, keep_pods=True,
+                            effects=effects)
+            self.submit(hook, raw, result, now=seen[0] if seen else None, settings=settings)
+            return result
+
+        return recorded
 
     def submit(
         self, hook: str, raw: bytes, result: HookResult, *, now: datetime | None, settings: Settings
