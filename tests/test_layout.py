@@ -241,9 +241,11 @@ def test_the_pod_read_check_finds_podreads_own_reads() -> None:
 
 
 def test_the_core_is_told_apart_by_its_folder() -> None:
-    """Every module of the core, the server and the tools is in its sub-package: none is left at the top."""
+    """Every module of the core, the server and the tools is in its sub-package: at the top are only the
+    entry points that put them together (``__main__``, the tools' command; ``wsgi``, the composition
+    root that builds the production server from the environment)."""
     top = sorted(p.name for p in (ROOT / "hooks").glob("*.py"))
-    assert top == ["__init__.py", "__main__.py"]
+    assert top == ["__init__.py", "__main__.py", "wsgi.py"]
     assert (ROOT / "hooks" / "core" / "decide.py").is_file() and (ROOT / "hooks" / "server" / "app.py").is_file()
 
 
