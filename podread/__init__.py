@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 # the pure decision core does, loads neither the kubernetes client nor urllib3 nor pydantic.
 _EXPORTS: dict[str, str] = {
     "PodCache": "podread.cache",
-    "deadline": "podread.calltime",
+    "deadline": "podread.calldeadline",
     **dict.fromkeys(("ATTEMPT_LABEL", "FINISHED_PHASES", "JOB_INDEX_FIELD", "JOB_LABEL", "JOBSET_NAME_LABEL",
                      "LAUNCHER_LABEL", "NODE_NAME_INDEX_FIELD", "REPLICATED_JOB_LABEL"), "podread.constants"),
     "from_environment": "podread.environment",
@@ -55,7 +55,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and readers: the same names, imported eagerly
     from podread.cache import PodCache
-    from podread.calltime import deadline
+    from podread.calldeadline import deadline
     from podread.constants import (
         ATTEMPT_LABEL,
         FINISHED_PHASES,

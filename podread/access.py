@@ -27,7 +27,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from podread import calltime, trace
+from podread import calldeadline, trace
 from podread.errors import ApiError, NoLiveReaderError, PodReadError
 from podread.live import DEFAULT_TIMEOUT_SECONDS, http_error, transport_error
 from podread.metrics import ReadMetrics
@@ -117,7 +117,7 @@ class AccessClient:
     def may_delete_pods(self, namespace: str) -> bool:
         """``POST .../selfsubjectaccessreviews`` for delete pods in ``namespace``: ``status.allowed``."""
         what = f"review delete pods in {namespace}"
-        budget = calltime.budget(what, self._timeout)
+        budget = calldeadline.budget(what, self._timeout)
         client = self._api_client
         try:
             request = client.param_serialize(

@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Sequence
 
 import cachetools
 
-from podread import calltime
+from podread import calldeadline
 from podread.constants import JOB_INDEX_FIELD, JOB_LABEL, NODE_NAME_INDEX_FIELD
 from podread.errors import CacheScopeError, DeadlineExceeded, NoSourceError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
@@ -38,7 +38,7 @@ class _Fill:
     def wait(self) -> list[Pod]:
         """The fill's pods, or its error; within the hook call's deadline when one is in force
         (``DeadlineExceeded`` when the fill is not done by then)."""
-        left = calltime.remaining()
+        left = calldeadline.remaining()
         if not self._done.wait(None if left is None else max(0.0, left)):
             raise DeadlineExceeded("waited for a cache fill another read had started until the hook call's "
                                    "deadline for reads passed")

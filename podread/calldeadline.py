@@ -1,4 +1,5 @@
-"""One deadline for every read of a piece of work: ``with podread.deadline(8.0): ...``.
+"""The hook call's deadline: one moment by which every read of a piece of work must end,
+``with podread.deadline(8.0): ...`` (the module is named for it: ``calldeadline``).
 
 A hook call may make several live lists one after the other (an MPI teardown makes three). Each is
 bounded by the live client's own timeout, but together they must still end before Metacontroller

@@ -13,7 +13,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from podread import calltime
+from podread import calldeadline
 from podread.errors import ApiError, DeadlineExceeded
 from podread.metrics import ReadMetrics, default_metrics
 from podread.selector import Pod, PodSelector
@@ -160,7 +160,7 @@ class PagedList:
         is sent and ``DeadlineExceeded`` is raised.
         """
         what = f"list {self.NOUN} ({selector.describe()})"
-        budget = calltime.budget(what, self._timeout)
+        budget = calldeadline.budget(what, self._timeout)
         deadline = self._clock() + budget
         expired: str | None = None
         for _ in range(MAX_LIST_RESTARTS + 1):

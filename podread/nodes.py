@@ -28,7 +28,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from podread import calltime, trace
+from podread import calldeadline, trace
 from podread.errors import ApiError, NoLiveReaderError, PodReadError
 from podread.live import DEFAULT_TIMEOUT_SECONDS, http_error, transport_error
 from podread.metrics import ReadMetrics
@@ -164,7 +164,7 @@ class NodeClient:
         """``GET /api/v1/nodes/<name>``: the Node, or ``None`` when the server answers its NotFound
         for this node; an unconfirmed 404 raises ``ApiError`` (code ``http-404``)."""
         what = f"get node {name}"
-        budget = calltime.budget(what, self._timeout)
+        budget = calldeadline.budget(what, self._timeout)
         try:
             response = self._core.read_node(name, _preload_content=False, _request_timeout=(budget, budget))
             body = orjson.loads(response.data)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from podread import calltime, trace
+from podread import calldeadline, trace
 from podread.access import AccessReviewer, read_permission
 from podread.attempts import attempt_in_name, workload_name
 from podread.cache import PodCache
@@ -170,7 +170,7 @@ class Reader:
             if self._jobs is None:
                 raise NoLiveReaderError("no batch Job lister: this Reader was built without one, so it cannot "
                                         "read the API server's Jobs")
-            left = calltime.remaining()
+            left = calldeadline.remaining()
             if left is not None and left <= 0:
                 raise DeadlineExceeded("not sent: the hook call's deadline for reads had passed")
             jobs = self._jobs.list_jobs(selector)
@@ -233,7 +233,7 @@ class Reader:
             if lister is None:
                 raise NoLiveReaderError("no live client: this Reader was built without one, so it cannot "
                                         "read the API server")
-            left = calltime.remaining()
+            left = calldeadline.remaining()
             if source == LIVE and left is not None and left <= 0:
                 raise DeadlineExceeded("not sent: the hook call's deadline for reads had passed")
             if isinstance(lister, PodCache):

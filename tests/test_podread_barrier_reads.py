@@ -203,7 +203,7 @@ def test_a_passed_deadline_sends_no_live_read_at_all() -> None:
 def test_deadlines_nest_and_the_earlier_wins() -> None:
     with podread.deadline(5.0) as outer, podread.deadline(60.0) as inner:
         assert inner == outer
-    assert podread.calltime.remaining() is None
+    assert podread.calldeadline.remaining() is None
 
 
 def test_a_waiter_on_another_threads_cache_fill_waits_no_longer_than_its_deadline() -> None:
