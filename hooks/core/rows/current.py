@@ -155,8 +155,7 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     if verdict.counted:
         work.restarts += 1
     work.restarts_by_cause[verdict.cause] = work.restarts_by_cause.get(verdict.cause, 0) + 1
-    restart(ctx, work)  # holds: the failed JobSet is still observed
-    work.children = [desired]
+    restart(ctx, work)  # holds (the failed JobSet is observed: WorkloadPresent), so the children stay [desired]
 
 
 def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: dict[str, Any],
