@@ -12,6 +12,7 @@ import pytest
 
 import hooks.core.jobset
 import hooks.core.queueing
+import hooks.core.rows.kueue
 from hooks.core import barrier
 from hooks.core.barrier import Drain
 from hooks.core.decide import Decision, decide
@@ -21,7 +22,7 @@ from hooks.core.stuckwait import NOT_KNOWN
 from hooks.core.wording import MAX_MESSAGE
 from hooks.core.work import Context, Work
 from podread.errors import PodReadError
-from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
+from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 DRAIN_READS = ("active_job_pods", "active_launcher_pods", "attempt_jobs", "active_attempt_pods")
@@ -117,6 +118,23 @@ def test_the_jobset_and_the_workload_are_built_once_per_call(monkeypatch: pytest
     d = run(FakeReader(), labels={"kueue.x-k8s.io/queue-name": "team"}, workloads=[])
     assert [c["kind"] for c in d.response["children"]] == ["Workload"] and d.response["status"]["phase"] == "Queued"
     assert built == Counter({"jobset": 1, "workload": 1})
+
+
+def test_the_teardown_rows_are_matched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row 2a is chosen on one look at Kueue's word (decide looked twice: once to skip the adoption,
+    once to dispatch)."""
+    looked: list[str] = []
+    real = hooks.core.rows.kueue.is_evicted
+
+    def is_evicted(ctx: Context) -> bool:
+        looked.append(ctx.job)
+        return real(ctx)
+
+    monkeypatch.setattr(hooks.core.rows.kueue, "is_evicted", is_evicted)
+    d = run(FakeReader(), labels={"kueue.x-k8s.io/queue-name": "team"},
+            workloads=[workload_child("train", state="evicted")], jobsets=[jobset_child("train", 0)],
+            status={"phase": "Running", "attempt": 0, "workload": "train-0"})
+    assert d.response["status"]["phase"] == "Suspending" and looked == ["train"]
 
 
 # ---- the value and its one composition -----------------------------------------------------------------
