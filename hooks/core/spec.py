@@ -1,7 +1,9 @@
 """Every check of a Job's spec the sync hook makes before it acts on it, in one place.
 
-Pure. ``check_spec`` is what the decision (``hooks.core.decide``) and the CRD cross-check
-(``tests/test_manifests.py``: the hook refuses what the CRD refuses) both call.
+Pure. ``check_spec`` is the JobSet (``build_jobset``) and then ``check_policies``. The decision
+(``rows.current.steady``) makes the same two steps, with the JobSet the call builds once
+(``hooks.core.built``); the CRD cross-check (``tests/test_manifests.py``: the hook refuses what the
+CRD refuses) calls ``check_spec``.
 """
 
 from __future__ import annotations
