@@ -24,7 +24,7 @@ JobSet) is the one place it enters the status: ``Drained``, ``DrainStuck``, ``Fo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hooks.core import conditions as cond
@@ -152,9 +152,8 @@ def barrier(ctx: Context, conditions: list[dict[str, Any]], *, through: int) -> 
     may create a pod. Waiting, ``Drained`` is False with the reason of the first thing waited
     for: ``WorkloadPresent``, ``PodsActive``, ``LauncherActive``, ``BatchJobsPresent``; a failed
     read holds with ``ReadFailed`` (Unknown). While it waits, asks ``hooks.core.stuckwait`` whether
-    the pods are stuck,
-    counting from when ``Drained`` turned False in ``conditions``. Returns the ``Drain``; a failed
-    read is a ``Drain`` whose ``error`` is set, never "none"."""
+    the pods are stuck, counting from when ``Drained`` turned False in ``conditions``. Returns the
+    ``Drain``; a failed read is a ``Drain`` whose ``error`` is set, never "none"."""
     try:
         found, jobs = drain_reads(ctx, through)
     except PodReadError as error:
@@ -164,8 +163,8 @@ def barrier(ctx: Context, conditions: list[dict[str, Any]], *, through: int) -> 
     drain = Drain(jobsets, tuple(workers), tuple(launchers), tuple(job_names(jobs)))
     if drain.passed:
         return drain
-    stuck = stuckwait.wait(ctx, stuckwait.waiting_since(conditions, ctx.now), [*workers, *launchers])
-    return Drain(drain.jobsets, drain.workers, drain.launchers, drain.batch_jobs, None, stuck)
+    return replace(drain, stuck=stuckwait.wait(ctx, stuckwait.waiting_since(conditions, ctx.now),
+                                               [*workers, *launchers]))
 
 
 def record(ctx: Context, work: Work, drain: Drain) -> None:
@@ -185,6 +184,7 @@ def record_gate(ctx: Context, work: Work, drain: Drain) -> None:
 
 
 def _record(ctx: Context, work: Work, drain: Drain, *, drained: bool) -> None:
+    """``record``; ``drained``: whether the ``Drained`` condition is set."""
     conditions = work.conditions
     if drained:
         conditions = cond.set_condition(conditions, DRAINED, *drain.drained(), ctx.now)
