@@ -359,6 +359,18 @@ def test_the_composition_root_gives_the_recorder_to_the_app(tmp_path: Path) -> N
     assert len(folders(tmp_path / "records")) == 1
 
 
+def test_create_app_reads_no_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the composition root reads the environment: a record directory or a token file named there
+    (one that does not exist: read, it would stop the app) changes nothing in ``create_app``."""
+    monkeypatch.setenv("NVCRE_RECORD_DIR", str(tmp_path / "records"))
+    monkeypatch.setenv("NVCRE_HOOK_TOKEN_FILE", str(tmp_path / "no-such-token"))
+    app = create_app(reader_from_snapshot({"items": []}))
+    assert app.extensions["nvcre_middleware"] == ()
+    assert app.test_client().post("/sync", data=b"{}").status_code == 400, "no token asked, none read"
+    with pytest.raises(ValueError, match="NVCRE_HOOK_TOKEN_FILE"):
+        production_app(no_cluster(tmp_path, NVCRE_HOOK_TOKEN_FILE=str(tmp_path / "no-such-token")))
+
+
 def test_the_server_never_imports_the_recorder() -> None:
     """The recorder uses the server's types; the server is given the recorder (``create_app(middleware=...)``)
     and imports no tool: only the composition root ``hooks.wsgi`` knows both."""
