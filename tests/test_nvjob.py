@@ -18,8 +18,8 @@ import yaml
 import podread
 from hooks.tools.nvjob import client, commands, view
 from hooks.tools.nvjob.commands import Options
-from tests.fake_reader import jobset_child, job_spec, make_batch_job, make_pod
 from tests.fake_reader import job_request as request
+from tests.fake_reader import job_spec, jobset_child, make_batch_job, make_pod
 from tests.uids import uid
 
 NS = "team-a"
