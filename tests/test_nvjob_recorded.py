@@ -11,11 +11,15 @@ JSON), taken with the world of tests/cluster/world.py as in
 from __future__ import annotations
 
 import json
+import re
+import shlex
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hooks.tools.nvjob import commands
 from tests.test_nvjob import Recorded, ok
 
 RECORDED = json.loads((Path(__file__).parent / "nvjob_recorded" / "restarting-launcher-held.json").read_text())
@@ -69,3 +73,24 @@ def test_why_says_what_failed_and_what_the_restart_waits_for(capsys: pytest.Capt
     assert f"launcher pod {LAUNCHER} (terminating, grace period ends 2026-12-04T20:44:31Z) to finish" in text
     assert "batch Jobs retry-0-launcher-0, retry-0-worker-0 to be deleted" in text
     assert text.endswith("Attempt 1 is created, Pending, only once nothing of attempt 0 is left.")
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_the_readme_sample_is_what_the_plugin_prints_for_these_objects(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every ``$ kubectl nvjob ...`` in the README's sample block, run over the recorded objects 30 s
+    after the Job was created, prints exactly the lines the README shows under it."""
+    text = README.read_text()
+    block = re.search(r"```\n(\$ kubectl nvjob get -n cluster-0\n.*?)```", text, re.S)
+    assert block, "the README's kubectl nvjob sample is gone"
+    commands_shown = re.split(r"^\$ kubectl nvjob ", block.group(1), flags=re.M)[1:]
+    assert len(commands_shown) == 3
+    created = datetime.fromisoformat(RECORDED["jobs"][0]["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    for shown in commands_shown:
+        line, _, expected = shown.partition("\n")
+        code = commands.run(shlex.split(line), connector=lambda _: (recorded(), NS),
+                            clock=lambda: created + timedelta(seconds=30))
+        out, err = capsys.readouterr()
+        assert (code, err) == (0, "")
+        assert out == expected, f"kubectl nvjob {line}"

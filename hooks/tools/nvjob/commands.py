@@ -38,6 +38,8 @@ class Options:
     output: str | None = None
     connector: Connector | None = None
     """Builds the cluster to read and the namespace to read in, from the flags (default: ``kube_connector``)."""
+    clock: Callable[[], datetime] | None = None
+    """What "now" is, for ages and the barrier's stuck check (default: the current time)."""
 
 
 Connector = Callable[[Options], tuple[client.Cluster, str]]
@@ -87,6 +89,10 @@ def _connect(ctx: click.Context) -> tuple[client.Cluster, str, Options]:
     return cluster, namespace, options
 
 
+def _now(options: Options) -> datetime:
+    return options.clock() if options.clock is not None else datetime.now(UTC)
+
+
 @cli.command("get")
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("-A", "--all-namespaces", "all_namespaces", is_flag=True, help="List the Jobs of every namespace.")
@@ -103,7 +109,7 @@ def get_command(ctx: click.Context, names: tuple[str, ...], all_namespaces: bool
     if all_namespaces and names:
         raise client.CommandError("error: a resource cannot be retrieved by name across all namespaces")
     cluster, ns, options = _connect(ctx)
-    now = datetime.now(UTC)
+    now = _now(options)
     failed: list[str] = []
     if names:
         jobs = []
@@ -192,7 +198,7 @@ def describe_command(ctx: click.Context, name: str, kubeconfig: str | None, cont
     barrier waits for now, its conditions and recent Events."""
     _merge(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output)
     cluster, ns, options = _connect(ctx)
-    now = datetime.now(UTC)
+    now = _now(options)
     document = describe_document(cluster, ns, name, now)
     if options.output:
         click.echo(rendering.dump(document, options.output))
@@ -209,7 +215,7 @@ def why_command(ctx: click.Context, name: str, kubeconfig: str | None, context: 
     """One paragraph: why the Job is in its phase and what would move it on."""
     _merge(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output)
     cluster, ns, options = _connect(ctx)
-    now = datetime.now(UTC)
+    now = _now(options)
     job = cluster.get_job(ns, name)
     summary = view.summary(job, now)
     draining = summary["phase"] in drain.DRAINING_PHASES or summary["deleting"]
@@ -222,11 +228,12 @@ def why_command(ctx: click.Context, name: str, kubeconfig: str | None, context: 
         click.echo(textwrap.fill(paragraph, WHY_WIDTH, break_long_words=False, break_on_hyphens=False))
 
 
-def run(args: Sequence[str], connector: Connector | None = None) -> int:
+def run(args: Sequence[str], connector: Connector | None = None,
+        clock: Callable[[], datetime] | None = None) -> int:
     """Runs the command line ``args``; returns the exit code. Prints kubectl's error lines on
     stderr: a ``CommandError``'s message; for a bad flag or argument the error, the usage and
-    where the help is. ``connector`` replaces the real cluster (tests)."""
-    options = Options(connector=connector)
+    where the help is. ``connector`` replaces the real cluster and ``clock`` the current time (tests)."""
+    options = Options(connector=connector, clock=clock)
     if not args:
         click.echo(cli.get_help(click.Context(cli, info_name=PROG)))
         return 0
