@@ -98,6 +98,8 @@ RULES: list[tuple[str, str, str]] = [
     (r"^cat > kustomization.yaml <<'EOF'\n", "elsewhere", "the site overlay (above)"),
     (r"^kubectl apply -k ", "kustomize", ""),
     (r"^kubectl apply -f (manifests/\S+)$", "file", ""),
+    (r"^kubectl (get|describe|patch) nvjob( NAME)?( -n NS| -A)?( |$)", "elsewhere",
+     "about one Job: tests/cluster/test_docs_commands.py runs each as written with the real kubectl"),
     (r"^(export KUBECONFIG=|kubectl |NS=|OLD=|NEW=)", "elsewhere", CLUSTER),
 ]
 
