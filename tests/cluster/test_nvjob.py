@@ -80,6 +80,7 @@ def test_kubectl_finds_the_plugin_and_it_reports_a_running_job(world: ClusterWor
     world.create_job("plug")
     world.run_until(lambda: world.phase("plug") == "Running", "Running")
     pods = sorted(world.run_until_pods_run("plug", 2))
+    world.run_until(lambda: "AttemptCreated" in world.event_reasons("plug"), "the hooks' AttemptCreated Event")
 
     got = kubectl("nvjob", "get", "-n", ns)
     assert got.returncode == 0, got.stderr
@@ -97,6 +98,7 @@ def test_kubectl_finds_the_plugin_and_it_reports_a_running_job(world: ClusterWor
     barrier = document["drain"]
     assert (barrier["draining"], barrier["reason"], barrier["jobsets"]) == (False, "WorkloadPresent", ["plug-0"])
     assert sorted(p["name"] for p in barrier["pods"]) == pods
+    assert "AttemptCreated" in [e["reason"] for e in document["events"]]  # events.k8s.io, by regarding.name
     text = kubectl("nvjob", "describe", "plug", "-n", ns).stdout
     assert "Pods (JobSet plug-0):" in text and "Drain barrier:" in text and "Conditions:" in text
     assert "no attempt history recorded" in text or "Attempts:" in text
