@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from hooks.tools.nvjob import client, drain, rendering, view
+from hooks.tools.nvjob.why import why as why_paragraph
 from podread.errors import PodReadError
 
 OUTPUTS = ("json", "yaml")
@@ -166,7 +167,7 @@ def describe_document(cluster: client.Cluster, namespace: str, name: str, now: d
         "conditions": view.condition_rows(job, now),
         "events": events,
         "eventsError": events_error,
-        "why": view.why(job, barrier),
+        "why": why_paragraph(job, barrier),
     }
 
 
@@ -220,7 +221,7 @@ def why_command(ctx: click.Context, name: str, kubeconfig: str | None, context: 
     summary = view.summary(job, now)
     draining = summary["phase"] in drain.DRAINING_PHASES or summary["deleting"]
     barrier = drain_of(cluster, job, ns, now) if draining else None
-    paragraph = view.why(job, barrier)
+    paragraph = why_paragraph(job, barrier)
     if options.output:
         click.echo(rendering.dump({"namespace": summary["namespace"], "name": summary["name"],
                                    "phase": summary["phase"], "why": paragraph}, options.output))
