@@ -474,3 +474,36 @@ def test_the_entry_point_is_declared() -> None:
     root = Path(__file__).resolve().parent.parent
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kubectl-nvjob"] == "hooks.tools.nvjob.commands:main"
+
+
+class Counting:
+    """A Reader that counts every call of each method with its arguments."""
+
+    def __init__(self, reader: podread.Reader) -> None:
+        self.reader, self.calls = reader, []
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.reader, name)
+
+        def call(*args: Any) -> Any:
+            self.calls.append((name, repr(args)))
+            return target(*args)
+
+        return call
+
+
+def test_the_barriers_view_sends_each_read_once_and_both_passes_see_the_same_answers() -> None:
+    from datetime import UTC, datetime
+
+    from hooks.tools.nvjob import drain
+
+    cluster = restarting_cluster(nodes=[node("gpu-7", "Unknown"), node("gpu-2", "True")])
+    counting = Counting(cluster.reader)
+    seen = drain.drain_view(cluster.jobs[0], [], counting, datetime.now(UTC))
+    assert seen.reason == "PodsActive" and seen.stuck
+    assert {name for name, _ in counting.calls} >= {"active_job_pods", "active_launcher_pods", "attempt_jobs",
+                                                   "active_attempt_pods", "node_states"}
+    assert len(counting.calls) == len(set(counting.calls)), counting.calls
+    unwrapped = Counting(cluster.reader)
+    drain.drain_view(cluster.jobs[0], [], unwrapped, datetime.now(UTC), wrap=lambda reader: reader)
+    assert len(unwrapped.calls) > len(set(unwrapped.calls))  # without the wrapper the barrier reads again

@@ -18,7 +18,7 @@ from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core.barrier import barrier, drain_reads, job_names, split_launchers
-from hooks.core.observed import JOBSET_GROUP, InvalidRequest, parse_request
+from hooks.core.observed import JOBSET_GROUP, InvalidRequest, Observed, parse_request
 from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, SUSPENDING, TERMINATING, Context, Work
 from podread.errors import PodReadError
 
@@ -86,7 +86,7 @@ def owned_jobsets(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]]) 
                            for o in (js.get("metadata") or {}).get("ownerReferences") or ())]
 
 
-def observed_of(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]]) -> Any:
+def observed_of(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]]) -> Observed:
     """The ``Observed`` a sync call for ``job`` with its ``jobsets`` would parse; raises
     ``InvalidRequest`` for an object no hook call could carry."""
     children = {f"{js['metadata'].get('namespace', '')}/{js['metadata']['name']}": js for js in jobsets}
