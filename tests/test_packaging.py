@@ -44,7 +44,8 @@ def test_the_dependencies_are_requirements_txt_and_the_cli_is_a_command() -> Non
     pinned = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()
               if line.strip() and not line.lstrip().startswith("#")]
     assert config["dependencies"] == pinned and "kubernetes==37.0.2" in pinned
-    assert config["scripts"] == {"nvcre-hooks": "hooks.tools.cli:main"}
+    assert config["scripts"] == {"nvcre-hooks": "hooks.tools.cli:main",
+                                 "kubectl-nvjob": "hooks.tools.nvjob.commands:main"}
 
 
 def test_deploy_the_place_of_the_token_overlay_is_git_ignored() -> None:

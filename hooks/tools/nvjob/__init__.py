@@ -1,0 +1,16 @@
+"""``kubectl nvjob``: a kubectl plugin that says what an NVCRE Job is doing and what it waits for.
+
+Installed with the project (``pip install .``) as the console command ``kubectl-nvjob``, which
+``kubectl`` finds on ``PATH``. Modules, one job each:
+
+- ``client``: the cluster it reads, with the user's kubeconfig (``--kubeconfig``, ``--context``, the
+  context's namespace); the Job, its JobSets and its Events through the kubernetes client, the pods
+  and batch Jobs through a podread ``Reader`` on the live client (ADR-102);
+- ``drain``: what the drain barrier waits for now, from ``hooks.core.barrier`` itself over that Reader;
+- ``view``: pure, from objects to the facts ``get`` and ``describe`` show (rows, the spec in short, the attempts);
+- ``why``: pure, the paragraph of ``why`` from the status and the barrier's view;
+- ``rendering``: those facts as kubectl-style tables and text, or JSON/YAML;
+- ``commands``: the click commands ``get``, ``describe``, ``why``, and kubectl's errors and exit codes.
+
+Nothing here writes to the cluster.
+"""

@@ -1,0 +1,181 @@
+"""What ``kubectl nvjob`` prints: kubectl-style tables and ``describe`` text, or JSON/YAML documents.
+
+Pure: documents in (the dicts ``view`` builds), text out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import yaml
+
+from hooks.tools.nvjob.view import age, human_duration
+
+NONE = "<none>"
+WAITING_WIDTH = 60
+"""The widest ``WAITING FOR`` cell of ``get``; the whole sentence is in ``describe``, ``why`` and ``-o json``."""
+MESSAGE_WIDTH = 100
+
+
+def dump(document: Any, output: str) -> str:
+    """``document`` as indented JSON (sorted keys) or YAML."""
+    if output == "yaml":
+        return yaml.safe_dump(document, sort_keys=True, default_flow_style=False, allow_unicode=True).rstrip("\n")
+    return json.dumps(document, indent=2, sort_keys=True)
+
+
+def cell(value: Any) -> str:
+    """A table cell: ``<none>`` for nothing, the text otherwise."""
+    if value is None or value == "":
+        return NONE
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "") -> str:
+    """Columns padded as kubectl pads them (three spaces apart), the last one not padded."""
+    cells = [list(columns)] + [[cell(value) for value in row] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join(indent + "   ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
+                     for line in cells)
+
+
+def get_table(rows: Sequence[Mapping[str, Any]], all_namespaces: bool) -> str:
+    """``get``'s table: NAME, PHASE, ATTEMPT, RESTARTS, ACTIVE, WAITING FOR, AGE (NAMESPACE first with ``-A``)."""
+    columns = ["NAME", "PHASE", "ATTEMPT", "RESTARTS", "ACTIVE", "WAITING FOR", "AGE"]
+    body = []
+    for row in rows:
+        phase = row["phase"] or NONE
+        line = [row["name"], phase, row["attempt"], row["restarts"], row["activePods"],
+                cut(row["waitingFor"], WAITING_WIDTH), row["age"]]
+        body.append(([row["namespace"]] if all_namespaces else []) + line)
+    return table((["NAMESPACE"] if all_namespaces else []) + columns, body)
+
+
+def _seconds(value: Any) -> str:
+    return f"{value}s" if isinstance(value, int) and not isinstance(value, bool) else NONE
+
+
+def _field(label: str, value: Any, width: int = 22) -> str:
+    return f"{label + ':':<{width}}{cell(value)}"
+
+
+def describe_text(doc: Mapping[str, Any], now: datetime) -> str:
+    """``describe``'s text, section by section: the Job, the spec in short, the attempts, the current
+    attempt's pods, what the drain barrier waits for now, the conditions, the recent Events."""
+    job = doc["job"]
+    lines = [
+        _field("Name", job["name"]),
+        _field("Namespace", job["namespace"]),
+        _field("Phase", (job["phase"] or NONE) + (" (deleted, finalizing)" if job["deleting"] else "")),
+        _field("Attempt", f"{cell(job['attempt'])} (JobSet {doc['workload']})"),
+        _field("Restarts", cell(job["restarts"]) + (f" of {doc['spec']['maxRestarts']}"
+                                                    if doc["spec"]["maxRestarts"] is not None else "")),
+        _field("Active pods", job["activePods"]),
+        _field("Age", job["age"]),
+        _field("Message", job["waitingFor"]),
+        "Spec:",
+    ]
+    spec = doc["spec"]
+    lines.append("  Replicated jobs:")
+    replicated = [[r["name"], r["replicas"], r["parallelism"], r["gpusPerPod"], ", ".join(r["images"])]
+                  for r in spec["replicatedJobs"]]
+    lines.append(table(["NAME", "REPLICAS", "PARALLELISM", "GPUS/POD", "IMAGE"], replicated, indent="    "))
+    lines += [
+        "  " + _field("Launcher", spec["launcher"], 28),
+        "  " + _field("Max restarts", spec["maxRestarts"], 28),
+        "  " + _field("Suspend", spec["suspend"], 28),
+        "  " + _field("Active deadline", _seconds(spec["activeDeadlineSeconds"]), 28),
+        "  " + _field("TTL after finished", _seconds(spec["ttlSecondsAfterFinished"]), 28),
+        "  " + _field("Failure rules", spec["failureRules"], 28),
+        "  " + _field("Drain stuck after", _seconds(spec["stuckAfterSeconds"]) if spec["stuckAfterSeconds"]
+                      is not None else "300s (default)", 28),
+        "  " + _field("Force delete stuck after", _seconds(spec["forceDeleteStuckPodsAfterSeconds"]), 28),
+        "  " + _field("Queue", spec["queue"], 28),
+    ]
+    lines += attempts_text(doc.get("attempts"), doc.get("attemptsNotKept", 0), now)
+    lines.append(f"Pods (JobSet {doc['workload']}):")
+    if doc.get("podsError"):
+        lines.append(f"  unknown: {doc['podsError']}")
+    elif doc["pods"]:
+        lines.append(table(["NAME", "REPLICATED JOB", "PHASE", "NODE", "RESTARTS", "AGE"],
+                           [[p["name"], p["replicatedJob"], p["phase"], p["node"], p["restarts"], p["age"]]
+                            for p in doc["pods"]], indent="  "))
+    else:
+        lines.append("  none")
+    lines += drain_text(doc["drain"], job["phase"])
+    lines.append("Conditions:")
+    if doc["conditions"]:
+        lines.append(table(["TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"],
+                           [[c["type"], c["status"], c["reason"], c["since"], cut(c["message"], MESSAGE_WIDTH)]
+                            for c in doc["conditions"]], indent="  "))
+    else:
+        lines.append("  none")
+    lines.append("Events:")
+    if doc.get("eventsError"):
+        lines.append(f"  unknown: {doc['eventsError']}")
+    elif doc["events"]:
+        lines.append(table(["TYPE", "REASON", "AGE", "FROM", "MESSAGE"],
+                           [[e["type"], e["reason"], e["age"] + (f" (x{e['count']})" if e["count"] != 1 else ""),
+                             e["from"], cut(e["note"], MESSAGE_WIDTH)] for e in doc["events"]], indent="  "))
+    else:
+        lines.append("  <none>")
+    return "\n".join(lines)
+
+
+def attempts_text(rows: Sequence[Mapping[str, Any]] | None, not_kept: int, now: datetime) -> list[str]:
+    """The attempts table, or "no attempt history recorded" when the status has none."""
+    lines = ["Attempts:"]
+    if rows is None:
+        return [*lines, "  no attempt history recorded (status.attempts is absent)"]
+    if not rows:
+        return [*lines, "  none yet"]
+    body = []
+    for row in rows:
+        failing = row.get("pod") or ""
+        exit_or_reason = row.get("exitCode") if row.get("exitCode") is not None else row.get("reason")
+        drain = (human_duration(int(row["drainSeconds"])) if isinstance(row.get("drainSeconds"), int | float)
+                 else row.get("drainSeconds"))
+        if row.get("stuck") is True:
+            drain = f"{cell(drain)} (stuck)"
+        body.append([row.get("number"), row.get("jobSet"), age(row.get("created"), now), age(row.get("started"), now)
+                     if row.get("started") else None, age(row.get("ended"), now) if row.get("ended") else None,
+                     row.get("outcome"), row.get("replicatedJob"), failing, row.get("node"), exit_or_reason,
+                     row.get("cause"), drain])
+    lines.append(table(["#", "JOBSET", "CREATED", "STARTED", "ENDED", "OUTCOME", "REPLICATED JOB", "FAILING POD",
+                        "NODE", "EXIT/REASON", "CAUSE", "DRAIN"], body, indent="  "))
+    if not_kept:
+        lines.append(f"  ({not_kept} earlier attempts counted, not kept)")
+    return lines
+
+
+def drain_text(drain: Mapping[str, Any], phase: str) -> list[str]:
+    """What the drain barrier waits for now (or, when the Job is not draining, what a teardown would wait for)."""
+    if drain["error"]:
+        state = f"unknown: {drain['error']} (the barrier holds)"
+    elif drain["passed"]:
+        state = "nothing left (no JobSet, no active pod, no batch Job)"
+    elif drain["draining"]:
+        state = f"waiting ({drain['reason']})"
+    else:
+        state = f"not draining (phase {phase or NONE}); a teardown now would wait ({drain['reason']})"
+    pods = [f"{p['name']} on {p['node'] or NONE}" + (f" (terminating, grace period ends {p['gracePeriodEnds']})"
+                                                     if p["gracePeriodEnds"] else f" ({p['phase']})")
+            for p in drain["pods"]]
+    launchers = [f"{p['name']} on {p['node'] or NONE}" for p in drain["launchers"]]
+    lines = ["Drain barrier:", "  " + _field("State", state, 14)]
+    if not drain["error"]:
+        lines += ["  " + _field("JobSets", ", ".join(drain["jobsets"]), 14),
+                  "  " + _field("Pods", ", ".join(pods), 14),
+                  "  " + _field("Launchers", ", ".join(launchers), 14),
+                  "  " + _field("Batch Jobs", ", ".join(drain["batchJobs"]), 14),
+                  "  " + _field("Stuck", drain["stuck"], 14)]
+    return lines

@@ -1,0 +1,288 @@
+"""What ``get`` and ``describe`` show, from the objects read: pure functions, no I/O.
+
+Everything is derived from what the API server holds: the Job and its status as the hooks wrote it,
+the pods, the Events. The paragraph of ``why`` is ``hooks.tools.nvjob.why``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from hooks.core.deadlines import parse_time
+from podread.attempts import workload_name
+from podread.constants import REPLICATED_JOB_LABEL
+
+MAX_EVENTS = 10
+"""How many of the most recent Events ``describe`` shows."""
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def as_map(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is an object, else ``{}``."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def status_of(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The Job's status, ``{}`` when there is none yet."""
+    return as_map(job.get("status"))
+
+
+def spec_of(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    return as_map(job.get("spec"))
+
+
+def condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any]:
+    """The status condition of ``type_``, ``{}`` when absent."""
+    for entry in status.get("conditions") or ():
+        if isinstance(entry, Mapping) and entry.get("type") == type_:
+            return entry
+    return {}
+
+
+# -- time ------------------------------------------------------------------------------------------
+
+
+def seconds_since(stamp: Any, now: datetime) -> int | None:
+    """Whole seconds from ``stamp`` (RFC 3339) to ``now``; ``None`` when missing or malformed."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return int((now - parse_time(stamp)).total_seconds())
+    except (ValueError, OverflowError):
+        return None
+
+
+def human_duration(seconds: int | None) -> str:
+    """A duration as kubectl prints ages (``HumanDuration``): ``45s``, ``3m20s``, ``12m``, ``5h3m``,
+    ``47h``, ``6d2h``, ``400d``, ``2y10d``; ``<unknown>`` for ``None``, ``<invalid>`` when negative."""
+    if seconds is None:
+        return "<unknown>"
+    if seconds < -1:
+        return "<invalid>"
+    seconds = max(0, seconds)
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if seconds < 120:
+        return f"{seconds}s"
+    if minutes < 10:
+        return f"{minutes}m{seconds % 60}s" if seconds % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    if days < 365 * 8:
+        return f"{days // 365}y{days % 365}d" if days % 365 else f"{days // 365}y"
+    return f"{days // 365}y"
+
+
+def age(stamp: Any, now: datetime) -> str:
+    return human_duration(seconds_since(stamp, now))
+
+
+# -- get -------------------------------------------------------------------------------------------
+
+
+def waiting_for(job: Mapping[str, Any]) -> str:
+    """What the Job waits for, in the hooks' words: ``status.message`` (the barrier's sentence while
+    it drains, a failed read's, a gate's), else the ``Drained`` condition's message while it is not
+    True; ``""`` when it waits for nothing."""
+    status = status_of(job)
+    message = str(status.get("message") or "")
+    if message:
+        return message
+    drained = condition(status, "Drained")
+    if drained and drained.get("status") != "True":
+        return str(drained.get("message") or drained.get("reason") or "")
+    return ""
+
+
+def summary(job: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """One Job as ``get`` lists it: name, phase, attempt, restarts, active pods (``status.activePods``,
+    the hooks' last count), what it waits for, age."""
+    metadata, status = as_map(job.get("metadata")), status_of(job)
+    return {
+        "namespace": str(metadata.get("namespace", "")),
+        "name": str(metadata.get("name", "")),
+        "phase": str(status.get("phase") or ""),
+        "attempt": status.get("attempt", 0) if status else None,
+        "restarts": status.get("restarts", 0) if status else None,
+        "activePods": status.get("activePods", 0) if status else None,
+        "waitingFor": waiting_for(job),
+        "deleting": bool(metadata.get("deletionTimestamp")),
+        "creationTimestamp": metadata.get("creationTimestamp"),
+        "age": age(metadata.get("creationTimestamp"), now),
+    }
+
+
+# -- describe --------------------------------------------------------------------------------------
+
+
+def spec_summary(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec in short: each replicated job (replicas, parallelism, image, GPUs per pod), the
+    launcher, restarts allowed, suspend, deadlines, failure rules, drain limits, the queue."""
+    spec = spec_of(job)
+    replicated = []
+    for entry in spec.get("replicatedJobs") or ():
+        if not isinstance(entry, Mapping):
+            continue
+        job_spec = as_map(as_map(entry.get("template")).get("spec"))
+        pod_spec = as_map(as_map(job_spec.get("template")).get("spec"))
+        containers = [c for c in pod_spec.get("containers") or () if isinstance(c, Mapping)]
+        gpus = sum(_gpus(as_map(c.get("resources"))) for c in containers)
+        replicated.append({"name": str(entry.get("name", "")), "replicas": entry.get("replicas", 1),
+                           "parallelism": job_spec.get("parallelism", 1),
+                           "images": sorted({str(c.get("image", "")) for c in containers}), "gpusPerPod": gpus})
+    drain = as_map(spec.get("drain"))
+    labels = as_map(as_map(job.get("metadata")).get("labels"))
+    return {
+        "replicatedJobs": replicated,
+        "launcher": spec.get("launcher") or None,
+        "maxRestarts": spec.get("maxRestarts"),
+        "suspend": spec.get("suspend") is True,
+        "activeDeadlineSeconds": spec.get("activeDeadlineSeconds"),
+        "ttlSecondsAfterFinished": spec.get("ttlSecondsAfterFinished"),
+        "failureRules": len(as_map(spec.get("failurePolicy")).get("rules") or ()),
+        "stuckAfterSeconds": drain.get("stuckAfterSeconds"),
+        "forceDeleteStuckPodsAfterSeconds": drain.get("forceDeleteStuckPodsAfterSeconds"),
+        "queue": labels.get(QUEUE_LABEL) or None,
+    }
+
+
+def _gpus(resources: Mapping[str, Any]) -> int:
+    for side in ("limits", "requests"):
+        value = as_map(resources.get(side)).get("nvidia.com/gpu")
+        if value is not None:
+            try:
+                return int(str(value))
+            except ValueError:
+                return 0
+    return 0
+
+
+ATTEMPT_FIELDS: dict[str, tuple[str, ...]] = {
+    "number": ("number", "attempt"),
+    "jobSet": ("jobSet", "jobset", "workload", "name"),
+    "created": ("created", "createdAt", "creationTime", "createTime"),
+    "started": ("started", "startedAt", "startTime", "runningSince"),
+    "ended": ("ended", "endedAt", "endTime", "finishedAt"),
+    "outcome": ("outcome", "result", "end", "endedAs"),
+    "replicatedJob": ("replicatedJob", "failedReplicatedJob", "failingReplicatedJob"),
+    "pod": ("pod", "failingPod", "firstFailingPod", "firstFailedPod"),
+    "node": ("node", "failingNode", "nodeName"),
+    "exitCode": ("exitCode", "exit", "code"),
+    "reason": ("reason", "failureReason", "message"),
+    "cause": ("cause", "restartCause", "countedAs"),
+    "drainSeconds": ("drainSeconds", "drainDurationSeconds", "seconds", "duration", "durationSeconds"),
+    "stuck": ("stuck", "drainStuck"),
+}
+"""Where each column of the attempts table is found in an entry of ``status.attempts`` (the first
+name present wins, looked up in the entry and in its ``outcome``, ``failure`` and ``drain`` objects)."""
+
+
+def _pick(entry: Mapping[str, Any], names: Iterable[str]) -> Any:
+    nested = [entry] + [as_map(entry.get(key)) for key in ("outcome", "failure", "failingPod", "firstFailingPod",
+                                                         "drain", "pod")]
+    for name in names:
+        for where in nested:
+            value = where.get(name)
+            if value is not None and not isinstance(value, Mapping | list):
+                return value
+    return None
+
+
+def attempt_rows(job: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """``status.attempts`` as rows (number, JobSet, created/started/ended, outcome, the failing
+    replicated job, pod, node and exit code or reason, the restart cause, the drain's duration and
+    whether it was stuck); ``None`` when the status records no attempt history."""
+    entries = status_of(job).get("attempts")
+    if not isinstance(entries, list):
+        return None
+    rows = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        row = {column: _pick(entry, names) for column, names in ATTEMPT_FIELDS.items()}
+        for key in ATTEMPT_FIELDS["pod"]:  # a failing pod may be an object: its name
+            if isinstance(entry.get(key), Mapping) and entry[key].get("name"):
+                row["pod"] = entry[key]["name"]
+                break
+        outcome = entry.get("outcome")
+        if isinstance(outcome, Mapping):
+            row["outcome"] = _pick(outcome, ("type", "phase", "state", "kind", "reason"))
+        rows.append(row)
+    return rows
+
+
+def attempts_not_kept(job: Mapping[str, Any]) -> int:
+    """How many earlier attempts the status counted but no longer keeps (0 when it says nothing)."""
+    status = status_of(job)
+    for name in ("attemptsNotKept", "attemptsDropped", "attemptsOmitted", "olderAttempts", "droppedAttempts"):
+        value = status.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 0
+
+
+def current_workload(job: Mapping[str, Any]) -> str:
+    """The current attempt's JobSet name: ``status.workload``, else ``<job>-<status.attempt>``."""
+    status = status_of(job)
+    name = str(as_map(job.get("metadata")).get("name", ""))
+    attempt = status.get("attempt", 0)
+    return str(status.get("workload") or workload_name(name, attempt if isinstance(attempt, int) else 0))
+
+
+def pod_rows(pods: Sequence[Mapping[str, Any]], now: datetime) -> list[dict[str, Any]]:
+    """The pods as ``describe`` lists them: name, replicated job, phase (``Terminating`` while being
+    deleted), node, container restarts, age; sorted by name."""
+    rows = []
+    for pod in pods:
+        metadata, status = as_map(pod.get("metadata")), as_map(pod.get("status"))
+        restarts = sum(int(s.get("restartCount") or 0) for s in status.get("containerStatuses") or ()
+                       if isinstance(s, Mapping))
+        rows.append({
+            "name": str(metadata.get("name", "")),
+            "replicatedJob": str(as_map(metadata.get("labels")).get(REPLICATED_JOB_LABEL, "")),
+            "phase": "Terminating" if metadata.get("deletionTimestamp") else str(status.get("phase") or "Unknown"),
+            "node": str(as_map(pod.get("spec")).get("nodeName") or ""),
+            "restarts": restarts,
+            "age": age(metadata.get("creationTimestamp"), now),
+        })
+    return sorted(rows, key=lambda row: row["name"])
+
+
+def condition_rows(job: Mapping[str, Any], now: datetime) -> list[dict[str, Any]]:
+    """The status conditions: type, status, reason, how long since the last transition, message."""
+    return [{"type": str(c.get("type", "")), "status": str(c.get("status", "")), "reason": str(c.get("reason") or ""),
+             "since": age(c.get("lastTransitionTime"), now), "message": str(c.get("message") or "")}
+            for c in status_of(job).get("conditions") or () if isinstance(c, Mapping)]
+
+
+def event_rows(job: Mapping[str, Any], events: Sequence[Mapping[str, Any]], now: datetime) -> list[dict[str, Any]]:
+    """The most recent ``MAX_EVENTS`` Events regarding this Job (its kind and name, and its UID when the
+    Event names one), oldest first: type, reason, age, who reported it, count, note."""
+    metadata = as_map(job.get("metadata"))
+    name, uid = metadata.get("name"), metadata.get("uid")
+    rows = []
+    for event in events:
+        regarding = as_map(event.get("regarding"))
+        if regarding.get("kind") != "Job" or regarding.get("name") != name:
+            continue
+        if regarding.get("uid") and uid and regarding.get("uid") != uid:
+            continue
+        if str(regarding.get("apiVersion", "")).split("/")[0] not in ("nvcre.nvidia.com", ""):
+            continue
+        when = (as_map(event.get("series")).get("lastObservedTime") or event.get("eventTime")
+                or event.get("deprecatedLastTimestamp") or as_map(event.get("metadata")).get("creationTimestamp"))
+        count = as_map(event.get("series")).get("count") or event.get("deprecatedCount") or 1
+        rows.append({"type": str(event.get("type") or ""), "reason": str(event.get("reason") or ""),
+                     "time": when, "age": age(when, now), "from": str(event.get("reportingController") or ""),
+                     "count": count, "note": str(event.get("note") or "")})
+    rows.sort(key=lambda row: str(row["time"] or ""))
+    return rows[-MAX_EVENTS:]

@@ -1,0 +1,59 @@
+"""The docs' kubectl commands about a Job, run with the real kubectl against the real control plane
+(issue 23, item 5): the troubleshooting reads and the suspend/resume patches of docs/operations.md,
+the README's `kubectl get nvjob`, with NAME and NS standing for a Job the tier's world runs.
+
+tests/test_docs_commands.py finds every command in the docs and says which ones need a cluster; the
+ones about one Job are run here, each as the docs write it (``-w`` left out: it never returns).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.world import ClusterWorld
+from tests.test_docs_commands import ALL
+
+pytestmark = pytest.mark.cluster
+
+ABOUT_A_JOB = re.compile(r"^kubectl (get|describe|patch) nvjob( NAME)?( -n NS| -A)?( |$)")
+
+
+def test_the_docs_kubectl_commands_about_a_job_run_as_written(world: ClusterWorld, control_plane: ControlPlane,
+                                                              tmp_path: Path) -> None:
+    binary = shutil.which("kubectl")
+    if binary is None:
+        if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
+            pytest.fail("needs kubectl (apt-get install kubectl)")
+        pytest.skip("no kubectl on PATH")
+    commands = [s for s in ALL if ABOUT_A_JOB.match(s.command)]
+    shown = {s.command for s in commands}
+    assert {"kubectl get nvjob NAME -n NS", "kubectl describe nvjob NAME -n NS"} <= shown, shown
+    assert any("suspend\":true" in c for c in shown) and any("suspend\":false" in c for c in shown)
+
+    world.create_job("docs")
+    world.run_until(lambda: world.phase("docs") == "Running", "Running")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+           "KUBECONFIG": control_plane.write_kubeconfig(tmp_path / "kubeconfig")}
+    for command in commands:
+        args = [word.replace("NAME", "docs").replace("NS", world.namespace)
+                for word in shlex.split(command.command) if word != "-w"]
+        done = subprocess.run([binary, *args[1:]], env=env, capture_output=True, text=True, timeout=60, check=False)
+        where = f"{command.doc}:{command.line}: {command.command}"
+        assert done.returncode == 0, f"{where}\n{done.stderr}"
+        if args[1:3] == ["get", "nvjob"] and "-o" not in args:
+            header = done.stdout.splitlines()[0].split()
+            expected = ["NAME", "PHASE", "ATTEMPT", "RESTARTS", "ACTIVE", "AGE"]
+            assert header[-6:] == expected, f"{where}: the README's columns are {expected}, kubectl shows {header}"
+            assert "docs" in done.stdout
+        if "conditions[*]" in command.command:
+            assert all(re.match(r"^\w+=(True|False|Unknown) \w*: ", line) for line in done.stdout.splitlines()), \
+                done.stdout
+    world.assert_safe()
