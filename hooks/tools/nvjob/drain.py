@@ -2,25 +2,23 @@
 
 Nothing here re-derives the barrier's rules: the Job and its JobSets become the ``Observed`` a hook
 call would parse (``hooks.core.observed.parse_request``), and ``hooks.core.barrier`` runs over a
-podread Reader on the live client (``drain_reads`` for the pods, launchers and batch Jobs it waits
-on; ``barrier`` for its reason and sentence and, through ``hooks.core.stuckwait``, the pods stuck
-on dead nodes). A ``_ReadOnce`` wrapper answers the barrier's second pass from the first one's
-reads, so both views are of the same moment and every read is sent once. The barrier's actions (a
-force delete) are never carried out here: the plugin writes nothing.
+podread Reader on the live client: its value (``Drain``) holds the pods, launchers and batch Jobs
+it waits on, its reason and sentence and, through ``hooks.core.stuckwait``, the pods stuck on dead
+nodes; every read is sent once (``Context.once``). The force deletes it would ask for are never
+carried out here: the plugin writes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
-from hooks.core.barrier import barrier, drain_reads, job_names, split_launchers
+from hooks.core.barrier import barrier
 from hooks.core.observed import JOBSET_GROUP, InvalidRequest, Observed, parse_request
-from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, SUSPENDING, TERMINATING, Context, Work
-from podread.errors import PodReadError
+from hooks.core.work import RESTARTING, SUSPENDING, TERMINATING, Context
 
 DRAINING_PHASES = frozenset({RESTARTING, SUSPENDING, TERMINATING})
 """Phases whose next step waits on the barrier now (a deleted Job too, whatever its phase)."""
@@ -50,34 +48,6 @@ class DrainView:
     error: str = ""
 
 
-class _ReadOnce:
-    """A Reader whose every method answers a repeated call (same arguments) with the first answer,
-    or raises the first error again. Attributes other than methods pass through."""
-
-    def __init__(self, reader: Any) -> None:
-        self._reader = reader
-        self._answers: dict[str, tuple[bool, Any]] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._reader, name)
-        if not callable(target):
-            return target
-
-        def once(*args: Any, **kwargs: Any) -> Any:
-            key = repr((name, args, sorted(kwargs.items())))
-            if key not in self._answers:
-                try:
-                    self._answers[key] = (True, target(*args, **kwargs))
-                except PodReadError as error:
-                    self._answers[key] = (False, error)
-            ok, answer = self._answers[key]
-            if not ok:
-                raise answer
-            return answer
-
-        return once
-
-
 def owned_jobsets(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The JobSets whose ownerReferences name the Job's UID: the children Metacontroller observes."""
     uid = (job.get("metadata") or {}).get("uid")
@@ -94,11 +64,12 @@ def observed_of(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]]) ->
 
 
 def drain_view(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]], reader: Any,
-               now: datetime, *, wrap: Callable[[Any], Any] = _ReadOnce) -> DrainView:
+               now: datetime) -> DrainView:
     """What the barrier waits for now for ``job`` with its observed ``jobsets`` (``owned_jobsets``),
-    reading through ``reader`` (a podread Reader). Reads pods, launchers and batch Jobs live, and
-    nodes once a wait has lasted ``spec.drain.stuckAfterSeconds``. Never raises for a failed read:
-    the view says it (``passed`` None, ``error``)."""
+    reading through ``reader`` (a podread Reader): ``hooks.core.barrier.barrier`` through the
+    status's attempt, its pods, launchers and batch Jobs read live (each once: ``Context.once``),
+    and nodes once a wait has lasted ``spec.drain.stuckAfterSeconds``. Never raises for a failed
+    read: the view says it (``passed`` None, ``error``)."""
     metadata = job.get("metadata") or {}
     status = job.get("status") if isinstance(job.get("status"), Mapping) else {}
     phase = str(status.get("phase") or "")
@@ -108,25 +79,14 @@ def drain_view(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]], rea
     except InvalidRequest as exc:
         return DrainView(draining, None, "", "", error=f"the Job cannot be read as the hooks read it: {exc.message}")
     prior = observed.status
-    ctx = Context(observed, wrap(reader), now)
-    work = Work(phase=prior.phase, attempt=prior.attempt, restarts=prior.restarts, workload=prior.workload,
-                active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions))
-    names = sorted(str(js["metadata"]["name"]) for js in observed.jobsets)
-    try:
-        found, jobs = drain_reads(ctx, work.attempt)
-    except PodReadError as error:
-        barrier(ctx, work)  # answered from the same failed read: its words for it
-        return DrainView(draining, None, "ReadFailed", work.message, jobsets=names, error=error.cause)
-    passed = barrier(ctx, work)
-    active, launchers = split_launchers(ctx, found)
-    drained = cond.get_condition(work.conditions, DRAINED) or {}
-    stuck = cond.get_condition(work.conditions, DRAIN_STUCK) or {}
+    drain = barrier(Context(observed, reader, now), cond.sort_conditions(prior.conditions), through=prior.attempt)
+    if drain.error is not None:
+        return DrainView(draining, None, drain.reason, drain.words(), jobsets=list(drain.jobsets),
+                         error=drain.error.cause)
     return DrainView(
-        draining, passed, str(drained.get("reason") or ("NoActivePods" if passed else "")),
-        work.message or str(drained.get("message") or ""), jobsets=names,
-        pods=[pod_brief(pod) for pod in active], launchers=[pod_brief(pod) for pod in launchers],
-        batch_jobs=job_names(jobs),
-        stuck=str(stuck.get("message") or "") if stuck.get("status") == cond.TRUE else "",
+        draining, drain.passed, drain.reason, drain.message() or drain.drained()[2], jobsets=list(drain.jobsets),
+        pods=[pod_brief(pod) for pod in drain.workers], launchers=[pod_brief(pod) for pod in drain.launchers],
+        batch_jobs=list(drain.batch_jobs), stuck=drain.stuck.found.message() if drain.stuck.pods else "",
     )
 
 
