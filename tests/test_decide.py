@@ -50,7 +50,8 @@ def test_new_job_creates_attempt_zero_pending(keying: str) -> None:
     assert status(d) == {"phase": "Pending", "attempt": 0, "restarts": 0, "workload": "train-0",
                          "activePods": 0, "conditions": [],
                          "message": "waiting for the pods of JobSet train-0 to start",
-                         "startTime": "2026-01-01T00:00:00Z", "replicatedJobsDigest": specpin.digest(job_spec())}
+                         "startTime": "2026-01-01T00:00:00Z", "replicatedJobsDigest": specpin.digest(job_spec()),
+                         "attempts": [{"attempt": 0, "jobSet": "train-0", "created": "2026-01-01T00:00:00Z"}]}
     assert "resyncAfterSeconds" not in d.response and "finalized" not in d.response
 
 

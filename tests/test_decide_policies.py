@@ -113,14 +113,17 @@ def test_restarts_used_up_ends_failed_with_the_reason() -> None:
     assert condition(d, "Failed")["reason"] == "MaxRestartsReached"
 
 
-def test_without_pod_rules_no_pod_is_read_for_the_verdict() -> None:
+def test_without_pod_rules_the_verdict_ignores_the_pods_read_once_for_the_history() -> None:
     rule = {"name": "jobset-says", "action": "FailJob", "onJobSetFailure": {"reasons": ["Test"]}}
     body = request(spec=spec_with(2, failurePolicy={"rules": [rule]}), status=running_status(),
                    jobsets=[jobset_child("train", 0, state="Failed")])
-    reader = FakeReader()
+    reader = FakeReader([failed_pod(exit_code=42)])
     d = run(body, reader)
     assert status(d)["phase"] == "Failed" and condition(d, "Failed")["reason"] == "FailurePolicy"
-    assert not [c for c in reader.calls if c[0] == "attempt_failure_pods"]
+    assert "exited" not in condition(d, "Failed")["message"], "no rule reads pods: the verdict does not name one"
+    assert [c for c in reader.calls if c[0] == "attempt_failure_pods"] == [
+        ("attempt_failure_pods", "live", ("default", "train-0"))], "read once, for status.attempts"
+    assert status(d)["attempts"][0]["failedPod"] == "train-0-worker-0-0"
 
 
 def test_a_failed_evidence_read_holds_and_keeps_the_jobset() -> None:

@@ -1,7 +1,8 @@
 """The answer's body, assembled from the rows' ``Work``: the status, the children, the resync.
 
 Pure. The status fields always present, the optional ones (``restartsByCause``, ``lastFailure``,
-``startTime``, ``completionTime``, ``replicatedJobsDigest``) only when set; ``resyncAfterSeconds``
+``startTime``, ``completionTime``, ``replicatedJobsDigest``, ``attempts``, ``attemptsDropped``) only
+when set; ``resyncAfterSeconds``
 the sooner of "waiting" and a limit's wake-up; ``finalized`` only for the finalize hook.
 """
 
@@ -27,7 +28,8 @@ def assemble(observed: Observed, work: Work, resync_seconds: float) -> Decision:
     }
     for key, value in (("restartsByCause", work.restarts_by_cause), ("lastFailure", work.last_failure),
                        ("startTime", work.start_time), ("completionTime", work.completion_time),
-                       ("replicatedJobsDigest", work.replicated_jobs_digest)):
+                       ("replicatedJobsDigest", work.replicated_jobs_digest), ("attempts", work.attempts),
+                       ("attemptsDropped", work.attempts_dropped)):
         if value:
             status[key] = dict(sorted(value.items())) if isinstance(value, dict) else value
     response: dict[str, Any] = {"status": status, "children": work.children}

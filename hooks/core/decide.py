@@ -52,7 +52,9 @@ Around rows 12 and 13, for every answer: ``StatusMismatch`` turns False once the
 gone; unless the status disagrees (whichever row ran: rows 2 and 2a come before row 3; finalizing
 checks no claim), ``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
 (``rows.deadline.times``); ``replicatedJobsDigest`` is pinned with the first JobSet answered
-(``hooks.core.specpin``; row 7 refuses a spec that no longer has it); a queue-managed Job's
+(``hooks.core.specpin``; row 7 refuses a spec that no longer has it); ``status.attempts`` records
+how the attempt ended, when and how long its drain took (``hooks.core.history``; kept as it came
+while the status disagrees); a queue-managed Job's
 Workload child is added, or left out as the rows released it (``rows.kueue.workload_child``); the
 answer is assembled (``hooks.core.answer``).
 
@@ -74,7 +76,7 @@ from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
-from hooks.core import queueing, specpin
+from hooks.core import history, queueing, specpin
 from hooks.core.answer import assemble
 from hooks.core.observed import Observed
 from hooks.core.rows import current, deadline, kueue, mismatch, teardown, terminal
@@ -123,15 +125,19 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
                 active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions),
                 restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
                 start_time=prior.start_time, completion_time=prior.completion_time,
-                replicated_jobs_digest=prior.replicated_jobs_digest)
+                replicated_jobs_digest=prior.replicated_jobs_digest,
+                attempts=[dict(entry) for entry in prior.attempts], attempts_dropped=prior.attempts_dropped)
     disagreement = None if observed.finalizing else mismatch.disagreement(ctx, attempt, phase, refused)
     trusted = disagreement is None
+    ending = None  # the teardown a row begins, for the history
     if tearing_down is not None:
         tearing_down(ctx, work)     # rows 1, 2, 2a: Kueue's word is not a status claim: before the mismatch hold
+        ending = ENDINGS[tearing_down]
     elif disagreement is not None:
         mismatch.hold(ctx, work, *disagreement)                           # row 3
     elif phase not in TERMINAL and deadline.due(ctx, work):
         deadline.tear_down(ctx, work)                                     # row 3a
+        ending = history.DEADLINE_EXCEEDED
     elif phase in TERMINAL:
         terminal.final(ctx, work)                                         # row 4
     elif phase in (SUSPENDED, SUSPENDING):
@@ -144,6 +150,8 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
     deadline.times(ctx, work, trusted=trusted)
+    if trusted:
+        history.update(ctx, work, attempt=attempt, ending=ending)        # status.attempts
     ttl = deadline.ttl_due(ctx, work) if trusted and not observed.finalizing else None
     if ttl is not None:
         deadline.delete_job(ctx, work, ttl)                               # row 12
@@ -155,6 +163,11 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     if ctx.queue:
         kueue.workload_child(ctx, work, hold=not trusted)
     return assemble(observed, work, resync_seconds)
+
+
+ENDINGS: dict[Row, str] = {teardown.finalize: history.DELETED, teardown.suspend: history.SUSPENDED,
+                           kueue.evicted: history.EVICTED}
+"""How the attempt a teardown row tears down ends, in ``status.attempts``."""
 
 
 def teardown_row(ctx: Context) -> Row | None:

@@ -92,11 +92,6 @@ def rules_of(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(rules)
 
 
-def needs_pods(rules: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether any rule reads pods (exit codes or pod conditions): only then are pods read."""
-    return any("onExitCodes" in rule or "onPodConditions" in rule for rule in rules)
-
-
 def judge(rules: Sequence[Mapping[str, Any]], jobset: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Verdict:
     """The verdict on the failed ``jobset`` whose telling pods are ``pods`` (sorted by name):
     the first rule that matches, else ``RestartJob`` with cause ``DEFAULT_CAUSE``."""

@@ -70,6 +70,9 @@ class PriorStatus:
     start_time: str = ""
     completion_time: str = ""
     replicated_jobs_digest: str = ""
+    attempts: tuple[Mapping[str, Any], ...] = ()
+    """``status.attempts`` (``hooks.core.history``): entries of known keys only, sorted by attempt."""
+    attempts_dropped: int = 0
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,7 @@ def _parse_spec(raw: object) -> Mapping[str, Any]:
         raise InvalidRequest(400, f"parent.spec.launcher: {launcher[:80]!r} is not a replicated job name (a DNS-1123 "
                                   f"label of at most {_MAX_LABEL_VALUE} characters), so it cannot be put in a selector")
     _integer(spec.get("maxRestarts"), "parent.spec.maxRestarts", minimum=None)
+    _integer(spec.get("attemptsHistoryLimit"), "parent.spec.attemptsHistoryLimit", minimum=None)
     _boolean(spec.get("suspend"), "parent.spec.suspend")
     for key in ("activeDeadlineSeconds", "ttlSecondsAfterFinished"):
         _integer(spec.get(key), f"parent.spec.{key}", minimum=None)
@@ -278,7 +282,44 @@ def _parse_status(raw: object) -> PriorStatus:
         start_time=_time(status.get("startTime"), "parent.status.startTime"),
         completion_time=_time(status.get("completionTime"), "parent.status.completionTime"),
         replicated_jobs_digest=_string(status.get("replicatedJobsDigest"), "parent.status.replicatedJobsDigest"),
+        attempts=_attempts(status.get("attempts"), "parent.status.attempts"),
+        attempts_dropped=_integer(status.get("attemptsDropped"), "parent.status.attemptsDropped"),
     )
+
+
+_MAX_ATTEMPT_ENTRIES = 100
+"""``status.attempts``' ``maxItems`` (``hooks.core.history.MAX_LIMIT``)."""
+_ENTRY_TIMES = ("created", "started", "ended", "failedPodDeletionStarted", "failedPodGracePeriodEnds")
+_ENTRY_STRINGS = ("jobSet", "outcome", "failedReplicatedJob", "failedPod", "node", "reason", "cause")
+
+
+def _attempts(value: object, path: str) -> tuple[Mapping[str, Any], ...]:
+    """``status.attempts``: an array of at most ``_MAX_ATTEMPT_ENTRIES`` objects, each with an
+    ``attempt`` (an integer >= 0) and its other fields of the CRD's types; only the known fields
+    are kept (the API server prunes the others), one entry per attempt (the first), sorted."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InvalidRequest(400, f"{path}: expected an array, got {_json_type(value)}")
+    if len(value) > _MAX_ATTEMPT_ENTRIES:
+        raise InvalidRequest(400, f"{path}: {len(value)} entries, more than {_MAX_ATTEMPT_ENTRIES}")
+    found: dict[int, Mapping[str, Any]] = {}
+    for index, raw in enumerate(value):
+        where = f"{path}[{index}]"
+        entry = _entry(raw, where)
+        kept: dict[str, Any] = {"attempt": _integer(entry.get("attempt"), f"{where}.attempt")}
+        for key in _ENTRY_STRINGS:
+            kept[key] = _string(entry.get(key), f"{where}.{key}")
+        for key in _ENTRY_TIMES:
+            kept[key] = _time(entry.get(key), f"{where}.{key}")
+        kept["exitCode"] = _integer(entry.get("exitCode"), f"{where}.exitCode", minimum=None) \
+            if entry.get("exitCode") is not None else None
+        kept["drainSeconds"] = _integer(entry.get("drainSeconds"), f"{where}.drainSeconds") \
+            if entry.get("drainSeconds") is not None else None
+        kept["drainStuck"] = _boolean(entry.get("drainStuck"), f"{where}.drainStuck") \
+            if entry.get("drainStuck") is not None else None
+        found.setdefault(kept["attempt"], {k: v for k, v in kept.items() if v is not None and v != ""})
+    return tuple(found[number] for number in sorted(found))
 
 
 def _counts(value: object, path: str) -> dict[str, int]:

@@ -34,3 +34,9 @@ class Once:
         if error is not None:
             raise error
         return value
+
+    def peek(self, key: Hashable) -> Any | None:
+        """The value ``key`` was computed to this call, or ``None`` when it was not asked for or its
+        computation raised. Never computes anything: for a reader of what a row already read."""
+        value, error = self._done.get(key, (None, None))
+        return None if error is not None else value

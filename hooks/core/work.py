@@ -81,6 +81,10 @@ class Work:
     """Queue-managed Jobs: what becomes of the Workload child. ``create`` keeps the observed one or
     emits a new one; ``keep`` keeps the observed one only; ``release`` leaves it out (after a passing
     barrier only)."""
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    """``status.attempts``: the history of the last attempts (``hooks.core.history``)."""
+    attempts_dropped: int = 0
+    """``status.attemptsDropped``: how many older entries the history no longer keeps."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hooks.core import built, failurepolicy, queueing, specpin
+from hooks.core import built, failurepolicy, history, queueing, specpin
 from hooks.core import conditions as cond
 from hooks.core.barrier import barrier, record, record_gate
 from hooks.core.children import as_observed
@@ -114,8 +114,11 @@ def steady(ctx: Context, work: Work, *, drained: bool = False) -> None:
 def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[str, Any],
             rules: list[Mapping[str, Any]]) -> None:
     """Rows 8, 8a and 9: the current JobSet failed. ``spec.failurePolicy.rules`` judge why
-    (``hooks.core.failurepolicy``, reading the pods that tell it only when a rule needs them; a failed
-    read holds, keeping the JobSet: ``FailJob`` is final, so it is never decided on a guess).
+    (``hooks.core.failurepolicy``) from the pods that tell it, read live once
+    (``hooks.core.history.failure_pods``: ``status.attempts`` names the first failing pod from the
+    same answer, whether or not a rule reads pods); a failed read holds, keeping the JobSet:
+    ``FailJob`` is final, so it is never decided on a guess, and the history is never written
+    without its pods.
     FailJob, or a counted restart with none left: Failed, the JobSet kept. Otherwise row 8, in two
     calls, so that the decision survives a lost status write: this answer records Restarting (and
     restarts+1 when the verdict counts) and still keeps the failed JobSet; the next call (row 6, fed
@@ -125,15 +128,13 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     """
     work.workload = desired["metadata"]["name"]
     work.children = [desired]
-    pods: list[Mapping[str, Any]] = []
-    if failurepolicy.needs_pods(rules):
-        try:
-            pods = ctx.reader.attempt_failure_pods(ctx.namespace, str(current["metadata"]["name"]))
-        except PodReadError as error:
-            work.kind = "held"
-            work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
-            read_failed(work, error)
-            return
+    try:
+        pods = history.failure_pods(ctx, str(current["metadata"]["name"]))
+    except PodReadError as error:
+        work.kind = "held"
+        work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+        read_failed(work, error)
+        return
     verdict = failurepolicy.judge(rules, current, pods)
     max_restarts = ctx.observed.spec.get("maxRestarts") or 0
     restarting = verdict.restarts and (not verdict.counted or work.restarts < max_restarts)

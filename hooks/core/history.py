@@ -1,0 +1,360 @@
+"""``status.attempts``: what became of each attempt, the last ``spec.attemptsHistoryLimit`` of them (issue 23).
+
+Pure: reads what the rows already read or decided in this call (the observed JobSets and their
+conditions' ``lastTransitionTime``, the failed attempt's telling pods read once by the failure row
+through ``failure_pods``, the ``Drained``/``DrainStuck`` conditions the drain barrier wrote, the
+verdict in ``lastFailure``), never the wall clock and never a read of its own. ``update`` runs once
+per call after the rows, and only when the status agrees with the evidence (a status that
+disagrees keeps its history as it came).
+
+An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
+
+- ``attempt``, ``jobSet``: the attempt's number and its JobSet's name;
+- ``created``: the JobSet's ``creationTimestamp`` when the entry is made from an observed JobSet,
+  else when the hooks first answered that JobSet (``now`` of that call);
+- ``started``: the first call that found the attempt ``Running`` (a pod of it active);
+- ``ended`` and ``outcome``: ``Succeeded`` or ``Failed`` at the time of the JobSet's ``Completed``
+  or ``Failed`` condition (``Failed`` is written once the failure policy judged it; ``Preempted``
+  when the first failing pod's ``DisruptionTarget`` reason is a preemption); ``Suspended``,
+  ``Deleted``, ``Evicted`` (Kueue took the admission back; ``reason`` is Kueue's, such as
+  ``Preempted``) and ``DeadlineExceeded`` when the teardown began (the Workload's ``Evicted`` and
+  the Job's ``DeadlineExceeded`` condition times; the call's ``now`` for a suspend or a delete);
+- for a failed attempt, from its first failing pod (the earliest container end or disruption):
+  ``failedPod``, ``node``, ``failedReplicatedJob`` (else from the JobSet's
+  ``replicatedJobsStatus``), ``exitCode`` (the first container that ended non-zero), ``reason``
+  (the disruption's, the pod's, the container's, else the JobSet's failure reason); a pod being
+  deleted with ``failedPodDeletionStarted`` (its ``deletionTimestamp`` less its grace period) and
+  ``failedPodGracePeriodEnds`` (its ``deletionTimestamp``: the moment the kubelet may kill it,
+  not when its deletion began);
+- ``cause``: the restart cause it was counted under (``status.restartsByCause``), only when it
+  restarted the Job;
+- ``drainSeconds`` (from ``ended`` until the barrier passed) and ``drainStuck`` (whether
+  ``DrainStuck`` was True meanwhile), for an attempt torn down (a restart, a suspend, a delete, an
+  eviction, the deadline).
+
+Each field is written once and never changed, so the status is a fixed point: fed back, at any
+later moment, nothing moves. Older entries beyond the limit are dropped and counted in
+``status.attemptsDropped``; every string is cut to a bound, so the history is at most
+``MAX_HISTORY_BYTES`` whatever ran (a Job restarted 10,000 times included).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hooks.core import conditions as cond
+from hooks.core import deadlines, queueing
+from hooks.core.evidence import COMPLETED, FAILED, jobset_state
+from hooks.core.jobset import KIND as JOBSET_KIND
+from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, RUNNING, SUCCEEDED, Context, Work
+from hooks.core.work import FAILED as FAILED_PHASE
+from podread.attempts import workload_name
+from podread.constants import REPLICATED_JOB_LABEL
+
+Pod = Mapping[str, Any]
+Entry = dict[str, Any]
+
+ENTRY_KEYS = ("attempt", "jobSet", "created", "started", "ended", "outcome", "failedReplicatedJob", "failedPod",
+              "node", "exitCode", "reason", "cause", "drainSeconds", "drainStuck", "failedPodDeletionStarted",
+              "failedPodGracePeriodEnds")
+"""Every key of an entry, in the order written."""
+TIME_KEYS = frozenset({"created", "started", "ended", "failedPodDeletionStarted", "failedPodGracePeriodEnds"})
+INTEGER_KEYS = frozenset({"attempt", "exitCode", "drainSeconds"})
+BOOLEAN_KEYS = frozenset({"drainStuck"})
+STRING_LIMITS = {"jobSet": 63, "outcome": 32, "failedReplicatedJob": 63, "failedPod": 253, "node": 253,
+                 "reason": 128, "cause": 63}
+"""The longest value of each string key (the CRD's ``maxLength``); a longer one is cut."""
+
+DEFAULT_LIMIT, MAX_LIMIT = 10, 100
+"""``spec.attemptsHistoryLimit``: its default and largest value (the CRD's, with minimum 1)."""
+MAX_HISTORY_BYTES = 64 * 1024
+"""An upper bound of ``status.attempts`` as JSON, at ``MAX_LIMIT`` entries of the longest values."""
+
+SUSPENDED, DELETED, EVICTED, DEADLINE_EXCEEDED = "Suspended", "Deleted", "Evicted", "DeadlineExceeded"
+PREEMPTED = "Preempted"
+OUTCOMES = (SUCCEEDED, FAILED_PHASE, PREEMPTED, EVICTED, DEADLINE_EXCEEDED, SUSPENDED, DELETED)
+TORN_DOWN = frozenset({SUSPENDED, DELETED, EVICTED, DEADLINE_EXCEEDED})
+"""Outcomes whose teardown the drain barrier waits for (a failure that restarts the Job too: ``cause``)."""
+
+
+def limit(spec: Mapping[str, Any]) -> int:
+    """``spec.attemptsHistoryLimit``: ``DEFAULT_LIMIT`` when unset, else kept within 1..``MAX_LIMIT``
+    (the CRD refuses anything else: only a request not from the API server carries it)."""
+    value = spec.get("attemptsHistoryLimit")
+    if not isinstance(value, int) or isinstance(value, bool):
+        return DEFAULT_LIMIT
+    return min(MAX_LIMIT, max(1, value))
+
+
+def failure_pods(ctx: Context, workload: str) -> list[Pod]:
+    """The pods of the failed JobSet ``workload`` that tell why it failed (``Reader.
+    attempt_failure_pods``, live), read at most once per call: the failure row's verdict and this
+    history both read this answer. Raises ``PodReadError``."""
+    return ctx.once.get(_pods_key(workload),
+                        lambda: ctx.reader.attempt_failure_pods(ctx.namespace, workload))
+
+
+def _pods_key(workload: str) -> tuple[str, str]:
+    return ("attempt_failure_pods", workload)
+
+
+def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> None:
+    """Updates ``work.attempts`` (and ``work.attempts_dropped``) after the rows.
+
+    ``attempt`` is the attempt the rows started from (after adoption); ``work.attempt`` where they
+    left it. ``ending`` names the teardown a row began (``SUSPENDED``, ``DELETED``, ``EVICTED``,
+    ``DEADLINE_EXCEEDED``), ``None`` when none did. An entry is made for each of the two whose
+    JobSet is observed or answered; ``attempt``'s is ended (once) and its drain recorded (once);
+    ``work.attempt``'s gets ``started`` once it runs. Then only the last ``limit`` entries are kept,
+    the others counted."""
+    entries = {int(entry["attempt"]): dict(entry) for entry in work.attempts}
+    for number in sorted({attempt, work.attempt}):
+        jobset = ctx.jobset(number)
+        if number not in entries and (jobset is not None or _answered(work, workload_name(ctx.job, number))):
+            entries[number] = _opened(ctx, number, jobset)
+    entry = entries.get(attempt)
+    if entry is not None:
+        if "outcome" not in entry:
+            _end(ctx, work, entry, attempt, ending)
+        if _drains(entry) and "drainSeconds" not in entry:
+            _drain(ctx, work, entry)
+    current = entries.get(work.attempt)
+    if current is not None and work.phase == RUNNING and "started" not in current and "outcome" not in current:
+        current["started"] = deadlines.stamp(ctx.now)
+    kept = [_ordered(entries[number]) for number in sorted(entries)]
+    most = limit(ctx.observed.spec)
+    if len(kept) > most:
+        work.attempts_dropped += len(kept) - most
+        kept = kept[-most:]
+    work.attempts = kept
+
+
+def _answered(work: Work, name: str) -> bool:
+    return any(child.get("kind") == JOBSET_KIND and (child.get("metadata") or {}).get("name") == name
+               for child in work.children)
+
+
+def _opened(ctx: Context, number: int, jobset: Mapping[str, Any] | None) -> Entry:
+    """A new entry: the attempt, its JobSet, and when it was created (``created``: the module doc)."""
+    created = _moment(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
+    if created is None or created > _utc(ctx.now):
+        created = _utc(ctx.now)
+    return {"attempt": number, "jobSet": workload_name(ctx.job, number), "created": deadlines.stamp(created)}
+
+
+def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | None) -> None:
+    """Ends ``entry`` when this call shows how ``attempt`` ended (the module doc); else leaves it."""
+    if ending is not None:
+        entry["outcome"] = ending
+        entry["ended"] = _at(ctx, _ending_time(ctx, work, ending))
+        reason = _evicted_reason(ctx) if ending == EVICTED else ""
+        if reason:
+            entry["reason"] = reason
+        return
+    jobset = ctx.jobset(attempt)
+    state = jobset_state(jobset) if jobset is not None else ""
+    if state == COMPLETED and work.phase == SUCCEEDED:
+        entry["outcome"] = SUCCEEDED
+        entry["ended"] = _at(ctx, _condition_time(jobset, COMPLETED))
+        return
+    judged = (work.last_failure.get("attempt") == attempt
+              and (work.phase in (RESTARTING, FAILED_PHASE) or work.attempt > attempt))
+    if state != FAILED or jobset is None or not judged:
+        return
+    entry["ended"] = _at(ctx, _condition_time(jobset, FAILED))
+    pods = ctx.once.peek(_pods_key(str(jobset["metadata"]["name"]))) or []
+    facts = failure_facts(jobset, pods)
+    entry["outcome"] = PREEMPTED if facts.pop("preempted", False) else FAILED_PHASE
+    entry.update(facts)
+    if work.phase == RESTARTING or work.attempt > attempt:
+        cause = work.last_failure.get("cause")
+        if isinstance(cause, str) and cause:
+            entry["cause"] = cause
+
+
+def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
+    """When a teardown began: the Job's ``DeadlineExceeded`` condition's time, the Workload's
+    ``Evicted`` condition's time, else ``None`` (the call's ``now``)."""
+    if ending == DEADLINE_EXCEEDED:
+        marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED) or {}
+        return marked.get("lastTransitionTime")
+    if ending == EVICTED:
+        workload = queueing.current_workload(ctx.observed) or {}
+        return _condition_time(workload, "Evicted")
+    return None
+
+
+def _evicted_reason(ctx: Context) -> str:
+    admission = ctx.admission
+    return admission.reason if admission.state == queueing.EVICTED else ""
+
+
+def _drains(entry: Entry) -> bool:
+    """Whether the drain barrier waits after ``entry``'s end: a teardown, or a failure that restarted."""
+    return entry.get("outcome") in TORN_DOWN or "cause" in entry
+
+
+def _drain(ctx: Context, work: Work, entry: Entry) -> None:
+    """While the attempt drains: ``drainStuck`` once ``DrainStuck`` is True; once ``Drained`` is
+    True (the barrier passed in this call: every row that drains records it each call),
+    ``drainSeconds`` from ``ended``."""
+    stuck = cond.get_condition(work.conditions, DRAIN_STUCK)
+    if stuck is not None and stuck.get("status") == cond.TRUE:
+        entry["drainStuck"] = True
+    drained = cond.get_condition(work.conditions, DRAINED)
+    if drained is None or drained.get("status") != cond.TRUE:
+        return
+    ended = _moment(entry.get("ended"))
+    seconds = (_utc(ctx.now) - ended).total_seconds() if ended is not None else 0.0
+    entry["drainSeconds"] = int(min(deadlines.MAX_SECONDS, max(0.0, seconds)))
+    entry["drainStuck"] = bool(entry.get("drainStuck"))
+
+
+def failure_facts(jobset: Mapping[str, Any], pods: Sequence[Pod]) -> Entry:
+    """What a failed attempt's first failing pod (``first_failing``) and its JobSet tell:
+    ``failedPod``, ``node``, ``failedReplicatedJob``, ``exitCode``, ``reason``, the deletion times
+    of a pod being deleted, and ``preempted`` (its disruption was a preemption)."""
+    facts: Entry = {}
+    pod = first_failing(pods)
+    if pod is not None:
+        metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        facts["failedPod"] = metadata.get("name")
+        facts["node"] = spec.get("nodeName")
+        facts["failedReplicatedJob"] = (metadata.get("labels") or {}).get(REPLICATED_JOB_LABEL)
+        container = _failed_container(pod)
+        if container is not None:
+            facts["exitCode"] = container[0]
+        disruption = _disruption(pod)
+        disrupted_by = str(disruption.get("reason") or "") if disruption is not None else ""
+        facts["reason"] = (disrupted_by or str((pod.get("status") or {}).get("reason") or "")
+                           or (container[1] if container is not None else ""))
+        facts["preempted"] = disrupted_by.startswith("Preemption")
+        facts.update(deletion_times(pod))
+    if not facts.get("failedReplicatedJob"):
+        facts["failedReplicatedJob"] = _failed_replicated_job(jobset)
+    if not facts.get("reason"):
+        facts["reason"] = _condition_reason(jobset, FAILED)
+    return {key: value for key, value in facts.items() if value not in (None, "")}
+
+
+def deletion_times(pod: Pod) -> Entry:
+    """For a pod being deleted: ``failedPodGracePeriodEnds`` (its ``deletionTimestamp``, the delete
+    time plus the grace period) and ``failedPodDeletionStarted`` (that less
+    ``deletionGracePeriodSeconds``, when known). ``{}`` otherwise."""
+    metadata = pod.get("metadata") or {}
+    ends = _moment(metadata.get("deletionTimestamp"))
+    if ends is None:
+        return {}
+    times = {"failedPodGracePeriodEnds": deadlines.stamp(ends)}
+    grace = metadata.get("deletionGracePeriodSeconds")
+    if isinstance(grace, int) and not isinstance(grace, bool) and 0 <= grace <= deadlines.MAX_SECONDS:
+        with contextlib.suppress(OverflowError):  # a deletion time near datetime's lower end
+            times["failedPodDeletionStarted"] = deadlines.stamp(ends - timedelta(seconds=grace))
+    return times
+
+
+def first_failing(pods: Sequence[Pod]) -> Pod | None:
+    """The pod that failed first: the earliest end of a container that ended non-zero or of a
+    ``DisruptionTarget`` condition; pods without such a time after those with one; then by name."""
+    ranked = sorted(pods, key=lambda pod: str((pod.get("metadata") or {}).get("name") or ""))
+    timed = [(when, index) for index, pod in enumerate(ranked) if (when := _failed_at(pod)) is not None]
+    if timed:
+        return ranked[min(timed)[1]]
+    return ranked[0] if ranked else None
+
+
+def _failed_at(pod: Pod) -> datetime | None:
+    moments = []
+    for container in _containers(pod):
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        if _nonzero(terminated.get("exitCode")):
+            moments.append(_moment(terminated.get("finishedAt")))
+    disruption = _disruption(pod)
+    if disruption is not None:
+        moments.append(_moment(disruption.get("lastTransitionTime")))
+    known = [moment for moment in moments if moment is not None]
+    return min(known) if known else None
+
+
+def _failed_container(pod: Pod) -> tuple[int, str] | None:
+    """(exit code, terminated reason) of the first container (init containers first) that ended non-zero."""
+    for container in _containers(pod):
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        if _nonzero(terminated.get("exitCode")):
+            return int(terminated["exitCode"]), str(terminated.get("reason") or "")
+    return None
+
+
+def _containers(pod: Pod) -> list[Mapping[str, Any]]:
+    status = pod.get("status") or {}
+    return [c for key in ("initContainerStatuses", "containerStatuses") for c in status.get(key) or ()
+            if isinstance(c, Mapping)]
+
+
+def _nonzero(code: object) -> bool:
+    return isinstance(code, int) and not isinstance(code, bool) and code != 0
+
+
+def _disruption(pod: Pod) -> Mapping[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget" and \
+                condition.get("status") == cond.TRUE:
+            return condition
+    return None
+
+
+def _failed_replicated_job(jobset: Mapping[str, Any]) -> str:
+    """The first replicated job the JobSet counts failed Jobs in (``status.replicatedJobsStatus``)."""
+    for status in (jobset.get("status") or {}).get("replicatedJobsStatus") or ():
+        failed = status.get("failed") if isinstance(status, Mapping) else None
+        if isinstance(failed, int) and not isinstance(failed, bool) and failed > 0:
+            return str(status.get("name") or "")
+    return ""
+
+
+def _condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any]:
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == type_ and condition.get("status") == cond.TRUE:
+            return condition
+    return {}
+
+
+def _condition_time(obj: Mapping[str, Any], type_: str) -> Any:
+    return _condition(obj, type_).get("lastTransitionTime")
+
+
+def _condition_reason(obj: Mapping[str, Any], type_: str) -> str:
+    return str(_condition(obj, type_).get("reason") or "")
+
+
+def _at(ctx: Context, text: Any) -> str:
+    """``text`` as a status time when it is one no later than ``now``, else ``now``."""
+    moment = _moment(text)
+    now = _utc(ctx.now)
+    return deadlines.stamp(moment if moment is not None and moment <= now else now)
+
+
+def _moment(text: Any) -> datetime | None:
+    try:
+        return deadlines.parse_time(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def _utc(now: datetime) -> datetime:
+    return now.astimezone(UTC) if now.tzinfo is not None else now.replace(tzinfo=UTC)
+
+
+def _ordered(entry: Entry) -> Entry:
+    """``entry`` with its keys in ``ENTRY_KEYS`` order, each string cut to its bound."""
+    out: Entry = {}
+    for key in ENTRY_KEYS:
+        if key not in entry:
+            continue
+        value = entry[key]
+        bound = STRING_LIMITS.get(key)
+        out[key] = str(value)[:bound] if bound is not None else value
+    return out
