@@ -61,6 +61,23 @@ def pods(draw: st.DrawFn, max_attempt: int = 3) -> list[dict[str, Any]]:
 
 
 @st.composite
+def history_entries(draw: st.DrawFn, attempt: int) -> list[dict[str, Any]]:
+    """``status.attempts`` entries for some attempts up to ``attempt``: open, ended, or draining."""
+    entries = []
+    for number in sorted(draw(st.sets(st.integers(0, attempt), max_size=3))):
+        entry: dict[str, Any] = {"attempt": number, "jobSet": f"{JOB}-{number}", "created": "2025-12-31T22:00:00Z"}
+        end = draw(st.sampled_from(["", "Failed", "Suspended", "Succeeded"]))
+        if end:
+            entry.update(outcome=end, ended="2025-12-31T23:00:00Z")
+            if end == "Failed" and draw(st.booleans()):
+                entry["cause"] = "default"
+            if draw(st.booleans()):
+                entry.update(drainSeconds=5, drainStuck=False)
+        entries.append(entry)
+    return entries
+
+
+@st.composite
 def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     """A request body and the FakeReader arguments."""
     spec = job_spec(launcher=draw(st.sampled_from(["", "launcher"])), max_restarts=draw(st.integers(0, 3)),
@@ -86,6 +103,12 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     if draw(st.booleans()):
         status["conditions"] = [{"type": "Drained", "status": draw(st.sampled_from(["True", "False", "Unknown"])),
                                  "reason": "X", "message": "", "lastTransitionTime": "2025-12-01T00:00:00Z"}]
+    if draw(st.booleans()):  # issue 23's history: entries of earlier attempts, some still draining
+        status["attempts"] = draw(history_entries(attempt))
+        if draw(st.booleans()):
+            status["attemptsDropped"] = draw(st.integers(0, 20))
+    if draw(st.booleans()):
+        spec["attemptsHistoryLimit"] = draw(st.sampled_from([1, 2, 10]))
     children = []
     for child_attempt in sorted(draw(st.sets(st.integers(0, 4), max_size=3))):
         state = draw(st.sampled_from(["", "", "Failed", "Completed"]))
@@ -200,3 +223,29 @@ def test_safety(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
         assert out["attempt"] == observed.status.attempt
     for child in decision.response["children"]:
         assert schema_errors(child) == []
+
+
+@fast
+@given(scenarios())
+def test_the_history_is_bounded_and_only_grows(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """``status.attempts``: at most ``spec.attemptsHistoryLimit`` entries (10 unless set), one per
+    attempt, sorted, none past the status' attempt; an entry kept from the prior status loses no
+    field and changes none; ``attemptsDropped`` never decreases, and counts every entry let go."""
+    request, reader_args = scenario
+    observed = observe(request)
+    out = decide(observed, FakeReader(**reader_args), NOW).response["status"]
+    entries = out.get("attempts", [])
+    numbers = [entry["attempt"] for entry in entries]
+    assert numbers == sorted(set(numbers))
+    before = {entry["attempt"]: entry for entry in observed.status.attempts}
+    mismatch = any(c["type"] == "StatusMismatch" and c["status"] == "True" for c in out["conditions"])
+    if not mismatch:
+        assert len(entries) <= request["parent"]["spec"].get("attemptsHistoryLimit", 10)
+    assert all(number <= out["attempt"] for number in numbers if number not in before)
+    for entry in entries:
+        prior = before.get(entry["attempt"], {})
+        assert {key: entry.get(key) for key in prior} == dict(prior), "a recorded field never changes"
+    dropped = out.get("attemptsDropped", 0)
+    assert dropped >= observed.status.attempts_dropped
+    let_go = {number for number in before} - set(numbers)
+    assert dropped - observed.status.attempts_dropped == len(let_go)

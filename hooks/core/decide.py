@@ -54,7 +54,7 @@ checks no claim), ``startTime``/``completionTime`` are recorded and the TTL and 
 (``rows.deadline.times``); ``replicatedJobsDigest`` is pinned with the first JobSet answered
 (``hooks.core.specpin``; row 7 refuses a spec that no longer has it); ``status.attempts`` records
 how the attempt ended, when and how long its drain took (``hooks.core.history``; kept as it came
-while the status disagrees); a queue-managed Job's
+when row 3 holds); a queue-managed Job's
 Workload child is added, or left out as the rows released it (``rows.kueue.workload_child``); the
 answer is assembled (``hooks.core.answer``).
 
@@ -150,7 +150,7 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
     deadline.times(ctx, work, trusted=trusted)
-    if trusted:
+    if trusted or tearing_down is not None:  # whatever row 3 holds on, it moves nothing: nor the history
         history.update(ctx, work, attempt=attempt, ending=ending)        # status.attempts
     ttl = deadline.ttl_due(ctx, work) if trusted and not observed.finalizing else None
     if ttl is not None:
