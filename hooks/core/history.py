@@ -70,8 +70,9 @@ STRING_LIMITS = {"jobSet": 63, "outcome": 32, "failedReplicatedJob": 63, "failed
 
 DEFAULT_LIMIT, MAX_LIMIT = 10, 100
 """``spec.attemptsHistoryLimit``: its default and largest value (the CRD's, with minimum 1)."""
-MAX_HISTORY_BYTES = 64 * 1024
-"""An upper bound of ``status.attempts`` as JSON, at ``MAX_LIMIT`` entries of the longest values."""
+MAX_HISTORY_BYTES = 128 * 1024
+"""An upper bound of ``status.attempts`` as JSON, at ``MAX_LIMIT`` entries of the longest values
+(about 12 KiB at the default limit): well inside the 1.5 MiB an object may have in etcd."""
 
 SUSPENDED, DELETED, EVICTED, DEADLINE_EXCEEDED = "Suspended", "Deleted", "Evicted", "DeadlineExceeded"
 PREEMPTED = "Preempted"
@@ -188,8 +189,9 @@ def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
 
 
 def _evicted_reason(ctx: Context) -> str:
-    admission = ctx.admission
-    return admission.reason if admission.state == queueing.EVICTED else ""
+    """Kueue's reason (``Preempted``, ``InactiveWorkload``, ...; ``WorkloadMissing`` when a JobSet
+    runs without an admitted Workload)."""
+    return ctx.admission.reason
 
 
 def _drains(entry: Entry) -> bool:
