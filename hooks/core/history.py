@@ -40,7 +40,6 @@ later moment, nothing moves. Older entries beyond the limit are dropped and coun
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -253,7 +252,8 @@ def deletion_times(pod: Pod) -> Entry:
     times = {"failedPodGracePeriodEnds": deadlines.stamp(ends)}
     grace = metadata.get("deletionGracePeriodSeconds")
     if isinstance(grace, int) and not isinstance(grace, bool) and 0 <= grace <= deadlines.MAX_SECONDS:
-        with contextlib.suppress(OverflowError):  # a deletion time near datetime's lower end
+        earliest = datetime.min.replace(tzinfo=UTC)
+        if ends - earliest >= timedelta(seconds=grace):  # not below datetime's range
             times["failedPodDeletionStarted"] = deadlines.stamp(ends - timedelta(seconds=grace))
     return times
 
