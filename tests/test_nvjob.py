@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 import podread
+from hooks.core import history
 from hooks.tools.nvjob import client, commands, view
 from hooks.tools.nvjob.commands import Options
 from tests.fake_reader import job_request as request
@@ -297,33 +298,34 @@ def test_a_drained_job_shows_nothing_left(capsys: pytest.CaptureFixture[str]) ->
 
 
 ATTEMPTS = [
-    {"number": 0, "jobSet": "llama-0", "created": "2026-01-01T00:00:00Z", "started": "2026-01-01T00:01:00Z",
+    {"attempt": 0, "jobSet": "llama-0", "created": "2026-01-01T00:00:00Z", "started": "2026-01-01T00:01:00Z",
      "ended": "2026-01-01T03:00:00Z", "outcome": "Failed", "failedReplicatedJob": "worker",
-     "firstFailingPod": {"name": "llama-0-worker-3-0", "node": "gpu-11", "exitCode": 137}, "cause": "oom",
-     "drain": {"seconds": 42, "stuck": False}},
-    {"number": 1, "jobSet": "llama-1", "created": "2026-01-01T03:01:00Z", "started": "2026-01-01T03:02:00Z",
-     "ended": "2026-01-01T05:00:00Z", "outcome": {"type": "Evicted", "reason": "Preempted"},
-     "drain": {"seconds": 700, "stuck": True}},
-    {"number": 2, "jobSet": "llama-2", "created": "2026-01-01T05:30:00Z"},
+     "failedPod": "llama-0-worker-3-0", "node": "gpu-11", "exitCode": 137, "reason": "OOMKilled", "cause": "oom",
+     "drainSeconds": 42, "drainStuck": False, "failedPodDeletionStarted": "2026-01-01T03:00:00Z",
+     "failedPodGracePeriodEnds": "2026-01-01T03:00:30Z"},
+    {"attempt": 1, "jobSet": "llama-1", "created": "2026-01-01T03:01:00Z", "started": "2026-01-01T03:02:00Z",
+     "ended": "2026-01-01T05:00:00Z", "outcome": "Evicted", "reason": "Preempted", "drainSeconds": 700,
+     "drainStuck": True},
+    {"attempt": 2, "jobSet": "llama-2", "created": "2026-01-01T05:30:00Z"},
 ]
 
 
 def test_describe_renders_the_attempts_from_status_attempts(capsys: pytest.CaptureFixture[str]) -> None:
-    status = {**RUNNING, "attempt": 2, "workload": "llama-2", "attempts": ATTEMPTS, "attemptsNotKept": 5}
+    status = {**RUNNING, "attempt": 2, "workload": "llama-2", "attempts": ATTEMPTS, "attemptsDropped": 5}
     out = ok(Recorded([nvjob("llama", status=status)]), "describe", "llama", capsys=capsys)
     table = out.split("Attempts:")[1].split("Pods (")[0]
     rows = [line.split() for line in table.strip().splitlines()]
     assert rows[0][:3] == ["#", "JOBSET", "CREATED"]
     assert rows[1][0:2] == ["0", "llama-0"]
     assert {"Failed", "worker", "llama-0-worker-3-0", "gpu-11", "137", "oom", "42s"} <= set(rows[1])
-    assert {"Evicted", "11m", "(stuck)"} <= set(rows[2])
+    assert {"Evicted", "Preempted", "11m", "(stuck)"} <= set(rows[2])
     assert rows[3][:2] == ["2", "llama-2"] and rows[3].count("<none>") >= 6
     assert "5 earlier attempts counted, not kept" in table
     out = ok(Recorded([nvjob("llama", status=status)]), "describe", "llama", "-o", "json", capsys=capsys)
-    attempts = json.loads(out)["attempts"]
-    assert (attempts[0]["pod"], attempts[0]["node"], attempts[0]["exitCode"], attempts[0]["drainSeconds"]) == (
-        "llama-0-worker-3-0", "gpu-11", 137, 42)
-    assert attempts[1]["outcome"] == "Evicted" and attempts[1]["stuck"] is True
+    document = json.loads(out)
+    assert document["attempts"] == [{key: entry.get(key) for key in history.ENTRY_KEYS} for entry in ATTEMPTS], \
+        "the keys of status.attempts, every one in each row"
+    assert document["attemptsDropped"] == 5
 
 
 # -- why ---------------------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def describe_document(cluster: client.Cluster, namespace: str, name: str, now: d
         "workload": workload,
         "spec": view.spec_summary(job),
         "attempts": view.attempt_rows(job),
-        "attemptsNotKept": view.attempts_not_kept(job),
+        "attemptsDropped": view.attempts_dropped(job),
         "pods": pods,
         "podsError": pods_error,
         "drain": drain_document(barrier),

@@ -101,7 +101,7 @@ def describe_text(doc: Mapping[str, Any], now: datetime) -> str:
         "  " + _field("Force delete stuck after", _seconds(spec["forceDeleteStuckPodsAfterSeconds"]), 28),
         "  " + _field("Queue", spec["queue"], 28),
     ]
-    lines += attempts_text(doc.get("attempts"), doc.get("attemptsNotKept", 0), now)
+    lines += attempts_text(doc.get("attempts"), doc.get("attemptsDropped", 0), now)
     lines.append(f"Pods (JobSet {doc['workload']}):")
     if doc.get("podsError"):
         lines.append(f"  unknown: {doc['podsError']}")
@@ -131,8 +131,9 @@ def describe_text(doc: Mapping[str, Any], now: datetime) -> str:
     return "\n".join(lines)
 
 
-def attempts_text(rows: Sequence[Mapping[str, Any]] | None, not_kept: int, now: datetime) -> list[str]:
-    """The attempts table, or "no attempt history recorded" when the status has none."""
+def attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: datetime) -> list[str]:
+    """The attempts table (rows of ``view.attempt_rows``: the keys of ``status.attempts``), or "no
+    attempt history recorded" when the status has none; then how many older ones it no longer keeps."""
     lines = ["Attempts:"]
     if rows is None:
         return [*lines, "  no attempt history recorded (status.attempts is absent)"]
@@ -140,20 +141,21 @@ def attempts_text(rows: Sequence[Mapping[str, Any]] | None, not_kept: int, now: 
         return [*lines, "  none yet"]
     body = []
     for row in rows:
-        failing = row.get("pod") or ""
         exit_or_reason = row.get("exitCode") if row.get("exitCode") is not None else row.get("reason")
-        drain = (human_duration(int(row["drainSeconds"])) if isinstance(row.get("drainSeconds"), int | float)
-                 else row.get("drainSeconds"))
-        if row.get("stuck") is True:
+        seconds = row.get("drainSeconds")
+        drain = human_duration(int(seconds)) if isinstance(seconds, int | float) and not isinstance(seconds, bool) \
+            else None
+        if row.get("drainStuck") is True:
             drain = f"{cell(drain)} (stuck)"
-        body.append([row.get("number"), row.get("jobSet"), age(row.get("created"), now), age(row.get("started"), now)
-                     if row.get("started") else None, age(row.get("ended"), now) if row.get("ended") else None,
-                     row.get("outcome"), row.get("replicatedJob"), failing, row.get("node"), exit_or_reason,
-                     row.get("cause"), drain])
+        body.append([row.get("attempt"), row.get("jobSet"), age(row.get("created"), now),
+                     age(row.get("started"), now) if row.get("started") else None,
+                     age(row.get("ended"), now) if row.get("ended") else None,
+                     row.get("outcome"), row.get("failedReplicatedJob"), row.get("failedPod"), row.get("node"),
+                     exit_or_reason, row.get("cause"), drain])
     lines.append(table(["#", "JOBSET", "CREATED", "STARTED", "ENDED", "OUTCOME", "REPLICATED JOB", "FAILING POD",
                         "NODE", "EXIT/REASON", "CAUSE", "DRAIN"], body, indent="  "))
-    if not_kept:
-        lines.append(f"  ({not_kept} earlier attempts counted, not kept)")
+    if dropped:
+        lines.append(f"  ({dropped} earlier attempts counted, not kept)")
     return lines
 
 

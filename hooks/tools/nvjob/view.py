@@ -6,11 +6,12 @@ the pods, the Events. The paragraph of ``why`` is ``hooks.tools.nvjob.why``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from hooks.core.deadlines import parse_time
+from hooks.core.history import ENTRY_KEYS
 from podread.attempts import workload_name
 from podread.constants import REPLICATED_JOB_LABEL
 
@@ -166,68 +167,34 @@ def _gpus(resources: Mapping[str, Any]) -> int:
     return 0
 
 
-ATTEMPT_FIELDS: dict[str, tuple[str, ...]] = {
-    "number": ("number", "attempt"),
-    "jobSet": ("jobSet", "jobset", "workload", "name"),
-    "created": ("created", "createdAt", "creationTime", "createTime"),
-    "started": ("started", "startedAt", "startTime", "runningSince"),
-    "ended": ("ended", "endedAt", "endTime", "finishedAt"),
-    "outcome": ("outcome", "result", "end", "endedAs"),
-    "replicatedJob": ("replicatedJob", "failedReplicatedJob", "failingReplicatedJob"),
-    "pod": ("pod", "failingPod", "firstFailingPod", "firstFailedPod"),
-    "node": ("node", "failingNode", "nodeName"),
-    "exitCode": ("exitCode", "exit", "code"),
-    "reason": ("reason", "failureReason", "message"),
-    "cause": ("cause", "restartCause", "countedAs"),
-    "drainSeconds": ("drainSeconds", "drainDurationSeconds", "seconds", "duration", "durationSeconds"),
-    "stuck": ("stuck", "drainStuck"),
-}
-"""Where each column of the attempts table is found in an entry of ``status.attempts`` (the first
-name present wins, looked up in the entry and in its ``outcome``, ``failure`` and ``drain`` objects)."""
-
-
-def _pick(entry: Mapping[str, Any], names: Iterable[str]) -> Any:
-    nested = [entry] + [as_map(entry.get(key)) for key in ("outcome", "failure", "failingPod", "firstFailingPod",
-                                                         "drain", "pod")]
-    for name in names:
-        for where in nested:
-            value = where.get(name)
-            if value is not None and not isinstance(value, Mapping | list):
-                return value
-    return None
+ATTEMPT_FIELDS: tuple[str, ...] = ENTRY_KEYS
+"""The keys of an entry of ``status.attempts`` (``hooks.core.history.ENTRY_KEYS``): the keys of each
+row of the attempts table, in that order."""
 
 
 def attempt_rows(job: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """``status.attempts`` as rows (number, JobSet, created/started/ended, outcome, the failing
-    replicated job, pod, node and exit code or reason, the restart cause, the drain's duration and
-    whether it was stuck); ``None`` when the status records no attempt history."""
+    """``status.attempts`` as rows, one per entry, each with every key of ``ATTEMPT_FIELDS`` (``None``
+    where the entry has no such scalar: an attempt not ended yet has no outcome); ``None`` when the
+    status records no attempt history."""
     entries = status_of(job).get("attempts")
     if not isinstance(entries, list):
         return None
     rows = []
     for entry in entries:
-        if not isinstance(entry, Mapping):
-            continue
-        row = {column: _pick(entry, names) for column, names in ATTEMPT_FIELDS.items()}
-        for key in ATTEMPT_FIELDS["pod"]:  # a failing pod may be an object: its name
-            if isinstance(entry.get(key), Mapping) and entry[key].get("name"):
-                row["pod"] = entry[key]["name"]
-                break
-        outcome = entry.get("outcome")
-        if isinstance(outcome, Mapping):
-            row["outcome"] = _pick(outcome, ("type", "phase", "state", "kind", "reason"))
-        rows.append(row)
+        if isinstance(entry, Mapping):
+            rows.append({key: _scalar(entry.get(key)) for key in ATTEMPT_FIELDS})
     return rows
 
 
-def attempts_not_kept(job: Mapping[str, Any]) -> int:
-    """How many earlier attempts the status counted but no longer keeps (0 when it says nothing)."""
-    status = status_of(job)
-    for name in ("attemptsNotKept", "attemptsDropped", "attemptsOmitted", "olderAttempts", "droppedAttempts"):
-        value = status.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return 0
+def _scalar(value: Any) -> Any:
+    return None if isinstance(value, Mapping | list) else value
+
+
+def attempts_dropped(job: Mapping[str, Any]) -> int:
+    """``status.attemptsDropped``: how many earlier attempts the status counted but no longer keeps
+    (0 when it says nothing)."""
+    value = status_of(job).get("attemptsDropped")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def current_workload(job: Mapping[str, Any]) -> str:
