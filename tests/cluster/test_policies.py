@@ -54,6 +54,10 @@ def test_a_preemption_restarts_without_spending_a_restart(world: ClusterWorld) -
     status = world.status("preempt")
     assert (status["attempt"], status["restarts"]) == (1, 0)
     assert status["restartsByCause"] == {"preempted": 1}
+    first = status["attempts"][0]  # issue 23: the attempt is recorded, as the real API server admits it
+    assert [e["attempt"] for e in status["attempts"]] == [0, 1] and first["failedPod"].startswith("preempt-0-")
+    assert (first["outcome"], first["reason"], first["cause"]) == ("Preempted", "PreemptionByScheduler", "preempted")
+    assert first["drainSeconds"] >= 0 and first["drainStuck"] is False
     world.run_until(lambda: {"Restarting", "DrainPassed"} <= set(world.event_reasons("preempt")),
                     "the restart's Events")
     restarting = next(e for e in world.events("preempt") if e["reason"] == "Restarting")
