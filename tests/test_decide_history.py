@@ -242,3 +242,11 @@ def test_a_job_that_restarted_ten_thousand_times_keeps_a_bounded_history() -> No
     assert all(e["outcome"] == "Preempted" for e in status["attempts"])
     assert len(json.dumps(status["attempts"])) < history.MAX_HISTORY_BYTES / 10
     assert largest < 16 * 1024, "the whole status stays small at the default limit"
+
+
+def test_a_status_holding_a_later_attempt_than_its_own_does_not_count_on_every_call() -> None:
+    forged = [{"attempt": 5, "jobSet": "train-5", "created": "2025-12-31T23:00:00Z"}]
+    status = {"phase": "Running", "attempt": 2, "restarts": 2, "workload": "train-2", "attempts": forged}
+    spec = job_spec(max_restarts=3) | {"attemptsHistoryLimit": 1}
+    out = step(job_request(spec=spec, status=status, jobsets=[jobset_child("train", 2)]), FakeReader([worker(2)]))
+    assert out["attempts"] == forged and "attemptsDropped" not in out

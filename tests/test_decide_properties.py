@@ -62,9 +62,9 @@ def pods(draw: st.DrawFn, max_attempt: int = 3) -> list[dict[str, Any]]:
 
 @st.composite
 def history_entries(draw: st.DrawFn, attempt: int) -> list[dict[str, Any]]:
-    """``status.attempts`` entries for some attempts up to ``attempt``: open, ended, or draining."""
+    """``status.attempts`` entries for some attempts up to ``attempt + 1``: open, ended, or draining."""
     entries = []
-    for number in sorted(draw(st.sets(st.integers(0, attempt), max_size=3))):
+    for number in sorted(draw(st.sets(st.integers(0, attempt + 1), max_size=3))):  # one past: only forged
         entry: dict[str, Any] = {"attempt": number, "jobSet": f"{JOB}-{number}", "created": "2025-12-31T22:00:00Z"}
         end = draw(st.sampled_from(["", "Failed", "Suspended", "Succeeded"]))
         if end:

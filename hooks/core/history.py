@@ -108,8 +108,8 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
     left it. ``ending`` names the teardown a row began (``SUSPENDED``, ``DELETED``, ``EVICTED``,
     ``DEADLINE_EXCEEDED``), ``None`` when none did. An entry is made for each of the two whose
     JobSet is observed or answered; ``attempt``'s is ended (once) and its drain recorded (once);
-    ``work.attempt``'s gets ``started`` once it runs. Then only the last ``limit`` entries are kept,
-    the others counted."""
+    ``work.attempt``'s gets ``started`` once it runs. Then only the last ``limit`` entries are kept;
+    the prior status' entries let go are counted in ``attemptsDropped``."""
     entries = {int(entry["attempt"]): dict(entry) for entry in work.attempts}
     for number in sorted({attempt, work.attempt}):
         jobset = ctx.jobset(number)
@@ -124,12 +124,13 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
     current = entries.get(work.attempt)
     if current is not None and work.phase == RUNNING and "started" not in current and "outcome" not in current:
         current["started"] = deadlines.stamp(ctx.now)
-    kept = [_ordered(entries[number]) for number in sorted(entries)]
     most = limit(ctx.observed.spec)
-    if len(kept) > most:
-        work.attempts_dropped += len(kept) - most
-        kept = kept[-most:]
-    work.attempts = kept
+    kept = sorted(entries)[-most:]
+    # Only entries the status held are counted when let go: one made in this call and not kept (a
+    # status holding a later attempt than this one: not what the hooks write) is not made at all, so
+    # the count cannot grow on every call.
+    work.attempts_dropped += sum(1 for entry in work.attempts if int(entry["attempt"]) not in kept)
+    work.attempts = [_ordered(entries[number]) for number in kept]
 
 
 def _answered(work: Work, name: str) -> bool:
