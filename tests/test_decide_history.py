@@ -113,14 +113,25 @@ def test_a_failure_that_ends_the_job_has_no_cause_and_no_drain() -> None:
     assert "cause" not in entry and "drainSeconds" not in entry
 
 
-def test_a_failed_read_of_the_failing_pods_holds_and_writes_no_outcome_until_it_succeeds() -> None:
+def test_a_failed_read_of_the_failing_pods_holds_a_verdict_that_reads_pods_and_writes_no_outcome() -> None:
     status = {"phase": "Running", "attempt": 0, "workload": "train-0"}
-    body = job_request(spec=job_spec(max_restarts=1), status=status, jobsets=[failed_jobset(0, NOW)])
+    spec = job_spec(max_restarts=1) | {"failurePolicy": {"rules": [PREEMPTED]}}
+    body = job_request(spec=spec, status=status, jobsets=[failed_jobset(0, NOW)])
     held = run(body, FakeReader(fail=["attempt_failure_pods"]))
     assert held.kind == "held" and "outcome" not in held.response["status"]["attempts"][0]
     body["parent"]["status"] = held.response["status"]
     out = step(body, FakeReader([worker(0, phase="Failed", exit_code=9)]))
     assert out["attempts"][0]["exitCode"] == 9
+
+
+def test_without_a_rule_that_reads_pods_a_failed_read_holds_nothing_and_names_no_pod() -> None:
+    status = {"phase": "Running", "attempt": 0, "workload": "train-0"}
+    body = job_request(spec=job_spec(max_restarts=1), status=status, jobsets=[failed_jobset(0, NOW)])
+    out = step(body, FakeReader(fail=["attempt_failure_pods"]))
+    assert out["phase"] == "Restarting"
+    assert out["attempts"][0] | {"created": ""} == {"attempt": 0, "jobSet": "train-0", "created": "",
+                                                     "ended": "2026-01-01T00:00:00Z", "outcome": "Failed",
+                                                     "reason": "FailedJobs", "cause": "default"}
 
 
 def test_success_is_dated_by_the_jobsets_completed_condition() -> None:

@@ -92,6 +92,12 @@ def rules_of(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(rules)
 
 
+def needs_pods(rules: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any rule reads pods (exit codes or pod conditions): only then does a failed read of
+    the pods hold the verdict (``hooks.core.rows.current.failed``)."""
+    return any("onExitCodes" in rule or "onPodConditions" in rule for rule in rules)
+
+
 def judge(rules: Sequence[Mapping[str, Any]], jobset: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Verdict:
     """The verdict on the failed ``jobset`` whose telling pods are ``pods`` (sorted by name):
     the first rule that matches, else ``RestartJob`` with cause ``DEFAULT_CAUSE``."""

@@ -116,9 +116,10 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     """Rows 8, 8a and 9: the current JobSet failed. ``spec.failurePolicy.rules`` judge why
     (``hooks.core.failurepolicy``) from the pods that tell it, read live once
     (``hooks.core.history.failure_pods``: ``status.attempts`` names the first failing pod from the
-    same answer, whether or not a rule reads pods); a failed read holds, keeping the JobSet:
-    ``FailJob`` is final, so it is never decided on a guess, and the history is never written
-    without its pods.
+    same answer, whether or not a rule reads pods). A failed read holds, keeping the JobSet, when a
+    rule reads pods (``FailJob`` is final, so it is never decided on a guess); when none does, the
+    verdict goes on without them and the history names no failing pod (a teardown is never held
+    for the history's sake).
     FailJob, or a counted restart with none left: Failed, the JobSet kept. Otherwise row 8, in two
     calls, so that the decision survives a lost status write: this answer records Restarting (and
     restarts+1 when the verdict counts) and still keeps the failed JobSet; the next call (row 6, fed
@@ -131,10 +132,12 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     try:
         pods = history.failure_pods(ctx, str(current["metadata"]["name"]))
     except PodReadError as error:
-        work.kind = "held"
-        work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
-        read_failed(work, error)
-        return
+        if failurepolicy.needs_pods(rules):
+            work.kind = "held"
+            work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+            read_failed(work, error)
+            return
+        pods = []  # no rule reads pods: the verdict goes on; status.attempts names no failing pod then
     verdict = failurepolicy.judge(rules, current, pods)
     max_restarts = ctx.observed.spec.get("maxRestarts") or 0
     restarting = verdict.restarts and (not verdict.counted or work.restarts < max_restarts)
