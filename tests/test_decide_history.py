@@ -261,3 +261,21 @@ def test_a_status_holding_a_later_attempt_than_its_own_does_not_count_on_every_c
     spec = job_spec(max_restarts=3) | {"attemptsHistoryLimit": 1}
     out = step(job_request(spec=spec, status=status, jobsets=[jobset_child("train", 2)]), FakeReader([worker(2)]))
     assert out["attempts"] == forged and "attemptsDropped" not in out
+
+
+ODD = [None, 7, 1.5, True, "", "yesterday", "0001-01-01T00:00:00+23:59", "9999-12-31T23:59:59Z", [], {}]
+
+
+def test_odd_times_and_reasons_in_a_jobset_or_a_pod_never_break_the_history() -> None:
+    """A request's JobSet is any shape the parse lets through; the history reads its times and
+    reasons as evidence, so an odd one is read as no evidence (``now``), never an error."""
+    for odd in ODD:
+        jobset = failed_jobset(0, NOW)
+        jobset["metadata"]["creationTimestamp"] = odd
+        jobset["status"]["conditions"][0].update(lastTransitionTime=odd, reason=odd)
+        pod = worker(0, phase="Failed", exit_code=1, deleting="2026-01-01T00:00:00Z", grace=30)
+        pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = odd
+        status = {"phase": "Running", "attempt": 0, "workload": "train-0"}
+        out = step(job_request(spec=job_spec(max_restarts=1), status=status, jobsets=[jobset]), FakeReader([pod]))
+        entry = out["attempts"][0]
+        assert entry["outcome"] == "Failed" and entry["ended"] <= "2026-01-01T00:00:00Z", odd

@@ -59,6 +59,9 @@ def test_without_pods_the_jobset_tells_the_replicated_job_and_the_reason() -> No
     jobset = jobset_child("train", 0, state="Failed")
     jobset["status"]["replicatedJobsStatus"] = [{"name": "launcher", "failed": 0}, {"name": "worker", "failed": 2}]
     assert history.failure_facts(jobset, []) == {"failedReplicatedJob": "worker", "reason": "Test"}
+    for shape in (7, "worker", {"name": "worker"}, [None, 3, {"name": 7, "failed": True}]):
+        jobset["status"]["replicatedJobsStatus"] = shape
+        assert history.failure_facts(jobset, []) == {"reason": "Test"}, "whatever shape a request gives it"
 
 
 def test_a_pod_being_deleted_is_named_with_when_its_deletion_started_and_when_its_grace_period_ends() -> None:

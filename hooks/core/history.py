@@ -311,7 +311,8 @@ def _disruption(pod: Pod) -> Mapping[str, Any] | None:
 
 def _failed_replicated_job(jobset: Mapping[str, Any]) -> str:
     """The first replicated job the JobSet counts failed Jobs in (``status.replicatedJobsStatus``)."""
-    for status in (jobset.get("status") or {}).get("replicatedJobsStatus") or ():
+    statuses = (jobset.get("status") or {}).get("replicatedJobsStatus")
+    for status in statuses if isinstance(statuses, list) else ():  # a request's JobSet: any shape
         failed = status.get("failed") if isinstance(status, Mapping) else None
         if isinstance(failed, int) and not isinstance(failed, bool) and failed > 0:
             return str(status.get("name") or "")
