@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hooks.core import history
+from hooks.core import history, historyentry
 from hooks.core.observed import InvalidRequest, parse_request
 from tests.fake_reader import job_request, jobset_child, make_pod
 
@@ -81,18 +81,18 @@ def test_a_pod_being_deleted_is_named_with_when_its_deletion_started_and_when_it
 
 def longest_entry(attempt: int) -> dict[str, Any]:
     """An entry with every key, each string as long as the CRD allows and longer."""
-    entry: dict[str, Any] = {key: "x" * 400 for key in history.STRING_LIMITS}
-    entry.update({key: "2026-01-01T00:00:00Z" for key in history.TIME_KEYS})
+    entry: dict[str, Any] = {key: "x" * 400 for key in historyentry.STRING_LIMITS}
+    entry.update({key: "2026-01-01T00:00:00Z" for key in historyentry.TIME_KEYS})
     entry.update(attempt=attempt, exitCode=-(2**31), drainSeconds=history.deadlines.MAX_SECONDS, drainStuck=True)
     return entry
 
 
 def test_the_history_has_a_size_bound_whatever_its_values() -> None:
     entries = [history._ordered(longest_entry(attempt)) for attempt in range(9999 - history.MAX_LIMIT, 9999)]
-    assert all(len(entry[key]) == bound for entry in entries for key, bound in history.STRING_LIMITS.items())
+    assert all(len(entry[key]) == bound for entry in entries for key, bound in historyentry.STRING_LIMITS.items())
     size = len(json.dumps({"attempts": entries, "attemptsDropped": 9999}, separators=(",", ":")))
     assert size <= history.MAX_HISTORY_BYTES, size
-    assert list(entries[0]) == list(history.ENTRY_KEYS), "every key, in one order"
+    assert list(entries[0]) == list(historyentry.ENTRY_KEYS), "every key, in one order"
 
 
 def parsed(entries: Any) -> Any:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import podread
-from hooks.core import history
+from hooks.core import historyentry
 from hooks.tools.nvjob import client, commands, view
 from hooks.tools.nvjob.commands import Options
 from tests.fake_reader import job_request as request
@@ -323,7 +323,7 @@ def test_describe_renders_the_attempts_from_status_attempts(capsys: pytest.Captu
     assert "5 earlier attempts counted, not kept" in table
     out = ok(Recorded([nvjob("llama", status=status)]), "describe", "llama", "-o", "json", capsys=capsys)
     document = json.loads(out)
-    assert document["attempts"] == [{key: entry.get(key) for key in history.ENTRY_KEYS} for entry in ATTEMPTS], \
+    assert document["attempts"] == [{key: entry.get(key) for key in historyentry.ENTRY_KEYS} for entry in ATTEMPTS], \
         "the keys of status.attempts, every one in each row"
     assert document["attemptsDropped"] == 5
 

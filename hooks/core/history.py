@@ -47,6 +47,7 @@ from typing import Any
 from hooks.core import conditions as cond
 from hooks.core import deadlines, queueing
 from hooks.core.evidence import COMPLETED, FAILED, jobset_state
+from hooks.core.historyentry import ENTRY_KEYS, MAX_ENTRIES, STRING_LIMITS
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, RUNNING, SUCCEEDED, Context, Work
 from hooks.core.work import FAILED as FAILED_PHASE
@@ -56,18 +57,7 @@ from podread.constants import REPLICATED_JOB_LABEL
 Pod = Mapping[str, Any]
 Entry = dict[str, Any]
 
-ENTRY_KEYS = ("attempt", "jobSet", "created", "started", "ended", "outcome", "failedReplicatedJob", "failedPod",
-              "node", "exitCode", "reason", "cause", "drainSeconds", "drainStuck", "failedPodDeletionStarted",
-              "failedPodGracePeriodEnds")
-"""Every key of an entry, in the order written."""
-TIME_KEYS = frozenset({"created", "started", "ended", "failedPodDeletionStarted", "failedPodGracePeriodEnds"})
-INTEGER_KEYS = frozenset({"attempt", "exitCode", "drainSeconds"})
-BOOLEAN_KEYS = frozenset({"drainStuck"})
-STRING_LIMITS = {"jobSet": 63, "outcome": 32, "failedReplicatedJob": 63, "failedPod": 253, "node": 253,
-                 "reason": 128, "cause": 63}
-"""The longest value of each string key (the CRD's ``maxLength``); a longer one is cut."""
-
-DEFAULT_LIMIT, MAX_LIMIT = 10, 100
+DEFAULT_LIMIT, MAX_LIMIT = 10, MAX_ENTRIES
 """``spec.attemptsHistoryLimit``: its default and largest value (the CRD's, with minimum 1)."""
 MAX_HISTORY_BYTES = 128 * 1024
 """An upper bound of ``status.attempts`` as JSON, at ``MAX_LIMIT`` entries of the longest values

@@ -27,6 +27,8 @@ from typing import Any
 
 import orjson
 
+from hooks.core.historyentry import entries_of
+
 API_VERSION = "nvcre.nvidia.com/v1alpha1"
 KIND = "Job"
 JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
@@ -287,39 +289,13 @@ def _parse_status(raw: object) -> PriorStatus:
     )
 
 
-_MAX_ATTEMPT_ENTRIES = 100
-"""``status.attempts``' ``maxItems`` (``hooks.core.history.MAX_LIMIT``)."""
-_ENTRY_TIMES = ("created", "started", "ended", "failedPodDeletionStarted", "failedPodGracePeriodEnds")
-_ENTRY_STRINGS = ("jobSet", "outcome", "failedReplicatedJob", "failedPod", "node", "reason", "cause")
-
-
 def _attempts(value: object, path: str) -> tuple[Mapping[str, Any], ...]:
-    """``status.attempts``: an array of at most ``_MAX_ATTEMPT_ENTRIES`` objects, each with an
-    ``attempt`` (an integer >= 0) and its other fields of the CRD's types; only the known fields
-    are kept (the API server prunes the others), one entry per attempt (the first), sorted."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise InvalidRequest(400, f"{path}: expected an array, got {_json_type(value)}")
-    if len(value) > _MAX_ATTEMPT_ENTRIES:
-        raise InvalidRequest(400, f"{path}: {len(value)} entries, more than {_MAX_ATTEMPT_ENTRIES}")
-    found: dict[int, Mapping[str, Any]] = {}
-    for index, raw in enumerate(value):
-        where = f"{path}[{index}]"
-        entry = _entry(raw, where)
-        kept: dict[str, Any] = {"attempt": _integer(entry.get("attempt"), f"{where}.attempt")}
-        for key in _ENTRY_STRINGS:
-            kept[key] = _string(entry.get(key), f"{where}.{key}")
-        for key in _ENTRY_TIMES:
-            kept[key] = _time(entry.get(key), f"{where}.{key}")
-        kept["exitCode"] = _integer(entry.get("exitCode"), f"{where}.exitCode", minimum=None) \
-            if entry.get("exitCode") is not None else None
-        kept["drainSeconds"] = _integer(entry.get("drainSeconds"), f"{where}.drainSeconds") \
-            if entry.get("drainSeconds") is not None else None
-        kept["drainStuck"] = _boolean(entry.get("drainStuck"), f"{where}.drainStuck") \
-            if entry.get("drainStuck") is not None else None
-        found.setdefault(kept["attempt"], {k: v for k, v in kept.items() if v is not None and v != ""})
-    return tuple(found[number] for number in sorted(found))
+    """``status.attempts``, checked and read by ``hooks.core.historyentry.entries_of``; what the CRD
+    refuses is a 400 naming the field."""
+    try:
+        return entries_of(value)
+    except ValueError as error:
+        raise InvalidRequest(400, f"{path.removesuffix('attempts')}{error}") from None
 
 
 def _counts(value: object, path: str) -> dict[str, int]:

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from hooks.core.deadlines import parse_time
-from hooks.core.history import ENTRY_KEYS
+from hooks.core.historyentry import ENTRY_KEYS
 from podread.attempts import workload_name
 from podread.constants import REPLICATED_JOB_LABEL
 
@@ -168,7 +168,7 @@ def _gpus(resources: Mapping[str, Any]) -> int:
 
 
 ATTEMPT_FIELDS: tuple[str, ...] = ENTRY_KEYS
-"""The keys of an entry of ``status.attempts`` (``hooks.core.history.ENTRY_KEYS``): the keys of each
+"""The keys of an entry of ``status.attempts`` (``hooks.core.historyentry.ENTRY_KEYS``): the keys of each
 row of the attempts table, in that order."""
 
 
