@@ -14,8 +14,9 @@ from hooks.core import history
 from hooks.core.decide import Decision, decide
 from hooks.core.jobset import MAX_ATTEMPT
 from hooks.core.observed import parse_request
-from podread import JOBSET_NAME_LABEL
+from podread import JOB_LABEL, JOBSET_NAME_LABEL, is_active
 from podread.attempts import attempt_in_name
+from podread.selector import tells_a_failure
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -214,18 +215,38 @@ def test_a_lower_limit_drops_the_oldest_entries_and_counts_them() -> None:
     assert [e["attempt"] for e in out["attempts"]] == [3, 4] and out["attemptsDropped"] == 10
 
 
-class QuickReader(FakeReader):
-    """``FakeReader`` whose reads by JobSet name test a pod's attempt number instead of building the
-    set of every name up to the last attempt (10,000 names per read would make the loop quadratic)."""
+class QuickReader:
+    """The Reader's methods ``decide`` calls on this Job, over a few pods, answered without building
+    the set of every JobSet name up to the last attempt (10,000 names per read would make the loop
+    quadratic). Duck-typed: it does not depend on how ``FakeReader`` is built."""
+
+    def __init__(self, pods: list[dict[str, Any]]) -> None:
+        self.pods = pods
+
+    def _of_job(self, job: str) -> list[dict[str, Any]]:
+        return [p for p in self.pods if p["metadata"]["labels"].get(JOB_LABEL) == job]
+
+    def job_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return self._of_job(job)
+
+    def active_job_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return [p for p in self._of_job(job) if is_active(p)]
+
+    def active_launcher_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return []
 
     def active_attempt_pods(self, namespace: str, job: str, last_attempt: int) -> list[dict[str, Any]]:
-        pods = self._source("active_attempt_pods", "live", (namespace, job, last_attempt))
-        return [p for p in pods if p["status"]["phase"] in ("Pending", "Running")
-                and attempt_in_name(job, p["metadata"]["labels"].get(JOBSET_NAME_LABEL, "")) is not None]
+        return [p for p in self.pods if is_active(p) and attempt_in_name(
+            job, p["metadata"]["labels"].get(JOBSET_NAME_LABEL, "")) is not None]
 
     def attempt_jobs(self, namespace: str, job: str, last_attempt: int) -> list[dict[str, Any]]:
-        self.calls.append(("attempt_jobs", "live", (namespace, job, last_attempt)))
         return []
+
+    def workload_pods(self, namespace: str, workload: str, replicated_job: str = "") -> list[dict[str, Any]]:
+        return [p for p in self.pods if p["metadata"]["labels"].get(JOBSET_NAME_LABEL) == workload]
+
+    def attempt_failure_pods(self, namespace: str, workload: str) -> list[dict[str, Any]]:
+        return [p for p in self.workload_pods(namespace, workload) if tells_a_failure(p)]
 
 
 @pytest.mark.slow
