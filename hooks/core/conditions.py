@@ -12,11 +12,13 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from hooks.core.vocab import ConditionStatus
+
 Condition = dict[str, Any]
 
-TRUE = "True"
-FALSE = "False"
-UNKNOWN = "Unknown"
+TRUE = ConditionStatus.TRUE
+FALSE = ConditionStatus.FALSE
+UNKNOWN = ConditionStatus.UNKNOWN
 
 _FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
 

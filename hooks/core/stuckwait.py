@@ -31,11 +31,12 @@ from typing import Any
 from hooks.core import conditions as cond
 from hooks.core import deadlines, stuck
 from hooks.core.actions import ForceDeletePod
+from hooks.core.vocab import ConditionType, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import DRAIN_STUCK, DRAINED, Context
 from podread.errors import PodReadError
 
-FORCE_DELETE_ALLOWED = "ForceDeleteAllowed"
+FORCE_DELETE_ALLOWED = ConditionType.FORCE_DELETE_ALLOWED
 """Condition: may the hooks force-delete the stuck pods that qualify (issue 20)? Set only once a pod
 qualifies: True (``Allowed``), or False (``Forbidden``) naming the overlay to apply."""
 OVERLAY = "manifests/overlays/force-delete"
@@ -141,15 +142,15 @@ def conditions(ctx: Context, conditions: list[dict[str, Any]], found: StuckWait)
     if not found.pods:
         if cond.get_condition(conditions, DRAIN_STUCK) is None:
             return conditions
-        return cond.set_condition(conditions, DRAIN_STUCK, cond.FALSE, "NotStuck", "", ctx.now)
-    conditions = cond.set_condition(conditions, DRAIN_STUCK, cond.TRUE, "PodsOnLostNodes",
+        return cond.set_condition(conditions, DRAIN_STUCK, cond.FALSE, Reason.NOT_STUCK, "", ctx.now)
+    conditions = cond.set_condition(conditions, DRAIN_STUCK, cond.TRUE, Reason.PODS_ON_LOST_NODES,
                                     bounded(found.found.message()), ctx.now)
     if found.refused:
         return cond.set_condition(
-            conditions, FORCE_DELETE_ALLOWED, cond.FALSE, "Forbidden",
+            conditions, FORCE_DELETE_ALLOWED, cond.FALSE, Reason.FORBIDDEN,
             bounded(f"pods qualify for a force delete, but the hooks may not delete pods in namespace "
                     f"{', '.join(found.refused)}: bind the Role {ROLE} there ({OVERLAY}, docs/operations.md)"), ctx.now)
     if found.refused is not None:
-        return cond.set_condition(conditions, FORCE_DELETE_ALLOWED, cond.TRUE, "Allowed",
+        return cond.set_condition(conditions, FORCE_DELETE_ALLOWED, cond.TRUE, Reason.ALLOWED,
                                   "the hooks may delete the pods that qualify", ctx.now)
     return conditions

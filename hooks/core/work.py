@@ -1,8 +1,9 @@
 """What one decision works on: its inputs (``Context``), the status and children being decided
 (``Work``, filled in by the rows), the answer (``Decision``), and the names of phases and conditions.
 
-Pure: plain data. ``Context`` reads only the parsed request (``Observed``); its ``reader`` is the
-podread Reader the rows read pods through, never called here.
+Pure: plain data. ``Context`` reads only the parsed request (``Observed``); its ``reader`` (a
+``hooks.core.podreads.PodReads``: podread's Reader in production) is what the rows read pods through,
+never called here.
 """
 
 from __future__ import annotations
@@ -16,22 +17,24 @@ from hooks.core import queueing
 from hooks.core.actions import Action
 from hooks.core.observed import Observed
 from hooks.core.once import Once
+from hooks.core.podreads import PodReads
+from hooks.core.vocab import TERMINAL as TERMINAL  # re-exported: the rows import it from here
+from hooks.core.vocab import ConditionType, Outcome, Phase
 from podread.attempts import workload_name
 
-PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
-SUSPENDING, SUSPENDED = "Suspending", "Suspended"
-SUCCEEDED, FAILED, TERMINATING = "Succeeded", "Failed", "Terminating"
-TERMINAL = frozenset({SUCCEEDED, FAILED})
-KINDS = frozenset({"created", "kept", "held", "proceeded", "terminal", "invalid-spec"})
-QUEUED = "Queued"
-PHASES = frozenset({PENDING, RUNNING, RESTARTING, SUSPENDING, SUSPENDED, SUCCEEDED, FAILED, TERMINATING, QUEUED})
-ADMITTED = "Admitted"
-DRAINED = "Drained"
-INVALID_SPEC = "InvalidSpec"
-STATUS_MISMATCH = "StatusMismatch"
-FAILED_CONDITION = "Failed"
-DEADLINE_EXCEEDED = "DeadlineExceeded"
-DRAIN_STUCK = "DrainStuck"
+# Short names the rows use for the members of hooks.core.vocab.
+PENDING, RUNNING, RESTARTING = Phase.PENDING, Phase.RUNNING, Phase.RESTARTING
+SUSPENDING, SUSPENDED = Phase.SUSPENDING, Phase.SUSPENDED
+SUCCEEDED, FAILED, TERMINATING, QUEUED = Phase.SUCCEEDED, Phase.FAILED, Phase.TERMINATING, Phase.QUEUED
+KINDS = frozenset(Outcome)
+PHASES = frozenset(Phase)
+ADMITTED = ConditionType.ADMITTED
+DRAINED = ConditionType.DRAINED
+INVALID_SPEC = ConditionType.INVALID_SPEC
+STATUS_MISMATCH = ConditionType.STATUS_MISMATCH
+FAILED_CONDITION = ConditionType.FAILED
+DEADLINE_EXCEEDED = ConditionType.DEADLINE_EXCEEDED
+DRAIN_STUCK = ConditionType.DRAIN_STUCK
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class Work:
     children: list[dict[str, Any]] = field(default_factory=list)
     resync: bool = False
     finalized: bool = False
-    kind: str = "kept"
+    kind: Outcome = Outcome.KEPT
     restarts_by_cause: dict[str, int] = field(default_factory=dict)
     last_failure: dict[str, Any] = field(default_factory=dict)
     start_time: str = ""
@@ -89,7 +92,7 @@ class Context:
     (``hooks.core.once``; the barrier's live reads, the JobSet and the Workload)."""
 
     observed: Observed
-    reader: Any
+    reader: PodReads
     now: datetime
     once: Once = field(default_factory=Once, compare=False, repr=False)
 

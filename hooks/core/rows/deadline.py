@@ -21,6 +21,7 @@ from hooks.core import conditions as cond
 from hooks.core.actions import DeleteJob
 from hooks.core.barrier import barrier, record
 from hooks.core.jobset import KIND as JOBSET_KIND
+from hooks.core.vocab import Outcome, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import DEADLINE_EXCEEDED, FAILED, FAILED_CONDITION, TERMINAL, TERMINATING, Context, Work
 
@@ -45,19 +46,19 @@ def tear_down(ctx: Context, work: Work) -> None:
         at = deadlines.deadline_at(ctx.observed.spec, work.start_time)
         said = (f"spec.activeDeadlineSeconds passed at {deadlines.stamp(at)} (counted from status.startTime "
                 f"{work.start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
-        conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, "ActiveDeadlineSeconds", said,
+        conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, Reason.ACTIVE_DEADLINE_SECONDS, said,
                                         ctx.now)
     drain = barrier(ctx, conditions, through=work.attempt)
     if drain.passed:
         marked = cond.get_condition(conditions, DEADLINE_EXCEEDED) or {}
-        conditions = cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, "DeadlineExceeded",
+        conditions = cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, Reason.DEADLINE_EXCEEDED,
                                         bounded(str(marked.get("message") or "spec.activeDeadlineSeconds passed")),
                                         ctx.now)
     work.conditions = conditions
     record(ctx, work, drain)
     work.workload = ""
     work.phase = FAILED if drain.passed else TERMINATING
-    work.kind = "terminal" if drain.passed else "held"
+    work.kind = Outcome.TERMINAL if drain.passed else Outcome.HELD
     work.message = drain.message(before="deadline exceeded, tearing down: ")
 
 
