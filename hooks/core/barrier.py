@@ -142,7 +142,7 @@ class Drain:
         return cond.FALSE, self.reason, self.words()
 
 
-def barrier(ctx: Context, conditions: list[dict[str, Any]], *, through: int) -> Drain:
+def barrier(ctx: Context, conditions: cond.Conditions, *, through: int) -> Drain:
     """The drain barrier (module doc). Reads, live (``drain_reads``): ``active_job_pods``
     (JOB_LABEL), ``active_launcher_pods`` (LAUNCHER_LABEL, every attempt, with or without
     ``spec.launcher``), ``attempt_jobs`` and ``active_attempt_pods`` (JobSet's ``jobset-name``

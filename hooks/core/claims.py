@@ -31,6 +31,7 @@ from hooks.core import deadlines
 from hooks.core.evidence import COMPLETED, FAILED, healthy, jobset_state, restarts_allowed
 from hooks.core.jobset import MAX_ATTEMPT
 from hooks.core.observed import Observed
+from hooks.core.status import Condition
 from hooks.core.vocab import ConditionType, Phase, Reason
 from podread.attempts import workload_name
 
@@ -205,7 +206,7 @@ def terminal_evidence(observed: Observed, attempt: int, phase: str, now: datetim
     if state == FAILED:
         return True
     failed = _condition(observed, "Failed")
-    reason = (failed or {}).get("reason") if _true(observed, "Failed") else None
+    reason = failed.reason if failed is not None and _true(observed, "Failed") else None
     if reason == "DeadlineExceeded":
         return deadline_passed(observed, now) or torn_down_after_a_deadline(observed)
     return reason == "AttemptLimitReached" and attempt >= MAX_ATTEMPT
@@ -266,13 +267,13 @@ def _jobset(observed: Observed, name: str) -> Mapping[str, Any] | None:
     return next((js for js in observed.jobsets if js["metadata"]["name"] == name), None)
 
 
-def _condition(observed: Observed, type_: str) -> Mapping[str, Any] | None:
-    return next((c for c in observed.status.conditions if c.get("type") == type_), None)
+def _condition(observed: Observed, type_: str) -> Condition | None:
+    return next((c for c in observed.status.conditions if c.type == type_), None)
 
 
 def _true(observed: Observed, type_: str) -> bool:
     found = _condition(observed, type_)
-    return found is not None and found.get("status") == "True"
+    return found is not None and found.status == "True"
 
 
 def utc(now: datetime) -> datetime:

@@ -120,11 +120,8 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
     phase = prior.phase
     if attempt > prior.attempt:
         phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
-    work = Work(phase=phase, attempt=attempt, restarts=prior.restarts, workload=prior.workload,
-                active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions),
-                restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
-                start_time=prior.start_time, completion_time=prior.completion_time,
-                replicated_jobs_digest=prior.replicated_jobs_digest)
+    work = Work.of(prior, phase=phase, attempt=attempt, conditions=cond.sort_conditions(prior.conditions),
+                   restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure))
     disagreement = None if observed.finalizing else mismatch.disagreement(ctx, attempt, phase, refused)
     trusted = disagreement is None
     if tearing_down is not None:

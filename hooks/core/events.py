@@ -52,7 +52,7 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
     attempt = int(status.get("attempt", 0))
     workload = str(status.get("workload", ""))
     conditions = {str(c.get("type")): c for c in status.get("conditions") or ()}
-    old = {str(c.get("type")): c for c in prior.conditions}
+    old = {c.type: c.status for c in prior.conditions}  # the prior conditions' statuses by type
 
     def add(reason: str, type_: str, action: str, note: str, key: str) -> None:
         text = note if len(note) <= MAX_NOTE else note[: MAX_NOTE - 3] + "..."
@@ -60,7 +60,7 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
 
     def turned(type_: str, value: str) -> Mapping[str, Any] | None:
         new = conditions.get(type_)
-        if new is None or new.get("status") != value or (old.get(type_) or {}).get("status") == value:
+        if new is None or new.get("status") != value or old.get(type_) == value:
             return None
         return new
 
@@ -80,7 +80,7 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
     if drained is not None:
         add("DrainWaiting", NORMAL, "Drain", str(drained.get("message", "")), str(drained.get("lastTransitionTime")))
     passed = turned("Drained", "True")
-    if passed is not None and (old.get("Drained") or {}).get("status") in ("False", "Unknown"):
+    if passed is not None and old.get("Drained") in ("False", "Unknown"):
         add("DrainPassed", NORMAL, "Drain", "drain passed: no active pod (confirmed with the API server)",
             str(passed.get("lastTransitionTime")))
     stuck = turned("DrainStuck", "True")

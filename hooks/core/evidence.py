@@ -75,7 +75,7 @@ def restarts_allowed(observed: Observed, attempt: int, phase: str) -> int:
     the active deadline; suspended before it began)."""
     # A restart is counted when Restarting begins; the active deadline (issue 15) may end the Job
     # before that restart's attempt starts, so a Job past its deadline may keep the extra one.
-    cut_short = any(c.get("type") == "DeadlineExceeded" and c.get("status") == "True"
+    cut_short = any(c.type == "DeadlineExceeded" and c.status == "True"
                     for c in observed.status.conditions)
     # Likewise a restart counted and then suspended before its attempt began: Suspending/Suspended
     # keep the extra one until the resume starts the next attempt.

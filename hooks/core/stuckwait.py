@@ -23,7 +23,7 @@ A failed read of either is "unknown": no force delete, and nothing else changes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -73,7 +73,7 @@ NOT_KNOWN = StuckWait(known=False)
 """A wait whose nodes could not be read, or a barrier whose own reads failed: nothing changes."""
 
 
-def waiting_since(conditions: Sequence[Mapping[str, Any]], now: datetime) -> datetime | None:
+def waiting_since(conditions: cond.Conditions, now: datetime) -> datetime | None:
     """Since when the barrier waits: the ``lastTransitionTime`` the ``Drained=False`` it writes
     has (kept from ``conditions`` while it was False already, else ``now``); ``None`` when that
     time cannot be read."""
@@ -133,7 +133,7 @@ def force_deletable(ctx: Context, wanted: tuple[stuck.StuckPod, ...]) -> tuple[t
     return refused, [pod for pod in confirmed if allowed.get(pod.namespace)]
 
 
-def conditions(ctx: Context, conditions: list[dict[str, Any]], found: StuckWait) -> list[dict[str, Any]]:
+def conditions(ctx: Context, conditions: cond.Conditions, found: StuckWait) -> cond.Conditions:
     """``conditions`` with what ``found`` says: ``DrainStuck`` True naming the pods and nodes, or
     False once none is stuck (only where it exists); ``ForceDeleteAllowed`` once the permission was
     read (True ``Allowed``, or False ``Forbidden`` naming the Role to bind). Unknown changes nothing."""

@@ -1,5 +1,5 @@
 """What one decision works on: its inputs (``Context``), the status and children being decided
-(``Work``, filled in by the rows), the answer (``Decision``), and the names of phases and conditions.
+(``Work``, filled in by the rows), the answer (``Decision``), and short names for the vocabulary.
 
 Pure: plain data. ``Context`` reads only the parsed request (``Observed``); its ``reader`` (a
 ``hooks.core.podreads.PodReads``: podread's Reader in production) is what the rows read pods through,
@@ -18,6 +18,8 @@ from hooks.core.actions import Action
 from hooks.core.observed import Observed
 from hooks.core.once import Once
 from hooks.core.podreads import PodReads
+from hooks.core.status import NAMES as STATUS_NAMES
+from hooks.core.status import Status, StatusFields
 from hooks.core.vocab import TERMINAL as TERMINAL  # re-exported: the rows import it from here
 from hooks.core.vocab import ConditionType, Outcome, Phase
 from podread.attempts import workload_name
@@ -56,34 +58,33 @@ class Decision:
     stuck_pods: int = 0
 
 
-@dataclass
-class Work:
-    """The status and children being decided, filled in by the rows."""
+class Work(StatusFields, kw_only=True):
+    """The status and children being decided, filled in by the rows: the status fields as declared
+    (``hooks.core.status.StatusFields``, the prior status' values to begin with: ``Work.of``) and what
+    the answer carries besides the status."""
 
-    phase: str
-    attempt: int
-    restarts: int
-    workload: str
-    active_pods: int
-    conditions: list[dict[str, Any]]
-    message: str = ""
-    children: list[dict[str, Any]] = field(default_factory=list)
+    children: list[dict[str, Any]] = []
     resync: bool = False
     finalized: bool = False
     kind: Outcome = Outcome.KEPT
-    restarts_by_cause: dict[str, int] = field(default_factory=dict)
-    last_failure: dict[str, Any] = field(default_factory=dict)
-    start_time: str = ""
-    completion_time: str = ""
-    replicated_jobs_digest: str = ""
-    """``status.replicatedJobsDigest``: the workload the Job was created with (``hooks.core.specpin``)."""
     wake: float | None = None
-    actions: list[Action] = field(default_factory=list)
+    actions: list[Action] = []
     stuck_pods: int = 0
     quota: str = "create"
     """Queue-managed Jobs: what becomes of the Workload child. ``create`` keeps the observed one or
     emits a new one; ``keep`` keeps the observed one only; ``release`` leaves it out (after a passing
     barrier only)."""
+
+    @classmethod
+    def of(cls, prior: Status, **changed: Any) -> Work:
+        """The work of a decision that begins from ``prior``, with the fields ``changed``."""
+        fields = {name: getattr(prior, name) for name in STATUS_NAMES}
+        fields.update(changed)
+        return cls(**fields)
+
+    def status(self) -> Status:
+        """The status decided: these status fields, frozen."""
+        return Status(**{name: getattr(self, name) for name in STATUS_NAMES})
 
 
 @dataclass(frozen=True)
