@@ -23,7 +23,7 @@ def test_the_reader_offers_every_read_the_core_names_with_the_same_parameters() 
 
 def test_the_vocabulary_is_the_strings_the_answer_carries() -> None:
     assert Phase.PENDING == "Pending" and f"{Phase.RESTARTING}" == "Restarting"
-    assert TERMINAL == {"Succeeded", "Failed"}
-    assert work.KINDS == {"created", "kept", "held", "proceeded", "terminal", "invalid-spec"}
+    assert {"Succeeded", "Failed"} == TERMINAL
+    assert {"created", "kept", "held", "proceeded", "terminal", "invalid-spec"} == work.KINDS
     assert {Outcome.HELD: 1}["held"] == 1  # a member hashes as its string (metric labels, dict keys)
     assert [str(s) for s in ConditionStatus] == ["True", "False", "Unknown"]
