@@ -91,7 +91,7 @@ class Drain:
         return self.error is None and not (self.jobsets or self.workers or self.launchers or self.batch_jobs)
 
     @property
-    def reason(self) -> str:
+    def reason(self) -> Reason:
         """``ReadFailed``, else the first thing waited for (``WorkloadPresent``, ``PodsActive``,
         ``LauncherActive``, ``BatchJobsPresent``), else ``NoActivePods``."""
         if self.error is not None:
