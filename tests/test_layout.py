@@ -42,6 +42,7 @@ CORE_MAY_IMPORT = frozenset({
     "types", "typing",
     "hashlib",  # digests of bytes in memory (hooks.core.specpin)
     "orjson",  # JSON to and from bytes, in memory
+    "msgspec",  # the declared request and status (ADR-105): typed conversion in memory
 })
 """The only modules outside the project the core (and the project modules it reaches) may import."""
 
