@@ -13,9 +13,10 @@ message is reported at the field's path the same way. Pure: msgspec only.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -35,24 +36,30 @@ class Declared(msgspec.Struct, kw_only=True):
     """The base of the declared types: after decoding (or construction), a field that holds ``None``
     but whose default is not ``None`` takes its default ("null means absent")."""
 
-    _null_defaults: ClassVar[dict[type, tuple[tuple[str, Any], ...]]] = {}
-
     def __post_init__(self) -> None:
-        for name, default in _nullable(type(self)):
-            if getattr(self, name) is None:
-                msgspec.structs.force_setattr(self, name, default() if callable(default) else default)
+        cls = type(self)
+        nullable = _NULLABLE.get(cls) or _nullable(cls)
+        if nullable[0] is not None and None in nullable[0](self):  # one C-level look at every such field
+            for name, default in nullable[1]:
+                if getattr(self, name) is None:
+                    msgspec.structs.force_setattr(self, name, default() if callable(default) else default)
 
 
-def _nullable(cls: type) -> tuple[tuple[str, Any], ...]:
-    """The fields of ``cls`` with a default that is not ``None`` (a factory for ``[]``/``{}``), cached."""
-    found = Declared._null_defaults.get(cls)
-    if found is None:
-        found = tuple((f.name, f.default_factory if f.default is msgspec.NODEFAULT else f.default)
-                      for f in msgspec.structs.fields(cls)
-                      if not (f.default is None or (f.default is msgspec.NODEFAULT
-                                                    and f.default_factory is msgspec.NODEFAULT)))
-        Declared._null_defaults[cls] = found
-    return found
+_NULLABLE: dict[type, tuple[Callable[[Any], Any] | None, tuple[tuple[str, Any], ...]]] = {}
+
+
+def _nullable(cls: type) -> tuple[Callable[[Any], Any] | None, tuple[tuple[str, Any], ...]]:
+    """The fields of ``cls`` with a default that is not ``None`` (a factory for ``[]``/``{}``), and a
+    getter of them all as one tuple (``None`` when there are none), cached."""
+    fields = tuple((f.name, f.default_factory if f.default is msgspec.NODEFAULT else f.default)
+                   for f in msgspec.structs.fields(cls)
+                   if not (f.default is None or (f.default is msgspec.NODEFAULT
+                                                 and f.default_factory is msgspec.NODEFAULT)))
+    names = [name for name, _ in fields]
+    getter = None if not names else operator.attrgetter(*names) if len(names) > 1 else (
+        lambda obj, name=names[0]: (getattr(obj, name),))
+    _NULLABLE[cls] = (getter, fields)
+    return _NULLABLE[cls]
 
 
 def decode(value: object, into: type[T], path: str = "") -> T:

@@ -29,21 +29,17 @@ OPTIONAL = ("restartsByCause", "lastFailure", "startTime", "completionTime", "re
 """The status fields the answer carries only when set; every other field is always written."""
 
 
-class Condition(Declared, frozen=True, rename="camel"):
-    """A status condition (Kubernetes' shape). ``type`` is required; a field left out stays out of the
-    answer (``UNSET``), as the CRD requires only ``type`` and ``status``. ``lastTransitionTime`` moves
-    only when ``status`` changes (``hooks.core.conditions``)."""
+class Condition(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A status condition (Kubernetes' shape). ``type`` is required (``StatusFields`` checks it); a
+    field left out stays out of the answer (``UNSET``) and one sent as ``null`` is written back as
+    it came, as the CRD requires only ``type`` and ``status``. ``lastTransitionTime`` moves only when
+    ``status`` changes (``hooks.core.conditions``)."""
 
     type: str | None = None
     status: str | UnsetType | None = UNSET
     reason: str | UnsetType | None = UNSET
     message: str | UnsetType | None = UNSET
     last_transition_time: str | UnsetType | None = UNSET
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not isinstance(self.type, str):
-            raise ValueError("type: expected a string, got nothing")
 
 
 def _time(name: str, text: str) -> None:
@@ -75,6 +71,9 @@ class StatusFields(Declared, rename="camel"):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        for index, condition in enumerate(self.conditions):
+            if condition.type is None:
+                raise ValueError(f"conditions[{index}].type: expected a string, got nothing")
         _time("startTime", self.start_time)
         _time("completionTime", self.completion_time)
         if len(self.restarts_by_cause) > 1:

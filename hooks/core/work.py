@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
 from hooks.core import queueing
 from hooks.core.actions import Action
 from hooks.core.observed import Observed
 from hooks.core.once import Once
 from hooks.core.podreads import PodReads
-from hooks.core.status import NAMES as STATUS_NAMES
 from hooks.core.status import Status, StatusFields
 from hooks.core.vocab import TERMINAL as TERMINAL  # re-exported: the rows import it from here
 from hooks.core.vocab import ConditionType, Outcome, Phase
@@ -75,16 +76,20 @@ class Work(StatusFields, kw_only=True):
     emits a new one; ``keep`` keeps the observed one only; ``release`` leaves it out (after a passing
     barrier only)."""
 
+    def __post_init__(self) -> None:
+        """Nothing to check: a ``Work`` begins from a ``Status`` already read (``of``) and the rows set
+        its fields; the status it answers is checked as a ``Status`` (``status``)."""
+
     @classmethod
     def of(cls, prior: Status, **changed: Any) -> Work:
         """The work of a decision that begins from ``prior``, with the fields ``changed``."""
-        fields = {name: getattr(prior, name) for name in STATUS_NAMES}
+        fields = msgspec.structs.asdict(prior)
         fields.update(changed)
         return cls(**fields)
 
     def status(self) -> Status:
         """The status decided: these status fields, frozen."""
-        return Status(**{name: getattr(self, name) for name in STATUS_NAMES})
+        return msgspec.convert(self, Status, from_attributes=True)
 
 
 @dataclass(frozen=True)
