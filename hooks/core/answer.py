@@ -1,7 +1,7 @@
 """The answer's body, assembled from the rows' ``Work``: the status, the children, the resync.
 
-Pure. The status is the declared ``Status`` of the work (``hooks.core.status.as_json``: the fields
-always present, the optional ones only when set); ``resyncAfterSeconds``
+Pure. The status is written from the work's declared status fields (``hooks.core.status.as_json``:
+the fields always present, the optional ones only when set); ``resyncAfterSeconds``
 the sooner of "waiting" and a limit's wake-up; ``finalized`` only for the finalize hook.
 """
 
@@ -18,13 +18,13 @@ from hooks.core.work import Decision, Work
 def assemble(observed: Observed, work: Work, resync_seconds: float) -> Decision:
     """Assembles the response body from ``work``."""
     work.message = bounded(work.message)
-    status = as_json(work.status())
+    status = as_json(work)
     response: dict[str, Any] = {"status": status, "children": work.children}
     wakes = [seconds for seconds in (resync_seconds if work.resync else None, work.wake) if seconds is not None]
     if wakes:
         response["resyncAfterSeconds"] = min(wakes)
     if observed.finalizing:
         response["finalized"] = work.finalized
-    return Decision(response=response, kind=work.kind.value, phase_before=observed.status.phase,
+    return Decision(response=response, kind=str(work.kind), phase_before=observed.status.phase,
                     phase_after=status["phase"], message=status["message"], actions=tuple(work.actions),
                     stuck_pods=work.stuck_pods)

@@ -115,17 +115,18 @@ def parse_request(payload: object, hook: str) -> Observed:
     if metadata is None:
         raise InvalidRequest(400, "parent.metadata.name: expected a string, got nothing")
     namespace = metadata.namespace or ""
-    children = request.children
+    children = request.children or {}
+    related = request.related or {}
     return Observed(namespace=namespace, name=metadata.name or "", generation=metadata.generation,
-                    deleting=bool(metadata.deletion_timestamp), finalizing=request.finalizing,
+                    deleting=bool(metadata.deletion_timestamp), finalizing=bool(request.finalizing),
                     spec=raw_parent.get("spec") or {}, status=parent.status or Status(),
                     jobsets=_jobsets(_group(children, JOBSET_GROUP, "children"), namespace), hook=hook,
                     uid=metadata.uid or "",
                     creation_timestamp=metadata.creation_timestamp, labels=dict(metadata.labels),
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
-                    priority_classes=_priority_classes(_group(request.related, PRIORITY_CLASS_GROUP, "related")),
-                    flavors=_flavors(_group(request.related, FLAVOR_GROUP, "related")))
+                    priority_classes=_priority_classes(_group(related, PRIORITY_CLASS_GROUP, "related")),
+                    flavors=_flavors(_group(related, FLAVOR_GROUP, "related")))
 
 
 def _group(objects: Mapping[str, Any], group: str, where: str) -> Mapping[str, Any]:
@@ -193,7 +194,7 @@ def _priority_classes(group: Mapping[str, Any]) -> dict[str, int]:
     classes: dict[str, int] = {}
     for key in sorted(group):
         declared = decode(group[key], PriorityClass, f'related["{PRIORITY_CLASS_GROUP}"]["{key}"]')
-        classes[(declared.metadata.name if declared.metadata else "") or key] = declared.value
+        classes[(declared.metadata.name if declared.metadata else "") or key] = declared.value or 0
     return classes
 
 

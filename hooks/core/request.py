@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
+
 from hooks.core.declared import Declared
 from hooks.core.status import Condition, Count, Status, _time
 
@@ -39,10 +41,10 @@ class ParentMetadata(Declared, frozen=True, rename="camel"):
     name: str | None = None
     namespace: str | None = None
     uid: str | None = None
-    generation: Count | None = 0
+    generation: Count | None = None
     creation_timestamp: str | None = ""
     """Set by the API server: evidence for the status' times."""
-    deletion_timestamp: str | None = ""
+    deletion_timestamp: str | None = None
     labels: dict[str, str] | None = {}
 
     def __post_init__(self) -> None:
@@ -60,30 +62,35 @@ class ParentMetadata(Declared, frozen=True, rename="camel"):
         _time("creationTimestamp", self.creation_timestamp)
 
 
-class DrainSpec(Declared, frozen=True, rename="camel"):
+class Checked(msgspec.Struct, frozen=True, kw_only=True):
+    """The base of the types only checked, not read: every field defaults to ``None`` (absent or null),
+    so nothing runs after decoding. The decision reads the raw object they were checked on."""
+
+
+class DrainSpec(Checked, frozen=True, rename="camel"):
     """``spec.drain``: when a drain counts as stuck, and when stuck pods may be force-deleted."""
 
     stuck_after_seconds: int | None = None
     force_delete_stuck_pods_after_seconds: int | None = None
 
 
-class FailurePolicyRule(Declared, frozen=True, rename="camel"):
+class FailurePolicyRule(Checked, frozen=True, rename="camel"):
     """One ``spec.failurePolicy.rules`` entry; what its matchers mean is ``hooks.core.failurepolicy``'s."""
 
     on_job_set_failure: dict[str, Any] | None = None
     on_exit_codes: dict[str, Any] | None = None
 
 
-class FailurePolicy(Declared, frozen=True):
+class FailurePolicy(Checked, frozen=True):
     rules: tuple[FailurePolicyRule, ...] | None = None
 
 
-class Spec(Declared, frozen=True, rename="camel"):
+class Spec(Checked, frozen=True, rename="camel"):
     """``parent.spec``: the fields the decision reads; the replicated jobs are raw (``check_spec``
     judges them). Whether a value is in range is ``InvalidSpec``'s to say, never a 400."""
 
     replicated_jobs: list[Any] | None = None
-    launcher: str | None = ""
+    launcher: str | None = None
     max_restarts: int | None = None
     suspend: bool | None = None
     active_deadline_seconds: int | None = None
@@ -92,7 +99,6 @@ class Spec(Declared, frozen=True, rename="camel"):
     failure_policy: FailurePolicy | None = None
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         launcher = self.launcher
         if launcher and (len(launcher) > MAX_LABEL_VALUE or not _DNS1123_LABEL.fullmatch(launcher)):
             # It goes into the label selector of the launcher read (jobset.sigs.k8s.io/replicatedjob-name).
@@ -100,7 +106,7 @@ class Spec(Declared, frozen=True, rename="camel"):
                              f"most {MAX_LABEL_VALUE} characters), so it cannot be put in a selector")
 
 
-class Parent(Declared, frozen=True, rename="camel"):
+class Parent(Checked, frozen=True, rename="camel"):
     """``parent``: the NVCRE Job."""
 
     api_version: str | None = None
@@ -110,64 +116,64 @@ class Parent(Declared, frozen=True, rename="camel"):
     status: Status | None = None
 
 
-class Request(Declared, frozen=True):
+class Request(Checked, frozen=True):
     """The request body: the parent, the observed children and related objects by group (the
     groups the decision reads are read one object at a time, by the types below; others are not
     read), and whether the finalize hook is asking."""
 
     parent: Parent | None = None
-    children: dict[str, Any] | None = {}
-    related: dict[str, Any] | None = {}
-    finalizing: bool | None = False
+    children: dict[str, Any] | None = None
+    related: dict[str, Any] | None = None
+    finalizing: bool | None = None
 
 
-class ChildMetadata(Declared, frozen=True, rename="camel"):
+class ChildMetadata(Checked, frozen=True, rename="camel"):
     """An observed child's metadata: its name and namespace default from its key in the request."""
 
-    name: str | None = ""
-    namespace: str | None = ""
-    labels: dict[str, str] | None = {}
-    annotations: dict[str, str] | None = {}
-    deletion_timestamp: str | None = ""
+    name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    deletion_timestamp: str | None = None
 
 
-class ChildCondition(Declared, frozen=True):
+class ChildCondition(Checked, frozen=True):
     """A condition of an observed child, as its controller wrote it."""
 
-    type: str | None = ""
-    status: str | None = ""
-    reason: str | None = ""
-    message: str | None = ""
+    type: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    message: str | None = None
 
 
-class JobSetStatus(Declared, frozen=True, rename="camel"):
-    terminal_state: str | None = ""
-    conditions: tuple[ChildCondition, ...] | None = ()
+class JobSetStatus(Checked, frozen=True, rename="camel"):
+    terminal_state: str | None = None
+    conditions: tuple[ChildCondition, ...] | None = None
 
 
-class JobSetChild(Declared, frozen=True, rename="camel"):
+class JobSetChild(Checked, frozen=True, rename="camel"):
     """An observed JobSet: its identity, labels and state; its spec is raw."""
 
-    api_version: str | None = ""
-    kind: str | None = ""
+    api_version: str | None = None
+    kind: str | None = None
     metadata: ChildMetadata | None = None
     spec: dict[str, Any] | None = None
     status: JobSetStatus | None = None
 
 
-class Admission(Declared, frozen=True, rename="camel"):
+class Admission(Checked, frozen=True, rename="camel"):
     """A Workload's ``status.admission``: the placement it carries is raw (``hooks.core.queueing``)."""
 
-    cluster_queue: str | None = ""
+    cluster_queue: str | None = None
 
 
-class WorkloadStatus(Declared, frozen=True, rename="camel"):
-    cluster_name: str | None = ""
+class WorkloadStatus(Checked, frozen=True, rename="camel"):
+    cluster_name: str | None = None
     admission: Admission | None = None
-    conditions: tuple[ChildCondition, ...] | None = ()
+    conditions: tuple[ChildCondition, ...] | None = None
 
 
-class WorkloadChild(Declared, frozen=True):
+class WorkloadChild(Checked, frozen=True):
     """An observed Kueue Workload: where Kueue stands (metadata, conditions, the ClusterQueue)."""
 
     metadata: ChildMetadata | None = None
@@ -175,27 +181,27 @@ class WorkloadChild(Declared, frozen=True):
     status: WorkloadStatus | None = None
 
 
-class Named(Declared, frozen=True):
-    name: str | None = ""
+class Named(Checked, frozen=True):
+    name: str | None = None
 
 
-class FlavorSpec(Declared, frozen=True, rename="camel"):
-    node_labels: dict[str, str] | None = {}
-    tolerations: tuple[dict[str, Any], ...] | None = ()
+class FlavorSpec(Checked, frozen=True, rename="camel"):
+    node_labels: dict[str, str] | None = None
+    tolerations: tuple[dict[str, Any], ...] | None = None
 
 
-class Flavor(Declared, frozen=True):
+class Flavor(Checked, frozen=True):
     """A related ResourceFlavor (cluster-scoped, keyed by name)."""
 
     metadata: Named | None = None
     spec: FlavorSpec | None = None
 
 
-class PriorityClass(Declared, frozen=True):
+class PriorityClass(Checked, frozen=True):
     """A related WorkloadPriorityClass (cluster-scoped, keyed by name)."""
 
     metadata: Named | None = None
-    value: int | None = 0
+    value: int | None = None
 
 
 __all__ = ["Condition", "Request", "Status"]

@@ -86,13 +86,16 @@ class Status(StatusFields, frozen=True):
 
 NAMES = tuple(field.name for field in msgspec.structs.fields(StatusFields))
 """The Python names of the status fields (``active_pods``), in declaration order."""
+_WRITTEN = tuple((field.name, field.encode_name) for field in msgspec.structs.fields(StatusFields))
 
 
-def as_json(status: Status) -> dict[str, Any]:
-    """``status`` as the answer writes it: JSON names, the ``OPTIONAL`` fields only when set, a
-    condition's unset fields left out, enum members as their strings."""
-    written: dict[str, Any] = msgspec.to_builtins(status)
-    written["conditions"] = list(written["conditions"])
+def as_json(status: StatusFields) -> dict[str, Any]:
+    """The status fields of ``status`` (a ``Status``, or the ``Work`` that decided one) as the answer
+    writes them: JSON names, the ``OPTIONAL`` fields only when set, a condition's unset fields left
+    out, enum members as their strings."""
+    written = {encoded: getattr(status, name) for name, encoded in _WRITTEN}
+    written["phase"] = str(written["phase"])
+    written["conditions"] = list(msgspec.to_builtins(written["conditions"]))
     for name in OPTIONAL:
         if not written[name]:
             del written[name]
