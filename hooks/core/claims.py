@@ -32,7 +32,7 @@ from hooks.core.evidence import COMPLETED, FAILED, healthy, jobset_state, restar
 from hooks.core.jobset import MAX_ATTEMPT
 from hooks.core.observed import Observed
 from hooks.core.status import Condition
-from hooks.core.vocab import ConditionType, Phase, Reason
+from hooks.core.vocab import ConditionStatus, ConditionType, Phase, Reason
 from podread.attempts import workload_name
 
 CLOCK_SKEW = timedelta(seconds=60)
@@ -205,9 +205,9 @@ def terminal_evidence(observed: Observed, attempt: int, phase: str, now: datetim
         return state == COMPLETED
     if state == FAILED:
         return True
-    failed = _condition(observed, "Failed")
-    reason = failed.reason if failed is not None and _true(observed, "Failed") else None
-    if reason == "DeadlineExceeded":
+    failed = _condition(observed, ConditionType.FAILED)
+    reason = failed.reason if failed is not None and _true(observed, ConditionType.FAILED) else None
+    if reason == Reason.DEADLINE_EXCEEDED:
         return deadline_passed(observed, now) or torn_down_after_a_deadline(observed)
     return reason == "AttemptLimitReached" and attempt >= MAX_ATTEMPT
 
@@ -273,7 +273,7 @@ def _condition(observed: Observed, type_: str) -> Condition | None:
 
 def _true(observed: Observed, type_: str) -> bool:
     found = _condition(observed, type_)
-    return found is not None and found.status == "True"
+    return found is not None and found.status == ConditionStatus.TRUE
 
 
 def utc(now: datetime) -> datetime:

@@ -15,7 +15,7 @@ from typing import Any
 
 from hooks.core.failurepolicy import spends_no_restart
 from hooks.core.observed import Observed
-from hooks.core.vocab import Phase, Reason
+from hooks.core.vocab import ConditionStatus, ConditionType, Phase, Reason
 from podread.attempts import attempt_in_name, attempt_number, workload_name
 from podread.constants import ATTEMPT_LABEL
 
@@ -75,7 +75,7 @@ def restarts_allowed(observed: Observed, attempt: int, phase: str) -> int:
     the active deadline; suspended before it began)."""
     # A restart is counted when Restarting begins; the active deadline (issue 15) may end the Job
     # before that restart's attempt starts, so a Job past its deadline may keep the extra one.
-    cut_short = any(c.type == "DeadlineExceeded" and c.status == "True"
+    cut_short = any(c.type == ConditionType.DEADLINE_EXCEEDED and c.status == ConditionStatus.TRUE
                     for c in observed.status.conditions)
     # Likewise a restart counted and then suspended before its attempt began: Suspending/Suspended
     # keep the extra one until the resume starts the next attempt.
