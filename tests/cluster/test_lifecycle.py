@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from podread import REPLICATED_JOB_LABEL
+from podread import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from tests.cluster.world import ClusterWorld
 
 pytestmark = pytest.mark.cluster
@@ -18,6 +18,10 @@ def test_create_run_succeed(world: ClusterWorld) -> None:
     world.run_until(lambda: world.jobsets("happy") == ["happy-0"], "JobSet happy-0 created")
     world.run_until(lambda: world.phase("happy") == "Running", "Running")
     world.run_until_pods_run("happy", 2)
+    for pod in world.active_pods("happy"):  # made by the real JobSet and Job controllers, bound by the scheduler
+        labels = pod["metadata"]["labels"]
+        assert labels[JOBSET_NAME_LABEL] == "happy-0" and labels["jobset.sigs.k8s.io/priority"] == "0", labels
+        assert pod["spec"]["nodeName"] in world.kwok.nodes()
     world.pods.finish("nvcre.nvidia.com/job=happy")
     world.run_until(lambda: world.phase("happy") == "Succeeded", "Succeeded")
     status = world.status("happy")
