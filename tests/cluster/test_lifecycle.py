@@ -198,6 +198,10 @@ def test_a_template_edit_the_crd_lets_through_never_reaches_an_attempt(world: Cl
     edited spec, and once the spec is restored the restart goes on."""
     world.create_job("edited", max_restarts=1)
     world.run_until_pods_run("edited", 2)
+    # Running first: the real JobSet reports its pods a moment after they run, and an edit the hooks
+    # refuse while the Job still says Pending keeps it Pending (row 7 freezes the phase), pods running
+    # or not. The JobSet stand-in wrote its status every step, so the Job was always Running by now.
+    world.run_until(lambda: world.phase("edited") == "Running", "Running")
 
     def job_template(job: dict) -> dict:
         return job["spec"]["replicatedJobs"][0]["template"]["spec"]
