@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: venv test lint run bench soak demo image clean control-plane kueue test-cluster dev
+.PHONY: venv test lint run bench soak demo image clean control-plane kueue jobset kwok test-cluster dev
 
 venv: $(STAMP)
 
@@ -23,7 +23,7 @@ lint: $(STAMP)
 test: lint
 	$(PY) -m pytest -q
 
-# The cluster tier: kube-apiserver, kube-controller-manager and etcd built from Go modules (once,
+# The cluster tier: kube-apiserver, kube-controller-manager, kube-scheduler and etcd built from Go modules (once,
 # cached in ~/.cache/nvcre-hooks), then the tests marked `cluster` against them.
 control-plane:
 	@start=$$(date +%s); bash tests/cluster/controlplane/build.sh >/dev/null; \
@@ -35,11 +35,21 @@ kueue:
 	@start=$$(date +%s); bash tests/cluster/kueue/build.sh >/dev/null; \
 	echo "kueue: ready in $$(( $$(date +%s) - start )) s (build or cache)"
 
-test-cluster: $(STAMP) control-plane kueue
+# JobSet's manager (sigs.k8s.io/jobset) and kwok (sigs.k8s.io/kwok) built from their Go modules the
+# same way: the real JobSet controller and kwok's nodes and pod lifecycles (tests/cluster/README.md).
+jobset:
+	@start=$$(date +%s); bash tests/cluster/jobset/build.sh >/dev/null; \
+	echo "jobset: ready in $$(( $$(date +%s) - start )) s (build or cache)"
+
+kwok:
+	@start=$$(date +%s); bash tests/cluster/kwok/build.sh >/dev/null; \
+	echo "kwok: ready in $$(( $$(date +%s) - start )) s (build or cache)"
+
+test-cluster: $(STAMP) control-plane kueue jobset kwok
 	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster tests/cluster; rc=$$?; \
 	echo "cluster tier: $$(( $$(date +%s) - start )) s"; exit $$rc
 
-dev: $(STAMP) control-plane
+dev: $(STAMP) control-plane jobset kwok
 	$(PY) -m tests.cluster.dev
 
 run: $(STAMP)

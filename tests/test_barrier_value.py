@@ -166,28 +166,28 @@ def test_the_framing_words_are_cut_with_the_message_once() -> None:
 
 
 def work() -> Work:
-    return Work(phase="Running", attempt=0, restarts=0, workload="train-0", active_pods=3, conditions=[])
+    return Work(phase="Running", attempt=0, restarts=0, workload="train-0", active_pods=3, conditions=())
 
 
 def test_record_writes_the_condition_the_pods_and_resync() -> None:
     ctx = Context(parse_request(job_request(), "sync"), FakeReader(), NOW)
     held = work()
     barrier.record(ctx, held, Drain(workers=(POD,)))
-    assert [(c["type"], c["status"], c["reason"]) for c in held.conditions] == [("Drained", "False", "PodsActive")]
+    assert [(c.type, c.status, c.reason) for c in held.conditions] == [("Drained", "False", "PodsActive")]
     assert (held.active_pods, held.resync) == (1, True)
     failed = work()
     barrier.record(ctx, failed, Drain(error=PodReadError("x"), stuck=NOT_KNOWN))
-    assert (failed.conditions[0]["status"], failed.active_pods) == ("Unknown", 3), "a failed read keeps the count"
+    assert (failed.conditions[0].status, failed.active_pods) == ("Unknown", 3), "a failed read keeps the count"
 
 
 def test_a_passing_gate_adds_no_drained_condition_where_there_was_none() -> None:
     ctx = Context(parse_request(job_request(), "sync"), FakeReader(), NOW)
     new = work()
     barrier.record_gate(ctx, new, Drain())
-    assert (new.conditions, new.active_pods, new.resync) == ([], 0, False)
+    assert (new.conditions, new.active_pods, new.resync) == ((), 0, False)
     teardown = work()
     barrier.record(ctx, teardown, Drain())
-    assert [(c["type"], c["status"]) for c in teardown.conditions] == [("Drained", "True")]
+    assert [(c.type, c.status) for c in teardown.conditions] == [("Drained", "True")]
     held = work()
     barrier.record_gate(ctx, held, Drain(workers=(POD,)))
-    assert [(c["type"], c["status"]) for c in held.conditions] == [("Drained", "False")]
+    assert [(c.type, c.status) for c in held.conditions] == [("Drained", "False")]

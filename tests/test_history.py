@@ -102,8 +102,8 @@ def parsed(entries: Any) -> Any:
 def test_a_prior_history_is_read_sorted_one_entry_per_attempt_known_fields_only() -> None:
     status = parsed([{"attempt": 2, "jobSet": "train-2", "drainStuck": False, "unknown": 1},
                      {"attempt": 0, "jobSet": "train-0", "exitCode": -9}, {"attempt": 2, "jobSet": "other"}])
-    assert status.attempts == ({"attempt": 0, "jobSet": "train-0", "exitCode": -9},
-                               {"attempt": 2, "jobSet": "train-2", "drainStuck": False})
+    assert status.attempts == [{"attempt": 0, "jobSet": "train-0", "exitCode": -9},
+                               {"attempt": 2, "jobSet": "train-2", "drainStuck": False}]
 
 
 @pytest.mark.parametrize(("entries", "field"), [

@@ -38,10 +38,11 @@ PROJECT_PACKAGES = ("hooks", "podread")
 CORE = "hooks.core"
 
 CORE_MAY_IMPORT = frozenset({
-    "__future__", "collections", "dataclasses", "datetime", "enum", "functools", "itertools", "math", "re",
+    "__future__", "collections", "dataclasses", "datetime", "enum", "functools", "itertools", "math", "operator", "re",
     "types", "typing",
     "hashlib",  # digests of bytes in memory (hooks.core.specpin)
     "orjson",  # JSON to and from bytes, in memory
+    "msgspec",  # the declared request and status (ADR-105): typed conversion in memory
 })
 """The only modules outside the project the core (and the project modules it reaches) may import."""
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from hooks.core.observed import JOBSET_GROUP, InvalidRequest, PriorStatus, parse_request
+from hooks.core.status import Condition
 from tests.fake_reader import job_request, job_spec, jobset_child
 
 
@@ -39,7 +40,7 @@ def test_parses_a_full_request() -> None:
     assert not observed.deleting and not observed.finalizing
     assert observed.spec["maxRestarts"] == 2
     assert observed.status == PriorStatus(phase="Running", attempt=1, restarts=1, workload="train-1",
-                                          active_pods=2, conditions=({"type": "Drained", "status": "True"},),
+                                          active_pods=2, conditions=(Condition(type="Drained", status="True"),),
                                           message="m")
     assert [js["metadata"]["name"] for js in observed.jobsets] == ["train-1"]
 

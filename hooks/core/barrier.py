@@ -32,6 +32,7 @@ from hooks.core import stuckwait
 from hooks.core.evidence import list_names
 from hooks.core.reads import failed_words
 from hooks.core.stuckwait import NOT_KNOWN, StuckWait
+from hooks.core.vocab import Reason
 from hooks.core.wording import bounded, list_pods, pod_name
 from hooks.core.work import DRAINED, Context, Work
 from podread.attempts import attempt_in_name, attempt_number
@@ -41,8 +42,8 @@ from podread.selector import pod_key
 
 Pod = Mapping[str, Any]
 
-WORKLOAD_PRESENT, PODS_ACTIVE, LAUNCHER_ACTIVE = "WorkloadPresent", "PodsActive", "LauncherActive"
-BATCH_JOBS_PRESENT, READ_FAILED, NO_ACTIVE_PODS = "BatchJobsPresent", "ReadFailed", "NoActivePods"
+WORKLOAD_PRESENT, PODS_ACTIVE, LAUNCHER_ACTIVE = Reason.WORKLOAD_PRESENT, Reason.PODS_ACTIVE, Reason.LAUNCHER_ACTIVE
+BATCH_JOBS_PRESENT, READ_FAILED, NO_ACTIVE_PODS = Reason.BATCH_JOBS_PRESENT, Reason.READ_FAILED, Reason.NO_ACTIVE_PODS
 PASSED_WORDS = "no active pod (confirmed with the API server)"
 
 
@@ -90,7 +91,7 @@ class Drain:
         return self.error is None and not (self.jobsets or self.workers or self.launchers or self.batch_jobs)
 
     @property
-    def reason(self) -> str:
+    def reason(self) -> Reason:
         """``ReadFailed``, else the first thing waited for (``WorkloadPresent``, ``PodsActive``,
         ``LauncherActive``, ``BatchJobsPresent``), else ``NoActivePods``."""
         if self.error is not None:
@@ -141,7 +142,7 @@ class Drain:
         return cond.FALSE, self.reason, self.words()
 
 
-def barrier(ctx: Context, conditions: list[dict[str, Any]], *, through: int) -> Drain:
+def barrier(ctx: Context, conditions: cond.Conditions, *, through: int) -> Drain:
     """The drain barrier (module doc). Reads, live (``drain_reads``): ``active_job_pods``
     (JOB_LABEL), ``active_launcher_pods`` (LAUNCHER_LABEL, every attempt, with or without
     ``spec.launcher``), ``attempt_jobs`` and ``active_attempt_pods`` (JobSet's ``jobset-name``

@@ -31,6 +31,8 @@ from hooks.core import deadlines
 from hooks.core.evidence import COMPLETED, FAILED, healthy, jobset_state, restarts_allowed
 from hooks.core.jobset import MAX_ATTEMPT
 from hooks.core.observed import Observed
+from hooks.core.status import Condition
+from hooks.core.vocab import ConditionStatus, ConditionType, Phase, Reason
 from podread.attempts import workload_name
 
 CLOCK_SKEW = timedelta(seconds=60)
@@ -39,11 +41,11 @@ CLOCK_SKEW = timedelta(seconds=60)
 hook's ``now``, compared with a JobSet condition the JobSet controller stamped: a hook replica whose
 clock lags by less than this is not a status that disagrees. An edited time gains at most this much."""
 
-TERMINATING, RUNNING, RESTARTING = "Terminating", "Running", "Restarting"
-SUCCEEDED, FAILED_PHASE = "Succeeded", "Failed"
+TERMINATING, RUNNING, RESTARTING = Phase.TERMINATING, Phase.RUNNING, Phase.RESTARTING
+SUCCEEDED, FAILED_PHASE = Phase.SUCCEEDED, Phase.FAILED
 TERMINAL = (SUCCEEDED, FAILED_PHASE)
 RAN_PHASES = (RUNNING, RESTARTING, TERMINATING)
-DEADLINE_EXCEEDED = "DeadlineExceeded"
+DEADLINE_EXCEEDED = ConditionType.DEADLINE_EXCEEDED
 SHOWN = 40
 """How many characters of a claimed value a message repeats."""
 
@@ -103,7 +105,7 @@ def start_time(observed: Observed, attempt: int, phase: str, now: datetime) -> D
     if not text:
         ran = has_run(observed)
         if ran and observed.spec.get("activeDeadlineSeconds") is not None:
-            return "StartTimeDisagrees", (f"status.startTime is missing, but {ran}: the Job has run, and "
+            return Reason.START_TIME_DISAGREES, (f"status.startTime is missing, but {ran}: the Job has run, and "
                                           "spec.activeDeadlineSeconds is not counted again from a later attempt")
         return None
     return _within("StartTimeDisagrees", "status.startTime", text, observed, now)
@@ -158,11 +160,12 @@ def deadline_exceeded(observed: Observed, attempt: int, phase: str, now: datetim
     field = "status.conditions[DeadlineExceeded] is True"
     seconds = observed.spec.get("activeDeadlineSeconds")
     if seconds is None:
-        return "DeadlineExceededDisagrees", f"{field}, but spec.activeDeadlineSeconds is not set"
+        return Reason.DEADLINE_EXCEEDED_DISAGREES, f"{field}, but spec.activeDeadlineSeconds is not set"
     if not observed.status.start_time:
-        return "DeadlineExceededDisagrees", f"{field}, but status.startTime is not recorded"
-    return "DeadlineExceededDisagrees", (f"{field}, but spec.activeDeadlineSeconds ({str(seconds)[:SHOWN]}) counted "
-                                         f"from status.startTime {observed.status.start_time[:SHOWN]} has not passed")
+        return Reason.DEADLINE_EXCEEDED_DISAGREES, f"{field}, but status.startTime is not recorded"
+    return Reason.DEADLINE_EXCEEDED_DISAGREES, (
+        f"{field}, but spec.activeDeadlineSeconds ({str(seconds)[:SHOWN]}) counted "
+        f"from status.startTime {observed.status.start_time[:SHOWN]} has not passed")
 
 
 def terminal(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
@@ -174,7 +177,7 @@ def terminal(observed: Observed, attempt: int, phase: str, now: datetime) -> Dis
     name = workload_name(observed.name, attempt)
     current = _jobset(observed, name)
     if current is not None and healthy(current):
-        return "PhaseDisagrees", f"status.phase is {phase}, but JobSet {name} runs"
+        return Reason.PHASE_DISAGREES, f"status.phase is {phase}, but JobSet {name} runs"
     if observed.spec.get("ttlSecondsAfterFinished") is None:
         return None
     proof = terminal_evidence(observed, attempt, phase, now)
@@ -183,9 +186,9 @@ def terminal(observed: Observed, attempt: int, phase: str, now: datetime) -> Dis
     seen = f"JobSet {name} is {(jobset_state(current) or 'being deleted').lower()}" if current is not None \
         else f"JobSet {name} is not observed"
     if phase == SUCCEEDED:
-        return "PhaseDisagrees", (f"status.phase is Succeeded, but {seen}, not completed: "
+        return Reason.PHASE_DISAGREES, (f"status.phase is Succeeded, but {seen}, not completed: "
                                   "spec.ttlSecondsAfterFinished deletes the Job only once that is shown")
-    return "PhaseDisagrees", (f"status.phase is Failed, but {seen}, not failed, and no status.conditions[Failed] "
+    return Reason.PHASE_DISAGREES, (f"status.phase is Failed, but {seen}, not failed, and no status.conditions[Failed] "
                               "shows why (DeadlineExceeded past the deadline, AttemptLimitReached at the last "
                               "attempt): spec.ttlSecondsAfterFinished deletes the Job only once that is shown")
 
@@ -202,9 +205,9 @@ def terminal_evidence(observed: Observed, attempt: int, phase: str, now: datetim
         return state == COMPLETED
     if state == FAILED:
         return True
-    failed = _condition(observed, "Failed")
-    reason = (failed or {}).get("reason") if _true(observed, "Failed") else None
-    if reason == "DeadlineExceeded":
+    failed = _condition(observed, ConditionType.FAILED)
+    reason = failed.reason if failed is not None and _true(observed, ConditionType.FAILED) else None
+    if reason == Reason.DEADLINE_EXCEEDED:
         return deadline_passed(observed, now) or torn_down_after_a_deadline(observed)
     return reason == "AttemptLimitReached" and attempt >= MAX_ATTEMPT
 
@@ -224,7 +227,7 @@ def completion_time(observed: Observed, attempt: int, phase: str, now: datetime)
     if not text:
         return None
     if phase not in TERMINAL:
-        return "CompletionTimeDisagrees", (f"status.completionTime is {text[:SHOWN]}, but status.phase is "
+        return Reason.COMPLETION_TIME_DISAGREES, (f"status.completionTime is {text[:SHOWN]}, but status.phase is "
                                            f"{phase or 'unset'}: only a Succeeded or Failed Job has completed")
     name = workload_name(observed.name, attempt)
     ended = _ended_at(_jobset(observed, name))
@@ -239,7 +242,7 @@ def restarts_by_cause(observed: Observed, attempt: int, phase: str, now: datetim
     total = sum(observed.status.restarts_by_cause.values())
     allowed = restarts_allowed(observed, attempt, phase)
     if total > allowed:
-        return "RestartsByCauseDisagree", (f"status.restartsByCause counts {total} restarts, more than attempt "
+        return Reason.RESTARTS_BY_CAUSE_DISAGREE, (f"status.restartsByCause counts {total} restarts, more than attempt "
                                            f"{attempt} can have had ({allowed})")
     return None
 
@@ -264,13 +267,13 @@ def _jobset(observed: Observed, name: str) -> Mapping[str, Any] | None:
     return next((js for js in observed.jobsets if js["metadata"]["name"] == name), None)
 
 
-def _condition(observed: Observed, type_: str) -> Mapping[str, Any] | None:
-    return next((c for c in observed.status.conditions if c.get("type") == type_), None)
+def _condition(observed: Observed, type_: str) -> Condition | None:
+    return next((c for c in observed.status.conditions if c.type == type_), None)
 
 
 def _true(observed: Observed, type_: str) -> bool:
     found = _condition(observed, type_)
-    return found is not None and found.get("status") == "True"
+    return found is not None and found.status == ConditionStatus.TRUE
 
 
 def utc(now: datetime) -> datetime:

@@ -1,24 +1,25 @@
 """Kubernetes-style status conditions: read one, set one, keep the list deterministic.
 
-A condition is a plain dict with ``type``, ``status`` ("True", "False" or "Unknown"), ``reason``,
-``message`` and ``lastTransitionTime`` (RFC 3339, UTC, seconds precision, ``Z`` suffix).
-``lastTransitionTime`` moves only when a condition's ``status`` changes; reason and message may change
-without moving it. Lists are kept sorted by ``type`` so the same state always serializes the same way.
+A condition is a ``hooks.core.status.Condition``: ``type``, ``status`` ("True", "False" or
+"Unknown"), ``reason``, ``message`` and ``lastTransitionTime`` (RFC 3339, UTC, seconds precision, ``Z``
+suffix). ``lastTransitionTime`` moves only when a condition's ``status`` changes; reason and message may
+change without moving it. Lists are kept sorted by ``type`` so the same state always serializes the same
+way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
 
-Condition = dict[str, Any]
+from hooks.core.status import Condition
+from hooks.core.vocab import ConditionStatus
 
-TRUE = "True"
-FALSE = "False"
-UNKNOWN = "Unknown"
+Conditions = tuple[Condition, ...]
 
-_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
+TRUE = ConditionStatus.TRUE
+FALSE = ConditionStatus.FALSE
+UNKNOWN = ConditionStatus.UNKNOWN
 
 
 def format_time(now: datetime) -> str:
@@ -31,52 +32,46 @@ def format_time(now: datetime) -> str:
     return now.replace(microsecond=0, tzinfo=None).isoformat() + "Z"
 
 
-def normalize(condition: Mapping[str, Any]) -> Condition:
-    """Returns a copy of ``condition`` holding only the standard fields, in their standard order."""
-    return {key: condition[key] for key in _FIELDS if key in condition}
-
-
-def get_condition(conditions: Iterable[Mapping[str, Any]], type_: str) -> Mapping[str, Any] | None:
+def get_condition(conditions: Iterable[Condition], type_: str) -> Condition | None:
     """Returns the condition of type ``type_`` from ``conditions``, or ``None`` when there is none."""
     for condition in conditions:
-        if condition.get("type") == type_:
+        if condition.type == type_:
             return condition
     return None
 
 
 def set_condition(
-    conditions: Iterable[Mapping[str, Any]],
+    conditions: Iterable[Condition],
     type_: str,
     status: str,
     reason: str,
     message: str,
     now: datetime,
-) -> list[Condition]:
+) -> Conditions:
     """Returns a new condition list with condition ``type_`` set to the given values.
 
     Reads ``conditions`` (not modified). ``lastTransitionTime`` is kept from the existing condition
     when its ``status`` is unchanged and it has one; otherwise it becomes ``now``. The result is
     sorted by type, one condition per type.
     """
-    since = transition_time(conditions, type_, status, now)
-    updated = {"type": type_, "status": status, "reason": reason, "message": message,
-               "lastTransitionTime": since}
-    rest = [normalize(c) for c in conditions if c.get("type") != type_]
-    return sort_conditions([*rest, updated])
+    conditions = tuple(conditions)
+    updated = Condition(type=type_, status=status, reason=reason, message=message,
+                        last_transition_time=transition_time(conditions, type_, status, now))
+    return sort_conditions([*(c for c in conditions if c.type != type_), updated])
 
 
-def transition_time(conditions: Iterable[Mapping[str, Any]], type_: str, status: str, now: datetime) -> Any:
+def transition_time(conditions: Iterable[Condition], type_: str, status: str, now: datetime) -> str:
     """The ``lastTransitionTime`` condition ``type_`` has once set to ``status`` (``set_condition``):
     the existing condition's when its ``status`` is unchanged and it has one, else ``now``."""
     previous = get_condition(conditions, type_)
-    if previous is not None and previous.get("status") == status and previous.get("lastTransitionTime"):
-        return previous["lastTransitionTime"]
+    if previous is not None and previous.status == status and previous.last_transition_time:
+        return previous.last_transition_time  # type: ignore[return-value]  # set: not UNSET
     return format_time(now)
 
 
-def sort_conditions(conditions: Iterable[Mapping[str, Any]]) -> list[Condition]:
-    """Returns ``conditions`` normalized, one per type (the first wins), sorted by type."""
+def sort_conditions(conditions: Iterable[Condition]) -> Conditions:
+    """Returns ``conditions`` one per type (the first wins), sorted by type."""
     seen: dict[str, Condition] = {}
     for condition in conditions:
-        seen.setdefault(str(condition.get("type", "")), normalize(condition))
-    return [seen[key] for key in sorted(seen)]
+        seen.setdefault(condition.type or "", condition)
+    return tuple(seen[key] for key in sorted(seen))

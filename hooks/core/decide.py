@@ -73,13 +73,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core import history, queueing, specpin
 from hooks.core.answer import assemble
 from hooks.core.observed import Observed
+from hooks.core.podreads import PodReads
 from hooks.core.rows import current, deadline, kueue, mismatch, teardown, terminal
+from hooks.core.vocab import Reason
 from hooks.core.work import (
     PENDING,
     RESTARTING,
@@ -97,13 +98,13 @@ __all__ = ["Decision", "decide"]
 Row = Callable[[Context, Work], None]
 
 
-def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: float = 5.0) -> Decision:
+def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_seconds: float = 5.0) -> Decision:
     """Decides the desired children and the whole status for ``observed``.
 
-    Reads pods only through ``reader`` (the podread Reader methods ``job_pods``,
-    ``active_job_pods``, ``active_launcher_pods``, ``active_attempt_pods``, ``workload_pods``,
-    ``attempt_failure_pods``, ``node_states``, the batch Jobs the barrier waits for,
-    ``attempt_jobs``, and, before asking for a force delete, ``pod_delete_allowed``); the barrier's
+    Reads pods only through ``reader`` (``hooks.core.podreads.PodReads``: the podread Reader's
+    ``job_pods``, ``active_job_pods``, ``active_launcher_pods``, ``active_attempt_pods``,
+    ``workload_pods``, ``attempt_failure_pods``, ``node_states``, the batch Jobs the barrier waits
+    for, ``attempt_jobs``, and, before asking for a force delete, ``pod_delete_allowed``); the barrier's
     reads are made once per call (``hooks.core.barrier.drain_reads``). ``now`` stamps
     condition transitions. Returns the
     ``Decision`` whose ``response`` is the 200 body: ``status``, ``children`` (always a list),
@@ -121,12 +122,9 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     phase = prior.phase
     if attempt > prior.attempt:
         phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
-    work = Work(phase=phase, attempt=attempt, restarts=prior.restarts, workload=prior.workload,
-                active_pods=prior.active_pods, conditions=cond.sort_conditions(prior.conditions),
-                restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
-                start_time=prior.start_time, completion_time=prior.completion_time,
-                replicated_jobs_digest=prior.replicated_jobs_digest,
-                attempts=[dict(entry) for entry in prior.attempts], attempts_dropped=prior.attempts_dropped)
+    work = Work.of(prior, phase=phase, attempt=attempt, conditions=cond.sort_conditions(prior.conditions),
+                   restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
+                   attempts=[dict(entry) for entry in prior.attempts])
     disagreement = None if observed.finalizing else mismatch.disagreement(ctx, attempt, phase, refused)
     trusted = disagreement is None
     ending = None  # the teardown a row begins, for the history
@@ -147,7 +145,7 @@ def decide(observed: Observed, reader: Any, now: datetime, *, resync_seconds: fl
     else:
         current.steady(ctx, work)                                         # rows 7-11
     if trusted and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
-        work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, "Agrees", "", now)
+        work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, Reason.AGREES, "", now)
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
     deadline.times(ctx, work, trusted=trusted)
     if trusted or tearing_down is not None:  # whatever row 3 holds on, it moves nothing: nor the history

@@ -23,6 +23,7 @@ from typing import Any
 from hooks.core.actions import Action, DeleteJob, ForceDeletePod
 from hooks.core.failurepolicy import spends_no_restart
 from hooks.core.observed import PriorStatus
+from hooks.core.vocab import ConditionStatus, ConditionType, Phase
 
 NORMAL, WARNING = "Normal", "Warning"
 MAX_NOTE = 1024
@@ -52,7 +53,7 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
     attempt = int(status.get("attempt", 0))
     workload = str(status.get("workload", ""))
     conditions = {str(c.get("type")): c for c in status.get("conditions") or ()}
-    old = {str(c.get("type")): c for c in prior.conditions}
+    old = {c.type: c.status for c in prior.conditions}  # the prior conditions' statuses by type
 
     def add(reason: str, type_: str, action: str, note: str, key: str) -> None:
         text = note if len(note) <= MAX_NOTE else note[: MAX_NOTE - 3] + "..."
@@ -60,43 +61,44 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
 
     def turned(type_: str, value: str) -> Mapping[str, Any] | None:
         new = conditions.get(type_)
-        if new is None or new.get("status") != value or (old.get(type_) or {}).get("status") == value:
+        if new is None or new.get("status") != value or old.get(type_) == value:
             return None
         return new
 
-    if after in ("Pending", "Running") and before in ("Suspended", "Suspending") and attempt > prior.attempt:
+    started = after in (Phase.PENDING, Phase.RUNNING)
+    if started and before in (Phase.SUSPENDED, Phase.SUSPENDING) and attempt > prior.attempt:
         add("Resumed", NORMAL, "Resume", f"resumed as attempt {attempt}", str(attempt))
     held = children is None or workload in children
-    if workload and workload != prior.workload and after in ("Pending", "Running") and held:
+    if workload and workload != prior.workload and started and held:
         add("AttemptCreated", NORMAL, "CreateWorkload", f"created attempt {attempt} (JobSet {workload})", str(attempt))
-    if after == "Restarting" and before != "Restarting":
+    if after == Phase.RESTARTING and before != Phase.RESTARTING:
         failure = status.get("lastFailure") or {}
         counted = "does not count against maxRestarts" if spends_no_restart(failure.get("action")) else \
             "counts against maxRestarts"
         why = failure.get("message", "it failed")
         add("Restarting", WARNING, "Restart", f"restarting attempt {attempt} because {why} "
             f"(cause {failure.get('cause', 'default')}; {counted})", str(attempt))
-    drained = turned("Drained", "False")
+    drained = turned(ConditionType.DRAINED, ConditionStatus.FALSE)
     if drained is not None:
         add("DrainWaiting", NORMAL, "Drain", str(drained.get("message", "")), str(drained.get("lastTransitionTime")))
-    passed = turned("Drained", "True")
-    if passed is not None and (old.get("Drained") or {}).get("status") in ("False", "Unknown"):
+    passed = turned(ConditionType.DRAINED, ConditionStatus.TRUE)
+    if passed is not None and old.get(ConditionType.DRAINED) in (ConditionStatus.FALSE, ConditionStatus.UNKNOWN):
         add("DrainPassed", NORMAL, "Drain", "drain passed: no active pod (confirmed with the API server)",
             str(passed.get("lastTransitionTime")))
-    stuck = turned("DrainStuck", "True")
+    stuck = turned(ConditionType.DRAIN_STUCK, ConditionStatus.TRUE)
     if stuck is not None:
         add("DrainStuck", WARNING, "Drain", str(stuck.get("message", "")), str(stuck.get("lastTransitionTime")))
-    deadline = turned("DeadlineExceeded", "True")
+    deadline = turned(ConditionType.DEADLINE_EXCEEDED, ConditionStatus.TRUE)
     if deadline is not None:
         add("DeadlineExceeded", WARNING, "Teardown", str(deadline.get("message", "")),
             str(deadline.get("lastTransitionTime")))
-    if after == "Suspended" and before != "Suspended":
+    if after == Phase.SUSPENDED and before != Phase.SUSPENDED:
         add("Suspended", NORMAL, "Suspend", "suspended: the workload is torn down and no pod is active", str(attempt))
-    if after == "Failed" and before != "Failed":
-        failed = conditions.get("Failed") or {}
+    if after == Phase.FAILED and before != Phase.FAILED:
+        failed = conditions.get(ConditionType.FAILED) or {}
         note = str(failed.get("message") or (status.get("lastFailure") or {}).get("message") or "the Job failed")
         add("Failed", WARNING, "Finish", f"failed: {note}", str(attempt))
-    if after == "Succeeded" and before != "Succeeded":
+    if after == Phase.SUCCEEDED and before != Phase.SUCCEEDED:
         add("Succeeded", NORMAL, "Finish", f"succeeded at attempt {attempt}", str(attempt))
     for action in actions:
         if isinstance(action, DeleteJob):

@@ -15,11 +15,12 @@ from typing import Any
 
 from hooks.core.failurepolicy import spends_no_restart
 from hooks.core.observed import Observed
+from hooks.core.vocab import ConditionStatus, ConditionType, Phase, Reason
 from podread.attempts import attempt_in_name, attempt_number, workload_name
 from podread.constants import ATTEMPT_LABEL
 
-RESTARTING, SUSPENDING, SUSPENDED = "Restarting", "Suspending", "Suspended"
-FAILED, COMPLETED = "Failed", "Completed"
+RESTARTING, SUSPENDING, SUSPENDED = Phase.RESTARTING, Phase.SUSPENDING, Phase.SUSPENDED
+FAILED, COMPLETED = "Failed", "Completed"  # a JobSet's terminal states (its own words)
 MAX_LISTED = 5
 
 
@@ -74,7 +75,7 @@ def restarts_allowed(observed: Observed, attempt: int, phase: str) -> int:
     the active deadline; suspended before it began)."""
     # A restart is counted when Restarting begins; the active deadline (issue 15) may end the Job
     # before that restart's attempt starts, so a Job past its deadline may keep the extra one.
-    cut_short = any(c.get("type") == "DeadlineExceeded" and c.get("status") == "True"
+    cut_short = any(c.type == ConditionType.DEADLINE_EXCEEDED and c.status == ConditionStatus.TRUE
                     for c in observed.status.conditions)
     # Likewise a restart counted and then suspended before its attempt began: Suspending/Suspended
     # keep the extra one until the resume starts the next attempt.
@@ -93,23 +94,24 @@ def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, 
     names = [str(js["metadata"]["name"]) for js in running]
     current = workload_name(job, attempt)
     if len(running) > 1:
-        return "SeveralWorkloads", (f"JobSets {list_names(names)} all run, but a Job has one workload at a time "
+        return Reason.SEVERAL_WORKLOADS, (f"JobSets {list_names(names)} all run, but a Job has one workload at a time "
                                     f"(status.attempt is {observed.status.attempt})")
     if running and names[0] != current:
-        return "WorkloadNotCurrent", (f"JobSet {names[0]} runs, but status.attempt is {attempt} "
+        return Reason.WORKLOAD_NOT_CURRENT, (f"JobSet {names[0]} runs, but status.attempt is {attempt} "
                                       f"(JobSet {current})")
     present = next((js for js in observed.jobsets if js["metadata"]["name"] == current
                     and not js["metadata"].get("deletionTimestamp")), None)
     if present is not None and phase in (SUSPENDED, SUSPENDING) and healthy(present):
-        return "PhaseDisagrees", f"status.phase is {phase}, but JobSet {current} runs"
+        return Reason.PHASE_DISAGREES, f"status.phase is {phase}, but JobSet {current} runs"
     if present is not None and phase == RESTARTING and jobset_state(present) != FAILED:
         state = jobset_state(present) or "running"
-        return "PhaseDisagrees", f"status.phase is Restarting, but JobSet {current} is {state.lower()}, not failed"
+        return Reason.PHASE_DISAGREES, (f"status.phase is Restarting, but JobSet {current} is {state.lower()}, "
+                                        "not failed")
     restarts = observed.status.restarts
     if restarts > restarts_allowed(observed, attempt, phase):
-        return "RestartsDisagree", f"status.restarts is {restarts}, more than attempt {attempt} can have had"
+        return Reason.RESTARTS_DISAGREE, f"status.restarts is {restarts}, more than attempt {attempt} can have had"
     if phase == RESTARTING and restarts == 0 and not _uncounted_restart(observed, attempt):
-        return "RestartsDisagree", "status.phase is Restarting, but status.restarts records no restart"
+        return Reason.RESTARTS_DISAGREE, "status.phase is Restarting, but status.restarts records no restart"
     return None
 
 

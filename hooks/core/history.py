@@ -170,8 +170,9 @@ def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
     """When a teardown began: the Job's ``DeadlineExceeded`` condition's time, the Workload's
     ``Evicted`` condition's time, else ``None`` (the call's ``now``)."""
     if ending == DEADLINE_EXCEEDED:
-        marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED) or {}
-        return marked.get("lastTransitionTime")
+        marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
+        when = marked.last_transition_time if marked is not None else None
+        return when if isinstance(when, str) else None
     if ending == EVICTED:
         workload = queueing.current_workload(ctx.observed) or {}
         return _condition_time(workload, "Evicted")
@@ -194,10 +195,10 @@ def _drain(ctx: Context, work: Work, entry: Entry) -> None:
     True (the barrier passed in this call: every row that drains records it each call),
     ``drainSeconds`` from ``ended``."""
     stuck = cond.get_condition(work.conditions, DRAIN_STUCK)
-    if stuck is not None and stuck.get("status") == cond.TRUE:
+    if stuck is not None and stuck.status == cond.TRUE:
         entry["drainStuck"] = True
     drained = cond.get_condition(work.conditions, DRAINED)
-    if drained is None or drained.get("status") != cond.TRUE:
+    if drained is None or drained.status != cond.TRUE:
         return
     ended = _moment(entry.get("ended"))
     seconds = (_utc(ctx.now) - ended).total_seconds() if ended is not None else 0.0

@@ -22,11 +22,12 @@ from typing import Any
 import orjson
 
 from hooks.core.jobset import InvalidSpec
+from hooks.core.vocab import Reason
 
 PREFIX = "sha256:"
 HEX_DIGITS = 32
 """The digest's length in hex digits (128 bits of SHA-256: a status field, not a signature)."""
-CHANGED = "ReplicatedJobsChanged"
+CHANGED = Reason.REPLICATED_JOBS_CHANGED
 
 
 def digest(spec: Mapping[str, Any]) -> str:

@@ -23,7 +23,7 @@ A failed read of either is "unknown": no force delete, and nothing else changes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,11 +31,12 @@ from typing import Any
 from hooks.core import conditions as cond
 from hooks.core import deadlines, stuck
 from hooks.core.actions import ForceDeletePod
+from hooks.core.vocab import ConditionType, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import DRAIN_STUCK, DRAINED, Context
 from podread.errors import PodReadError
 
-FORCE_DELETE_ALLOWED = "ForceDeleteAllowed"
+FORCE_DELETE_ALLOWED = ConditionType.FORCE_DELETE_ALLOWED
 """Condition: may the hooks force-delete the stuck pods that qualify (issue 20)? Set only once a pod
 qualifies: True (``Allowed``), or False (``Forbidden``) naming the overlay to apply."""
 OVERLAY = "manifests/overlays/force-delete"
@@ -72,7 +73,7 @@ NOT_KNOWN = StuckWait(known=False)
 """A wait whose nodes could not be read, or a barrier whose own reads failed: nothing changes."""
 
 
-def waiting_since(conditions: Sequence[Mapping[str, Any]], now: datetime) -> datetime | None:
+def waiting_since(conditions: cond.Conditions, now: datetime) -> datetime | None:
     """Since when the barrier waits: the ``lastTransitionTime`` the ``Drained=False`` it writes
     has (kept from ``conditions`` while it was False already, else ``now``); ``None`` when that
     time cannot be read."""
@@ -132,7 +133,7 @@ def force_deletable(ctx: Context, wanted: tuple[stuck.StuckPod, ...]) -> tuple[t
     return refused, [pod for pod in confirmed if allowed.get(pod.namespace)]
 
 
-def conditions(ctx: Context, conditions: list[dict[str, Any]], found: StuckWait) -> list[dict[str, Any]]:
+def conditions(ctx: Context, conditions: cond.Conditions, found: StuckWait) -> cond.Conditions:
     """``conditions`` with what ``found`` says: ``DrainStuck`` True naming the pods and nodes, or
     False once none is stuck (only where it exists); ``ForceDeleteAllowed`` once the permission was
     read (True ``Allowed``, or False ``Forbidden`` naming the Role to bind). Unknown changes nothing."""
@@ -141,15 +142,15 @@ def conditions(ctx: Context, conditions: list[dict[str, Any]], found: StuckWait)
     if not found.pods:
         if cond.get_condition(conditions, DRAIN_STUCK) is None:
             return conditions
-        return cond.set_condition(conditions, DRAIN_STUCK, cond.FALSE, "NotStuck", "", ctx.now)
-    conditions = cond.set_condition(conditions, DRAIN_STUCK, cond.TRUE, "PodsOnLostNodes",
+        return cond.set_condition(conditions, DRAIN_STUCK, cond.FALSE, Reason.NOT_STUCK, "", ctx.now)
+    conditions = cond.set_condition(conditions, DRAIN_STUCK, cond.TRUE, Reason.PODS_ON_LOST_NODES,
                                     bounded(found.found.message()), ctx.now)
     if found.refused:
         return cond.set_condition(
-            conditions, FORCE_DELETE_ALLOWED, cond.FALSE, "Forbidden",
+            conditions, FORCE_DELETE_ALLOWED, cond.FALSE, Reason.FORBIDDEN,
             bounded(f"pods qualify for a force delete, but the hooks may not delete pods in namespace "
                     f"{', '.join(found.refused)}: bind the Role {ROLE} there ({OVERLAY}, docs/operations.md)"), ctx.now)
     if found.refused is not None:
-        return cond.set_condition(conditions, FORCE_DELETE_ALLOWED, cond.TRUE, "Allowed",
+        return cond.set_condition(conditions, FORCE_DELETE_ALLOWED, cond.TRUE, Reason.ALLOWED,
                                   "the hooks may delete the pods that qualify", ctx.now)
     return conditions

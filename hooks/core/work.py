@@ -1,8 +1,9 @@
 """What one decision works on: its inputs (``Context``), the status and children being decided
-(``Work``, filled in by the rows), the answer (``Decision``), and the names of phases and conditions.
+(``Work``, filled in by the rows), the answer (``Decision``), and short names for the vocabulary.
 
-Pure: plain data. ``Context`` reads only the parsed request (``Observed``); its ``reader`` is the
-podread Reader the rows read pods through, never called here.
+Pure: plain data. ``Context`` reads only the parsed request (``Observed``); its ``reader`` (a
+``hooks.core.podreads.PodReads``: podread's Reader in production) is what the rows read pods through,
+never called here.
 """
 
 from __future__ import annotations
@@ -12,26 +13,31 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
 from hooks.core import queueing
 from hooks.core.actions import Action
 from hooks.core.observed import Observed
 from hooks.core.once import Once
+from hooks.core.podreads import PodReads
+from hooks.core.status import Status, StatusFields
+from hooks.core.vocab import TERMINAL as TERMINAL  # re-exported: the rows import it from here
+from hooks.core.vocab import ConditionType, Outcome, Phase
 from podread.attempts import workload_name
 
-PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
-SUSPENDING, SUSPENDED = "Suspending", "Suspended"
-SUCCEEDED, FAILED, TERMINATING = "Succeeded", "Failed", "Terminating"
-TERMINAL = frozenset({SUCCEEDED, FAILED})
-KINDS = frozenset({"created", "kept", "held", "proceeded", "terminal", "invalid-spec"})
-QUEUED = "Queued"
-PHASES = frozenset({PENDING, RUNNING, RESTARTING, SUSPENDING, SUSPENDED, SUCCEEDED, FAILED, TERMINATING, QUEUED})
-ADMITTED = "Admitted"
-DRAINED = "Drained"
-INVALID_SPEC = "InvalidSpec"
-STATUS_MISMATCH = "StatusMismatch"
-FAILED_CONDITION = "Failed"
-DEADLINE_EXCEEDED = "DeadlineExceeded"
-DRAIN_STUCK = "DrainStuck"
+# Short names the rows use for the members of hooks.core.vocab.
+PENDING, RUNNING, RESTARTING = Phase.PENDING, Phase.RUNNING, Phase.RESTARTING
+SUSPENDING, SUSPENDED = Phase.SUSPENDING, Phase.SUSPENDED
+SUCCEEDED, FAILED, TERMINATING, QUEUED = Phase.SUCCEEDED, Phase.FAILED, Phase.TERMINATING, Phase.QUEUED
+KINDS = frozenset(Outcome)
+PHASES = frozenset(Phase)
+ADMITTED = ConditionType.ADMITTED
+DRAINED = ConditionType.DRAINED
+INVALID_SPEC = ConditionType.INVALID_SPEC
+STATUS_MISMATCH = ConditionType.STATUS_MISMATCH
+FAILED_CONDITION = ConditionType.FAILED
+DEADLINE_EXCEEDED = ConditionType.DEADLINE_EXCEEDED
+DRAIN_STUCK = ConditionType.DRAIN_STUCK
 
 
 @dataclass(frozen=True)
@@ -53,38 +59,37 @@ class Decision:
     stuck_pods: int = 0
 
 
-@dataclass
-class Work:
-    """The status and children being decided, filled in by the rows."""
+class Work(StatusFields, kw_only=True):
+    """The status and children being decided, filled in by the rows: the status fields as declared
+    (``hooks.core.status.StatusFields``, the prior status' values to begin with: ``Work.of``) and what
+    the answer carries besides the status."""
 
-    phase: str
-    attempt: int
-    restarts: int
-    workload: str
-    active_pods: int
-    conditions: list[dict[str, Any]]
-    message: str = ""
-    children: list[dict[str, Any]] = field(default_factory=list)
+    children: list[dict[str, Any]] = []
     resync: bool = False
     finalized: bool = False
-    kind: str = "kept"
-    restarts_by_cause: dict[str, int] = field(default_factory=dict)
-    last_failure: dict[str, Any] = field(default_factory=dict)
-    start_time: str = ""
-    completion_time: str = ""
-    replicated_jobs_digest: str = ""
-    """``status.replicatedJobsDigest``: the workload the Job was created with (``hooks.core.specpin``)."""
+    kind: Outcome = Outcome.KEPT
     wake: float | None = None
-    actions: list[Action] = field(default_factory=list)
+    actions: list[Action] = []
     stuck_pods: int = 0
     quota: str = "create"
     """Queue-managed Jobs: what becomes of the Workload child. ``create`` keeps the observed one or
     emits a new one; ``keep`` keeps the observed one only; ``release`` leaves it out (after a passing
     barrier only)."""
-    attempts: list[dict[str, Any]] = field(default_factory=list)
-    """``status.attempts``: the history of the last attempts (``hooks.core.history``)."""
-    attempts_dropped: int = 0
-    """``status.attemptsDropped``: how many older entries the history no longer keeps."""
+
+    def __post_init__(self) -> None:
+        """Nothing to check: a ``Work`` begins from a ``Status`` already read (``of``) and the rows set
+        its fields; the status it answers is checked as a ``Status`` (``status``)."""
+
+    @classmethod
+    def of(cls, prior: Status, **changed: Any) -> Work:
+        """The work of a decision that begins from ``prior``, with the fields ``changed``."""
+        fields = msgspec.structs.asdict(prior)
+        fields.update(changed)
+        return cls(**fields)
+
+    def status(self) -> Status:
+        """The status decided: these status fields, frozen."""
+        return msgspec.convert(self, Status, from_attributes=True)
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,7 @@ class Context:
     (``hooks.core.once``; the barrier's live reads, the JobSet and the Workload)."""
 
     observed: Observed
-    reader: Any
+    reader: PodReads
     now: datetime
     once: Once = field(default_factory=Once, compare=False, repr=False)
 

@@ -31,7 +31,6 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from hooks.core.conditions import get_condition
 from hooks.core.deadlines import parse_time
 from hooks.core.observed import HOOKS
 from hooks.core.work import DRAINED, PHASES
@@ -119,7 +118,7 @@ def count_drain_hold(status: Mapping[str, object], now: datetime) -> None:
     """
     conditions = status.get("conditions")
     listed = [c for c in conditions if isinstance(c, Mapping)] if isinstance(conditions, list) else []
-    drained = get_condition(listed, DRAINED)
+    drained = next((c for c in listed if c.get("type") == DRAINED), None)
     if drained is None or drained.get("status") not in ("False", "Unknown"):
         return
     reason = drained.get("reason")  # a carried-over status may hold any text: the label set stays bounded

@@ -1,8 +1,8 @@
 """Fixtures of the cluster tier (each module sets ``pytestmark = pytest.mark.cluster``): one real
-control plane for the session.
+control plane for the session, with the real JobSet controller, kube-scheduler and kwok's nodes.
 
-The binaries are built on first use (tests/cluster/controlplane/build.sh, cached outside the work
-tree). Without Go and without a cache the tier is skipped with the reason, unless
+The binaries are built on first use (tests/cluster/{controlplane,jobset,kwok}/build.sh, cached
+outside the work tree). Without Go and without a cache the tier is skipped with the reason, unless
 ``NVCRE_REQUIRE_CLUSTER=1`` (``make test-cluster`` sets it), where it fails instead.
 """
 
@@ -20,9 +20,13 @@ import pytest
 
 from tests import crdschema
 from tests.cluster.controlplane import ControlPlane, ControlPlaneError, binaries_dir
-from tests.cluster.kube import METACONTROLLER_CRDS, Applier, jobset_crd, kustomized_manifests, load_documents
+from tests.cluster.jobsetctl import JobSetError, JobSetManager, jobset_crds, jobset_dir
+from tests.cluster.kube import METACONTROLLER_CRDS, Applier, kustomized_manifests, load_documents
 from tests.cluster.kube import service_account_token as sa_token
+from tests.cluster.kueue import KueueError, kueue_dir
+from tests.cluster.kwokctl import Kwok, KwokError, kwok_dir
 from tests.cluster.metacontroller import token_secret
+from tests.cluster.scheduler import Scheduler
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
 
@@ -37,6 +41,8 @@ def missing(what: str, tier: str, exc: Exception) -> NoReturn:
     if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
         pytest.fail(f"the cluster tier needs {what}: {exc}")
     pytest.skip(f"no {what} binaries ({tier} skipped): {exc}")
+
+
 _names = itertools.count()
 
 
@@ -64,16 +70,33 @@ def metacontroller_crds() -> Path:
     return override if override.is_file() else METACONTROLLER_CRDS
 
 
+def built_jobset() -> Path:
+    """The folder of the built JobSet manager; skips (or fails, when the tier is required) without it."""
+    try:
+        return jobset_dir()
+    except JobSetError as exc:
+        missing("JobSet", "cluster tier", exc)
+
+
 @pytest.fixture(scope="session")
 def installed(control_plane: ControlPlane) -> dict[str, str]:
-    """The JobSet CRD, Metacontroller's CRDs (when ../shared/reference has them), the whole of
-    manifests/ applied, and the hook token Secret manifests/ does not ship, created with the tier's
-    own token (``HOOK_TOKEN``) before the CompositeController that names it; returns what came from
-    where (and what was skipped)."""
+    """JobSet's CRD (from its module), Kueue's CRDs (when Kueue is built), Metacontroller's CRDs
+    (when ../shared/reference has them), the whole of manifests/ applied, and the hook token Secret
+    manifests/ does not ship, created with the tier's own token (``HOOK_TOKEN``) before the
+    CompositeController that names it; then kube-controller-manager is restarted, so its garbage
+    collector watches every one of these kinds from the start (it learns new ones only every 30 s,
+    and meanwhile the JobSets' Jobs are not collected). Returns what came from where (and what was
+    skipped)."""
     applier = Applier(control_plane.api_client())
-    crd, source = jobset_crd()
-    applier.apply(crd)
-    notes = {"jobset-crd": source}
+    folder = built_jobset()
+    applier.apply_all(jobset_crds(folder))
+    notes = {"jobset-crd": str(folder / "crd")}
+    try:
+        for path in sorted((kueue_dir(build=False) / "crd").glob("*.yaml")):
+            applier.apply_all(load_documents(path))
+        notes["kueue-crds"] = "applied"
+    except KueueError as exc:
+        notes["kueue-crds"] = f"not built yet ({exc}); applied by the Kueue tests"
     objects = kustomized_manifests()
     assert not [o for o in objects if o["kind"] == "Secret"], "manifests/ ships no token"
     crds = metacontroller_crds()
@@ -89,7 +112,34 @@ def installed(control_plane: ControlPlane) -> dict[str, str]:
     applier.apply(token_secret(HOOK_TOKEN))
     applier.apply_all([o for o in objects if o not in first])
     notes["hook-token"] = "generated for the session (HOOK_TOKEN)"
+    control_plane.restart_controller_manager()
     return notes
+
+
+@pytest.fixture(scope="session")
+def scheduler(control_plane: ControlPlane) -> Iterator[Scheduler]:
+    """The real kube-scheduler, for the session."""
+    with Scheduler(control_plane) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def jobset_manager(control_plane: ControlPlane, installed: dict[str, str]) -> Iterator[JobSetManager]:
+    """The real JobSet controller and its webhooks, for the session."""
+    with JobSetManager(control_plane, built_jobset()) as manager:
+        yield manager
+
+
+@pytest.fixture(scope="session")
+def kwok(control_plane: ControlPlane, scheduler: Scheduler, jobset_manager: JobSetManager) -> Iterator[Kwok]:
+    """kwok and its pool of GPU nodes, for the session (after the scheduler and JobSet: a world needs
+    all three)."""
+    try:
+        folder = kwok_dir()
+    except KwokError as exc:
+        missing("kwok", "cluster tier", exc)
+    with Kwok(control_plane, folder) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")
@@ -107,6 +157,6 @@ def hooks(control_plane: ControlPlane, hooks_token: str) -> Iterator[HookServer]
 
 
 @pytest.fixture
-def world(control_plane: ControlPlane, hooks: HookServer) -> ClusterWorld:
-    """A world in a namespace of its own."""
-    return ClusterWorld(control_plane, hooks, f"cluster-{next(_names)}")
+def world(control_plane: ControlPlane, hooks: HookServer, kwok: Kwok) -> ClusterWorld:
+    """A world in a namespace of its own, on the real JobSet controller, scheduler and kwok."""
+    return ClusterWorld(control_plane, hooks, f"cluster-{next(_names)}", kwok)

@@ -72,15 +72,15 @@ def cached_build(script: Path, *, override_env: str, no_build_env: str, build: b
 
 
 def binaries_dir(*, build: bool = True) -> Path:
-    """The folder holding etcd, kube-apiserver and kube-controller-manager.
+    """The folder holding etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
 
-    ``NVCRE_CONTROL_PLANE_BIN`` (a folder with the three binaries) wins; otherwise build.sh is run,
+    ``NVCRE_CONTROL_PLANE_BIN`` (a folder with the four binaries) wins; otherwise build.sh is run,
     which builds once and then only prints the cached folder. With ``build=False`` a cache miss
     raises instead of building. Raises ``ControlPlaneError`` when the binaries cannot be had.
     """
     folder = cached_build(BUILD_SCRIPT, override_env="NVCRE_CONTROL_PLANE_BIN",
                           no_build_env="NVCRE_CONTROL_PLANE_NO_BUILD", build=build, error=ControlPlaneError)
-    missing = [name for name in ("etcd", "kube-apiserver", "kube-controller-manager")
+    missing = [name for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
                if not os.access(folder / name, os.X_OK)]
     if missing:
         raise ControlPlaneError(f"{folder} lacks {', '.join(missing)}")

@@ -7,13 +7,8 @@ waited on until it is ``Established``.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 import time
 from collections.abc import Iterable, Mapping
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +23,12 @@ from tests.e2e.cluster import clone
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
 REFERENCE = REPO.parent / "shared" / "reference"
-JOBSET_MODULE = "sigs.k8s.io/jobset@v0.12.0"
-JOBSET_CRD_IN_MODULE = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
 METACONTROLLER_CRDS = REFERENCE / "metacontroller-v4.17.2-crds.yaml"
 REQUEST_TIMEOUT = (2.0, 5.0)
 """(connect, read) seconds for every call the stand-ins make: a server that is away fails fast."""
+UNSCHEDULED = "nvcre-test-unscheduled"
+"""The ``schedulerName`` of pods a test writes by hand: no scheduler runs by that name, so the real
+kube-scheduler leaves them unbound and kwok never runs them."""
 SERVER_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
 """What a call meets when the API server refuses it or is away (stopped, or etcd behind it)."""
 
@@ -60,28 +56,6 @@ def kustomized_manifests() -> list[dict[str, Any]]:
             doc.setdefault("metadata", {}).setdefault("labels", {}).update(pairs)
             objects.append(doc)
     return objects
-
-
-@cache
-def jobset_crd() -> tuple[dict[str, Any], str]:
-    """The JobSet CRD and where it came from: the ``sigs.k8s.io/jobset`` module from the Go module
-    proxy when ``go`` can fetch it, else ``../shared/reference/jobset-v0.12.0-crd.yaml``. Raises
-    ``FileNotFoundError`` when neither can be had."""
-    go = shutil.which("go")
-    if go is not None:
-        cache_home = Path(os.environ.get("NVCRE_CACHE_HOME") or Path.home() / ".cache" / "nvcre-hooks")
-        env = {**os.environ, "GOMODCACHE": str(cache_home / "go" / "mod"), "GOFLAGS": "-mod=mod"}
-        result = subprocess.run([go, "mod", "download", "-json", JOBSET_MODULE], capture_output=True,
-                                text=True, env=env, cwd=cache_home if cache_home.exists() else None, check=False)
-        if result.returncode == 0:
-            folder = Path(json.loads(result.stdout)["Dir"])
-            path = folder / JOBSET_CRD_IN_MODULE
-            if path.is_file():
-                return load_documents(path)[0], f"module {JOBSET_MODULE}"
-    path = REFERENCE / "jobset-v0.12.0-crd.yaml"
-    if path.is_file():
-        return load_documents(path)[0], str(path)
-    raise FileNotFoundError(f"no JobSet CRD: {JOBSET_MODULE} could not be downloaded and {path} is missing")
 
 
 class Applier:
@@ -174,13 +148,15 @@ def ensure_namespace(api_client: kubernetes.client.ApiClient, name: str, timeout
 
 def create_pods(api_client: kubernetes.client.ApiClient, namespace: str, count: int,
                 labels: Mapping[str, str]) -> list[str]:
-    """Creates ``count`` unscheduled pods ``pod-0``... with ``labels`` in ``namespace``; returns their names."""
+    """Creates ``count`` pods ``pod-0``... with ``labels`` in ``namespace`` that no scheduler binds
+    (``UNSCHEDULED``); returns their names."""
     core = kubernetes.client.CoreV1Api(api_client)
     names = []
     for index in range(count):
         name = f"pod-{index}"
         core.create_namespaced_pod(namespace, {"metadata": {"name": name, "labels": dict(labels)},
-                                               "spec": {"containers": [{"name": "c", "image": "i"}]}},
+                                               "spec": {"schedulerName": UNSCHEDULED,
+                                                        "containers": [{"name": "c", "image": "i"}]}},
                                    _request_timeout=REQUEST_TIMEOUT)
         names.append(name)
     return names

@@ -64,7 +64,7 @@ def test_the_next_attempt_waits_for_a_batch_job_the_garbage_collector_has_not_re
         assert [j["metadata"]["name"] for j in batch_jobs(world, "orphan-0")] == ["orphan-0-worker-0"], \
             "without the garbage collector the JobSet's batch Job stays"
         world.driver.patch_spec(world.namespace, "orphan", suspend=False)  # resume: attempt 1, behind the barrier
-        assert world.kubelet.finish(world.namespace, f"{JOBSET_NAME_LABEL}=orphan-0", phase="Failed",
+        assert world.pods.finish(f"{JOBSET_NAME_LABEL}=orphan-0", phase="Failed",
                                     exit_code=1) == original
         calls_before = len(world.driver.calls)
         world.run_until(lambda: world.active_pods("orphan") == [], "every pod of attempt 0 finished")

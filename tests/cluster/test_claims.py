@@ -53,6 +53,6 @@ def test_a_forged_final_status_neither_ends_the_run_nor_deletes_the_job(world: C
     assert world.condition("claimed", "StatusMismatch").get("status") != "True", "the disagreement is gone"
     assert (world.phase("claimed"), world.status("claimed")["startTime"]) == ("Running", honest["startTime"])
     assert world.jobsets("claimed") == ["claimed-0"]
-    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=claimed")
+    world.pods.finish("nvcre.nvidia.com/job=claimed")
     world.run_until(lambda: world.gone("claimed"), "Succeeded for real, then deleted by its TTL of 0")
     world.assert_safe()

@@ -20,6 +20,7 @@ import pytest
 from tests.cluster.conftest import missing
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kueue import PRIORITY_LABEL, QUEUE_LABEL, Kueue, KueueError, kueue_dir
+from tests.cluster.kwokctl import Kwok
 from tests.cluster.world import ClusterWorld
 from tests.e2e.harness import job_spec
 from tests.e2e.server import HookServer
@@ -47,10 +48,10 @@ def kueue(control_plane: ControlPlane, installed: dict[str, str]) -> Iterator[Ku
 
 
 @pytest.fixture
-def qworld(control_plane: ControlPlane, hooks: HookServer, kueue: Kueue) -> ClusterWorld:
+def qworld(control_plane: ControlPlane, hooks: HookServer, kueue: Kueue, kwok: Kwok) -> ClusterWorld:
     """A world whose namespace has LocalQueue ``team`` on a ClusterQueue of 8 GPUs of its own."""
     namespace = f"kueue-{next(_names)}"
-    world = ClusterWorld(control_plane, hooks, namespace, workloads=True)
+    world = ClusterWorld(control_plane, hooks, namespace, kwok, workloads=True)
     kueue.queue(namespace, "team", gpus=8, cluster_queue=f"{namespace}-cq")
     return world
 
@@ -113,7 +114,7 @@ def test_two_jobs_for_quota_that_fits_one(qworld: ClusterWorld, kueue: Kueue) ->
     assert "team" in world.status("second")["message"]
     assert world.condition("second", "Admitted")["status"] == "False"
     # The first one is deleted; one of its pods keeps running while it terminates.
-    world.kubelet.hold(pods[0])
+    world.pods.hold(pods[0])
     world.driver.delete_job(world.namespace, "first")
     world.run_until(lambda: world.phase("first") == "Terminating" and world.jobsets("first") == [],
                     "first torn down", timeout=60)
@@ -121,7 +122,7 @@ def test_two_jobs_for_quota_that_fits_one(qworld: ClusterWorld, kueue: Kueue) ->
     assert workload(world, kueue, "first") is not None, "the quota is held while a pod of the Job runs"
     assert reserving(kueue, world) == 1, "Kueue itself still counts the first Job's quota as reserved"
     assert world.phase("second") == "Queued" and world.jobsets("second") == []
-    world.kubelet.release()
+    world.pods.release()
     world.run_until(lambda: world.gone("first"), "first gone", timeout=90)
     world.run_until(lambda: world.jobsets("second") == ["second-0"], "second admitted and created", timeout=90)
     world.run_until_pods_run("second", 2, timeout=60)
@@ -133,7 +134,7 @@ def test_preemption_by_a_higher_priority_spends_no_restart(qworld: ClusterWorld,
     world = qworld
     world.create_job("low", gpu_spec(), labels=labels("low"))
     pods = world.run_until_pods_run("low", 2, timeout=90)
-    world.kubelet.hold(pods[0])
+    world.pods.hold(pods[0])
     world.create_job("urgent", gpu_spec(), labels=labels("high"))
     world.run_until(lambda: world.condition("low", "Admitted").get("reason") == "Preempted",
                     "low preempted by Kueue", timeout=90)
@@ -143,13 +144,13 @@ def test_preemption_by_a_higher_priority_spends_no_restart(qworld: ClusterWorld,
     assert workload(world, kueue, "low") is not None, "the victim's quota is held while its pod runs"
     assert reserving(kueue, world) == 1, "Kueue still counts the victim's quota, not the preemptor's"
     assert world.jobsets("urgent") == [], "the preemptor waits for the victim's pods"
-    world.kubelet.release()
+    world.pods.release()
     world.run_until(lambda: world.jobsets("urgent") == ["urgent-0"], "urgent admitted after the drain", timeout=90)
     world.run_until(lambda: world.phase("low") == "Queued", "low queued again", timeout=60)
     status = world.status("low")
     assert (status["attempt"], status["restarts"]) == (1, 0), "a preemption is not a failure"
     world.run_until_pods_run("urgent", 2, timeout=60)
-    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=urgent")
+    world.pods.finish("nvcre.nvidia.com/job=urgent")
     world.run_until(lambda: world.phase("urgent") == "Succeeded", "urgent done", timeout=60)
     world.run_until(lambda: world.jobsets("low") == ["low-1"], "low admitted again, next attempt", timeout=90)
     world.run_until_pods_run("low", 2, timeout=60)
@@ -164,13 +165,13 @@ def test_a_restart_keeps_its_admission(qworld: ClusterWorld, kueue: Kueue) -> No
     world.create_job("waiting", gpu_spec(), labels=labels())
     world.run_until(lambda: world.phase("waiting") == "Queued", "waiting queued", timeout=60)
     lingering = sorted(pods)[1]
-    world.kubelet.hold(lingering)
-    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=retry",
+    world.pods.hold(lingering)
+    world.pods.finish("nvcre.nvidia.com/job=retry",
                          phase="Failed", exit_code=1, limit=1)
     world.run_until(lambda: world.phase("retry") == "Restarting", "Restarting", timeout=60)
     world.run_for(4)
     assert world.jobsets("waiting") == [], "the quota is not handed over during a restart"
-    world.kubelet.release()
+    world.pods.release()
     world.run_until(lambda: world.jobsets("retry") == ["retry-1"], "attempt 1 created", timeout=90)
     same = workload(world, kueue, "retry")
     assert same is not None and same["metadata"]["uid"] == uid, "the same Workload, the same admission"
@@ -198,6 +199,7 @@ def test_the_admitted_flavor_puts_its_node_labels_and_tolerations_on_the_pods(qw
                                                                               kueue: Kueue) -> None:
     world = qworld
     toleration = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    world.kwok.add_node(labels={"nvidia.com/gpu.product": "A100-SXM4-80GB"})  # the scheduler needs one
     kueue.queue(world.namespace, "a100", gpus=8, cluster_queue=f"{world.namespace}-a100", flavor="a100",
                 flavor_spec={"nodeLabels": {"nvidia.com/gpu.product": "A100-SXM4-80GB"}, "tolerations": [toleration]})
     world.create_job("placed", gpu_spec(), labels={QUEUE_LABEL: "a100"})

@@ -1,13 +1,13 @@
-"""Lifecycles end to end on the real control plane: the real API server, Job controller and
-garbage collector, the hooks served by gunicorn as their ServiceAccount, and the stand-ins for
-Metacontroller, JobSet and the kubelets (tests/cluster/world.py). The invariants are checked
-against the real server after every step and every answer."""
+"""Lifecycles end to end on the real control plane: the real API server, Job controller, garbage
+collector, JobSet controller and scheduler, kwok's nodes and pod lifecycles, the hooks served by
+gunicorn as their ServiceAccount, and Metacontroller's stand-in (tests/cluster/world.py). The
+invariants are checked against the real server after every step and every answer."""
 
 from __future__ import annotations
 
 import pytest
 
-from podread import REPLICATED_JOB_LABEL
+from podread import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from tests.cluster.world import ClusterWorld
 
 pytestmark = pytest.mark.cluster
@@ -18,7 +18,11 @@ def test_create_run_succeed(world: ClusterWorld) -> None:
     world.run_until(lambda: world.jobsets("happy") == ["happy-0"], "JobSet happy-0 created")
     world.run_until(lambda: world.phase("happy") == "Running", "Running")
     world.run_until_pods_run("happy", 2)
-    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=happy")
+    for pod in world.active_pods("happy"):  # made by the real JobSet and Job controllers, bound by the scheduler
+        labels = pod["metadata"]["labels"]
+        assert labels[JOBSET_NAME_LABEL] == "happy-0" and labels["jobset.sigs.k8s.io/priority"] == "0", labels
+        assert pod["spec"]["nodeName"] in world.kwok.nodes()
+    world.pods.finish("nvcre.nvidia.com/job=happy")
     world.run_until(lambda: world.phase("happy") == "Succeeded", "Succeeded")
     status = world.status("happy")
     assert (status["attempt"], status["restarts"]) == (0, 0)
@@ -34,8 +38,8 @@ def test_failure_restarts_only_after_the_last_pod_is_gone(world: ClusterWorld) -
                  if (p["metadata"].get("labels") or {}).get(REPLICATED_JOB_LABEL) == "launcher"]
     assert len(launchers) == 1, f"one launcher pod: {launchers}"
     lingering = launchers[0]
-    world.kubelet.hold(lingering)
-    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=retry", phase="Failed", exit_code=1, limit=1)
+    world.pods.hold(lingering)
+    world.pods.finish("nvcre.nvidia.com/job=retry", phase="Failed", exit_code=1, limit=1)
     world.run_until(lambda: world.phase("retry") == "Restarting", "Restarting")
     world.run_until(lambda: world.jobsets("retry") == [], "the failed attempt torn down")
     world.run_for(3)
@@ -45,22 +49,42 @@ def test_failure_restarts_only_after_the_last_pod_is_gone(world: ClusterWorld) -
     world.run_for(2)
     assert world.jobsets("retry") == [], "no next attempt while the launcher of the last one runs"
     assert world.condition("retry", "Drained")["status"] == "False"
-    world.kubelet.release()
+    world.pods.release()
     world.run_until(lambda: world.jobsets("retry") == ["retry-1"], "attempt 1 created")
     status = world.status("retry")
     assert (status["attempt"], status["restarts"]) == (1, 1)
     world.assert_safe()
 
 
+def test_a_pod_held_terminating_keeps_the_real_jobset_running(world: ClusterWorld) -> None:
+    """A deleted pod that does not go (its kubelet has not confirmed it): its batch Job is only
+    ``FailureTarget``, and the real JobSet reacts to ``Failed`` alone, so it stays non-terminal and
+    the Job stays Running with its attempt. (The JobSet stand-in failed at ``FailureTarget``.) Once
+    the pod goes, the JobSet fails and the restart follows."""
+    world.create_job("stuck", max_restarts=1)
+    pods = world.run_until_pods_run("stuck", 2)
+    world.pods.hold(pods[0])
+    world.pods.core.delete_namespaced_pod(pods[0], world.namespace)
+    world.run_for(5)
+    jobset = world.view.jobsets_of(world.created["stuck"])[0]
+    assert not (jobset.get("status") or {}).get("terminalState"), jobset.get("status")
+    assert world.jobsets("stuck") == ["stuck-0"] and world.phase("stuck") == "Running"
+    assert world.status("stuck")["restarts"] == 0
+    world.pods.release()
+    world.run_until(lambda: world.jobsets("stuck") == ["stuck-1"], "attempt 1 once the pod is gone", timeout=90)
+    assert world.status("stuck")["restarts"] == 1
+    world.assert_safe()
+
+
 def test_delete_keeps_the_job_until_its_pods_are_gone(world: ClusterWorld) -> None:
     world.create_job("doomed")
     pods = world.run_until_pods_run("doomed", 2)
-    world.kubelet.hold(pods[0])
+    world.pods.hold(pods[0])
     world.driver.delete_job(world.namespace, "doomed")
     world.run_until(lambda: world.phase("doomed") == "Terminating", "Terminating")
     world.run_for(3)
     assert not world.gone("doomed"), "the finalizer holds the Job while a pod runs"
-    world.kubelet.release()
+    world.pods.release()
     world.run_until(lambda: world.gone("doomed"), "the Job gone", timeout=90)
     assert world.active_pods("doomed") == []
     world.assert_safe()
@@ -81,7 +105,7 @@ def test_suspend_then_resume(world: ClusterWorld) -> None:
 def test_restarts_exhausted_ends_failed(world: ClusterWorld) -> None:
     world.create_job("broken")
     world.run_until_pods_run("broken", 2)
-    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=broken", phase="Failed", exit_code=1, limit=1)
+    world.pods.finish("nvcre.nvidia.com/job=broken", phase="Failed", exit_code=1, limit=1)
     world.run_until(lambda: world.phase("broken") == "Failed", "Failed")
     world.run_for(2)
     assert world.jobsets("broken") == ["broken-0"], "a Failed Job keeps its JobSet and gets no new one"
@@ -93,7 +117,7 @@ def test_a_lost_node_holds_the_teardown(world: ClusterWorld) -> None:
     world.run_until_pods_run("stranded", 2)
     pod = sorted(world.active_pods("stranded"), key=lambda p: p["metadata"]["name"])[0]
     node = pod["spec"]["nodeName"]
-    world.kubelet.lose_node(node)
+    world.kwok.lose_node(node)
     world.driver.delete_job(world.namespace, "stranded")
     world.run_until(lambda: world.phase("stranded") == "Terminating", "Terminating")
     world.run_for(4)
@@ -101,7 +125,7 @@ def test_a_lost_node_holds_the_teardown(world: ClusterWorld) -> None:
     drained = world.condition("stranded", "Drained")
     assert drained["status"] == "False"
     assert pod["metadata"]["name"] in world.status("stranded")["message"] + drained["message"]
-    world.kubelet.restore_node(node)
+    world.kwok.restore_node(node)
     world.run_until(lambda: world.gone("stranded"), "the Job gone after the node came back", timeout=90)
     world.assert_safe()
 
@@ -111,7 +135,7 @@ def _draining_with_pods_held(world: ClusterWorld, name: str) -> int:
     shows Terminating (the calls made after it are the ones a fault test judges)."""
     world.create_job(name)
     pods = world.run_until_pods_run(name, 2)
-    world.kubelet.hold(*pods)
+    world.pods.hold(*pods)
     world.driver.delete_job(world.namespace, name)
     world.run_until(lambda: world.phase(name) == "Terminating", "Terminating")
     return len(world.driver.calls)
@@ -126,7 +150,7 @@ def _held_then_completes(world: ClusterWorld, name: str, during: list, what: str
         cond.get("reason") == "ReadFailed" for cond in c.body["status"].get("conditions") or [])]
     assert held, f"the hooks held with ReadFailed while {what}: {[c.reply.status for c in during]}"
     assert not world.gone(name)
-    world.kubelet.release()
+    world.pods.release()
     world.run_until(lambda: world.gone(name), f"the lifecycle completes after {what}", timeout=120)
     world.assert_safe()
 
@@ -174,6 +198,10 @@ def test_a_template_edit_the_crd_lets_through_never_reaches_an_attempt(world: Cl
     edited spec, and once the spec is restored the restart goes on."""
     world.create_job("edited", max_restarts=1)
     world.run_until_pods_run("edited", 2)
+    # Running first: the real JobSet reports its pods a moment after they run, and an edit the hooks
+    # refuse while the Job still says Pending keeps it Pending (row 7 freezes the phase), pods running
+    # or not. The JobSet stand-in wrote its status every step, so the Job was always Running by now.
+    world.run_until(lambda: world.phase("edited") == "Running", "Running")
 
     def job_template(job: dict) -> dict:
         return job["spec"]["replicatedJobs"][0]["template"]["spec"]
@@ -191,7 +219,7 @@ def test_a_template_edit_the_crd_lets_through_never_reaches_an_attempt(world: Cl
     world.run_until(lambda: world.condition("edited", "InvalidSpec").get("reason") == "ReplicatedJobsChanged",
                     "the edit refused by the hooks")
     assert world.jobsets("edited") == ["edited-0"] and world.phase("edited") == "Running"
-    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=edited", phase="Failed", exit_code=1, limit=1)
+    world.pods.finish("nvcre.nvidia.com/job=edited", phase="Failed", exit_code=1, limit=1)
     world.run_for(4)
     assert world.jobsets("edited") == ["edited-0"], "no attempt built from the edited spec"
     assert world.status("edited")["restarts"] == 0

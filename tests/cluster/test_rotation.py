@@ -33,6 +33,7 @@ from kubernetes.client import ApiException
 from tests.cluster.conftest import HOOK_TOKEN
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import REQUEST_TIMEOUT, Applier
+from tests.cluster.kwokctl import Kwok
 from tests.cluster.metacontroller import CONTROLLER, TOKEN_SECRET, CompositeControllerStandIn, token_secret
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.driver import Call
@@ -130,9 +131,9 @@ class Rotation:
     """A world whose Metacontroller stand-in builds its controller from the CompositeController
     and the Secret, and sends the token it built with."""
 
-    def __init__(self, plane: ControlPlane, hooks: HookServer) -> None:
+    def __init__(self, plane: ControlPlane, hooks: HookServer, kwok: Kwok) -> None:
         self.metacontroller = CompositeControllerStandIn(plane.api_client())
-        self.world = ClusterWorld(plane, hooks, f"rotation-{next(_names)}", resync_period=1.0)
+        self.world = ClusterWorld(plane, hooks, f"rotation-{next(_names)}", kwok, resync_period=1.0)
         self.metacontroller.drive(self.world.driver)
 
     def run(self, seconds: float = PHASE_SECONDS) -> list[Call]:
@@ -147,11 +148,11 @@ class Rotation:
 
 
 def test_the_documented_rotation_refuses_no_call_while_a_job_runs(
-        control_plane: ControlPlane, rotating_hooks: HookServer, volume: SecretVolume) -> None:
+        control_plane: ControlPlane, rotating_hooks: HookServer, volume: SecretVolume, kwok: Kwok) -> None:
     old, new = secrets.token_hex(32), secrets.token_hex(32)
     set_secret(control_plane, old)
     volume.sync()
-    rotation = Rotation(control_plane, rotating_hooks)  # Metacontroller built with the old token
+    rotation = Rotation(control_plane, rotating_hooks, kwok)  # Metacontroller built with the old token
     world = rotation.world
     world.create_job("train", workers=2)
     running = set(world.run_until_pods_run("train", 2))
@@ -189,7 +190,7 @@ def test_the_documented_rotation_refuses_no_call_while_a_job_runs(
 
 
 def test_the_old_steps_refuse_every_call_until_a_spec_change_rebuilds(
-        control_plane: ControlPlane, rotating_hooks: HookServer, volume: SecretVolume) -> None:
+        control_plane: ControlPlane, rotating_hooks: HookServer, volume: SecretVolume, kwok: Kwok) -> None:
     """What docs/operations.md said before: update the Secret, then annotate the CompositeController.
     Metacontroller compares the spec, finds it equal and keeps the token it built with: every call
     is a 401 until the spec changes (or Metacontroller restarts)."""

@@ -38,7 +38,7 @@ from podread.constants import JOB_INDEX_FIELD
 from podread.watch import Backoff, PodWatch, WatchedPods, events
 from tests.cluster.conftest import HOOK_TOKEN
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.kube import ensure_namespace
+from tests.cluster.kube import UNSCHEDULED, ensure_namespace
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
 from tests.fake_reader import job_request, job_spec
@@ -59,7 +59,7 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 20.0) 
 def worker_pod(name: str, job: str, phase: str = "Running") -> dict:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "labels": {JOB_LABEL: job}},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            "spec": {"schedulerName": UNSCHEDULED, "containers": [{"name": "c", "image": "busybox"}]},
             "status": {"phase": phase}}
 
 
@@ -328,7 +328,7 @@ def test_the_hooks_watch_breaks_with_the_api_server_while_a_drain_waits(world: C
     # the hooks answer from their watch once it has confirmed the pods within the TTL
     world.run_until(lambda: sample(hook_metrics(hooks), "podread_cache_lookups_total", 'result="watch"') > 0,
                     "a cached read answered by the hooks' watch", timeout=60)
-    world.kubelet.hold(*pods)
+    world.pods.hold(*pods)
     world.driver.delete_job(world.namespace, "rewatch")
     world.run_until(lambda: world.phase("rewatch") == "Terminating", "Terminating")
     plane = world.plane
@@ -342,7 +342,7 @@ def test_the_hooks_watch_breaks_with_the_api_server_while_a_drain_waits(world: C
     for call in world.driver.calls[calls:]:
         assert call.body is None or call.body.get("finalized") is not True, "nothing proceeds while pods run"
     assert not world.gone("rewatch")
-    world.kubelet.release()
+    world.pods.release()
     world.run_until(lambda: world.gone("rewatch"), "the Job finalized once its pods are gone", timeout=120)
     world.assert_safe()
     samples = hook_metrics(hooks)  # the hooks' watch broke with the API server and came back

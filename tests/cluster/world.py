@@ -1,9 +1,11 @@
-"""One world on the real control plane: the driver, the JobSet and kubelet stand-ins, the invariants.
+"""One world on the real control plane: the driver, the real JobSet controller, kube-scheduler and kwok, the invariants.
 
-``ClusterWorld`` lives in a namespace of its own on a shared ``ControlPlane``. Every ``step()``
-the kubelet stand-in and the JobSet stand-in make one pass, the driver (Metacontroller's stand-in,
-``ApiBackend``) calls the hooks for every due Job, and the invariants are checked against the
-real server's pods:
+``ClusterWorld`` lives in a namespace of its own on a shared ``ControlPlane`` where the real JobSet
+controller (tests/cluster/jobsetctl.py), kube-scheduler (tests/cluster/scheduler.py) and kwok's nodes
+(tests/cluster/kwokctl.py) run on their own. Every ``step()`` the driver (Metacontroller's stand-in,
+``ApiBackend``) calls the hooks for every due Job, and the invariants are checked against the real
+server's pods. ``pods`` (``PodScript``) holds pods Terminating, tells kwok to end them, and
+``kwok`` loses, restores and deletes nodes:
 
 - ``tests.e2e.invariants.Invariants`` over a ``ServerView`` (what the simulator's ``Cluster``
   offers it, read from the API server): no JobSet created while another attempt's pod is active,
@@ -29,9 +31,8 @@ import kubernetes
 
 from podread import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, is_active
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.jobset import JobSetController
 from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS, ensure_namespace
-from tests.cluster.kubelet import Kubelet
+from tests.cluster.kwokctl import Kwok, PodScript
 from tests.cluster.metacontroller import ApiBackend
 from tests.e2e.cluster import names
 from tests.e2e.driver import Driver, HttpTransport
@@ -128,18 +129,17 @@ def attempt_of_pod(pod: Mapping[str, Any]) -> str:
 
 
 class ClusterWorld:
-    """A namespace on the real control plane with the stand-ins and the driver (module doc)."""
+    """A namespace on the real control plane with the driver (module doc)."""
 
-    def __init__(self, plane: ControlPlane, hooks: HookServer, namespace: str, *, version: str = "v2",
-                 linger: float = 0.5, resync_period: float | None = RESYNC_PERIOD_SECONDS,
-                 succeed_after: float | None = None, workloads: bool = False) -> None:
+    def __init__(self, plane: ControlPlane, hooks: HookServer, namespace: str, kwok: Kwok, *,
+                 version: str = "v2", resync_period: float | None = RESYNC_PERIOD_SECONDS,
+                 workloads: bool = False) -> None:
         self.plane = plane
         self.namespace = namespace
         admin = plane.api_client()
         ensure_namespace(admin, namespace)
-        self.kubelet = Kubelet(admin, [namespace], node_prefix=f"{namespace}-node", linger=linger,
-                               succeed_after=succeed_after).start()
-        self.jobset_controller = JobSetController(admin, [namespace])
+        self.kwok = kwok
+        self.pods = PodScript(admin, namespace)
         self.backend = ApiBackend(admin, [namespace], workloads=workloads)
         self.view = ServerView(admin, namespace)
         self.invariants = Invariants(self.view)
@@ -170,9 +170,7 @@ class ClusterWorld:
         self.step()
 
     def step(self) -> None:
-        """One pass of every stand-in, due hook calls, and the invariants."""
-        self.kubelet.sync()
-        self.jobset_controller.sync()
+        """Due hook calls, and the invariants."""
         self.driver.reconcile_due()
         self.check()
         time.sleep(STEP_SECONDS)

@@ -25,6 +25,7 @@ from hooks.core.reads import count_pods, read_failed
 from hooks.core.rows.kueue import admitted, queued
 from hooks.core.rows.terminal import out_of_attempts
 from hooks.core.spec import check_policies
+from hooks.core.vocab import Outcome, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import (
     FAILED,
@@ -45,13 +46,13 @@ def resume(ctx: Context, work: Work) -> None:
     """Row 5: unsuspended. Once the barrier passes (checked again even when already Suspended), the
     next attempt starts: attempt+1, restarts unchanged. While holding, the phase stays as it was.
     """
-    next_attempt(ctx, work, kind="created")
+    next_attempt(ctx, work, kind=Outcome.CREATED)
 
 
 def restart(ctx: Context, work: Work) -> None:
     """Row 6: Restarting. Holds until the barrier passes, then starts attempt+1 as Pending."""
     work.phase = RESTARTING
-    next_attempt(ctx, work, kind="proceeded")
+    next_attempt(ctx, work, kind=Outcome.PROCEEDED)
 
 
 def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
@@ -67,13 +68,13 @@ def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
     record(ctx, work, drain)
     work.message = drain.message()
     if not drain.passed:
-        work.kind = "held"
+        work.kind = Outcome.HELD
         work.quota = "keep"  # queue-managed: no new Workload while the last attempt drains
         return
     work.attempt += 1
     work.phase = PENDING
     steady(ctx, work, drained=True)
-    if work.kind != "invalid-spec":
+    if work.kind != Outcome.INVALID_SPEC:
         work.kind = kind
 
 
@@ -95,14 +96,14 @@ def steady(ctx: Context, work: Work, *, drained: bool = False) -> None:
         invalid_spec(ctx, work, current, invalid)
         return
     if cond.get_condition(work.conditions, INVALID_SPEC) is not None:
-        work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, "Valid", "", ctx.now)
+        work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, Reason.VALID, "", ctx.now)
     state = jobset_state(current) if current is not None else ""
     if state == FAILED and current is not None:
         failed(ctx, work, current, desired, rules)  # rows 8, 8a, 9
         return
     if state == "Completed":
         work.phase = SUCCEEDED  # row 10
-        work.kind = "terminal"
+        work.kind = Outcome.TERMINAL
         work.workload = desired["metadata"]["name"]
         work.children = [desired]
         work.message = ""
@@ -133,7 +134,7 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
         pods = history.failure_pods(ctx, str(current["metadata"]["name"]))
     except PodReadError as error:
         if failurepolicy.needs_pods(rules):
-            work.kind = "held"
+            work.kind = Outcome.HELD
             work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
             read_failed(work, error)
             return
@@ -145,10 +146,10 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
                          "action": verdict.action}
     if not restarting:
         work.phase = FAILED
-        work.kind = "terminal"
+        work.kind = Outcome.TERMINAL
         work.message = ""
-        reason, said = ("FailurePolicy", verdict.message) if verdict.action == failurepolicy.FAIL_JOB else (
-            "MaxRestartsReached", f"{verdict.message}; maxRestarts ({max_restarts}) used up")
+        reason, said = (Reason.FAILURE_POLICY, verdict.message) if verdict.action == failurepolicy.FAIL_JOB else (
+            Reason.MAX_RESTARTS_REACHED, f"{verdict.message}; maxRestarts ({max_restarts}) used up")
         work.conditions = cond.set_condition(work.conditions, FAILED_CONDITION, cond.TRUE, reason, bounded(said),
                                              ctx.now)
         count_pods(ctx, work)
@@ -189,7 +190,7 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
                 try:
                     desired = queueing.admitted_jobset(desired, workload, ctx.observed.flavors)
                 except queueing.FlavorUnknown as unknown:
-                    work.kind, work.children, work.workload, work.resync = "held", [], "", True
+                    work.kind, work.children, work.workload, work.resync = Outcome.HELD, [], "", True
                     work.phase = PENDING
                     work.message = bounded(f"admitted, waiting before creating JobSet {name}: {unknown.message}")
                     return
@@ -200,13 +201,13 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
         drain = barrier(ctx, work.conditions, through=work.attempt)
         record_gate(ctx, work, drain)
         if not drain.passed:
-            work.kind = "held"
+            work.kind = Outcome.HELD
             work.children = []
             work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
             work.message = drain.message(after=f" (before creating JobSet {name})")
             return
         drained = True
-    work.kind = "kept" if current is not None else "created"
+    work.kind = Outcome.KEPT if current is not None else Outcome.CREATED
     work.children = [desired]
     if drained:  # the barrier has just found no active pod and no active launcher, live: nothing runs
         work.active_pods = 0
@@ -245,7 +246,7 @@ def workload_running(ctx: Context, work: Work, workload: str) -> bool | None:
 
 def invalid_spec(ctx: Context, work: Work, current: Mapping[str, Any] | None, invalid: InvalidSpec) -> None:
     """Row 7: the spec cannot be built. Report it; keep the current JobSet when observed, create none."""
-    work.kind = "invalid-spec"
+    work.kind = Outcome.INVALID_SPEC
     work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.TRUE, invalid.code,
                                          bounded(invalid.reason), ctx.now)
     if current is None:

@@ -21,6 +21,7 @@ from hooks.core import conditions as cond
 from hooks.core.actions import DeleteJob
 from hooks.core.barrier import barrier, record
 from hooks.core.jobset import KIND as JOBSET_KIND
+from hooks.core.vocab import Outcome, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import DEADLINE_EXCEEDED, FAILED, FAILED_CONDITION, TERMINAL, TERMINATING, Context, Work
 
@@ -31,7 +32,7 @@ def due(ctx: Context, work: Work) -> bool:
     does not bring the workload back). Both are claims ``hooks.core.claims`` checked before this
     row is reached (row 3 holds on one that disagrees)."""
     marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
-    if marked is not None and marked.get("status") == cond.TRUE:
+    if marked is not None and marked.status == cond.TRUE:
         return True
     return deadlines.passed(deadlines.deadline_at(ctx.observed.spec, work.start_time), ctx.now)
 
@@ -41,23 +42,24 @@ def tear_down(ctx: Context, work: Work) -> None:
     then Failed with condition ``Failed`` reason ``DeadlineExceeded`` (terminal)."""
     conditions = work.conditions
     marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
-    if marked is None or marked.get("status") != cond.TRUE:
+    if marked is None or marked.status != cond.TRUE:
         at = deadlines.deadline_at(ctx.observed.spec, work.start_time)
         said = (f"spec.activeDeadlineSeconds passed at {deadlines.stamp(at)} (counted from status.startTime "
                 f"{work.start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
-        conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, "ActiveDeadlineSeconds", said,
+        conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, Reason.ACTIVE_DEADLINE_SECONDS, said,
                                         ctx.now)
     drain = barrier(ctx, conditions, through=work.attempt)
     if drain.passed:
-        marked = cond.get_condition(conditions, DEADLINE_EXCEEDED) or {}
-        conditions = cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, "DeadlineExceeded",
-                                        bounded(str(marked.get("message") or "spec.activeDeadlineSeconds passed")),
+        marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
+        said = (marked.message if marked is not None else "") or "spec.activeDeadlineSeconds passed"
+        conditions = cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, Reason.DEADLINE_EXCEEDED,
+                                        bounded(str(said)),
                                         ctx.now)
     work.conditions = conditions
     record(ctx, work, drain)
     work.workload = ""
     work.phase = FAILED if drain.passed else TERMINATING
-    work.kind = "terminal" if drain.passed else "held"
+    work.kind = Outcome.TERMINAL if drain.passed else Outcome.HELD
     work.message = drain.message(before="deadline exceeded, tearing down: ")
 
 

@@ -23,6 +23,7 @@ from hooks.core.evidence import (
 )
 from hooks.core.jobset import InvalidSpec
 from hooks.core.rows.terminal import out_of_attempts
+from hooks.core.vocab import Outcome, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import ADMITTED, QUEUED, SUSPENDED, SUSPENDING, TERMINAL, Context, Work
 
@@ -52,7 +53,7 @@ def evicted(ctx: Context, work: Work) -> None:
     work.workload = ""
     if not drain.passed:
         work.phase = SUSPENDING
-        work.kind = "held"
+        work.kind = Outcome.HELD
         work.quota = "keep"
         work.message = drain.message(before=f"{words}; ", after=" before releasing the quota")
         return
@@ -61,7 +62,7 @@ def evicted(ctx: Context, work: Work) -> None:
         return
     work.attempt += 1 if requeue else 0
     work.phase = QUEUED
-    work.kind = "proceeded"
+    work.kind = Outcome.PROCEEDED
     work.message = bounded(f"{words}; no pod is left, the quota is released and the Job queues again in "
                            f"LocalQueue {ctx.queue}")
 
@@ -69,7 +70,7 @@ def evicted(ctx: Context, work: Work) -> None:
 def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
     """The current attempt's JobSet would be created, but Kueue has not admitted the Workload:
     nothing is created, the Job is ``Queued`` and ``Admitted`` says why (Kueue's reason)."""
-    work.kind = "held"
+    work.kind = Outcome.HELD
     work.children = []
     work.phase = QUEUED
     reason, message = admission.reason, admission.message or "waiting for Kueue to admit the Workload"
@@ -84,7 +85,7 @@ def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
 def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
     """Sets ``Admitted`` True, naming the ClusterQueue."""
     by = f" by ClusterQueue {admission.cluster_queue}" if admission.cluster_queue else ""
-    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.TRUE, "Admitted",
+    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.TRUE, Reason.ADMITTED,
                                          f"LocalQueue {ctx.queue}: admitted{by}", ctx.now)
 
 
@@ -109,13 +110,13 @@ def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
     observed = queueing.current_workload(ctx.observed)
     if work.quota == "release":
         if work.phase in TERMINAL or work.phase == SUSPENDED:
-            work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, "QuotaReleased",
+            work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.QUOTA_RELEASED,
                                                  "no pod is left: the Workload and its quota are released", ctx.now)
         return
     if observed is not None:
         work.children.append(queueing.as_observed(observed))
         return
-    if work.quota != "create" or hold or work.phase in TERMINAL or work.kind == "invalid-spec":
+    if work.quota != "create" or hold or work.phase in TERMINAL or work.kind == Outcome.INVALID_SPEC:
         return
     try:
         work.children.append(built.workload(ctx, work.attempt))
@@ -123,7 +124,7 @@ def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
         return  # reported by the row that built the JobSet
     except queueing.PriorityUnknown as unknown:
         if work.phase == QUEUED:
-            work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, "PriorityClassNotFound",
+            work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.PRIORITY_CLASS_NOT_FOUND,
                                                  bounded(unknown.message), ctx.now)
             work.message = bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}")
             work.resync = True

@@ -23,6 +23,7 @@ from hooks.core.barrier import drain_reads, job_names
 from hooks.core.children import as_observed
 from hooks.core.evidence import list_names, newer_jobsets, status_mismatch, unadoptable
 from hooks.core.reads import count_pods
+from hooks.core.vocab import Outcome, Reason
 from hooks.core.wording import bounded, list_pods, pod_name
 from hooks.core.work import PENDING, PHASES, STATUS_MISMATCH, Context, Work
 from podread.attempts import attempt_number, workload_name
@@ -30,7 +31,7 @@ from podread.constants import ATTEMPT_LABEL, JOBSET_NAME_LABEL
 from podread.errors import PodReadError
 from podread.selector import pod_key
 
-UNKNOWN_ATTEMPT = "UnknownAttempt"
+UNKNOWN_ATTEMPT = Reason.UNKNOWN_ATTEMPT
 
 
 def adopt(ctx: Context) -> tuple[int, tuple[str, str] | None]:
@@ -103,7 +104,7 @@ def hold(ctx: Context, work: Work, reason: str, message: str) -> None:
     queue-managed Job's Workload as it is, and says why in ``StatusMismatch`` and the message.
     ``activePods`` comes from the cached read."""
     prior = ctx.observed.status
-    work.kind = "held"
+    work.kind = Outcome.HELD
     work.phase = prior.phase if prior.phase in PHASES else PENDING
     work.attempt = prior.attempt
     work.restarts = prior.restarts

@@ -11,6 +11,7 @@ it decides from it, once: nothing depends on the order in which they are set.
 from __future__ import annotations
 
 from hooks.core.barrier import barrier, record
+from hooks.core.vocab import Outcome
 from hooks.core.work import SUSPENDED, SUSPENDING, TERMINATING, Context, Work
 
 
@@ -22,7 +23,7 @@ def finalize(ctx: Context, work: Work) -> None:
     work.workload = ""
     work.message = drain.message()
     work.finalized = drain.passed
-    work.kind = "proceeded" if drain.passed else "held"
+    work.kind = Outcome.PROCEEDED if drain.passed else Outcome.HELD
     work.quota = "release" if drain.passed else "keep"
 
 
@@ -33,5 +34,5 @@ def suspend(ctx: Context, work: Work) -> None:
     work.phase = SUSPENDED if drain.passed else SUSPENDING
     work.workload = ""
     work.message = drain.message()
-    work.kind = "proceeded" if drain.passed else "held"
+    work.kind = Outcome.PROCEEDED if drain.passed else Outcome.HELD
     work.quota = "release" if drain.passed else "keep"

@@ -15,6 +15,7 @@ from hooks.core import conditions as cond
 from hooks.core.children import keep
 from hooks.core.jobset import MAX_ATTEMPT
 from hooks.core.reads import count_pods
+from hooks.core.vocab import Outcome, Reason
 from hooks.core.work import FAILED, FAILED_CONDITION, Context, Work
 
 
@@ -32,17 +33,17 @@ def attempt_limit(ctx: Context, work: Work) -> None:
     """The next step would need attempt ``MAX_ATTEMPT + 1``: the Job ends Failed, with condition
     ``Failed`` reason ``AttemptLimitReached`` (terminal: nothing is created again)."""
     work.phase = FAILED
-    work.kind = "terminal"
+    work.kind = Outcome.TERMINAL
     work.message = ""
     work.conditions = cond.set_condition(
-        work.conditions, FAILED_CONDITION, cond.TRUE, "AttemptLimitReached",
+        work.conditions, FAILED_CONDITION, cond.TRUE, Reason.ATTEMPT_LIMIT_REACHED,
         f"attempt {work.attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is left", ctx.now)
 
 
 def final(ctx: Context, work: Work) -> None:
     """Row 4: Succeeded and Failed are final. Keep the current JobSet if observed; never create one."""
     current = ctx.jobset(work.attempt)
-    work.kind = "terminal"
+    work.kind = Outcome.TERMINAL
     work.message = ""
     if current is None:
         work.workload = ""

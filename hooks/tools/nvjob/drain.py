@@ -81,10 +81,10 @@ def drain_view(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]], rea
     prior = observed.status
     drain = barrier(Context(observed, reader, now), cond.sort_conditions(prior.conditions), through=prior.attempt)
     if drain.error is not None:
-        return DrainView(draining, None, drain.reason, drain.words(), jobsets=list(drain.jobsets),
+        return DrainView(draining, None, str(drain.reason), drain.words(), jobsets=list(drain.jobsets),
                          error=drain.error.cause)
     return DrainView(
-        draining, drain.passed, drain.reason, drain.message() or drain.drained()[2], jobsets=list(drain.jobsets),
+        draining, drain.passed, str(drain.reason), drain.message() or drain.drained()[2], jobsets=list(drain.jobsets),
         pods=[pod_brief(pod) for pod in drain.workers], launchers=[pod_brief(pod) for pod in drain.launchers],
         batch_jobs=list(drain.batch_jobs), stuck=drain.stuck.found.message() if drain.stuck.pods else "",
     )

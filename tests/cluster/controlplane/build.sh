@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager (k8s.io/kubernetes) and etcd (go.etcd.io/etcd/server/v3)
+# Builds kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes) and etcd (go.etcd.io/etcd/server/v3)
 # from Go modules into a cache outside the work tree, once: a later call whose stamp matches this
-# module (go.mod, go.sum, this script) prints where the binaries are and builds nothing.
+# module (go.mod, go.sum, tools.go, this script) prints where the binaries are and builds nothing.
 #
 #   tests/cluster/controlplane/build.sh          # prints the binaries' folder on its last line
 #
@@ -11,10 +11,11 @@ here="$(cd "$(dirname "$0")" && pwd)"
 kube_version="v1.37.2"
 cache_home="${NVCRE_CACHE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcre-hooks}"
 out="${NVCRE_CONTROL_PLANE_DIR:-$cache_home/control-plane/$kube_version}"
-stamp_value="$(cat "$here/go.mod" "$here/go.sum" "$here/build.sh" | sha256sum | cut -c1-16)"
+stamp_value="$(cat "$here/go.mod" "$here/go.sum" "$here/tools.go" "$here/build.sh" | sha256sum | cut -c1-16)"
 
 if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp_value" ]] \
-   && [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/etcd" ]]; then
+   && [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]] \
+   && [[ -x "$out/etcd" ]]; then
   echo "control plane: cached in $out" >&2
   echo "$out"
   exit 0
@@ -39,6 +40,7 @@ ldflags+=" -X $version_pkg.gitTreeState=clean -X $version_pkg.buildDate=1970-01-
 echo "control plane: building $kube_version into $out (Go caches in $cache_home/go)" >&2
 go build -trimpath -ldflags "$ldflags" -o "$out.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 go build -trimpath -ldflags "$ldflags" -o "$out.tmp/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+go build -trimpath -ldflags "$ldflags" -o "$out.tmp/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
 go build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3
 echo "$stamp_value" > "$out.tmp/.stamp"
 rm -rf "$out" && mv "$out.tmp" "$out"

@@ -1,0 +1,110 @@
+"""The Job's status, declared once: ``Status`` is the prior status as the request carries it and the new
+status as the answer writes it (ADR-105).
+
+``StatusFields`` names every field the hooks own, with its JSON name (camelCase), its type and its zero
+value; ``Status`` is those fields frozen, ``hooks.core.work.Work`` the same fields being decided by the
+rows. Adding a status field is two edits: its declaration here (and in ``manifests/crd-job.yaml``,
+which ``tests/test_declared_crd.py`` holds it to) and the row that sets it. Fields the hooks do not
+own (``observedGeneration``, Metacontroller's) are not read and not written.
+
+"null means absent" (``hooks.core.declared.Declared``); a wrong type is a 400 naming the field; a
+negative count or a time that is not RFC 3339 is a 400 too (the CRD has always refused them).
+Pure: msgspec and the standard library.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from hooks.core.declared import Declared
+from hooks.core.historyentry import entries_of
+
+Count = Annotated[int, msgspec.Meta(ge=0)]
+"""A count or a number the CRD declares ``minimum: 0``."""
+
+OPTIONAL = ("restartsByCause", "lastFailure", "startTime", "completionTime", "replicatedJobsDigest", "attempts",
+            "attemptsDropped")
+"""The status fields the answer carries only when set; every other field is always written."""
+
+
+class Condition(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A status condition (Kubernetes' shape). ``type`` is required (``StatusFields`` checks it); a
+    field left out stays out of the answer (``UNSET``) and one sent as ``null`` is written back as
+    it came, as the CRD requires only ``type`` and ``status``. ``lastTransitionTime`` moves only when
+    ``status`` changes (``hooks.core.conditions``)."""
+
+    type: str | None = None
+    status: str | UnsetType | None = UNSET
+    reason: str | UnsetType | None = UNSET
+    message: str | UnsetType | None = UNSET
+    last_transition_time: str | UnsetType | None = UNSET
+
+
+def _time(name: str, text: str) -> None:
+    """Raises ``ValueError`` naming field ``name`` unless ``text`` is empty or an RFC 3339 time."""
+    if text:
+        try:
+            datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{name}: {text[:40]!r} is not an RFC 3339 time") from None
+
+
+class StatusFields(Declared, rename="camel"):
+    """The status fields the hooks own, in one place. Missing or null fields take their zero value."""
+
+    phase: str | None = ""
+    attempt: Count | None = 0
+    restarts: Count | None = 0
+    workload: str | None = ""
+    active_pods: Count | None = 0
+    conditions: tuple[Condition, ...] | None = ()
+    message: str | None = ""
+    restarts_by_cause: dict[str, Count] | None = {}
+    last_failure: dict[str, Any] | None = {}
+    start_time: str | None = ""
+    completion_time: str | None = ""
+    replicated_jobs_digest: str | None = ""
+    """The workload the Job was created with (``hooks.core.specpin``)."""
+    attempts: list[Any] | None = []
+    """The last attempts, oldest first (``hooks.core.history``); typed loosely here, each entry checked
+    and read by ``hooks.core.historyentry.entries_of`` (known keys only, one per attempt, sorted)."""
+    attempts_dropped: Count | None = 0
+    """How many older entries ``attempts`` no longer keeps."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for index, condition in enumerate(self.conditions):
+            if condition.type is None:
+                raise ValueError(f"conditions[{index}].type: expected a string, got nothing")
+        _time("startTime", self.start_time)
+        _time("completionTime", self.completion_time)
+        if self.attempts:
+            msgspec.structs.force_setattr(self, "attempts", list(entries_of(self.attempts)))
+        if len(self.restarts_by_cause) > 1:
+            msgspec.structs.force_setattr(self, "restarts_by_cause", dict(sorted(self.restarts_by_cause.items())))
+
+
+class Status(StatusFields, frozen=True):
+    """The Job's status, frozen: the prior one (``Observed.status``) and the one answered (``answer``)."""
+
+
+NAMES = tuple(field.name for field in msgspec.structs.fields(StatusFields))
+"""The Python names of the status fields (``active_pods``), in declaration order."""
+_WRITTEN = tuple((field.name, field.encode_name) for field in msgspec.structs.fields(StatusFields))
+
+
+def as_json(status: StatusFields) -> dict[str, Any]:
+    """The status fields of ``status`` (a ``Status``, or the ``Work`` that decided one) as the answer
+    writes them: JSON names, the ``OPTIONAL`` fields only when set, a condition's unset fields left
+    out, enum members as their strings."""
+    written = {encoded: getattr(status, name) for name, encoded in _WRITTEN}
+    written["phase"] = str(written["phase"])
+    written["conditions"] = list(msgspec.to_builtins(written["conditions"]))
+    for name in OPTIONAL:
+        if not written[name]:
+            del written[name]
+    return written

@@ -1,0 +1,104 @@
+"""The words the hooks write, named once: phases, what a decision did, condition types, statuses and
+reasons.
+
+Each is a ``StrEnum``: a member is the string it stands for (``Phase.PENDING == "Pending"``), so it
+goes into the answer, a log line or a metric label as that string, and a status written by anyone
+else (any string) still compares with it. Pure: no imports beyond ``enum``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Phase(StrEnum):
+    """``status.phase``: where the Job is (design §4)."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUSPENDING = "Suspending"
+    SUSPENDED = "Suspended"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    TERMINATING = "Terminating"
+    QUEUED = "Queued"
+
+
+TERMINAL = frozenset({Phase.SUCCEEDED, Phase.FAILED})
+"""The final phases: once there, the Job stays."""
+
+
+class Outcome(StrEnum):
+    """What one decision did (``Decision.kind``): the ``outcome`` of the per-call log line and metric."""
+
+    CREATED = "created"
+    KEPT = "kept"
+    HELD = "held"
+    PROCEEDED = "proceeded"
+    TERMINAL = "terminal"
+    INVALID_SPEC = "invalid-spec"
+
+
+class ConditionType(StrEnum):
+    """The ``type`` of each status condition the hooks write."""
+
+    ADMITTED = "Admitted"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    DRAINED = "Drained"
+    DRAIN_STUCK = "DrainStuck"
+    FAILED = "Failed"
+    FORCE_DELETE_ALLOWED = "ForceDeleteAllowed"
+    INVALID_SPEC = "InvalidSpec"
+    STATUS_MISMATCH = "StatusMismatch"
+
+
+class ConditionStatus(StrEnum):
+    """A condition's ``status``, as Kubernetes spells it."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Reason(StrEnum):
+    """The ``reason`` of a condition the hooks write, one word each (``InvalidSpec``'s reasons are the
+    codes of ``hooks.core.spec``; ``Admitted``'s False reasons while waiting are Kueue's words,
+    ``hooks.core.queueing``)."""
+
+    # Drained (hooks.core.barrier): the first thing the barrier waits for, or that it passed
+    WORKLOAD_PRESENT = "WorkloadPresent"
+    PODS_ACTIVE = "PodsActive"
+    LAUNCHER_ACTIVE = "LauncherActive"
+    BATCH_JOBS_PRESENT = "BatchJobsPresent"
+    READ_FAILED = "ReadFailed"
+    NO_ACTIVE_PODS = "NoActivePods"
+    # DrainStuck and ForceDeleteAllowed (hooks.core.stuckwait)
+    NOT_STUCK = "NotStuck"
+    PODS_ON_LOST_NODES = "PodsOnLostNodes"
+    FORBIDDEN = "Forbidden"
+    ALLOWED = "Allowed"
+    # Failed and DeadlineExceeded
+    ACTIVE_DEADLINE_SECONDS = "ActiveDeadlineSeconds"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    ATTEMPT_LIMIT_REACHED = "AttemptLimitReached"
+    FAILURE_POLICY = "FailurePolicy"
+    MAX_RESTARTS_REACHED = "MaxRestartsReached"
+    # InvalidSpec turned False
+    VALID = "Valid"
+    # Admitted (hooks.core.rows.kueue)
+    ADMITTED = "Admitted"
+    QUOTA_RELEASED = "QuotaReleased"
+    PRIORITY_CLASS_NOT_FOUND = "PriorityClassNotFound"
+    # StatusMismatch (hooks.core.evidence, hooks.core.claims, hooks.core.rows.mismatch)
+    AGREES = "Agrees"
+    SEVERAL_WORKLOADS = "SeveralWorkloads"
+    WORKLOAD_NOT_CURRENT = "WorkloadNotCurrent"
+    PHASE_DISAGREES = "PhaseDisagrees"
+    RESTARTS_DISAGREE = "RestartsDisagree"
+    START_TIME_DISAGREES = "StartTimeDisagrees"
+    DEADLINE_EXCEEDED_DISAGREES = "DeadlineExceededDisagrees"
+    COMPLETION_TIME_DISAGREES = "CompletionTimeDisagrees"
+    RESTARTS_BY_CAUSE_DISAGREE = "RestartsByCauseDisagree"
+    UNKNOWN_ATTEMPT = "UnknownAttempt"
+    REPLICATED_JOBS_CHANGED = "ReplicatedJobsChanged"
