@@ -61,7 +61,9 @@ def test_an_eviction_restarts_without_spending_a_restart(world: ClusterWorld) ->
     assert status["restartsByCause"] == {"preempted": 1}
     first = status["attempts"][0]  # issue 23: the attempt is recorded, as the real API server admits it
     assert [e["attempt"] for e in status["attempts"]] == [0, 1] and first["failedPod"].startswith("preempt-0-")
-    assert (first["outcome"], first["reason"], first["cause"]) == ("Preempted", "PreemptionByScheduler", "preempted")
+    # a kubelet's eviction is no preemption: the attempt Failed, its reason the disruption's, its cause the rule's
+    assert (first["outcome"], first["reason"], first["cause"], first["exitCode"]) == \
+        ("Failed", "TerminationByKubelet", "preempted", 137)
     assert first["drainSeconds"] >= 0 and first["drainStuck"] is False
     world.run_until(lambda: {"Restarting", "DrainPassed"} <= set(world.event_reasons("preempt")),
                     "the restart's Events")
