@@ -224,6 +224,14 @@ class TokenBucket:
         self.tokens -= 1.0
         return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
 
+    def try_take(self, now: float) -> bool:
+        """Takes a token only when one is saved (the event recorder's spam filter drops the
+        event otherwise); returns whether it did."""
+        if self.reserve(now) == 0.0:
+            return True
+        self.tokens += 1.0
+        return False
+
 
 class ItemBackoff:
     """client-go's per-item exponential failure limiter: ``base * 2**failures`` capped at ``cap``;
