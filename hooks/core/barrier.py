@@ -30,6 +30,7 @@ from typing import Any
 from hooks.core import conditions as cond
 from hooks.core import stuckwait
 from hooks.core.evidence import list_names
+from hooks.core.observed import InvalidRequest
 from hooks.core.reads import failed_words
 from hooks.core.stuckwait import NOT_KNOWN, StuckWait
 from hooks.core.wording import bounded, list_pods, pod_name
@@ -257,6 +258,31 @@ def may_create_pods(job: Mapping[str, Any]) -> bool:
 def job_names(jobs: list[Mapping[str, Any]]) -> list[str]:
     """The names of ``jobs``, unique and sorted."""
     return sorted({str((job.get("metadata") or {}).get("name", "")) for job in jobs})
+
+
+class StaleRequest(InvalidRequest):
+    """The request is behind the cluster (Metacontroller's informer cache lags): the live reads
+    show an attempt past the one the answer would write. A 409: Metacontroller writes nothing and
+    asks again, with a fresher parent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(409, message)
+
+
+def ahead_of(ctx: Context, attempt: int, through: int) -> int | None:
+    """The newest attempt past ``attempt`` that the barrier's live reads (``drain_reads`` through
+    ``through``, made once per call: no read again) name, by the pods' attempt and ``jobset-name``
+    labels and the batch Jobs' ``jobset-name`` labels; ``None`` when none does or a read failed."""
+    try:
+        pods, jobs = drain_reads(ctx, through)
+    except PodReadError:
+        return None
+    names = [str(((o.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL, "")) for o in [*pods, *jobs]]
+    found = [n for n in (attempt_in_name(ctx.job, name) for name in names) if n is not None]
+    found += [n for n in (attempt_number(str(((p.get("metadata") or {}).get("labels") or {}).get(ATTEMPT_LABEL, "")))
+                          for p in pods) if n is not None]
+    newest = max(found, default=attempt)
+    return newest if newest > attempt else None
 
 
 def last_attempt(ctx: Context, attempt: int, pods: list[Mapping[str, Any]]) -> int:
