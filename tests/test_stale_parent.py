@@ -16,6 +16,7 @@ import pytest
 
 from hooks.core.barrier import StaleRequest
 from hooks.core.decide import decide
+from hooks.core.events import transition_events
 from hooks.core.observed import parse_request
 from hooks.server.config import Settings
 from hooks.server.handler import handle
@@ -58,3 +59,19 @@ def test_the_old_attempts_pods_still_hold_with_a_200() -> None:
     """Not stale: the pods waited on are the drained attempt's own; the answer holds as before."""
     d = decide(parse_request(stale_resume(), "sync"), FakeReader(pods_of("pause", 0)), NOW)
     assert d.kind == "held" and d.response["status"]["attempt"] == 0 and d.response["children"] == []
+
+
+def test_a_drain_answered_again_from_a_stale_parent_makes_one_event() -> None:
+    """Found with the stand-in's parent cache 2 s behind: the restart row answered three times from
+    the same cached parent (Running, no Drained), each stamping Drained=False with its own time;
+    each answer is a DrainWaiting transition, and keyed by that time they made three Events."""
+    request = job_request(keying="v2", spec=job_spec(max_restarts=1), status={"phase": "Running", "attempt": 0})
+    observed = parse_request(request, "sync")
+    keys = set()
+    for second in (9, 10, 11):
+        status = {"phase": "Restarting", "attempt": 0, "restarts": 1, "workload": "train-0",
+                  "conditions": [{"type": "Drained", "status": "False", "reason": "WorkloadPresent",
+                                  "message": "waiting for JobSet train-0 to be deleted",
+                                  "lastTransitionTime": f"2026-01-01T00:00:{second:02d}Z"}]}
+        keys |= {e.key for e in transition_events(observed.status, status) if e.reason == "DrainWaiting"}
+    assert keys == {"DrainWaiting/Restarting/0"}
