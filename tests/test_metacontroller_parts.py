@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from tests.cluster.metacontroller import FINALIZER, Metacontroller, Snapshot
 from tests.cluster.metacontroller_parts import (
     LAST_APPLIED,
     CustomizeCache,
@@ -25,6 +26,7 @@ from tests.cluster.metacontroller_parts import (
     has_gc_finalizer,
     with_last_applied,
 )
+from tests.e2e.driver import Reply
 
 PARENT = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
           "metadata": {"name": "j", "namespace": "ns", "uid": "u-1", "generation": 1}}
@@ -231,3 +233,93 @@ def test_after_a_failed_list_the_cache_serves_the_old_view_for_restart_lag() -> 
     cache.restarted(8.0)
     cache.record(9.0, "newer")
     assert cache.view(12.0) == "after" and cache.view(13.0) == "newer"
+
+
+def test_try_take_drops_without_a_saved_token() -> None:
+    bucket = TokenBucket(1 / 300, 25)
+    assert all(bucket.try_take(0.0) for _ in range(25))
+    assert not bucket.try_take(1.0) and not bucket.try_take(2.0)
+    assert bucket.try_take(301.0)
+
+
+# -- fact 10, through the stand-in's sync (an in-memory backend: no server) ---------------------------
+
+class _Memory:
+    """What ``Metacontroller`` asks of ``ApiBackend``, in memory: one Job, no children."""
+
+    def __init__(self) -> None:
+        self.job = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                    "metadata": {"name": "j", "namespace": "ns", "uid": "u-1", "generation": 1, "resourceVersion": "1",
+                                 "finalizers": [FINALIZER]},
+                    "spec": {}}
+        self.events: list[dict] = []
+
+    def snapshot(self) -> Snapshot:
+        flavor = {"metadata": {"name": "default-flavor"}}
+        return Snapshot(jobs=(json.loads(json.dumps(self.job)),),
+                        related=(("ResourceFlavor.kueue.x-k8s.io/v1beta2", (flavor,)),
+                                 ("WorkloadPriorityClass.kueue.x-k8s.io/v1beta2", ())))
+
+    def get_parent(self, namespace: str, name: str) -> dict:
+        return json.loads(json.dumps(self.job))
+
+    def update_parent_status(self, obj: dict) -> dict:
+        self.job = obj
+        self.job["metadata"]["resourceVersion"] = str(int(self.job["metadata"]["resourceVersion"]) + 1)
+        return obj
+
+    def create_event(self, body: dict) -> None:
+        self.events.append(body)
+
+
+class _Hooks:
+    def __init__(self, customize_status: int = 200) -> None:
+        self.customize_status = customize_status
+        self.paths: list[str] = []
+        self.related: list[dict] = []
+
+    def post(self, path: str, body: bytes, headers: dict) -> Reply:
+        self.paths.append(path)
+        if path == "/customize":
+            answer = {"relatedResources": [{"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "resourceflavors",
+                                            "labelSelector": {}}]}
+            return Reply(self.customize_status, json.dumps(answer).encode(), 0.0)
+        self.related.append(json.loads(body)["related"])
+        return Reply(200, json.dumps({"status": {"phase": "Running"}, "children": []}).encode(), 0.0)
+
+
+class _Judge:
+    def __init__(self) -> None:
+        self.violations: list[str] = []
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: None
+
+    def fail(self, message: str) -> None:
+        self.violations.append(message)
+
+
+def _stand_in(hooks: _Hooks, backend: _Memory) -> Metacontroller:
+    return Metacontroller(backend, hooks, _Judge(), resync_period=None, workloads=True)  # type: ignore[arg-type]
+
+
+def test_customize_is_asked_once_per_uid_and_generation_and_related_come_from_its_rules() -> None:
+    backend, hooks = _Memory(), _Hooks()
+    mc = _stand_in(hooks, backend)
+    for _ in range(3):
+        mc.reconcile("ns", "j")
+    assert hooks.paths.count("/customize") == 1 and hooks.paths.count("/sync") == 3
+    assert hooks.related[-1] == {"ResourceFlavor.kueue.x-k8s.io/v1beta2": {"default-flavor": {
+        "metadata": {"name": "default-flavor"}}}}, "only the types its rules name"
+    backend.job["metadata"]["generation"] = 2
+    mc.refresh()
+    mc.reconcile("ns", "j")
+    assert hooks.paths.count("/customize") == 2
+
+
+def test_a_failing_customize_fails_the_sync_before_the_sync_hook() -> None:
+    backend, hooks = _Memory(), _Hooks(customize_status=500)
+    mc = _stand_in(hooks, backend)
+    mc.reconcile("ns", "j")
+    assert hooks.paths == ["/customize"] and mc.sync_errors
+    assert [e["reason"] for e in backend.events] == ["SyncError"]

@@ -413,6 +413,10 @@ class Metacontroller:
         self.keep_calls = True
         self.sync_errors: list[tuple[Key, str]] = []
         self.status_writes: dict[Key, deque[float]] = {}
+        self.status_log: list[tuple[float, Key, Obj, Obj]] = []
+        self.stale_writes = 0
+        """Status writes over a live status newer than the one the answer was computed from."""
+        """Every status write: (time, Job, the live status it replaced, the status written)."""
         self._seen_parents: dict[Key, str] = {}
         self._seen_children: dict[str, Obj] = {}
         self._events: dict[tuple[str, str], tuple[str, int]] = {}
@@ -818,6 +822,8 @@ class Metacontroller:
             before = live.get("status") or {}
             if before == status:
                 return
+            if before != (parent.get("status") or {}):
+                self.stale_writes += 1  # the answer was computed from a status older than the live one
             self.invariants.on_status(name, before, status)
             live["status"] = status
             try:
@@ -828,6 +834,8 @@ class Metacontroller:
                 time.sleep(0.01 * 5 ** attempt)
                 continue
             self._count_status_write(key)
+            with self._lock:
+                self.status_log.append((self.clock(), key, before, status))
             return
 
     def _count_status_write(self, key: Key) -> None:
