@@ -16,12 +16,11 @@ import pytest
 
 from hooks.core.barrier import StaleRequest
 from hooks.core.decide import decide
-from hooks.core.events import transition_events
 from hooks.core.observed import parse_request
 from hooks.server.config import Settings
 from hooks.server.handler import handle
 from podread.constants import ATTEMPT_LABEL
-from tests.fake_reader import FakeReader, job_request, job_spec, make_batch_job, make_pod
+from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_batch_job, make_pod
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -61,17 +60,32 @@ def test_the_old_attempts_pods_still_hold_with_a_200() -> None:
     assert d.kind == "held" and d.response["status"]["attempt"] == 0 and d.response["children"] == []
 
 
-def test_a_drain_answered_again_from_a_stale_parent_makes_one_event() -> None:
-    """Found with the stand-in's parent cache 2 s behind: the restart row answered three times from
-    the same cached parent (Running, no Drained), each stamping Drained=False with its own time;
-    each answer is a DrainWaiting transition, and keyed by that time they made three Events."""
-    request = job_request(keying="v2", spec=job_spec(max_restarts=1), status={"phase": "Running", "attempt": 0})
-    observed = parse_request(request, "sync")
-    keys = set()
+def test_a_wait_begun_from_one_parent_version_is_stamped_the_same_whenever_answered() -> None:
+    """The restart row answered from one cached parent version at 00:00:09, :10 and :11 stamped
+    three Drained times, and the cache replayed the writes alternately: 13 status writes in 5 s.
+    Stamped from the request's own evidence (when the API server wrote that version, the failed
+    JobSet's condition), every answer of that version writes the same status."""
+    failed = jobset_child("train", 0, state="Failed")
+    failed["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:05Z"
+    request = job_request(keying="v2", spec=job_spec(max_restarts=1), jobsets=[failed],
+                          status={"phase": "Running", "attempt": 0, "workload": "train-0",
+                                  "startTime": "2026-01-01T00:00:01Z"})
+    request["parent"]["metadata"]["managedFields"] = [
+        {"manager": "metacontroller", "operation": "Update", "subresource": "status", "time": "2026-01-01T00:00:02Z"},
+        {"manager": "kubectl", "operation": "Update", "time": "not a time"}]
+    answers = []
     for second in (9, 10, 11):
-        status = {"phase": "Restarting", "attempt": 0, "restarts": 1, "workload": "train-0",
-                  "conditions": [{"type": "Drained", "status": "False", "reason": "WorkloadPresent",
-                                  "message": "waiting for JobSet train-0 to be deleted",
-                                  "lastTransitionTime": f"2026-01-01T00:00:{second:02d}Z"}]}
-        keys |= {e.key for e in transition_events(observed.status, status) if e.reason == "DrainWaiting"}
-    assert keys == {"DrainWaiting/Restarting/0"}
+        now = datetime(2026, 1, 1, 0, 0, second, tzinfo=UTC)
+        answers.append(decide(parse_request(request, "sync"), FakeReader(pods_of("train", 0)), now).response)
+    assert answers[0] == answers[1] == answers[2]
+    drained = next(c for c in answers[0]["status"]["conditions"] if c["type"] == "Drained")
+    assert (drained["status"], drained["lastTransitionTime"]) == ("False", "2026-01-01T00:00:05Z")
+
+
+def test_a_request_without_server_times_stamps_now_as_before() -> None:
+    failed = jobset_child("train", 0, state="Failed")
+    request = job_request(keying="v2", spec=job_spec(max_restarts=1), jobsets=[failed],
+                          status={"phase": "Running", "attempt": 0, "workload": "train-0"})
+    answer = decide(parse_request(request, "sync"), FakeReader(pods_of("train", 0)), NOW).response
+    drained = next(c for c in answer["status"]["conditions"] if c["type"] == "Drained")
+    assert drained["lastTransitionTime"] == "2026-01-01T00:00:00Z"

@@ -23,12 +23,15 @@ JobSet) is the one place it enters the status: ``Drained``, ``DrainStuck``, ``Fo
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core import stuckwait
+from hooks.core.deadlines import parse_time
 from hooks.core.evidence import list_names
 from hooks.core.observed import InvalidRequest
 from hooks.core.reads import failed_words
@@ -164,8 +167,33 @@ def barrier(ctx: Context, conditions: list[dict[str, Any]], *, through: int) -> 
     drain = Drain(jobsets, tuple(workers), tuple(launchers), tuple(job_names(jobs)))
     if drain.passed:
         return drain
-    return replace(drain, stuck=stuckwait.wait(ctx, stuckwait.waiting_since(conditions, ctx.now),
+    return replace(drain, stuck=stuckwait.wait(ctx, stuckwait.waiting_since(conditions, wait_stamp(ctx)),
                                                [*workers, *launchers]))
+
+
+def wait_stamp(ctx: Context) -> datetime:
+    """The ``lastTransitionTime`` of a wait that begins in this answer (``Drained`` turning False):
+    the newest time the request's own evidence carries (``Observed.version_times``: when the
+    API server wrote this version of the parent, or its deletionTimestamp; and the observed
+    JobSets' and Workloads' condition times), never past ``now``; ``now`` when the parent carries no
+    such time (a request built by hand). Not ``now`` itself: Metacontroller answers from its cache,
+    so one parent version is answered several times (issue 21), and each answer stamping its own
+    ``now`` wrote times that the cache then replayed alternately, a status that never settled."""
+    stamps = []
+    for text in ctx.observed.version_times:
+        with contextlib.suppress(ValueError):
+            stamps.append(parse_time(text))
+    if not stamps:
+        return ctx.now
+    for child in (*ctx.observed.jobsets, *ctx.observed.workloads):
+        status = child.get("status")
+        conditions = status.get("conditions") if isinstance(status, Mapping) else None
+        for condition in conditions if isinstance(conditions, list) else ():
+            if isinstance(condition, Mapping) and isinstance(condition.get("lastTransitionTime"), str):
+                with contextlib.suppress(ValueError):
+                    stamps.append(parse_time(condition["lastTransitionTime"]))
+    newest = max((stamp for stamp in stamps if stamp is not None), default=None)
+    return ctx.now if newest is None else min(newest, ctx.now)
 
 
 def record(ctx: Context, work: Work, drain: Drain) -> None:
@@ -188,7 +216,9 @@ def _record(ctx: Context, work: Work, drain: Drain, *, drained: bool) -> None:
     """``record``; ``drained``: whether the ``Drained`` condition is set."""
     conditions = work.conditions
     if drained:
-        conditions = cond.set_condition(conditions, DRAINED, *drain.drained(), ctx.now)
+        status, reason, message = drain.drained()
+        when = wait_stamp(ctx) if status == cond.FALSE else ctx.now
+        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, when)
     work.conditions = stuckwait.conditions(ctx, conditions, drain.stuck)
     if drain.error is None:
         work.active_pods = len(drain.workers)

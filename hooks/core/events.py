@@ -3,9 +3,8 @@
 Pure: reads the request's ``parent.status`` (``Observed.status``), the answer's new status and the
 writes it asks for (``Decision.actions``). An event is made only by a *transition* between the
 two statuses, so a status fed back (a fixed point) makes none. Each event carries a ``key`` built
-from the new status alone (the attempt, the phase, a condition's ``lastTransitionTime``): the same
-transition answered twice (Metacontroller calling again before its status write lands, or from a
-parent its cache holds behind the live one) has the same key, and
+from the new status alone (the attempt, a condition's ``lastTransitionTime``): the same transition
+answered twice (Metacontroller calling again before its status write lands) has the same key, and
 ``hooks.server.effects`` names the Event object after it, so the API server itself refuses the second
 (409) whichever process or replica sends it.
 
@@ -77,16 +76,13 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
         why = failure.get("message", "it failed")
         add("Restarting", WARNING, "Restart", f"restarting attempt {attempt} because {why} "
             f"(cause {failure.get('cause', 'default')}; {counted})", str(attempt))
-    # A drain's Events are keyed by the phase and attempt it belongs to, not by the time stamped on
-    # Drained: answers from a parent Metacontroller's cache holds behind the live one stamp that time
-    # again (issue 21), and the same drain must still make one Event.
     drained = turned("Drained", "False")
     if drained is not None:
-        add("DrainWaiting", NORMAL, "Drain", str(drained.get("message", "")), f"{after}/{attempt}")
+        add("DrainWaiting", NORMAL, "Drain", str(drained.get("message", "")), str(drained.get("lastTransitionTime")))
     passed = turned("Drained", "True")
     if passed is not None and (old.get("Drained") or {}).get("status") in ("False", "Unknown"):
         add("DrainPassed", NORMAL, "Drain", "drain passed: no active pod (confirmed with the API server)",
-            f"{after}/{attempt}")
+            str(passed.get("lastTransitionTime")))
     stuck = turned("DrainStuck", "True")
     if stuck is not None:
         add("DrainStuck", WARNING, "Drain", str(stuck.get("message", "")), str(stuck.get("lastTransitionTime")))

@@ -92,6 +92,10 @@ class Observed:
     uid: str = ""
     creation_timestamp: str = ""
     """``parent.metadata.creationTimestamp`` (set by the API server): evidence for the status' times."""
+    version_times: tuple[str, ...] = ()
+    """The times the API server stamped on this version of the parent: its ``managedFields`` times
+    and, with them, its ``deletionTimestamp``, as found (unparsed; none in a request built by hand
+    or recorded without ``managedFields``)."""
     # ---- issue 14 (Kueue, hooks.core.queueing): what the request says about queueing ----
     labels: Mapping[str, str] = field(default_factory=dict)
     """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
@@ -103,6 +107,18 @@ class Observed:
     """Related WorkloadPriorityClasses (``PRIORITY_CLASS_GROUP``): name -> value."""
     flavors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Related ResourceFlavors (``FLAVOR_GROUP``): name -> ``spec`` (``nodeLabels``, ``tolerations``)."""
+
+
+def _version_times(metadata: Mapping[str, Any]) -> tuple[str, ...]:
+    """``Observed.version_times``: every string ``managedFields[].time``, and the deletionTimestamp
+    when there is one of those; anything else there is ignored (server-set metadata, never a reason
+    to refuse the request)."""
+    fields = metadata.get("managedFields")
+    entries = fields if isinstance(fields, list) else []
+    found = [entry.get("time") for entry in entries if isinstance(entry, Mapping)]
+    found = [time for time in found if isinstance(time, str) and time]
+    deletion = metadata.get("deletionTimestamp")
+    return (*found, deletion) if found and isinstance(deletion, str) and deletion else tuple(found)
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -147,7 +163,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     flavors = _parse_flavors(related.get(FLAVOR_GROUP))
     return Observed(namespace=namespace, name=name, generation=generation, deleting=bool(deletion),
                     finalizing=finalizing, spec=spec, status=status, jobsets=jobsets, hook=hook, uid=uid,
-                    creation_timestamp=creation_timestamp,
+                    creation_timestamp=creation_timestamp, version_times=_version_times(metadata),
                     labels=dict(labels), workloads=workloads, workloads_enabled=WORKLOAD_GROUP in children,
                     priority_classes=priority_classes, flavors=flavors)
 

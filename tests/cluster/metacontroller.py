@@ -194,12 +194,13 @@ class CompositeControllerStandIn:
         group, _, version = api_version.rpartition("/")
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:
-            data = self.api_client.call_api(path, "GET", response_type="object", auth_settings=["BearerToken"],
-                                            _return_http_data_only=True, _request_timeout=REQUEST_TIMEOUT)
+            raw = self.api_client.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
+                                           _return_http_data_only=True, _request_timeout=REQUEST_TIMEOUT)
         except ApiException as exc:
             if exc.status == 404:
                 return False
             raise BackendError(f"building {self.name}: discovery of {api_version}: {exc.status}") from exc
+        data = json.loads(raw.data)
         return any(r.get("name") == resource for r in (data or {}).get("resources") or [])
 
     def _read(self) -> dict[str, Any]:
@@ -848,7 +849,24 @@ class Metacontroller:
             count = len(writes)
         if count == HOT_LOOP_WRITES + 1:
             self.invariants.fail(f"{key[1]}: {count} status writes in {HOT_LOOP_SECONDS:g} s: the hooks' status "
-                                 "never settles (a hot loop)")
+                                 f"never settles (a hot loop); the last writes changed {self._churn(key)}")
+
+    def _churn(self, key: Key) -> list[str]:
+        """What the last status writes of ``key`` changed: top-level fields and condition fields."""
+        with self._lock:
+            writes = [(before, after) for _, k, before, after in self.status_log[-40:] if k == key][-HOT_LOOP_WRITES:]
+        changed: set[str] = set()
+        for before, after in writes:
+            for field in set(before) | set(after):
+                if field != "conditions" and before.get(field) != after.get(field):
+                    changed.add(f"{field}: {str(before.get(field))[:60]} -> {str(after.get(field))[:60]}")
+            old = {c.get("type"): c for c in before.get("conditions") or []}
+            for condition in after.get("conditions") or []:
+                prior = old.get(condition.get("type")) or {}
+                for part in ("status", "reason", "lastTransitionTime"):
+                    if prior.get(part) != condition.get(part):
+                        changed.add(f"{condition.get('type')}.{part}: {prior.get(part)} -> {condition.get(part)}")
+        return sorted(changed)[:12]
 
     def _sync_error_event(self, key: Key, message: str) -> None:
         """The ``SyncError`` Warning Event on the parent, as client-go's recorder sends it: an
