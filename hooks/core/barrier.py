@@ -172,7 +172,8 @@ def barrier(ctx: Context, conditions: list[dict[str, Any]], *, through: int) -> 
 
 
 def wait_stamp(ctx: Context) -> datetime:
-    """The ``lastTransitionTime`` of a wait that begins in this answer (``Drained`` turning False):
+    """The ``lastTransitionTime`` of a ``Drained`` transition in this answer (a wait that begins,
+    passes, or cannot be judged):
     the newest time the request's own evidence carries (``Observed.version_times``: when the
     API server wrote this version of the parent, or its deletionTimestamp; and the observed
     JobSets' and Workloads' condition times), never past ``now``; ``now`` when the parent carries no
@@ -216,9 +217,8 @@ def _record(ctx: Context, work: Work, drain: Drain, *, drained: bool) -> None:
     """``record``; ``drained``: whether the ``Drained`` condition is set."""
     conditions = work.conditions
     if drained:
-        status, reason, message = drain.drained()
-        when = wait_stamp(ctx) if status == cond.FALSE else ctx.now
-        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, when)
+        status, reason, message = drain.drained()  # every transition stamped from the evidence (wait_stamp)
+        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, wait_stamp(ctx))
     work.conditions = stuckwait.conditions(ctx, conditions, drain.stuck)
     if drain.error is None:
         work.active_pods = len(drain.workers)

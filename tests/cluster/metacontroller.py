@@ -192,16 +192,16 @@ class CompositeControllerStandIn:
         """Whether discovery serves ``resource`` in ``api_version`` (Metacontroller's resource map,
         refreshed every ``--discovery-interval``; read here when building)."""
         group, _, version = api_version.rpartition("/")
-        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:
-            raw = self.api_client.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
-                                           _return_http_data_only=True, _request_timeout=REQUEST_TIMEOUT)
+            if group:
+                found = self.custom.get_api_resources(group, version, _request_timeout=REQUEST_TIMEOUT)
+            else:
+                found = self.core.get_api_resources(_request_timeout=REQUEST_TIMEOUT)
         except ApiException as exc:
             if exc.status == 404:
                 return False
             raise BackendError(f"building {self.name}: discovery of {api_version}: {exc.status}") from exc
-        data = json.loads(raw.data)
-        return any(r.get("name") == resource for r in (data or {}).get("resources") or [])
+        return any(r.name == resource for r in found.resources or [])
 
     def _read(self) -> dict[str, Any]:
         return dict(self.custom.get_cluster_custom_object("metacontroller.k8s.io", "v1alpha1", "compositecontrollers",

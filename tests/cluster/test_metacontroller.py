@@ -127,19 +127,19 @@ def plane(control_plane: ControlPlane, installed: dict[str, str]) -> ControlPlan
 # -- facts 1, 2 ------------------------------------------------------------------------------------
 
 def test_a_stale_answer_overwrites_a_newer_status_with_the_live_resource_version(plane: ControlPlane) -> None:
-    bench = Bench(plane, lambda path, request: ok({"phase": "FromHook"}), staleness=Staleness(restart_lag=60.0))
+    bench = Bench(plane, lambda path, request: ok({"phase": "Pending"}), staleness=Staleness(restart_lag=60.0))
     bench.create("lww")
     bench.settle(0.5)
     job = bench.job("lww")
-    assert FINALIZER in job["metadata"]["finalizers"] and job["status"]["phase"] == "FromHook"
+    assert FINALIZER in job["metadata"]["finalizers"] and job["status"]["phase"] == "Pending"
     bench.mc.parent_cache.restarted(time.monotonic())  # the cache keeps this version of the Job
-    job["status"] = {"phase": "Newer"}
+    job["status"] = {"phase": "Running"}
     bench.custom.replace_namespaced_custom_object_status(GROUP, VERSION, bench.namespace, "jobs", "lww", job)
     bench.mc.refresh()
     call = bench.mc.reconcile(bench.namespace, "lww")
-    assert call is not None and call.request["parent"]["status"]["phase"] == "FromHook", "a stale parent"
-    assert bench.job("lww")["status"] == {"phase": "FromHook", "observedGeneration": 1}, "the last writer wins"
-    assert bench.mc.status_log[-1][2] == {"phase": "Newer"}, "written over the live status, not the cached one"
+    assert call is not None and call.request["parent"]["status"]["phase"] == "Pending", "a stale parent"
+    assert bench.job("lww")["status"] == {"phase": "Pending", "observedGeneration": 1}, "the last writer wins"
+    assert bench.mc.status_log[-1][2] == {"phase": "Running"}, "written over the live status, not the cached one"
 
 
 # -- fact 3 ----------------------------------------------------------------------------------------
@@ -147,7 +147,7 @@ def test_a_stale_answer_overwrites_a_newer_status_with_the_live_resource_version
 def test_finalized_removes_the_finalizer_first_and_the_last_status_is_never_written(plane: ControlPlane) -> None:
     def answer(path: str, request: dict[str, Any]) -> tuple[int, Any]:
         if path == "/finalize":
-            return ok({"phase": "Finalized"}, finalized=True)
+            return ok({"phase": "Terminating", "message": "the last status"}, finalized=True)
         return ok({"phase": "Running"})
     bench = Bench(plane, answer)
     bench.create("fin")
@@ -158,7 +158,7 @@ def test_finalized_removes_the_finalizer_first_and_the_last_status_is_never_writ
     with pytest.raises(ApiException) as gone:
         bench.job("fin")
     assert gone.value.status == 404
-    assert all(after.get("phase") != "Finalized" for _, _, _, after in bench.mc.status_log)
+    assert all(after.get("message") != "the last status" for _, _, _, after in bench.mc.status_log)
 
 
 # -- fact 4 ----------------------------------------------------------------------------------------
@@ -209,15 +209,18 @@ def test_children_created_with_owner_label_and_last_applied_never_updated_delete
 def test_orphans_are_adopted_strays_released_and_a_child_off_the_selector_fails_the_sync(
         plane: ControlPlane) -> None:
     wrong: list[Any] = []
-    bench = Bench(plane, lambda path, request: ok({"phase": "Running"}, [jobset("ad-0"), *wrong]))
+    kept = [jobset("ad-0")]  # an adopted child is the parent's: an answer that omits it deletes it
+    bench = Bench(plane, lambda path, request: ok({"phase": "Running"}, [*kept, *wrong]))
     uid = bench.create("ad")
     bench.settle(0.5)
     orphan = jobset("ad-orphan", **{"controller-uid": uid})
+    kept.append(jobset("ad-orphan"))
     bench.custom.create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", bench.namespace, "jobsets", orphan)
     bench.settle(0.5)
     owners = bench.jobsets()["ad-orphan"]["metadata"].get("ownerReferences") or []
     assert [o["uid"] for o in owners if o.get("controller")] == [uid], "a matching orphan is adopted"
     assert f"{bench.namespace}/ad-orphan" in bench.hook.requests[-1][1]["children"]["JobSet.jobset.x-k8s.io/v1alpha2"]
+    kept.pop()
     bench.custom.patch_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", bench.namespace, "jobsets", "ad-orphan",
                                                 {"metadata": {"labels": {"controller-uid": "someone-else"}}})
     bench.settle(0.5)
