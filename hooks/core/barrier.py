@@ -167,13 +167,13 @@ def barrier(ctx: Context, conditions: list[dict[str, Any]], *, through: int) -> 
     drain = Drain(jobsets, tuple(workers), tuple(launchers), tuple(job_names(jobs)))
     if drain.passed:
         return drain
-    return replace(drain, stuck=stuckwait.wait(ctx, stuckwait.waiting_since(conditions, wait_stamp(ctx)),
+    return replace(drain, stuck=stuckwait.wait(ctx, stuckwait.waiting_since(conditions, evidence_time(ctx)),
                                                [*workers, *launchers]))
 
 
-def wait_stamp(ctx: Context) -> datetime:
-    """The ``lastTransitionTime`` of a ``Drained`` transition in this answer (a wait that begins,
-    passes, or cannot be judged):
+def evidence_time(ctx: Context) -> datetime:
+    """The time stamped on a transition this answer makes (``Drained``'s ``lastTransitionTime``;
+    ``completionTime``, ``hooks.core.rows.deadline``):
     the newest time the request's own evidence carries (``Observed.version_times``: when the
     API server wrote this version of the parent, or its deletionTimestamp; and the observed
     JobSets' and Workloads' condition times), never past ``now``; ``now`` when the parent carries no
@@ -217,8 +217,8 @@ def _record(ctx: Context, work: Work, drain: Drain, *, drained: bool) -> None:
     """``record``; ``drained``: whether the ``Drained`` condition is set."""
     conditions = work.conditions
     if drained:
-        status, reason, message = drain.drained()  # every transition stamped from the evidence (wait_stamp)
-        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, wait_stamp(ctx))
+        status, reason, message = drain.drained()  # every transition stamped from the evidence (evidence_time)
+        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, evidence_time(ctx))
     work.conditions = stuckwait.conditions(ctx, conditions, drain.stuck)
     if drain.error is None:
         work.active_pods = len(drain.workers)

@@ -28,6 +28,7 @@ def write_status(world: ClusterWorld, name: str, status: dict[str, Any]) -> None
     assert job is not None
     job["status"] = status
     world.backend.custom.replace_namespaced_custom_object_status(GROUP, VERSION, world.namespace, "jobs", name, job)
+    world.driver.refresh()  # the informer receives the write now, and serves it once its lag has passed
     time.sleep(world.driver.staleness.lag + 0.2)
     assert world.status(name) == status, "nothing else wrote the status meanwhile"
 
