@@ -23,7 +23,6 @@ JobSet) is the one place it enters the status: ``Drained``, ``DrainStuck``, ``Fo
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -180,19 +179,15 @@ def evidence_time(ctx: Context) -> datetime:
     such time (a request built by hand). Not ``now`` itself: Metacontroller answers from its cache,
     so one parent version is answered several times (issue 21), and each answer stamping its own
     ``now`` wrote times that the cache then replayed alternately, a status that never settled."""
-    stamps = []
-    for text in ctx.observed.version_times:
-        with contextlib.suppress(ValueError):
-            stamps.append(parse_time(text))
-    if not stamps:
+    stamps = [_time_or_none(text) for text in ctx.observed.version_times]
+    if not any(stamps):
         return ctx.now
     for child in (*ctx.observed.jobsets, *ctx.observed.workloads):
         status = child.get("status")
         conditions = status.get("conditions") if isinstance(status, Mapping) else None
         for condition in conditions if isinstance(conditions, list) else ():
             if isinstance(condition, Mapping) and isinstance(condition.get("lastTransitionTime"), str):
-                with contextlib.suppress(ValueError):
-                    stamps.append(parse_time(condition["lastTransitionTime"]))
+                stamps.append(_time_or_none(condition["lastTransitionTime"]))
     newest = max((stamp for stamp in stamps if stamp is not None), default=None)
     return ctx.now if newest is None else min(newest, ctx.now)
 
@@ -313,6 +308,14 @@ def ahead_of(ctx: Context, attempt: int, through: int) -> int | None:
                           for p in pods) if n is not None]
     newest = max(found, default=attempt)
     return newest if newest > attempt else None
+
+
+def _time_or_none(text: str) -> datetime | None:
+    """``text`` as a time (``hooks.core.deadlines.parse_time``), ``None`` when it is not one."""
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
 
 
 def last_attempt(ctx: Context, attempt: int, pods: list[Mapping[str, Any]]) -> int:
