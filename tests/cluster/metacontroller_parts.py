@@ -366,7 +366,9 @@ class LaggedCache(Generic[T]):
     (``failed``); ``view(now)`` is what the store holds at ``now``: the newest list at least
     ``lag`` seconds old (the oldest one while none is), or, in the ``restart_lag`` seconds after
     the first list that succeeded after a failure, the view at the failure. ``None`` before any
-    list succeeded (an informer not synced yet)."""
+    list succeeded (an informer not synced yet). A change is "received" when a list sees it: after
+    a long pause between lists the view can lag more than ``lag`` (a test that writes and then
+    waits lists once right after its write: ``Metacontroller.refresh``)."""
 
     def __init__(self, lag: float, restart_lag: float = 0.0) -> None:
         self.lag, self.restart_lag = lag, restart_lag
