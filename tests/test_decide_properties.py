@@ -9,16 +9,27 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from hooks.core.actions import ForceDeletePod
-from hooks.core.decide import decide
+from hooks.core.barrier import StaleRequest
+from hooks.core.decide import Decision
+from hooks.core.decide import decide as decide_or_refuse
 from hooks.core.evidence import current_attempt
 from hooks.core.observed import Observed, parse_request
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, is_active
 from tests.fake_reader import FakeReader, job_request, job_spec, jobset_child, make_pod
 from tests.test_jobset import schema_errors
+
+
+def decide(observed: Observed, reader: FakeReader, now: datetime) -> Decision:
+    """``hooks.core.decide.decide``; a request the hooks refuse as behind the cluster (``StaleRequest``,
+    a 409: no answer, nothing written, issue 21) is no case of the properties about answers."""
+    try:
+        return decide_or_refuse(observed, reader, now)
+    except StaleRequest:
+        reject()
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = NOW + timedelta(hours=1)

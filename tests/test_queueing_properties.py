@@ -9,9 +9,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hooks.core.decide import decide
 from tests.fake_reader import FakeReader, workload_child
-from tests.test_decide_properties import JOB, LATER, NOW, fast, no_live_pod_of_the_job, observe, scenarios
+from tests.test_decide_properties import JOB, LATER, NOW, decide, fast, no_live_pod_of_the_job, observe, scenarios
 
 STATES = ["", "pending", "admitted", "evicted"]
 

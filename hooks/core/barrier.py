@@ -25,11 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core import stuckwait
+from hooks.core.deadlines import parse_time
 from hooks.core.evidence import list_names
+from hooks.core.observed import InvalidRequest
 from hooks.core.reads import failed_words
 from hooks.core.stuckwait import NOT_KNOWN, StuckWait
 from hooks.core.vocab import Reason
@@ -164,8 +167,30 @@ def barrier(ctx: Context, conditions: cond.Conditions, *, through: int) -> Drain
     drain = Drain(jobsets, tuple(workers), tuple(launchers), tuple(job_names(jobs)))
     if drain.passed:
         return drain
-    return replace(drain, stuck=stuckwait.wait(ctx, stuckwait.waiting_since(conditions, ctx.now),
+    return replace(drain, stuck=stuckwait.wait(ctx, stuckwait.waiting_since(conditions, evidence_time(ctx)),
                                                [*workers, *launchers]))
+
+
+def evidence_time(ctx: Context) -> datetime:
+    """The time stamped on a transition this answer makes (``Drained``'s ``lastTransitionTime``;
+    ``completionTime``, ``hooks.core.rows.deadline``):
+    the newest time the request's own evidence carries (``Observed.version_times``: when the
+    API server wrote this version of the parent, or its deletionTimestamp; and the observed
+    JobSets' and Workloads' condition times), never past ``now``; ``now`` when the parent carries no
+    such time (a request built by hand). Not ``now`` itself: Metacontroller answers from its cache,
+    so one parent version is answered several times (issue 21), and each answer stamping its own
+    ``now`` wrote times that the cache then replayed alternately, a status that never settled."""
+    stamps = [_time_or_none(text) for text in ctx.observed.version_times]
+    if not any(stamps):
+        return ctx.now
+    for child in (*ctx.observed.jobsets, *ctx.observed.workloads):
+        status = child.get("status")
+        conditions = status.get("conditions") if isinstance(status, Mapping) else None
+        for condition in conditions if isinstance(conditions, list) else ():
+            if isinstance(condition, Mapping) and isinstance(condition.get("lastTransitionTime"), str):
+                stamps.append(_time_or_none(condition["lastTransitionTime"]))
+    newest = max((stamp for stamp in stamps if stamp is not None), default=None)
+    return ctx.now if newest is None else min(newest, ctx.now)
 
 
 def record(ctx: Context, work: Work, drain: Drain) -> None:
@@ -188,7 +213,8 @@ def _record(ctx: Context, work: Work, drain: Drain, *, drained: bool) -> None:
     """``record``; ``drained``: whether the ``Drained`` condition is set."""
     conditions = work.conditions
     if drained:
-        conditions = cond.set_condition(conditions, DRAINED, *drain.drained(), ctx.now)
+        status, reason, message = drain.drained()  # every transition stamped from the evidence (evidence_time)
+        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, evidence_time(ctx))
     work.conditions = stuckwait.conditions(ctx, conditions, drain.stuck)
     if drain.error is None:
         work.active_pods = len(drain.workers)
@@ -258,6 +284,39 @@ def may_create_pods(job: Mapping[str, Any]) -> bool:
 def job_names(jobs: list[Mapping[str, Any]]) -> list[str]:
     """The names of ``jobs``, unique and sorted."""
     return sorted({str((job.get("metadata") or {}).get("name", "")) for job in jobs})
+
+
+class StaleRequest(InvalidRequest):
+    """The request is behind the cluster (Metacontroller's informer cache lags): the live reads
+    show an attempt past the one the answer would write. A 409: Metacontroller writes nothing and
+    asks again, with a fresher parent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(409, message)
+
+
+def ahead_of(ctx: Context, attempt: int, through: int) -> int | None:
+    """The newest attempt past ``attempt`` that the barrier's live reads (``drain_reads`` through
+    ``through``, made once per call: no read again) name, by the pods' attempt and ``jobset-name``
+    labels and the batch Jobs' ``jobset-name`` labels; ``None`` when none does or a read failed."""
+    try:
+        pods, jobs = drain_reads(ctx, through)
+    except PodReadError:
+        return None
+    names = [str(((o.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL, "")) for o in [*pods, *jobs]]
+    found = [n for n in (attempt_in_name(ctx.job, name) for name in names) if n is not None]
+    found += [n for n in (attempt_number(str(((p.get("metadata") or {}).get("labels") or {}).get(ATTEMPT_LABEL, "")))
+                          for p in pods) if n is not None]
+    newest = max(found, default=attempt)
+    return newest if newest > attempt else None
+
+
+def _time_or_none(text: str) -> datetime | None:
+    """``text`` as a time (``hooks.core.deadlines.parse_time``), ``None`` when it is not one."""
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
 
 
 def last_attempt(ctx: Context, attempt: int, pods: list[Mapping[str, Any]]) -> int:

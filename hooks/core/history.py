@@ -11,8 +11,11 @@ An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
 
 - ``attempt``, ``jobSet``: the attempt's number and its JobSet's name;
 - ``created``: the JobSet's ``creationTimestamp`` when the entry is made from an observed JobSet,
-  else when the hooks first answered that JobSet (``now`` of that call);
-- ``started``: the first call that found the attempt ``Running`` (a pod of it active);
+  else when the hooks first answered that JobSet (``barrier.evidence_time`` of that call: its ``now``
+  unless the parent carries the API server's write times, so that every answer Metacontroller makes
+  from one cached parent version writes the same entry);
+- ``started``: the first call that found the attempt ``Running`` (a pod of it active), stamped the
+  same way;
 - ``ended`` and ``outcome``: ``Succeeded`` or ``Failed`` at the time of the JobSet's ``Completed``
   or ``Failed`` condition (``Failed`` is written once the failure policy judged it; ``Preempted``
   when the first failing pod's ``DisruptionTarget`` reason is a preemption); ``Suspended``,
@@ -46,6 +49,7 @@ from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core import deadlines, queueing
+from hooks.core.barrier import evidence_time
 from hooks.core.evidence import COMPLETED, FAILED, jobset_state
 from hooks.core.historyentry import ENTRY_KEYS, MAX_ENTRIES, STRING_LIMITS
 from hooks.core.jobset import KIND as JOBSET_KIND
@@ -113,7 +117,7 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
             _drain(ctx, work, entry)
     current = entries.get(work.attempt)
     if current is not None and work.phase == RUNNING and "started" not in current and "outcome" not in current:
-        current["started"] = deadlines.stamp(ctx.now)
+        current["started"] = deadlines.stamp(evidence_time(ctx))
     most = limit(ctx.observed.spec)
     kept = sorted(entries)[-most:]
     # Only entries the status held are counted when let go: one made in this call and not kept (a
@@ -132,7 +136,7 @@ def _opened(ctx: Context, number: int, jobset: Mapping[str, Any] | None) -> Entr
     """A new entry: the attempt, its JobSet, and when it was created (``created``: the module doc)."""
     created = _moment(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
     if created is None or created > _utc(ctx.now):
-        created = _utc(ctx.now)
+        created = _utc(evidence_time(ctx))
     return {"attempt": number, "jobSet": workload_name(ctx.job, number), "created": deadlines.stamp(created)}
 
 

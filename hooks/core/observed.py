@@ -76,6 +76,10 @@ class Observed:
     uid: str = ""
     creation_timestamp: str = ""
     """``parent.metadata.creationTimestamp`` (set by the API server): evidence for the status' times."""
+    version_times: tuple[str, ...] = ()
+    """The times the API server stamped on this version of the parent: its ``managedFields`` times
+    and, with them, its ``deletionTimestamp``, as found (unparsed; none in a request built by hand
+    or recorded without ``managedFields``)."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
     workloads: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
@@ -86,6 +90,20 @@ class Observed:
     """Related WorkloadPriorityClasses (``PRIORITY_CLASS_GROUP``): name -> value."""
     flavors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Related ResourceFlavors (``FLAVOR_GROUP``): name -> ``spec`` (``nodeLabels``, ``tolerations``)."""
+
+
+def _version_times(metadata: object) -> tuple[str, ...]:
+    """``Observed.version_times``: every string ``managedFields[].time``, and the deletionTimestamp
+    when there is one of those; anything else there is ignored (server-set metadata, never a reason
+    to refuse the request)."""
+    if not isinstance(metadata, Mapping):
+        return ()
+    fields = metadata.get("managedFields")
+    entries = fields if isinstance(fields, list) else []
+    found = [entry.get("time") for entry in entries if isinstance(entry, Mapping)]
+    found = [time for time in found if isinstance(time, str) and time]
+    deletion = metadata.get("deletionTimestamp")
+    return (*found, deletion) if found and isinstance(deletion, str) and deletion else tuple(found)
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -122,7 +140,8 @@ def parse_request(payload: object, hook: str) -> Observed:
                     spec=raw_parent.get("spec") or {}, status=parent.status or Status(),
                     jobsets=_jobsets(_group(children, JOBSET_GROUP, "children"), namespace), hook=hook,
                     uid=metadata.uid or "",
-                    creation_timestamp=metadata.creation_timestamp, labels=dict(metadata.labels),
+                    creation_timestamp=metadata.creation_timestamp,
+                    version_times=_version_times(raw_parent.get("metadata")), labels=dict(metadata.labels),
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
                     priority_classes=_priority_classes(_group(related, PRIORITY_CLASS_GROUP, "related")),

@@ -1,53 +1,122 @@
-"""``ApiBackend``: the e2e driver's Jobs and JobSets kept in a real kube-apiserver.
+"""Metacontroller v4.17.2's stand-in on the cluster tier: ``Metacontroller`` runs CompositeController
+``nvcre-jobs`` over a real API server the way Metacontroller's own code does (its source:
+``pkg/controller/composite/controller.go``, ``pkg/controller/common/manage_children.go``,
+``pkg/controller/common/finalizer/finalizer.go``, ``pkg/dynamic/clientset``, ``pkg/hooks``; the
+facts are in reference/metacontroller-facts.md, "Runtime behaviour", numbered as below):
 
-With it, ``tests.e2e.driver.Driver`` does what Metacontroller's CompositeController does to a real
-server (reference/metacontroller-facts.md §1, §2, §5):
+1. The parent and the children come from informer caches (``LaggedCache``): with a ``Staleness``
+   the request carries what the server held ``lag`` (parents) and ``child_lag`` (children)
+   seconds ago, and after the API server came back from an outage, what it held before it for
+   ``restart_lag`` more seconds; events (a parent or child added, changed, gone) are seen on the
+   cache, not on the server. ``TIER_STALENESS`` in tests/cluster/world.py turns it on.
+2. ``_update_status`` GETs the live Job and writes the answer's status (``observedGeneration``
+   added) with the live resourceVersion, retrying on conflict: a stale answer overwrites a newer
+   status. Children are managed first; a failed child write does not stop the status write
+   (``AlreadyExists`` ignored) but fails the sync afterwards.
+3. ``finalized: true`` removes the finalizer (GET live, update) at once, before the children and
+   the status: the Job may be gone, and then the last status is never written.
+4. With ``foregroundDeletion``/``orphan`` on a Job being deleted, ``/finalize`` is called but no
+   child is created or deleted.
+5. Omitted children are deleted with ``propagationPolicy: Background`` and a UID precondition,
+   children being deleted are skipped, existing ones are never updated (``OnDelete``).
+6. The answer is decoded strictly (v2) into typed fields (``metacontroller_parts.decode_response``);
+   anything it refuses fails the sync, and is an invariant violation (the hooks must never).
+7. Children are selected by ``controller-uid``; matching orphans are adopted (after a live read of
+   the parent), owned children that stop matching are released; a desired child that does not
+   match fails the whole sync; a create carries the last-applied annotation.
+8. ``workers`` (5) parents are synced at once; every API call of Metacontroller's own goes through
+   client-go's QPS 5 / burst 10; a failed sync records a ``SyncError`` Warning Event and is
+   requeued by ``DefaultControllerRateLimiter`` (10 qps / burst 100, per item 5 ms doubling); a
+   429 is requeued after its ``Retry-After``.
+9. ``resyncPeriodSeconds`` re-enqueues every cached parent at once, backing off or not;
+   ``resyncAfterSeconds`` requeues that parent once.
+10. With ``workloads`` (the manifests-kueue overlay) the ``/customize`` hook is called per Job and
+    cached per (uid, generation) for 20 minutes (a failed call fails the sync); the related
+    objects come from the cache.
+11. ``CompositeControllerStandIn`` builds the controller from the CompositeController object:
+    the hook token is read from its Secret then, and only then; it rebuilds when ``spec``
+    changes (or Metacontroller restarts); a child type not served by discovery yet stops the build.
 
-- it observes the NVCRE Jobs of its namespaces and, per Job, the JobSets that carry the
-  ``controller-uid`` label (``generateSelector``) and name the Job as their controller owner; both
-  are read once per round (Metacontroller reads its informers' caches, which lag as much);
-- a new child is created with the ``controller-uid`` label and a controller ownerReference
-  (``blockOwnerDeletion``), so the garbage collector removes it with its Job;
-- an omitted child is deleted with ``propagationPolicy: Background`` and a UID precondition, so its
-  Jobs and pods go later, in the background; a child already being deleted is left alone;
-- the status is written through the ``/status`` subresource with the Job's resourceVersion
-  (a conflict is a failed sync, retried);
-- the finalizer is added and removed with a merge patch on the read resourceVersion.
+The invariants (tests/e2e/invariants.py) are told of every answer and write: a JobSet created while
+another attempt's pod is active, one deleted outside a teardown, ``finalized`` too early, a status
+write that takes back ``attempt``/``restarts`` or a terminal phase (judged against the live status it
+replaces, so a stale answer is caught), and more than 12 status writes of one Job within 5 s (a
+hot loop: the status never settles).
 
-With ``workloads`` (Kueue on the tier, issue 14) Workloads are children too, read, created and
-deleted the same way (background propagation, UID precondition), and every WorkloadPriorityClass and
-ResourceFlavor is listed for the requests' ``related``.
-
-Every refused or failed write raises ``BackendError``; a failed read keeps the last objects read
-(the informers' cache keeps serving while the server is away).
-
-``CompositeControllerStandIn`` is what Metacontroller does with the CompositeController object itself
-(reference/metacontroller-facts.md, runtime behaviour 11): it builds the controller from the object's
-``spec``, reading the hook token from the Secret ``webhook.authorization.secretRef`` names then and
-only then; it rebuilds when the ``spec`` differs from the one it was built from (metadata, such as an
-annotation, changes nothing) or when Metacontroller restarts.
+Differences from the stand-in before issue 21 (``ApiBackend`` + ``tests.e2e.driver.Driver``): fresh
+lists every step instead of lagging caches; the status written with the cached resourceVersion (a
+conflict failed the sync) instead of the live one (last writer wins); the finalizer removed after
+the status write instead of before the children and the status; children managed under a GC
+finalizer; a shallow v2 check (unknown fields only) instead of typed decoding; no adoption,
+release or selector check, no last-applied annotation; one Job at a time, no client QPS, no global
+requeue limit, no ``SyncError`` Event; the resync per Job instead of one timer for all; related
+objects without a customize call; a hot loop judged by calls per step, not status writes.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import kubernetes
+import orjson
 from kubernetes.client import ApiException
 
 from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS
-from tests.e2e.driver import BackendError, Key, Obj
+from tests.cluster.metacontroller_parts import (
+    FRESH,
+    CustomizeCache,
+    DecodeError,
+    LaggedCache,
+    RequeueLimiter,
+    Response,
+    ResyncTimer,
+    SelectorError,
+    Staleness,
+    TokenBucket,
+    WorkQueue,
+    claim,
+    controller_of,
+    decode_response,
+    desired_children,
+    has_gc_finalizer,
+    with_last_applied,
+)
+from tests.e2e.driver import BackendError, Call, Key, Obj, Transport
+from tests.e2e.invariants import Invariants
 
 GROUP, VERSION = "nvcre.nvidia.com", "v1alpha1"
 JOBSET_GROUP, JOBSET_VERSION = "jobset.x-k8s.io", "v1alpha2"
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 RELATED = (("WorkloadPriorityClass", "workloadpriorityclasses"), ("ResourceFlavor", "resourceflavors"))
-"""The related objects of the manifests-kueue customize hook (hooks.core.queueing.customize_response)."""
+"""The related types the manifests-kueue customize hook may name (hooks.core.queueing.customize_response)."""
+CHILD_TYPES = {"JobSet": (JOBSET_GROUP, JOBSET_VERSION, "jobsets"),
+               "Workload": (KUEUE_GROUP, KUEUE_VERSION, "workloads")}
+GROUP_KEYS = {"JobSet": f"JobSet.{JOBSET_GROUP}/{JOBSET_VERSION}",
+              "Workload": f"Workload.{KUEUE_GROUP}/{KUEUE_VERSION}"}
 CONTROLLER = "nvcre-jobs"
+FINALIZER = f"metacontroller.io/compositecontroller-{CONTROLLER}"
 TOKEN_SECRET = ("nvcre-system", "nvcre-hooks-token")
 """The Secret the CompositeController's hooks name (manifests/compositecontroller.yaml); not shipped."""
+WORKERS = 5
+"""``--workers``: parents synced at once."""
+CLIENT_QPS, CLIENT_BURST = 5.0, 10
+"""``--client-go-qps`` / ``--client-go-burst``."""
+CONFLICT_RETRIES = 4
+"""client-go ``retry.DefaultBackoff``: 4 tries, 10 ms times 5 between them."""
+MAX_ROUNDS = 10
+"""Rounds of syncs in one ``reconcile_due`` (each round: a cache read, then up to ``WORKERS`` syncs)."""
+HOT_LOOP_WRITES, HOT_LOOP_SECONDS = 12, 5.0
+"""More status writes than this for one Job within these seconds is a hot loop (an invariant)."""
 
 
 def token_secret(token: str, previous: str = "") -> dict[str, Any]:
@@ -65,9 +134,11 @@ class CompositeControllerStandIn:
     hook, the bearer token read from its Secret when the controller was last built; ``builds``
     counts the builds. ``observe`` rebuilds only when the object's ``spec`` changed; ``restart``
     rebuilds as a restarted Metacontroller does; ``drive`` makes a ``Driver`` send the built token.
-    A Secret or key that cannot be read when building raises ``BackendError`` (no controller runs)."""
+    A Secret or key that cannot be read, or a child type not in discovery, when building raises
+    ``BackendError`` (no controller runs)."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient, name: str = CONTROLLER) -> None:
+        self.api_client = api_client
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
         self.core = kubernetes.client.CoreV1Api(api_client)
         self.name = name
@@ -85,6 +156,10 @@ class CompositeControllerStandIn:
         """Builds the controller: reads the object and, for each hook with ``authorization``, its
         Secret's key, now."""
         spec = self._read()["spec"]
+        for child in spec.get("childResources") or []:
+            if not self._discovered(child["apiVersion"], child["resource"]):
+                raise BackendError(f"building {self.name}: {child['resource']}.{child['apiVersion']} is not in "
+                                   "discovery yet: no controller runs until it is")
         tokens = {}
         for hook, definition in (spec.get("hooks") or {}).items():
             ref = (((definition.get("webhook") or {}).get("authorization") or {}).get("secretRef"))
@@ -113,6 +188,21 @@ class CompositeControllerStandIn:
         self.observe()
         driver.token = self.token
 
+    def _discovered(self, api_version: str, resource: str) -> bool:
+        """Whether discovery serves ``resource`` in ``api_version`` (Metacontroller's resource map,
+        refreshed every ``--discovery-interval``; read here when building)."""
+        group, _, version = api_version.rpartition("/")
+        try:
+            if group:
+                found = self.custom.get_api_resources(group, version, _request_timeout=REQUEST_TIMEOUT)
+            else:
+                found = self.core.get_api_resources(_request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise BackendError(f"building {self.name}: discovery of {api_version}: {exc.status}") from exc
+        return any(r.name == resource for r in found.resources or [])
+
     def _read(self) -> dict[str, Any]:
         return dict(self.custom.get_cluster_custom_object("metacontroller.k8s.io", "v1alpha1", "compositecontrollers",
                                                           self.name, _request_timeout=REQUEST_TIMEOUT))
@@ -128,152 +218,717 @@ class CompositeControllerStandIn:
         return base64.b64decode(data[key]).decode()
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """One full read of what Metacontroller's informers watch: the Jobs, JobSets and Workloads
+    of the namespaces, and the related objects by Metacontroller's group key."""
+
+    jobs: tuple[Obj, ...] = ()
+    jobsets: tuple[Obj, ...] = ()
+    workloads: tuple[Obj, ...] = ()
+    related: tuple[tuple[str, tuple[Obj, ...]], ...] = ()
+
+
 class ApiBackend:
-    """NVCRE Jobs and their JobSets in namespaces ``namespaces`` of a real API server, read and
-    written with ``api_client`` (the kubernetes client; Metacontroller's own credentials)."""
+    """NVCRE Jobs and their children in namespaces ``namespaces`` of a real API server, read and
+    written with ``api_client`` (the kubernetes client; Metacontroller's own credentials).
+
+    ``snapshot`` is what the informers' watches deliver (a full list; not throttled, as a watch
+    is one long request); every other method is one of Metacontroller's own API calls, each
+    taken through ``throttle`` (client-go QPS 5, burst 10) and raising ``BackendError`` when
+    the server refuses it or is away (a 404 says so where the caller must know)."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient, namespaces: Iterable[str], *,
                  workloads: bool = False) -> None:
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
+        self.core = kubernetes.client.CoreV1Api(api_client)
         self.namespaces = sorted(namespaces)
         self.with_workloads = workloads
-        self._jobs: dict[Key, Obj] = {}
-        self._jobsets: dict[str, list[Obj]] = {}
-        self._workloads: dict[str, list[Obj]] = {}
-        self._related: dict[str, list[Obj]] = {}
-        self.read_failures = 0
+        self.throttle = TokenBucket(CLIENT_QPS, CLIENT_BURST)
+        self._lock = threading.Lock()
+        self.api_calls = 0
 
-    # -- reads -------------------------------------------------------------------------------------
+    # -- what the informers see --------------------------------------------------------------------
 
-    def parents(self) -> dict[Key, Obj]:
-        """Lists the Jobs and JobSets of every namespace (one round's snapshot). On a failed read
-        the previous snapshot is returned."""
-        try:
-            jobs: dict[Key, Obj] = {}
-            jobsets: dict[str, list[Obj]] = {}
-            workloads: dict[str, list[Obj]] = {}
-            for namespace in self.namespaces:
-                for obj in (self._list(KUEUE_GROUP, KUEUE_VERSION, namespace, "workloads", "controller-uid")
-                            if self.with_workloads else []):
-                    for owner in obj["metadata"].get("ownerReferences") or []:
-                        if owner.get("controller") and owner.get("kind") == "Job":
-                            workloads.setdefault(owner["uid"], []).append(obj)
-                for obj in self._list(GROUP, VERSION, namespace, "jobs"):
-                    jobs[(namespace, obj["metadata"]["name"])] = obj
-                for obj in self._list(JOBSET_GROUP, JOBSET_VERSION, namespace, "jobsets", "controller-uid"):
-                    for owner in obj["metadata"].get("ownerReferences") or []:
-                        if owner.get("controller") and owner.get("kind") == "Job":
-                            jobsets.setdefault(owner["uid"], []).append(obj)
+    def snapshot(self) -> Snapshot:
+        """Lists everything the informers watch; raises ``SERVER_ERRORS`` when the server is away."""
+        jobs, jobsets, workloads = [], [], []
+        for namespace in self.namespaces:
+            jobs += self._list(GROUP, VERSION, namespace, "jobs")
+            jobsets += self._list(JOBSET_GROUP, JOBSET_VERSION, namespace, "jobsets")
             if self.with_workloads:
-                self._related = {f"{kind}.{KUEUE_GROUP}/{KUEUE_VERSION}": list(self.custom.list_cluster_custom_object(
-                    KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=REQUEST_TIMEOUT)["items"])
-                    for kind, plural in RELATED}
-        except SERVER_ERRORS:
-            self.read_failures += 1
-            return dict(self._jobs)
-        self._jobs, self._jobsets, self._workloads = jobs, jobsets, workloads
-        return dict(jobs)
+                workloads += self._list(KUEUE_GROUP, KUEUE_VERSION, namespace, "workloads")
+        related: tuple[tuple[str, tuple[Obj, ...]], ...] = ()
+        if self.with_workloads:
+            related = tuple((f"{kind}.{KUEUE_GROUP}/{KUEUE_VERSION}", tuple(self.custom.list_cluster_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=REQUEST_TIMEOUT)["items"]))
+                for kind, plural in RELATED)
+        return Snapshot(tuple(jobs), tuple(jobsets), tuple(workloads), related)
 
-    def _list(self, group: str, version: str, namespace: str, plural: str, label: str = "") -> list[Obj]:
+    def _list(self, group: str, version: str, namespace: str, plural: str) -> list[Obj]:
         answer = self.custom.list_namespaced_custom_object(group, version, namespace, plural,
-                                                           label_selector=label or None,
                                                            _request_timeout=REQUEST_TIMEOUT)
         return list(answer.get("items") or [])
 
-    def children(self, parent: Obj) -> list[Obj]:
-        """The parent's JobSets in the last snapshot whose ``controller-uid`` label matches it."""
-        uid = parent["metadata"]["uid"]
-        return sorted((c for c in self._jobsets.get(uid, [])
-                       if c["metadata"].get("labels", {}).get("controller-uid") == uid),
-                      key=lambda c: c["metadata"]["name"])
-
-    def workloads(self, parent: Obj) -> list[Obj]:
-        """The parent's Workloads in the last snapshot (``controller-uid`` label and owner)."""
-        uid = parent["metadata"]["uid"]
-        return sorted((c for c in self._workloads.get(uid, [])
-                       if c["metadata"].get("labels", {}).get("controller-uid") == uid),
-                      key=lambda c: c["metadata"]["name"])
-
-    def related(self) -> dict[str, list[Obj]]:
-        """Every related object in the last snapshot, by Metacontroller's group key."""
-        return {group: sorted(objects, key=lambda o: o["metadata"]["name"]) for group, objects in self._related.items()}
-
-    def create_workload(self, parent: Obj, child: Obj) -> None:
-        self._create(parent, child, KUEUE_GROUP, KUEUE_VERSION, "workloads")
-
-    def delete_workload(self, parent: Obj, child: Obj) -> None:
-        metadata = child["metadata"]
-        options = {"propagationPolicy": "Background", "preconditions": {"uid": metadata["uid"]}}
-        self._write(self.custom.delete_namespaced_custom_object, KUEUE_GROUP, KUEUE_VERSION,
-                    metadata["namespace"], "workloads", metadata["name"], body=options, missing_ok=True)
-
-    def child_versions(self, parent: Obj) -> tuple[Any, ...]:
-        return tuple((c["metadata"]["name"], c["metadata"]["resourceVersion"]) for c in self.children(parent))
-
-    # -- writes ------------------------------------------------------------------------------------
+    # -- the user's side (kubectl; not Metacontroller's calls) -------------------------------------
 
     def create_parent(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
         body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Job",
                 "metadata": {"name": name, "namespace": namespace}, "spec": dict(spec)}
-        self._write(self.custom.create_namespaced_custom_object, GROUP, VERSION, namespace, "jobs", body)
+        self._call(self.custom.create_namespaced_custom_object, GROUP, VERSION, namespace, "jobs", body,
+                   throttled=False)
 
     def patch_parent_spec(self, namespace: str, name: str, changes: Mapping[str, Any]) -> bool:
-        try:
-            self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, "jobs", name,
-                                                       {"spec": dict(changes)}, _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise BackendError(f"patch spec of {namespace}/{name}: {exc.status} {exc.reason}") from exc
-        return True
+        return self._call(self.custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, "jobs", name,
+                          {"spec": dict(changes)}, missing_ok=True, throttled=False) is not None
 
     def delete_parent(self, namespace: str, name: str) -> bool:
+        return self._call(self.custom.delete_namespaced_custom_object, GROUP, VERSION, namespace, "jobs", name,
+                          missing_ok=True, throttled=False) is not None
+
+    # -- Metacontroller's calls --------------------------------------------------------------------
+
+    def get_parent(self, namespace: str, name: str) -> Obj | None:
+        """The live Job (a quorum read), ``None`` when it is gone."""
+        return self._call(self.custom.get_namespaced_custom_object, GROUP, VERSION, namespace, "jobs", name,
+                          missing_ok=True)
+
+    def update_parent(self, obj: Obj) -> Obj | None:
+        """``Update`` with ``obj``'s resourceVersion; ``None`` when gone. A conflict raises ``Conflict``."""
+        metadata = obj["metadata"]
+        return self._call(self.custom.replace_namespaced_custom_object, GROUP, VERSION, metadata["namespace"],
+                          "jobs", metadata["name"], obj, missing_ok=True)
+
+    def update_parent_status(self, obj: Obj) -> Obj | None:
+        """``UpdateStatus`` with ``obj``'s resourceVersion; ``None`` when gone; ``Conflict`` raised."""
+        metadata = obj["metadata"]
+        return self._call(self.custom.replace_namespaced_custom_object_status, GROUP, VERSION,
+                          metadata["namespace"], "jobs", metadata["name"], obj, missing_ok=True)
+
+    def create_child(self, kind: str, obj: Obj) -> bool:
+        """Creates a child; False when it already exists (``AlreadyExists``, swallowed)."""
+        group, version, plural = CHILD_TYPES[kind]
         try:
-            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "jobs", name,
-                                                        _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise BackendError(f"delete {namespace}/{name}: {exc.status} {exc.reason}") from exc
+            self._call(self.custom.create_namespaced_custom_object, group, version, obj["metadata"]["namespace"],
+                       plural, obj)
+        except AlreadyExists:
+            return False
         return True
 
-    def set_finalizers(self, parent: Obj, finalizers: list[str]) -> None:
-        metadata = parent["metadata"]
-        patch = {"metadata": {"finalizers": finalizers or None, "resourceVersion": metadata["resourceVersion"]}}
-        self._write(self.custom.patch_namespaced_custom_object, GROUP, VERSION, metadata["namespace"], "jobs",
-                    metadata["name"], patch, missing_ok=True)
-
-    def write_status(self, parent: Obj, status: Obj) -> None:
-        metadata = parent["metadata"]
-        body = {"apiVersion": parent["apiVersion"], "kind": parent["kind"], "metadata": metadata,
-                "spec": parent.get("spec"), "status": status}
-        self._write(self.custom.replace_namespaced_custom_object_status, GROUP, VERSION, metadata["namespace"],
-                    "jobs", metadata["name"], body, missing_ok=True)
-
-    def create_child(self, parent: Obj, child: Obj) -> None:
-        self._create(parent, child, JOBSET_GROUP, JOBSET_VERSION, "jobsets")
-
-    def _create(self, parent: Obj, child: Obj, group: str, version: str, plural: str) -> None:
-        metadata = parent["metadata"]
-        body = dict(child)
-        body["metadata"] = {**child["metadata"], "ownerReferences": [{
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "Job", "name": metadata["name"], "uid": metadata["uid"],
-            "controller": True, "blockOwnerDeletion": True}]}
-        self._write(self.custom.create_namespaced_custom_object, group, version, body["metadata"]["namespace"],
-                    plural, body)
-
-    def delete_child(self, parent: Obj, child: Obj) -> None:
-        metadata = child["metadata"]
+    def delete_child(self, kind: str, obj: Obj) -> None:
+        """Deletes a child with background propagation and a UID precondition (gone: nothing)."""
+        group, version, plural = CHILD_TYPES[kind]
+        metadata = obj["metadata"]
         options = {"propagationPolicy": "Background", "preconditions": {"uid": metadata["uid"]}}
-        self._write(self.custom.delete_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION,
-                    metadata["namespace"], "jobsets", metadata["name"], body=options, missing_ok=True)
+        self._call(self.custom.delete_namespaced_custom_object, group, version, metadata["namespace"], plural,
+                   metadata["name"], body=options, missing_ok=True)
 
-    def _write(self, method: Any, *args: Any, missing_ok: bool = False, **kwargs: Any) -> None:
+    def set_owners(self, kind: str, obj: Obj, owners: list[Obj]) -> None:
+        """Writes a child's ownerReferences (adoption or release), on its uid (gone: nothing)."""
+        group, version, plural = CHILD_TYPES[kind]
+        metadata = obj["metadata"]
+        patch = {"metadata": {"ownerReferences": owners or None, "uid": metadata["uid"]}}
+        self._call(self.custom.patch_namespaced_custom_object, group, version, metadata["namespace"], plural,
+                   metadata["name"], patch, missing_ok=True)
+
+    def create_event(self, body: Obj) -> None:
+        self._call(self.core.create_namespaced_event, body["metadata"]["namespace"], body)
+
+    def patch_event(self, namespace: str, name: str, patch: Obj) -> None:
+        self._call(self.core.patch_namespaced_event, name, namespace, patch, missing_ok=True)
+
+    def _call(self, method: Any, *args: Any, missing_ok: bool = False, throttled: bool = True,
+              **kwargs: Any) -> Any:
+        if throttled:
+            with self._lock:
+                delay = self.throttle.reserve(time.monotonic())
+                self.api_calls += 1
+            if delay > 0:
+                time.sleep(delay)
         try:
-            method(*args, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+            result = method(*args, _request_timeout=REQUEST_TIMEOUT, **kwargs)
         except ApiException as exc:
             if missing_ok and exc.status == 404:
-                return
-            raise BackendError(f"{method.__name__}: {exc.status} {exc.reason}: {(exc.body or '')[:300]}") from exc
+                return None
+            message = f"{method.__name__}: {exc.status} {exc.reason}: {(exc.body or '')[:300]}"
+            if exc.status == 409 and "AlreadyExists" in (exc.body or ""):
+                raise AlreadyExists(message) from exc
+            if exc.status == 409:
+                raise Conflict(message) from exc
+            raise BackendError(message) from exc
         except SERVER_ERRORS as exc:
             raise BackendError(f"{method.__name__}: {exc}") from exc
+        return result if result is not None else {}
+
+
+class Conflict(BackendError):
+    """The write's resourceVersion is not the live one."""
+
+
+class AlreadyExists(BackendError):
+    """The child to create exists already."""
+
+
+class SyncFailed(Exception):
+    """A sync that Metacontroller counts as failed: a ``SyncError`` Event, then a rate-limited requeue."""
+
+
+@dataclass
+class View:
+    """What the informers hold at one instant (``LaggedCache`` views): parents by key, children
+    of each type, related objects by group."""
+
+    parents: dict[Key, Obj]
+    children: dict[str, list[Obj]]
+    related: dict[str, list[Obj]]
+
+
+class Metacontroller:
+    """Metacontroller v4.17.2 running CompositeController ``nvcre-jobs`` over a real API server
+    (module doc), for the cluster tier's world: what ``tests.e2e.driver.Driver`` offers the
+    tests (``create_job``, ``patch_spec``, ``delete_job``, ``reconcile_due``, ``reconcile``,
+    ``calls``, ``token``, ``jobs``), with Metacontroller's caches, queue and order of writes.
+
+    ``backend`` reads and writes the server; ``transport`` reaches the hooks; ``invariants`` is told
+    of every answer and write (the status one against the live status it replaces);
+    ``version`` is the hooks' version (v2: strict decoding); ``resync_period`` the
+    ``resyncPeriodSeconds``; ``workloads`` the manifests-kueue overlay (Workload children, the
+    customize hook); ``staleness`` the caches' lag (``FRESH``: none); ``workers`` how many parents
+    are synced at once."""
+
+    def __init__(self, backend: ApiBackend, transport: Transport, invariants: Invariants, *,
+                 version: str = "v2", token: str | None = None, resync_period: float | None = 30.0,
+                 clock: Callable[[], float] = time.monotonic, workloads: bool = False,
+                 staleness: Staleness = FRESH, workers: int = WORKERS) -> None:
+        self.backend, self.transport, self.invariants = backend, transport, invariants
+        self.version, self.token, self.workloads, self.workers = version, token, workloads, workers
+        self.staleness = staleness
+        self.clock = clock
+        self.parent_cache: LaggedCache[dict[Key, Obj]] = LaggedCache(staleness.lag, staleness.restart_lag)
+        self.child_cache: LaggedCache[Snapshot] = LaggedCache(staleness.child_lag, staleness.restart_lag)
+        self.queue: WorkQueue[Key] = WorkQueue()
+        self.limiter = RequeueLimiter()
+        self.resync = ResyncTimer(resync_period, clock())
+        self.customize = CustomizeCache()
+        self.calls: list[Call] = []
+        self.keep_calls = True
+        self.sync_errors: list[tuple[Key, str]] = []
+        self.status_writes: dict[Key, deque[float]] = {}
+        self.status_log: list[tuple[float, Key, Obj, Obj]] = []
+        self.stale_writes = 0
+        """Status writes over a live status newer than the one the answer was computed from."""
+        """Every status write: (time, Job, the live status it replaced, the status written)."""
+        self._seen_parents: dict[Key, str] = {}
+        self._seen_children: dict[str, Obj] = {}
+        self._events: dict[tuple[str, str], tuple[str, int]] = {}
+        self._event_spam: dict[str, TokenBucket] = {}
+        self._lock = threading.Lock()
+        self.read_failures = 0
+        self._view = View({}, {}, {})
+        self.refresh()
+
+    # -- the user's side ---------------------------------------------------------------------------
+
+    def create_job(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
+        """Creates an NVCRE Job (``kubectl apply``); Metacontroller sees it once its cache does."""
+        self.backend.create_parent(namespace, name, spec)
+        self.refresh()
+
+    def patch_spec(self, namespace: str, name: str, **changes: Any) -> bool:
+        """Changes spec fields (``None`` removes one); False when the Job is gone."""
+        changed = self.backend.patch_parent_spec(namespace, name, changes)
+        self.refresh()
+        return changed
+
+    def delete_job(self, namespace: str, name: str) -> bool:
+        """``kubectl delete``: sets the deletionTimestamp (the finalizer keeps the Job)."""
+        deleted = self.backend.delete_parent(namespace, name)
+        self.refresh()
+        return deleted
+
+    @property
+    def jobs(self) -> dict[Key, Obj]:
+        """The Jobs in Metacontroller's cache now."""
+        return dict(self._view.parents)
+
+    def job(self, namespace: str, name: str) -> Obj | None:
+        """The Job as Metacontroller's cache holds it, or ``None``."""
+        return self._view.parents.get((namespace, name))
+
+    def stale_after_restart(self) -> None:
+        """The API server restarted: the caches serve what they hold for ``restart_lag`` seconds."""
+        now = self.clock()
+        self.parent_cache.restarted(now)
+        self.child_cache.restarted(now)
+
+    # -- the informers -----------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """One read of the server into the caches (a failed read: the caches keep serving), then
+        the informers' events on the view: a parent added, changed or gone, and a child added,
+        changed or gone, enqueue the parent (a child by its controllerRef, an orphan every
+        parent it matches)."""
+        now = self.clock()
+        try:
+            snapshot = self.backend.snapshot()
+        except SERVER_ERRORS:
+            self.read_failures += 1
+            self.parent_cache.failed(now)
+            self.child_cache.failed(now)
+        else:
+            self.parent_cache.record(now, {(o["metadata"]["namespace"], o["metadata"]["name"]): o
+                                           for o in snapshot.jobs})
+            self.child_cache.record(now, snapshot)
+        parents = self.parent_cache.view(now) or {}
+        children = self.child_cache.view(now) or Snapshot()
+        self._view = View(parents, {"JobSet": list(children.jobsets), "Workload": list(children.workloads)},
+                          {group: list(objects) for group, objects in children.related})
+        for key, obj in parents.items():
+            if self._seen_parents.get(key) != obj["metadata"]["resourceVersion"]:
+                self.queue.add(key)
+        for key in set(self._seen_parents) - set(parents):
+            self.queue.add(key)  # the delete event: the sync finds it gone and does nothing
+        self._seen_parents = {key: obj["metadata"]["resourceVersion"] for key, obj in parents.items()}
+        by_uid = {obj["metadata"]["uid"]: key for key, obj in parents.items()}
+        current = {f"{kind}/{c['metadata']['uid']}": c for kind, objects in self._view.children.items()
+                   for c in objects}
+        for ident, child in current.items():
+            old = self._seen_children.get(ident)
+            if old is None or old["metadata"]["resourceVersion"] != child["metadata"]["resourceVersion"]:
+                self._child_event(child, by_uid, gone=False)
+        for ident, child in self._seen_children.items():
+            if ident not in current:
+                self._child_event(child, by_uid, gone=True)
+        self._seen_children = current
+        if self.resync.due(now):
+            for key in parents:
+                self.queue.add(key)  # the informer's resync: every parent at once, backing off or not
+
+    def _child_event(self, child: Obj, by_uid: Mapping[str, Key], *, gone: bool) -> None:
+        """``onChildAdd``/``onChildUpdate``/``onChildDelete``: the controller owner's parent is
+        enqueued; an orphan enqueues the parents it matches, unless it is gone or being deleted."""
+        owner = controller_of(child)
+        if owner is not None:
+            if owner.get("uid") in by_uid:
+                self.queue.add(by_uid[owner["uid"]])
+            return
+        if gone or child["metadata"].get("deletionTimestamp"):
+            return
+        uid = ((child["metadata"].get("labels") or {}).get("controller-uid"))
+        if uid in by_uid:
+            self.queue.add(by_uid[uid])  # an orphan: the parents it matches may adopt it
+
+    # -- the queue ---------------------------------------------------------------------------------
+
+    def reconcile_due(self) -> int:
+        """Refreshes the caches and syncs every ready parent, ``workers`` at a time, until none is
+        ready (at most ``MAX_ROUNDS`` rounds); returns the number of syncs."""
+        made = 0
+        for _ in range(MAX_ROUNDS):
+            self.refresh()
+            keys = self.queue.take(self.clock(), self.workers)
+            if not keys:
+                break
+            if len(keys) == 1:
+                outcomes = [self._process(keys[0])]
+            else:
+                with ThreadPoolExecutor(max_workers=len(keys)) as pool:
+                    outcomes = list(pool.map(self._process, keys))
+            made += len(outcomes)
+        return made
+
+    def reconcile(self, namespace: str, name: str) -> Call | None:
+        """Syncs the Job now, from the caches as they are (no read of the server first); returns
+        the hook call made, or ``None`` when the sync stopped before calling a hook."""
+        key = (namespace, name)
+        self.queue.processing.add(key)
+        return self._process(key)
+
+    def _process(self, key: Key) -> Call | None:
+        """``processNextWorkItem``: one sync; a failure records a ``SyncError`` Event and requeues
+        rate-limited, a 429 requeues after ``Retry-After``, a success forgets the backoff."""
+        outcome: list[Call] = []
+        try:
+            self._sync(key, outcome)
+        except TooManyRequests as exc:
+            self.queue.add_after(key, exc.delay, self.clock())
+        except (SyncFailed, BackendError) as exc:
+            self.sync_errors.append((key, str(exc)))
+            self._sync_error_event(key, str(exc))
+            with self._lock:
+                delay = self.limiter.when(key, self.clock())
+            self.queue.add_after(key, delay, self.clock())
+        else:
+            with self._lock:
+                self.limiter.forget(key)
+        finally:
+            self.queue.done(key)
+        return outcome[0] if outcome else None
+
+    # -- one sync (syncParentObject) ---------------------------------------------------------------
+
+    def _sync(self, key: Key, outcome: list[Call]) -> None:
+        parent = self._view.parents.get(key)
+        if parent is None:
+            return  # gone from the cache: nothing to do
+        parent = self._sync_finalizer(parent)
+        observed = self._claim(parent)
+        related = self._related(parent)
+        request = self._request(parent, observed, related)
+        call = self._call_hook(key, request)
+        outcome.append(call)
+        response = self._decode(call)
+        if response.resync_after > 0:
+            self.queue.add_after(key, response.resync_after, self.clock())
+        name = key[1]
+        if response.finalized:
+            if "deletionTimestamp" in parent["metadata"]:
+                self.invariants.on_finalized(key[0], name, parent["metadata"]["uid"])
+            parent = self._remove_finalizer(parent)
+        try:
+            desired = desired_children(parent, response.children)
+        except SelectorError as exc:
+            raise SyncFailed(str(exc)) from exc
+        manage_error = None
+        if "deletionTimestamp" not in parent["metadata"] or self._should_finalize(parent):
+            manage_error = self._manage_children(parent, observed, desired, response, request, call)
+        self._update_status(key, parent, response.status)
+        call.applied = manage_error is None
+        if manage_error is not None:
+            raise SyncFailed(manage_error)
+
+    def _sync_finalizer(self, parent: Obj) -> Obj:
+        """``finalizer.SyncObject``: adds the finalizer (GET live, add, update) unless the cached
+        parent has it or is being deleted; returns the parent the rest of the sync works on."""
+        metadata = parent["metadata"]
+        if FINALIZER in (metadata.get("finalizers") or []) or metadata.get("deletionTimestamp"):
+            return parent
+        updated = self._atomic_update(parent, lambda obj: _add_finalizer(obj, FINALIZER))
+        if updated is None:
+            raise SyncFailed(f"can't sync finalizer for Job {metadata['namespace']}/{metadata['name']}: gone")
+        return updated
+
+    def _remove_finalizer(self, parent: Obj) -> Obj:
+        """``RemoveFinalizer`` (GET live, remove, update) as soon as an answer says finalized: the
+        API server may delete the Job at once. Returns the parent as the update left it."""
+        updated = self._atomic_update(parent, lambda obj: _drop_finalizer(obj, FINALIZER))
+        if updated is None:  # gone already
+            gone = json.loads(json.dumps(parent))
+            gone["metadata"]["finalizers"] = [f for f in parent["metadata"].get("finalizers") or []
+                                              if f != FINALIZER]
+            return gone
+        return updated
+
+    def _atomic_update(self, parent: Obj, change: Callable[[Obj], bool]) -> Obj | None:
+        """``AtomicUpdate``: GET live, refuse another uid (as gone), apply ``change``, update with
+        the live resourceVersion, retry on conflict (client-go's ``DefaultRetry``). ``None`` when
+        the Job is gone."""
+        namespace, name, uid = parent["metadata"]["namespace"], parent["metadata"]["name"], parent["metadata"]["uid"]
+        for attempt in range(CONFLICT_RETRIES):
+            live = self.backend.get_parent(namespace, name)
+            if live is None or live["metadata"]["uid"] != uid:
+                return None
+            if not change(live):
+                return live
+            try:
+                return self.backend.update_parent(live)
+            except Conflict:
+                if attempt == CONFLICT_RETRIES - 1:
+                    raise
+                time.sleep(0.01 * 5 ** attempt)
+        return None
+
+    def _should_finalize(self, parent: Obj) -> bool:
+        """``ShouldFinalize``: children are managed on a Job being deleted only while it carries
+        our finalizer and no garbage-collector finalizer."""
+        return not has_gc_finalizer(parent) and FINALIZER in (parent["metadata"].get("finalizers") or [])
+
+    def _claim(self, parent: Obj) -> dict[str, list[Obj]]:
+        """``claimChildren`` over the cache of each child type: adopt matching orphans (after an
+        uncached read of the parent says it is still ours and not being deleted), release owned
+        children that stopped matching; returns the owned children by kind."""
+        namespace = parent["metadata"]["namespace"]
+        observed: dict[str, list[Obj]] = {}
+        for kind in self._child_kinds():
+            candidates = [c for c in self._view.children.get(kind, []) if c["metadata"]["namespace"] == namespace]
+            claimed = claim(parent, candidates)
+            if claimed.adopt:
+                live = self.backend.get_parent(namespace, parent["metadata"]["name"])
+                if live is not None and live["metadata"]["uid"] == parent["metadata"]["uid"] \
+                        and not live["metadata"].get("deletionTimestamp"):
+                    for child in claimed.adopt:
+                        owners = [*(child["metadata"].get("ownerReferences") or []), _controller_ref(parent)]
+                        self.backend.set_owners(kind, child, owners)
+                        claimed.owned.append(child)
+            for child in claimed.release:
+                owners = [o for o in child["metadata"].get("ownerReferences") or []
+                          if o.get("uid") != parent["metadata"]["uid"]]
+                self.backend.set_owners(kind, child, owners)
+            observed[kind] = sorted(claimed.owned, key=lambda c: c["metadata"]["name"])
+        return observed
+
+    def _child_kinds(self) -> tuple[str, ...]:
+        return ("JobSet", "Workload") if self.workloads else ("JobSet",)
+
+    def _related(self, parent: Obj) -> dict[str, list[Obj]]:
+        """The customize hook's rules for the parent (cached per uid and generation for 20
+        minutes; a failed call fails the sync), applied to the related objects' cache."""
+        if not self.workloads:
+            return {}
+        metadata = parent["metadata"]
+        now = self.clock()
+        rules = self.customize.get(metadata["uid"], metadata.get("generation", 0), now)
+        if rules is None:
+            body = orjson.dumps({"controller": self._controller(), "parent": parent})
+            reply = self.transport.post("/customize", body, self._headers())
+            if reply.status != 200:
+                raise SyncFailed(f"customize hook failed: {reply.status} {reply.error or reply.body[:200]!r}")
+            try:
+                answer = json.loads(reply.body)
+                rules = list(answer["relatedResources"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise SyncFailed(f"customize hook answer: {exc}") from exc
+            self.customize.put(metadata["uid"], metadata.get("generation", 0), rules, now)
+        wanted = {(rule.get("apiVersion"), rule.get("resource")) for rule in rules
+                  if rule.get("labelSelector") == {} or rule.get("labelSelector") is None}
+        related: dict[str, list[Obj]] = {}
+        for kind, plural in RELATED:
+            if (f"{KUEUE_GROUP}/{KUEUE_VERSION}", plural) in wanted:
+                group = f"{kind}.{KUEUE_GROUP}/{KUEUE_VERSION}"
+                related[group] = self._view.related.get(group, [])
+        return related
+
+    def _controller(self) -> Obj:
+        child_resources = [{"apiVersion": f"{JOBSET_GROUP}/{JOBSET_VERSION}", "resource": "jobsets",
+                            "updateStrategy": {"method": "OnDelete"}}]
+        if self.workloads:
+            child_resources.append({"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "resource": "workloads",
+                                    "updateStrategy": {"method": "OnDelete"}})
+        return {"metadata": {"name": CONTROLLER},
+                "spec": {"generateSelector": True,
+                         "parentResource": {"apiVersion": f"{GROUP}/{VERSION}", "resource": "jobs"},
+                         "childResources": child_resources}}
+
+    def _key(self, obj: Mapping[str, Any]) -> str:
+        metadata = obj["metadata"]
+        return metadata["name"] if self.version == "v1" else f"{metadata['namespace']}/{metadata['name']}"
+
+    def _request(self, parent: Obj, observed: Mapping[str, list[Obj]], related: Mapping[str, list[Obj]]) -> Obj:
+        """The hook request: every declared child type present, keyed per the hook version."""
+        groups = {GROUP_KEYS[kind]: {self._key(c): c for c in objects} for kind, objects in observed.items()}
+        return {"controller": self._controller(), "parent": parent, "children": groups,
+                "related": {group: {self._key(o) if "namespace" in o["metadata"] else o["metadata"]["name"]: o
+                                    for o in objects} for group, objects in related.items()},
+                "finalizing": "deletionTimestamp" in parent["metadata"]}
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token is not None else {}
+
+    def _call_hook(self, key: Key, request: Obj) -> Call:
+        hook = "finalize" if request["finalizing"] else "sync"
+        reply = self.transport.post(f"/{hook}", orjson.dumps(request), self._headers())
+        call = Call(key[1], hook, request if self.keep_calls else {}, reply)
+        if reply.status == 200:
+            try:
+                call.body = json.loads(reply.body)
+            except ValueError:
+                call.body = None
+        if self.keep_calls:
+            self.calls.append(call)
+        self.invariants.on_answer(key[1], hook, self.version, reply.status,
+                                  call.body if reply.status == 200 else None, reply.seconds)
+        return call
+
+    def _decode(self, call: Call) -> Response:
+        """A 429 requeues after ``Retry-After``; any other non-200 or an answer the decoder
+        refuses fails the sync."""
+        reply = call.reply
+        if reply.status == 429:
+            try:
+                delay = float(reply.headers.get("retry-after", "0"))
+            except ValueError:
+                delay = 0.0
+            raise TooManyRequests(delay)
+        if reply.status != 200:
+            raise SyncFailed(f"{call.hook} hook failed: unsupported status code: {reply.status} "
+                             f"{reply.error or reply.body[:200]!r}")
+        try:
+            return decode_response(reply.body, strict=self.version == "v2")
+        except DecodeError as exc:
+            self.invariants.fail(f"{call.job}: {call.hook} answer Metacontroller cannot decode: {exc}")
+            raise SyncFailed(f"{call.hook} hook failed: {exc}") from exc
+
+    def _manage_children(self, parent: Obj, observed: Mapping[str, list[Obj]], desired: list[Obj],
+                         response: Response, request: Obj, call: Call) -> str | None:
+        """``ManageChildren``: deletes the observed children not desired (background, UID
+        precondition; those being deleted skipped), creates the desired ones not observed
+        (last-applied annotation, controller ownerReference; ``AlreadyExists`` swallowed), never
+        updates one (``OnDelete``). Every failure is collected, the others still tried; returns
+        them in words, or ``None``."""
+        namespace, name = parent["metadata"]["namespace"], parent["metadata"]["name"]
+        status = dict(response.status or {})
+        prior_phase = ((request["parent"].get("status") or {}).get("phase")) or ""
+        errors = []
+        wanted = {(c["kind"], c["metadata"]["name"]) for c in desired}
+        for kind, objects in observed.items():
+            for child in objects:
+                if child["metadata"].get("deletionTimestamp") or (kind, child["metadata"]["name"]) in wanted:
+                    continue
+                if kind == "JobSet":
+                    self.invariants.on_delete(name, child, status)
+                else:
+                    active = self.invariants.cluster.active_pods(namespace, name)
+                    if active:
+                        self.invariants.fail(f"{name}: Workload {child['metadata']['name']} (the quota) released "
+                                             f"while pods are active: {sorted(p['metadata']['name'] for p in active)}")
+                try:
+                    self.backend.delete_child(kind, child)
+                    call.deleted.append(child["metadata"]["name"] if kind == "JobSet"
+                                        else f"{kind}/{child['metadata']['name']}")
+                except BackendError as exc:
+                    errors.append(str(exc))
+        have = {(kind, c["metadata"]["name"]) for kind, objects in observed.items() for c in objects}
+        for child in desired:
+            kind = child["kind"]
+            if (kind, child["metadata"]["name"]) in have:
+                continue  # OnDelete: an existing child is never updated
+            if kind not in CHILD_TYPES or kind not in self._child_kinds():
+                errors.append(f"{name}: {kind} is not a child type of the controller")
+                continue
+            obj = with_last_applied(child)
+            obj["metadata"]["ownerReferences"] = [*(obj["metadata"].get("ownerReferences") or []),
+                                                  _controller_ref(parent)]
+            if kind == "JobSet":
+                self.invariants.on_create(namespace, name, obj, prior_phase)
+            try:
+                if self.backend.create_child(kind, obj):
+                    call.created.append(child["metadata"]["name"] if kind == "JobSet"
+                                        else f"{kind}/{child['metadata']['name']}")
+            except BackendError as exc:
+                errors.append(str(exc))
+        return "; ".join(errors) or None
+
+    def _update_status(self, key: Key, parent: Obj, status: Obj | None) -> None:
+        """``updateParentStatus``: the answer's status plus ``observedGeneration`` (of the parent
+        the sync worked on) written over the live Job with its live resourceVersion, nothing when
+        equal, retried on conflict; a Job gone or a conflict left after the retries is no
+        failure. The invariants judge the write against the live status it replaces."""
+        status = dict(status or {})
+        status["observedGeneration"] = parent["metadata"].get("generation")
+        namespace, name, uid = key[0], key[1], parent["metadata"]["uid"]
+        for attempt in range(CONFLICT_RETRIES):
+            live = self.backend.get_parent(namespace, name)
+            if live is None or live["metadata"]["uid"] != uid:
+                return
+            before = live.get("status") or {}
+            if before == status:
+                return
+            if before != (parent.get("status") or {}):
+                self.stale_writes += 1  # the answer was computed from a status older than the live one
+            self.invariants.on_status(name, before, status)
+            live["status"] = status
+            try:
+                self.backend.update_parent_status(live)
+            except Conflict:
+                if attempt == CONFLICT_RETRIES - 1:
+                    return  # "we will reconcile again"
+                time.sleep(0.01 * 5 ** attempt)
+                continue
+            self._count_status_write(key)
+            with self._lock:
+                self.status_log.append((self.clock(), key, before, status))
+            return
+
+    def _count_status_write(self, key: Key) -> None:
+        now = self.clock()
+        with self._lock:
+            writes = self.status_writes.setdefault(key, deque())
+            writes.append(now)
+            while writes and writes[0] < now - HOT_LOOP_SECONDS:
+                writes.popleft()
+            count = len(writes)
+        if count == HOT_LOOP_WRITES + 1:
+            self.invariants.fail(f"{key[1]}: {count} status writes in {HOT_LOOP_SECONDS:g} s: the hooks' status "
+                                 f"never settles (a hot loop); the last writes changed {self._churn(key)}")
+
+    def _churn(self, key: Key) -> list[str]:
+        """What the last status writes of ``key`` changed: top-level fields and condition fields."""
+        with self._lock:
+            writes = [(before, after) for _, k, before, after in self.status_log[-40:] if k == key][-HOT_LOOP_WRITES:]
+        changed: set[str] = set()
+        for before, after in writes:
+            for field in set(before) | set(after):
+                if field != "conditions" and before.get(field) != after.get(field):
+                    changed.add(f"{field}: {str(before.get(field))[:60]} -> {str(after.get(field))[:60]}")
+            old = {c.get("type"): c for c in before.get("conditions") or []}
+            for condition in after.get("conditions") or []:
+                prior = old.get(condition.get("type")) or {}
+                for part in ("status", "reason", "lastTransitionTime"):
+                    if prior.get(part) != condition.get(part):
+                        changed.add(f"{condition.get('type')}.{part}: {prior.get(part)} -> {condition.get(part)}")
+        return sorted(changed)[:12]
+
+    def _sync_error_event(self, key: Key, message: str) -> None:
+        """The ``SyncError`` Warning Event on the parent, as client-go's recorder sends it: an
+        identical one again raises its count; more than 25 for one parent in a burst are dropped
+        (one more each 5 minutes). A failed write of the Event is dropped too."""
+        parent = self._view.parents.get(key)
+        if parent is None:
+            return
+        metadata = parent["metadata"]
+        text = f"Sync error: {message}"[:1024]
+        now = self.clock()
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self._lock:
+            spam = self._event_spam.setdefault(metadata["uid"], TokenBucket(1 / 300, 25))
+            if not spam.try_take(now):
+                return
+            known = self._events.get((metadata["uid"], text))
+            name = known[0] if known else f"{metadata['name']}.{uuid.uuid4().hex[:16]}"
+            count = (known[1] + 1) if known else 1
+            self._events[(metadata["uid"], text)] = (name, count)
+        try:
+            if known:
+                self.backend.patch_event(key[0], name, {"count": count, "lastTimestamp": stamp})
+                return
+            self.backend.create_event({
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": name, "namespace": key[0]},
+                "involvedObject": {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Job", "name": metadata["name"],
+                                   "namespace": key[0], "uid": metadata["uid"],
+                                   "resourceVersion": metadata.get("resourceVersion")},
+                "reason": "SyncError", "message": text, "type": "Warning", "count": 1,
+                "source": {"component": "metacontroller"}, "firstTimestamp": stamp, "lastTimestamp": stamp,
+                "reportingComponent": "metacontroller"})
+        except BackendError:
+            pass
+
+
+class TooManyRequests(Exception):
+    """A 429 from a hook: requeue after ``delay`` seconds, no Event, no backoff."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(f"429, retry after {delay:g}s")
+        self.delay = delay
+
+
+def _controller_ref(parent: Mapping[str, Any]) -> Obj:
+    metadata = parent["metadata"]
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Job", "name": metadata["name"], "uid": metadata["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def _add_finalizer(obj: Obj, name: str) -> bool:
+    finalizers = list(obj["metadata"].get("finalizers") or [])
+    if name in finalizers:
+        return False
+    obj["metadata"]["finalizers"] = [*finalizers, name]
+    return True
+
+
+def _drop_finalizer(obj: Obj, name: str) -> bool:
+    finalizers = list(obj["metadata"].get("finalizers") or [])
+    if name not in finalizers:
+        return False
+    obj["metadata"]["finalizers"] = [f for f in finalizers if f != name]
+    return True

@@ -6,6 +6,7 @@ invariants are checked against the real server all along (tests/cluster/world.py
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -19,11 +20,17 @@ GROUP, VERSION = "nvcre.nvidia.com", "v1alpha1"
 
 
 def write_status(world: ClusterWorld, name: str, status: dict[str, Any]) -> None:
-    """Replaces Job ``name``'s status through ``/status``, as a user with status write would."""
+    """Replaces Job ``name``'s status through ``/status``, as a user with status write would, then
+    lets Metacontroller's cache catch up before the world steps again: a sync from the parent as
+    the cache held it before would write its answer over this status (the last writer wins, issue
+    21), and the hooks would never see it. The write must survive that wait."""
     job = world.job(name)
     assert job is not None
     job["status"] = status
     world.backend.custom.replace_namespaced_custom_object_status(GROUP, VERSION, world.namespace, "jobs", name, job)
+    world.driver.refresh()  # the informer receives the write now, and serves it once its lag has passed
+    time.sleep(world.driver.staleness.lag + 0.2)
+    assert world.status(name) == status, "nothing else wrote the status meanwhile"
 
 
 def test_a_forged_final_status_neither_ends_the_run_nor_deletes_the_job(world: ClusterWorld) -> None:

@@ -33,14 +33,18 @@ from podread import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL,
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS, ensure_namespace
 from tests.cluster.kwokctl import Kwok, PodScript
-from tests.cluster.metacontroller import ApiBackend
+from tests.cluster.metacontroller import ApiBackend, Metacontroller
+from tests.cluster.metacontroller_parts import Staleness
 from tests.e2e.cluster import names
-from tests.e2e.driver import Driver, HttpTransport
+from tests.e2e.driver import HttpTransport
 from tests.e2e.harness import RESYNC_PERIOD_SECONDS, job_spec
 from tests.e2e.invariants import Invariants, attempt_of
 from tests.e2e.server import HookServer
 
 STEP_SECONDS = 0.1
+TIER_STALENESS = Staleness(lag=0.6, child_lag=0.3, restart_lag=5.0)
+"""Metacontroller's caches on the tier: parents 0.6 s behind, children 0.3 s, and after an API server
+outage the pre-outage view 5 s more (tests/cluster/metacontroller.py, fact 1)."""
 
 
 class KubeconfigSource:
@@ -143,9 +147,9 @@ class ClusterWorld:
         self.backend = ApiBackend(admin, [namespace], workloads=workloads)
         self.view = ServerView(admin, namespace)
         self.invariants = Invariants(self.view)
-        self.driver = Driver(self.backend, HttpTransport("127.0.0.1", hooks.port), self.invariants,
-                             version=version, token=hooks.token, resync_period=resync_period, clock=time.monotonic,
-                             workloads=workloads)
+        self.driver = Metacontroller(self.backend, HttpTransport("127.0.0.1", hooks.port), self.invariants,
+                                     version=version, token=hooks.token, resync_period=resync_period,
+                                     workloads=workloads, staleness=TIER_STALENESS)
         self.created: dict[str, str] = {}
         """Job name -> uid of every Job this world created (to check that none goes too early)."""
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from hooks.core import built, failurepolicy, history, queueing, specpin
 from hooks.core import conditions as cond
-from hooks.core.barrier import barrier, record, record_gate
+from hooks.core.barrier import StaleRequest, ahead_of, barrier, record, record_gate
 from hooks.core.children import as_observed
 from hooks.core.evidence import (
     jobset_state,
@@ -59,12 +59,20 @@ def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
     """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step.
 
     The barrier reads through attempt+1 (a JobSet of the next attempt may already exist). While it
-    holds nothing is emitted and the phase stays as the caller set it.
+    holds nothing is emitted and the phase stays as the caller set it; when its live reads show
+    pods or batch Jobs of attempt+1 or later, the request is older than the cluster (a stale
+    parent from Metacontroller's cache): ``StaleRequest`` (409), never an answer that takes the
+    attempt back.
     """
     work.workload = ""
     if out_of_attempts(ctx, work):
         return
     drain = barrier(ctx, work.conditions, through=work.attempt + 1)
+    ahead = None if drain.passed else ahead_of(ctx, work.attempt, work.attempt + 1)
+    if ahead is not None:  # the step this row would take already happened: never take the attempt back
+        raise StaleRequest(f"the request is behind the cluster: status.attempt is {work.attempt}, but pods or "
+                           f"batch Jobs of attempt {ahead} exist (read live), which neither the status nor the "
+                           "children show; not answering from this parent")
     record(ctx, work, drain)
     work.message = drain.message()
     if not drain.passed:

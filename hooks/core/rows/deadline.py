@@ -19,7 +19,7 @@ from typing import Any
 from hooks.core import claims, deadlines
 from hooks.core import conditions as cond
 from hooks.core.actions import DeleteJob
-from hooks.core.barrier import barrier, record
+from hooks.core.barrier import barrier, evidence_time, record
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.vocab import Outcome, Reason
 from hooks.core.wording import bounded
@@ -124,6 +124,6 @@ def _limits(ctx: Context, work: Work) -> None:
     if work.phase not in TERMINAL:
         work.wake = deadlines.wake_in(deadlines.deadline_at(ctx.observed.spec, work.start_time), ctx.now)
         return
-    if not work.completion_time:
-        work.completion_time = deadlines.stamp(ctx.now)
+    if not work.completion_time:  # from the evidence, as Drained's times: the same for every answer of one parent
+        work.completion_time = deadlines.stamp(evidence_time(ctx))
     work.wake = deadlines.wake_in(deadlines.ttl_at(ctx.observed.spec, work.completion_time), ctx.now)
