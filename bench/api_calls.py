@@ -62,8 +62,8 @@ from podread import (
     is_active,
 )
 from podread.watch import Backoff, PodWatch, WatchedPods, watch_timeout_seconds
-from tests.fake_reader import job_request, job_spec, jobset_child
 from tests.fakekube import FakeKubeServer, Fault, make_job_pods
+from tests.support import job_request, job_spec, jobset_child
 
 Pod = dict[str, Any]
 NAMESPACE = "bench"

@@ -27,9 +27,9 @@ import orjson
 
 from bench.common import BenchResult, Figure, percentile
 from bench.pods import realistic_job_pods
-from tests.fake_reader import job_request, job_spec, jobset_child
 from tests.fakekube import FakeKubeServer
-from tests.ports import free_port
+from tests.support import job_request, job_spec, jobset_child
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE = "team-a"

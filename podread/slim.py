@@ -31,7 +31,7 @@ field                                   read by
 
 Dropped: everything else (``managedFields``, annotations, ``ownerReferences``, the containers,
 ``status.conditions`` and ``containerStatuses``): no reader of cached pods reads them. A new reader
-that needs one adds it here; ``tests/test_podread_slim.py`` runs the recorded scenarios and the
+that needs one adds it here; ``tests/podread/test_podread_slim.py`` runs the recorded scenarios and the
 decision tests over slim pods that raise on any dropped field, so a caller reading a dropped field
 fails a test instead of reading ``None``.
 

@@ -4,7 +4,7 @@
 
 Writes ``tests/payloads/_baseline.json``: for each scenario, the HTTP status and the exact bytes of
 the answer to request.json, and of the answer to the same request with that answer's status fed
-back as ``parent.status``. ``tests/test_baseline.py`` compares the app's answers today against them
+back as ``parent.status``. ``tests/contract/test_baseline.py`` compares the app's answers today against them
 byte for byte, so a refactor that re-orders keys, re-formats a time or drops a field fails even
 where a parsed comparison would pass. Re-record only when the change is meant to alter answers.
 """

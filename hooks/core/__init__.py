@@ -1,6 +1,6 @@
 """The pure decision core: a parsed request (``observed``) and a pod reader in, a ``Decision`` out.
 
-No module here does I/O or imports anything that does (``tests/test_layout.py`` checks it, in the
+No module here does I/O or imports anything that does (``tests/contract/test_layout.py`` checks it, in the
 source and in a fresh interpreter): pods are read only through the ``PodReads`` passed to ``decide``
 (``hooks.core.podreads``; podread's Reader in production, ADR-102). The request subset and the status
 are declared once (``hooks.core.request``, ``hooks.core.status``, read by ``hooks.core.declared``;

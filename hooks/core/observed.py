@@ -13,7 +13,7 @@ does not write) are answered with a 200. Whether the spec can become a JobSet (r
 present, a launcher naming one, name lengths, a pod template and pod spec that are objects, time
 limits in range, ...) is answered by ``hooks.core.spec.check_spec`` and reported in the status as
 ``InvalidSpec`` with a code and a reason naming the field, never as a 4xx: a Job stored under an
-older CRD must still suspend, finalize and say what is wrong. ``tests/test_fuzz_types.py`` holds the
+older CRD must still suspend, finalize and say what is wrong. ``tests/server/test_fuzz_types.py`` holds the
 hooks to this over every field of every recorded request.
 
 The fields are declared once (``hooks.core.request``, ``hooks.core.status``; ADR-105) and read by

@@ -2,7 +2,7 @@
 
 Pure. ``check_spec`` is the JobSet (``build_jobset``) and then ``check_policies``. The decision
 (``rows.current.steady``) makes the same two steps, with the JobSet the call builds once
-(``hooks.core.built``); the CRD cross-check (``tests/test_manifests.py``: the hook refuses what the
+(``hooks.core.built``); the CRD cross-check (``tests/contract/test_manifests.py``: the hook refuses what the
 CRD refuses) calls ``check_spec``.
 """
 

@@ -4,7 +4,7 @@ status as the answer writes it (ADR-105).
 ``StatusFields`` names every field the hooks own, with its JSON name (camelCase), its type and its zero
 value; ``Status`` is those fields frozen, ``hooks.core.work.Work`` the same fields being decided by the
 rows. Adding a status field is two edits: its declaration here (and in ``manifests/crd-job.yaml``,
-which ``tests/test_declared_crd.py`` holds it to) and the row that sets it. Fields the hooks do not
+which ``tests/contract/test_declared_crd.py`` holds it to) and the row that sets it. Fields the hooks do not
 own (``observedGeneration``, Metacontroller's) are not read and not written.
 
 "null means absent" (``hooks.core.declared.Declared``); a wrong type is a 400 naming the field; a

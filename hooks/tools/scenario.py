@@ -7,7 +7,7 @@
     response.json  the answer body
 
 The recorder (``hooks.tools.record``) writes this layout, ``python -m hooks replay`` and ``demo`` read it,
-and ``tests/test_payloads.py`` turns every folder under ``tests/payloads/`` into a regression test.
+and ``tests/contract/test_payloads.py`` turns every folder under ``tests/payloads/`` into a regression test.
 """
 
 from __future__ import annotations

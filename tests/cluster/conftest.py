@@ -18,7 +18,6 @@ from typing import NoReturn
 
 import pytest
 
-from tests import crdschema
 from tests.cluster.controlplane import ControlPlane, ControlPlaneError, binaries_dir
 from tests.cluster.jobsetctl import JobSetError, JobSetManager, jobset_crds, jobset_dir
 from tests.cluster.kube import METACONTROLLER_CRDS, Applier, kustomized_manifests, load_documents
@@ -29,6 +28,7 @@ from tests.cluster.metacontroller import token_secret
 from tests.cluster.scheduler import Scheduler
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
+from tests.support import crdschema
 
 HOOK_TOKEN = secrets.token_hex(32)
 """The tier's own hook token, new each session: manifests/ ships no token, so ``installed`` puts this

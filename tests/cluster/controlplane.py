@@ -39,7 +39,7 @@ from types import TracebackType
 import kubernetes
 import yaml
 
-from tests.ports import free_port
+from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "tests" / "cluster" / "controlplane" / "build.sh"

@@ -37,7 +37,7 @@ from kubernetes.client import ApiException
 from tests.cluster.controlplane import REPO, ControlPlane, _Process, cached_build
 from tests.cluster.kube import Applier, load_documents
 from tests.cluster.kueue import make_certificates
-from tests.ports import free_port
+from tests.support.ports import free_port
 
 BUILD_SCRIPT = REPO / "tests" / "cluster" / "jobset" / "build.sh"
 GROUP, VERSION = "jobset.x-k8s.io", "v1alpha2"

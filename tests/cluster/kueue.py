@@ -41,7 +41,7 @@ from kubernetes.client import ApiException
 
 from tests.cluster.controlplane import REPO, ControlPlane, _Process, cached_build
 from tests.cluster.kube import Applier, load_documents
-from tests.ports import free_port
+from tests.support.ports import free_port
 
 BUILD_SCRIPT = REPO / "tests" / "cluster" / "kueue" / "build.sh"
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
@@ -184,7 +184,7 @@ class Kueue:
 
     def _start_manager(self, kubeconfig: str, timeout: float, attempts: int = 3) -> None:
         """Starts the manager and waits for its health probe. A port chosen for it can still be
-        taken before it binds (``tests.ports``); when it exits on ``address already in use`` it is
+        taken before it binds (``tests.support.ports``); when it exits on ``address already in use`` it is
         started again on new ports, up to ``attempts`` times."""
         for attempt in range(1, attempts + 1):
             (self.workdir / "config.yaml").write_text(yaml.safe_dump(self.configuration()))

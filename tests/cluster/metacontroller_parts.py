@@ -1,5 +1,5 @@
 """The pure parts of the Metacontroller stand-in (tests/cluster/metacontroller.py): no I/O, no clock
-of their own (every ``now`` is passed in), so tests/test_metacontroller_parts.py checks each fast.
+of their own (every ``now`` is passed in), so tests/contract/test_metacontroller_parts.py checks each fast.
 
 Each part follows Metacontroller v4.17.2 (reference/metacontroller-facts.md, "Runtime behaviour"):
 

@@ -2,7 +2,7 @@
 (issue 23, item 5): the troubleshooting reads and the suspend/resume patches of docs/operations.md,
 the README's `kubectl get nvjob`, with NAME and NS standing for a Job the tier's world runs.
 
-tests/test_docs_commands.py finds every command in the docs and says which ones need a cluster; the
+tests/contract/test_docs_commands.py finds every command in the docs and says which ones need a cluster; the
 ones about one Job are run here, each as the docs write it (``-w`` left out: it never returns).
 """
 
@@ -19,7 +19,7 @@ import pytest
 
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.world import ClusterWorld
-from tests.test_docs_commands import ALL
+from tests.contract.test_docs_commands import ALL
 
 pytestmark = pytest.mark.cluster
 

@@ -26,7 +26,7 @@ from podread.access import AccessClient
 from podread.nodes import NodeClient, not_found_for
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import REPO, REQUEST_TIMEOUT, Applier, ensure_namespace, load_documents, rfc3339
-from tests.fake_reader import job_request, job_spec
+from tests.support import job_request, job_spec
 
 pytestmark = pytest.mark.cluster
 

@@ -1,7 +1,7 @@
 """``kubectl nvjob`` invoked by the real ``kubectl`` (Debian's package) against the real control plane,
 over a Job the tier's world drives (tests/cluster/world.py). Kept small (a Job that runs; no
 teardown, which takes the tier about 35 s): the phases and the barrier's views are the unit tests'
-(tests/test_nvjob.py), over the same Reader and barrier code.
+(tests/tools/test_nvjob.py), over the same Reader and barrier code.
 
 The plugin is the ``kubectl-nvjob`` console script pyproject.toml declares: the one in the venv's
 bin when the project is installed there (``pip install .``), else the same script written the way

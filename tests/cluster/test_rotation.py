@@ -38,7 +38,7 @@ from tests.cluster.metacontroller import CONTROLLER, TOKEN_SECRET, CompositeCont
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.driver import Call
 from tests.e2e.server import HookServer
-from tests.fake_reader import job_request
+from tests.support import job_request
 
 pytestmark = pytest.mark.cluster
 

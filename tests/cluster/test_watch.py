@@ -41,7 +41,7 @@ from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import UNSCHEDULED, ensure_namespace
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
-from tests.fake_reader import job_request, job_spec
+from tests.support import job_request, job_spec
 
 pytestmark = pytest.mark.cluster
 

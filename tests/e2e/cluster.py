@@ -48,7 +48,7 @@ from podread import (
     is_active,
 )
 from tests.fakekube import FakeKubeServer, make_pod
-from tests.uids import uid
+from tests.support.uids import uid
 
 Pod = dict[str, Any]
 Key = tuple[str, str]

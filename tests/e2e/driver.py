@@ -43,7 +43,7 @@ import orjson
 
 from tests.e2e.cluster import Cluster, clone, timestamp
 from tests.e2e.invariants import Invariants
-from tests.uids import uid
+from tests.support.uids import uid
 
 Key = tuple[str, str]
 Obj = dict[str, Any]

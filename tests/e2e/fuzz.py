@@ -1,7 +1,7 @@
 """Bad input for the hooks: valid requests with one part broken, and bytes that are not requests.
 
 A ``Mutation`` (base request, path, operation, value) is drawn either by hypothesis
-(``mutations()``, tests/test_fuzz_hooks.py) or by ``random_mutation`` (the soak); ``check_answer``
+(``mutations()``, tests/e2e/test_fuzz_hooks.py) or by ``random_mutation`` (the soak); ``check_answer``
 judges what the server said:
 
 - never a 5xx, never a traceback in the body;
@@ -26,9 +26,9 @@ from podread import ATTEMPT_LABEL, JOB_LABEL, reader_from_snapshot
 from tests.e2e.cluster import clone
 from tests.e2e.harness import job_spec
 from tests.e2e.invariants import TEARDOWN_PHASES
-from tests.fake_reader import JOB_CREATED
 from tests.fakekube import make_job_pods
-from tests.uids import uid
+from tests.support import JOB_CREATED
+from tests.support.uids import uid
 
 GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
 JOB = "fz"

@@ -1,5 +1,5 @@
 """Randomized schedules of cluster and user events over a ``Harness``, shared by the hypothesis state
-machine (tests/test_e2e_stateful.py) and the soak (tests/soak.py).
+machine (tests/e2e/test_e2e_stateful.py) and the soak (tests/soak.py).
 
 An action is a tuple ``(name, *args)``; ``World.apply`` performs it and reconciles. ``settle``
 ends a schedule: faults cleared, stuck pods released, then enough steps for every Job to reach a

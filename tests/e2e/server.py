@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Protocol
 
 from tests.fakekube import FakeKubeServer
-from tests.ports import free_port
+from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ import pathlib
 from collections.abc import Callable
 from typing import Any
 
-from tests.fake_reader import job_request, job_spec, jobset_child, make_batch_job, make_pod, workload_child
+from tests.support import job_request, job_spec, jobset_child, make_batch_job, make_pod, workload_child
 from tests.uids import uid
 
 HERE = pathlib.Path(__file__).resolve().parent

@@ -3,7 +3,7 @@ demand, so decision tests run through the Reader's own rules (the cache, then th
 answering "none active"; the selectors; the sorting) rather than a copy of them.
 
 ``pods`` is what the cache holds (only pods carrying JOB_LABEL are visible through it, as in the real
-cache, and slim as the real cache keeps them: ``tests.slim_guard.guarded``, so a decision that reads a
+cache, and slim as the real cache keeps them: ``tests.support.slim_guard.guarded``, so a decision that reads a
 field the cache drops fails its test); ``live_pods`` what the API server holds (``None``: the same pods
 as the cache). ``fail`` names Reader methods whose reads raise (``"job_pods"``, ``"active_job_pods"``,
 ``"workload_pods"``, ``"active_launcher_pods"``, ``"active_attempt_pods"``, ``"attempt_jobs"``, ...) or
@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL, PodSelector, Reader, ReadMetrics
 from podread.errors import PodReadError
-from tests.slim_guard import guarded
+from tests.support.slim_guard import guarded
 
 Pod = dict[str, Any]
 

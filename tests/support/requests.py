@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tests.uids import uid
+from tests.support.uids import uid
 
 JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
 JOB_CREATED = "2024-01-01T00:00:00Z"

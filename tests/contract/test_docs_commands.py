@@ -1,0 +1,224 @@
+"""Every shell command README.md and docs/operations.md show is run here or says why not (issue 23, item 5).
+
+The commands are read from the docs themselves: each line of a ```sh block (continuation lines joined,
+a heredoc kept with its command) and each ``$ command`` of an output block. ``RULES`` gives each one a
+way to be checked, first match wins:
+
+- ``run``: the command runs here, no cluster needed, and what the docs show under it (an output block)
+  is what it prints (timings aside);
+- ``kustomize``: ``kubectl apply -k DIR`` builds with the real kustomize in kubectl (``kubectl kustomize
+  DIR``), the overlay the docs write included, so what would be applied is well formed;
+- ``synopsis``: a usage line; every ``--flag`` it names is in the command's own ``--help``;
+- ``file``: the file the command reads is in the repository and parses;
+- ``elsewhere``: it needs a cluster, Docker, a registry or a long-running process; the reason names
+  where it is exercised (the cluster tier, ``make dev``, another test).
+
+A command no rule matches fails the test: a new command in the docs is either checked or says why not.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ("README.md", "docs/operations.md")
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One command in the docs: where, the command line, and the output block shown under it (if any)."""
+
+    doc: str
+    line: int
+    command: str
+    output: tuple[str, ...] | None = None
+
+
+def shown_commands(doc: str) -> list[Shown]:
+    """The commands of ``doc``: ``sh`` blocks line by line, and ``$ ...`` lines of output blocks with
+    the lines up to the next ``$``."""
+    text = (ROOT / doc).read_text()
+    found: list[Shown] = []
+    for block in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.S | re.M):
+        lang, body = block.group(1), block.group(2)
+        first = text[:block.start()].count("\n") + 2
+        lines = body.splitlines()
+        if lang == "sh":
+            index = 0
+            while index < len(lines):
+                start, line = index, lines[index]
+                while index + 1 < len(lines) and (line.endswith("\\") or re.match(r"\s+\[", lines[index + 1])):
+                    index += 1  # a continued line, or a usage line's options wrapped under it
+                    line = line.removesuffix("\\").rstrip() + " " + lines[index].strip()
+                heredoc = re.search(r"<<'?(\w+)'?", line)
+                if heredoc:
+                    end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == heredoc.group(1))
+                    line = "\n".join([line, *lines[index + 1:end + 1]])
+                    index = end
+                index += 1
+                command = line if heredoc else re.sub(r"\s+#.*$", "", line).strip()
+                if command and not command.startswith("#"):
+                    found.append(Shown(doc, first + start, command))
+        elif not lang and lines and lines[0].startswith("$ "):
+            starts = [i for i, line in enumerate(lines) if line.startswith("$ ")]
+            for at, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+                found.append(Shown(doc, first + at, lines[at][2:].strip(), tuple(lines[at + 1:end])))
+    return found
+
+
+CLUSTER = "needs a cluster: the real control plane tier (tests/cluster) or `make dev`"
+RULES: list[tuple[str, str, str]] = [
+    (r"^make test$", "elsewhere", "the whole suite: this test is part of it"),
+    (r"^make test-cluster$", "elsewhere", "the cluster tier itself (.ci/run runs it)"),
+    (r"^make run$", "elsewhere", "a long-running server: tests/server/test_gunicorn.py starts the same config"),
+    (r"^make dev$", "elsewhere", "a long-running control plane: tests/cluster/dev.py, the tier's fixtures"),
+    (r"^make demo$", "run", "python -m hooks demo tests/payloads"),
+    (r"^(\.venv/bin/)?python -m hooks replay tests/payloads/\S+ --diff$", "run", ""),
+    (r"^(\.venv/bin/)?python -m hooks replay SCENARIO_DIR", "synopsis", ""),
+    (r"^(\.venv/bin/)?python -m hooks node-pods NODE ", "synopsis", ""),
+    (r"^kubectl nvjob (get|describe|why) .*(\[|NAME)", "synopsis", ""),
+    (r"^kubectl nvjob get -n cluster-0$|^kubectl nvjob (describe|why) retry -n cluster-0$", "elsewhere",
+     "recorded objects: tests/tools/test_nvjob_recorded.py compares every line of the README's sample"),
+    (r"^kubectl nvjob ", "elsewhere", CLUSTER + " (tests/cluster/test_nvjob.py runs get, describe and why)"),
+    (r"^pip install \.$", "elsewhere", "needs the package index for the build backend: "
+                                       "tests/contract/test_packaging.py reads the same configuration with setuptools"),
+    (r"^(\.venv/bin/)?python -m hooks (replay request\.json|node-pods gpu-)", "elsewhere", CLUSTER),
+    (r"^docker ", "elsewhere", "Docker and a registry: tests/contract/test_dockerfile.py checks the Dockerfile"),
+    (r"^mkdir -p deploy/prod && cd deploy/prod$", "elsewhere", "the site overlay: run with the heredoc after it "
+                                                               "before `kubectl apply -k deploy/prod/` is built"),
+    (r"^cat > kustomization.yaml <<'EOF'\n", "elsewhere", "the site overlay (above)"),
+    (r"^kubectl apply -k ", "kustomize", ""),
+    (r"^kubectl apply -f (manifests/\S+)$", "file", ""),
+    (r"^kubectl (get|describe|patch) nvjob( NAME)?( -n NS| -A)?( |$)", "elsewhere",
+     "about one Job: tests/cluster/test_docs_commands.py runs each as written with the real kubectl"),
+    (r"^(export KUBECONFIG=|kubectl |NS=|OLD=|NEW=)", "elsewhere", CLUSTER),
+]
+
+
+def rule_of(command: str) -> tuple[str, str, re.Match[str]] | None:
+    for pattern, kind, note in RULES:
+        match = re.search(pattern, command)
+        if match:
+            return kind, note, match
+    return None
+
+
+ALL = [shown for doc in DOCS for shown in shown_commands(doc)]
+
+
+def ident(shown: Shown) -> str:
+    return f"{shown.doc}:{shown.line}:{shown.command.splitlines()[0][:60]}"
+
+
+def test_the_docs_show_commands_and_every_one_has_a_rule() -> None:
+    assert len(ALL) > 30, "the docs' commands were not found"
+    assert {"make demo", "kubectl apply -k manifests/monitoring/"} <= {s.command for s in ALL}
+    unruled = [ident(shown) for shown in ALL if rule_of(shown.command) is None]
+    assert not unruled, f"commands in the docs that no rule checks or explains: {unruled}"
+
+
+def run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False, **kwargs)
+
+
+def normalized(line: str) -> str:
+    """A line with timings (``0.5 ms``) as ``N ms`` and runs of spaces as one."""
+    return re.sub(r"\s+", " ", re.sub(r"\d+(\.\d+)? ms\b", "N ms", line)).strip()
+
+
+@pytest.mark.parametrize("shown", [s for s in ALL if (rule_of(s.command) or ("",))[0] == "run"], ids=ident)
+def test_a_command_that_runs_here_prints_what_the_docs_show(shown: Shown) -> None:
+    command = shown.command
+    if command == "make demo":  # the recipe, not make: make may rebuild the venv
+        args = [sys.executable, "-m", "hooks", "demo", "tests/payloads"]
+    else:
+        args = [sys.executable, *shlex.split(command)[1:]]
+    done = run(args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    if shown.output is None:
+        return
+    out = [normalized(line) for line in done.stdout.splitlines()]
+    err = [normalized(line) for line in done.stderr.splitlines()]
+    for line in shown.output:
+        if line.strip() in ("...", "{ ... the response JSON ... }"):
+            continue
+        text, on_stderr = (line.split("(on stderr)")[0], True) if "(on stderr)" in line else (line, False)
+        assert normalized(text) in (err if on_stderr else out), f"{ident(shown)}: the docs show {line!r}"
+
+
+def synopsis_help(command: str) -> str:
+    """The ``--help`` of the command a usage line shows."""
+    words = command.split()
+    if words[0] == "kubectl":
+        args = [sys.executable, "-m", "hooks.tools.nvjob", words[2], "--help"]
+    else:
+        args = [sys.executable, "-m", "hooks", words[3], "--help"]
+    done = run(args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("shown", [s for s in ALL if (rule_of(s.command) or ("",))[0] == "synopsis"], ids=ident)
+def test_a_usage_line_names_only_flags_the_command_has(shown: Shown) -> None:
+    flags = set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", shown.command))
+    assert flags, ident(shown)
+    helped = synopsis_help(shown.command)
+    missing = sorted(flag for flag in flags if not re.search(rf"(?<![\w-]){re.escape(flag)}\b", helped))
+    assert not missing, f"{ident(shown)}: not in --help: {missing}"
+
+
+def kubectl() -> str:
+    found = shutil.which("kubectl")
+    if found is None:
+        pytest.skip("no kubectl (Debian's package): the kustomizations are not built")
+    return found
+
+
+@pytest.mark.parametrize("shown", [s for s in ALL if (rule_of(s.command) or ("",))[0] == "kustomize"], ids=ident)
+def test_what_kubectl_apply_k_would_apply_builds(shown: Shown, tmp_path: Path) -> None:
+    binary = kubectl()
+    if shown.command.split()[3] == "deploy/prod/":  # the site overlay, written first as the docs write it
+        at = next(i for i, s in enumerate(ALL) if s.command == "mkdir -p deploy/prod && cd deploy/prod")
+        assert ALL[at + 1].command.startswith("cat > kustomization.yaml <<")
+        (tmp_path / "manifests").symlink_to(ROOT / "manifests")
+        script = ALL[at].command + "\n" + ALL[at + 1].command + "\n"
+        done = subprocess.run(["bash", "-ec", script], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        directories = [tmp_path / "deploy" / "prod"]
+    else:
+        directories = [ROOT / word for word in shown.command.split()[3:] if not word.startswith("#")]
+        directories = [d for d in directories if d.is_dir()] or [ROOT / shown.command.split()[3]]
+    for directory in directories:
+        built = subprocess.run([binary, "kustomize", str(directory)], capture_output=True, text=True, timeout=120,
+                               check=False)
+        assert built.returncode == 0, f"{ident(shown)}: kubectl kustomize {directory}: {built.stderr}"
+        objects = [o for o in yaml.safe_load_all(built.stdout) if o]
+        assert objects, f"{directory} builds nothing"
+        if directory.name == "prod":
+            images = {c["image"] for o in objects if o["kind"] == "Deployment"
+                      for c in o["spec"]["template"]["spec"]["containers"]}
+            assert images == {"registry.example.com/nvcre-hooks:0.1.0"}
+
+
+def test_the_other_directory_the_docs_apply_builds_too() -> None:
+    """``kubectl apply -k manifests/   # or manifests-kueue/``: the alternative in the comment builds as well."""
+    built = subprocess.run([kubectl(), "kustomize", str(ROOT / "manifests-kueue")], capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert built.returncode == 0, built.stderr
+
+
+@pytest.mark.parametrize("shown", [s for s in ALL if (rule_of(s.command) or ("",))[0] == "file"], ids=ident)
+def test_a_file_the_docs_apply_is_there_and_parses(shown: Shown) -> None:
+    path = ROOT / shown.command.split()[-1]
+    documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    assert documents and all("kind" in d for d in documents)

@@ -1,0 +1,193 @@
+"""The drain barrier as a value (``hooks.core.barrier.Drain``), composed into the status in one place,
+and what one call reads and builds once (``hooks.core.once``: the barrier's live reads, the JobSet and
+the Workload)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+import hooks.core.jobset
+import hooks.core.queueing
+import hooks.core.rows.kueue
+from hooks.core import barrier
+from hooks.core.barrier import Drain
+from hooks.core.decide import Decision, decide
+from hooks.core.observed import parse_request
+from hooks.core.once import Once
+from hooks.core.stuckwait import NOT_KNOWN
+from hooks.core.wording import MAX_MESSAGE
+from hooks.core.work import Context, Work
+from podread.errors import PodReadError
+from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+DRAIN_READS = ("active_job_pods", "active_launcher_pods", "attempt_jobs", "active_attempt_pods")
+
+
+class Counting:
+    """A Reader that counts how often each of its methods is called (``calls``)."""
+
+    def __init__(self, reader: FakeReader) -> None:
+        self.reader = reader
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.reader, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return method(*args, **kwargs)
+
+        return counted
+
+
+def run(reader: FakeReader | Counting, **request: Any) -> Decision:
+    observed = parse_request(job_request(**request), "finalize" if request.get("finalizing") else "sync")
+    return decide(observed, reader, NOW)
+
+
+def worker(name: str, attempt: int) -> dict[str, Any]:
+    pod = make_pod(name, job="train", workload=f"train-{attempt}", replicated_job="worker")
+    pod["metadata"]["labels"]["nvcre.nvidia.com/attempt"] = str(attempt)
+    return pod
+
+
+# ---- read once, build once ----------------------------------------------------------------------------
+
+def test_an_adoption_then_the_barrier_read_each_thing_once() -> None:
+    """A lost status write (Restarting at attempt 1, train-2 observed) is adopted with the barrier's live
+    reads; the active deadline has passed, so row 3a then runs the barrier over the same attempts.
+    The call reads each thing once: the barrier answers from what the adoption read."""
+    reader = Counting(FakeReader([worker("train-2-worker-0-0", 2)]))
+    d = run(reader, spec={**job_spec(max_restarts=3), "activeDeadlineSeconds": 60},
+            status={"phase": "Restarting", "attempt": 1, "restarts": 1, "workload": "",
+                    "startTime": "2025-12-31T23:31:00Z"},
+            jobsets=[jobset_child("train", 2, created="2025-12-31T23:40:00Z")])
+    status = d.response["status"]
+    assert (status["attempt"], status["phase"], d.kind) == (2, "Terminating", "held")
+    assert status["message"].startswith("deadline exceeded, tearing down: waiting for JobSet train-2 to be deleted")
+    assert {method: reader.calls[method] for method in DRAIN_READS} == dict.fromkeys(DRAIN_READS, 1)
+
+
+def test_a_failed_read_fails_again_for_the_next_row_of_the_call() -> None:
+    """The adoption's read failed: it adopts nothing and holds; the error is kept for the call, never
+    turned into "no pods" by a second try."""
+    reader = Counting(FakeReader(fail={"active_launcher_pods"}))
+    ctx = Context(parse_request(job_request(), "sync"), reader, NOW)
+    for _ in range(2):
+        with pytest.raises(PodReadError):
+            barrier.drain_reads(ctx, 0)
+    assert reader.calls == Counter({"active_job_pods": 1, "active_launcher_pods": 1})
+
+
+def test_once_keeps_a_value_and_an_error() -> None:
+    once, made = Once(), []
+    assert once.get("a", lambda: made.append(1) or [1]) is once.get("a", lambda: made.append(2) or [2])
+    assert made == [1]
+
+    def fail() -> None:
+        made.append(3)
+        raise ValueError("no")
+
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            once.get("b", fail)
+    assert made == [1, 3]
+
+
+def test_the_jobset_and_the_workload_are_built_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queue-managed Job admitted with no Workload observed yet: the row checks the spec with the
+    JobSet and the Workload (TooManyPodSets), and the Workload child is the same Workload."""
+    built: Counter[str] = Counter()
+    real_names, real_count = hooks.core.jobset.check_names, hooks.core.queueing.count_of
+
+    def names(*args: Any) -> None:
+        built["jobset"] += 1
+        real_names(*args)
+
+    def count(node: Any, key: str, *args: Any) -> int:
+        built["workload"] += key == "replicas"  # once per pod set: the spec has one replicated job
+        return real_count(node, key, *args)
+
+    monkeypatch.setattr(hooks.core.jobset, "check_names", names)
+    monkeypatch.setattr(hooks.core.queueing, "count_of", count)
+    d = run(FakeReader(), labels={"kueue.x-k8s.io/queue-name": "team"}, workloads=[])
+    assert [c["kind"] for c in d.response["children"]] == ["Workload"] and d.response["status"]["phase"] == "Queued"
+    assert built == Counter({"jobset": 1, "workload": 1})
+
+
+def test_the_teardown_rows_are_matched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row 2a is chosen on one look at Kueue's word (decide looked twice: once to skip the adoption,
+    once to dispatch)."""
+    looked: list[str] = []
+    real = hooks.core.rows.kueue.is_evicted
+
+    def is_evicted(ctx: Context) -> bool:
+        looked.append(ctx.job)
+        return real(ctx)
+
+    monkeypatch.setattr(hooks.core.rows.kueue, "is_evicted", is_evicted)
+    d = run(FakeReader(), labels={"kueue.x-k8s.io/queue-name": "team"},
+            workloads=[workload_child("train", state="evicted")], jobsets=[jobset_child("train", 0)],
+            status={"phase": "Running", "attempt": 0, "workload": "train-0"})
+    assert d.response["status"]["phase"] == "Suspending" and looked == ["train"]
+
+
+# ---- the value and its one composition -----------------------------------------------------------------
+
+POD = make_pod("train-0-worker-0-0", job="train")
+LAUNCHER = make_pod("train-0-launcher-0-0", launcher="train")
+
+
+@pytest.mark.parametrize(("drain", "reason", "words"), [
+    (Drain(), "NoActivePods", ""),
+    (Drain(jobsets=("train-0",), workers=(POD,)), "WorkloadPresent",
+     "waiting for JobSet train-0 to be deleted and 1 active pod: train-0-worker-0-0"),
+    (Drain(launchers=(LAUNCHER,), batch_jobs=("train-0-worker-0",)), "LauncherActive",
+     "waiting for launcher pod train-0-launcher-0-0 to finish and batch Job train-0-worker-0 to be deleted"),
+    (Drain(batch_jobs=("a", "b")), "BatchJobsPresent", "waiting for batch Jobs a, b to be deleted"),
+    (Drain(jobsets=("x",), error=PodReadError("boom", method="attempt_jobs", code="timeout")), "ReadFailed",
+     "waiting for a batch Job read to succeed: the API server did not answer in time"),
+])
+def test_a_drain_says_why_it_holds(drain: Drain, reason: str, words: str) -> None:
+    assert (drain.reason, drain.words(), drain.passed) == (reason, words, reason == "NoActivePods")
+    assert drain.message(before="<", after=">") == (f"<{words}>" if words else "")
+
+
+def test_the_framing_words_are_cut_with_the_message_once() -> None:
+    many = Drain(jobsets=("train-0",), workers=tuple(make_pod(f"{'w' * 240}-{i}", job="train") for i in range(5)))
+    said = many.message(before="deadline exceeded, tearing down: ", after=" (before creating JobSet x)")
+    assert len(said) == MAX_MESSAGE and said.startswith("deadline exceeded, tearing down: waiting for JobSet ")
+    assert said.endswith("...")
+
+
+def work() -> Work:
+    return Work(phase="Running", attempt=0, restarts=0, workload="train-0", active_pods=3, conditions=())
+
+
+def test_record_writes_the_condition_the_pods_and_resync() -> None:
+    ctx = Context(parse_request(job_request(), "sync"), FakeReader(), NOW)
+    held = work()
+    barrier.record(ctx, held, Drain(workers=(POD,)))
+    assert [(c.type, c.status, c.reason) for c in held.conditions] == [("Drained", "False", "PodsActive")]
+    assert (held.active_pods, held.resync) == (1, True)
+    failed = work()
+    barrier.record(ctx, failed, Drain(error=PodReadError("x"), stuck=NOT_KNOWN))
+    assert (failed.conditions[0].status, failed.active_pods) == ("Unknown", 3), "a failed read keeps the count"
+
+
+def test_a_passing_gate_adds_no_drained_condition_where_there_was_none() -> None:
+    ctx = Context(parse_request(job_request(), "sync"), FakeReader(), NOW)
+    new = work()
+    barrier.record_gate(ctx, new, Drain())
+    assert (new.conditions, new.active_pods, new.resync) == ((), 0, False)
+    teardown = work()
+    barrier.record(ctx, teardown, Drain())
+    assert [(c.type, c.status) for c in teardown.conditions] == [("Drained", "True")]
+    held = work()
+    barrier.record_gate(ctx, held, Drain(workers=(POD,)))
+    assert [(c.type, c.status) for c in held.conditions] == [("Drained", "False")]

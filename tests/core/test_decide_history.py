@@ -1,0 +1,316 @@
+"""``status.attempts`` through ``decide`` (issue 23): each way an attempt ends, its drain, the fixed
+point at every step, and the bound over a Job that restarted 10,000 times."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from hooks.core import history
+from hooks.core.decide import Decision, decide
+from hooks.core.jobset import MAX_ATTEMPT
+from hooks.core.observed import parse_request
+from podread import JOB_LABEL, JOBSET_NAME_LABEL, is_active
+from podread.attempts import attempt_in_name
+from podread.selector import tells_a_failure
+from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+PREEMPTED = {"name": "preempted", "action": "RestartJobIgnoreMaxRestarts",
+             "onPodConditions": [{"type": "DisruptionTarget"}]}
+
+
+def stamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run(body: dict[str, Any], reader: FakeReader | None = None, now: datetime = NOW) -> Decision:
+    observed = parse_request(body, "finalize" if body.get("finalizing") else "sync")
+    return decide(observed, reader if reader is not None else FakeReader(), now)
+
+
+def step(body: dict[str, Any], reader: FakeReader | None = None, now: datetime = NOW) -> dict[str, Any]:
+    """The answer's status, checked to be a fixed point: fed back, at once and an hour later."""
+    out = run(body, reader, now).response["status"]
+    again = copy.deepcopy(body)
+    again["parent"]["status"] = copy.deepcopy(out)
+    for later in (now, now + timedelta(hours=1)):
+        assert run(again, fresh(reader) if reader else None, later).response["status"] == out
+    return out
+
+
+def fresh(reader: FakeReader) -> FakeReader:
+    """A new FakeReader over copies of what ``reader`` holds (the real Reader under it holds a lock, so
+    it is rebuilt, not deep-copied)."""
+    nodes = None if reader.nodes is None else copy.deepcopy(list(reader.nodes.values()))
+    again = FakeReader(copy.deepcopy(reader.pods), copy.deepcopy(reader.live_pods), reader.fail, reader.error,
+                       nodes=nodes, jobs=copy.deepcopy(reader.jobs))
+    again.delete_allowed = reader.delete_allowed
+    return again
+
+
+def failed_jobset(attempt: int, at: datetime) -> dict[str, Any]:
+    jobset = jobset_child("train", attempt, state="Failed")
+    jobset["status"]["conditions"][0].update(reason="FailedJobs", lastTransitionTime=stamp(at))
+    return jobset
+
+
+def worker(attempt: int, *, phase: str = "Running", exit_code: int = 0, disrupted: str = "",
+           deleting: str = "", grace: int | None = None) -> dict[str, Any]:
+    pod = make_pod(f"train-{attempt}-worker-0-0", job="train", workload=f"train-{attempt}", replicated_job="worker",
+                   phase=phase, node="gpu-3", deleting=deleting)
+    if exit_code:
+        pod["status"]["containerStatuses"] = [{"name": "worker", "state": {"terminated": {
+            "exitCode": exit_code, "reason": "Error", "finishedAt": "2026-01-01T00:04:00Z"}}}]
+    if disrupted:
+        pod["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True", "reason": disrupted}]
+    if grace is not None:
+        pod["metadata"]["deletionGracePeriodSeconds"] = grace
+    return pod
+
+
+def test_a_restart_records_the_failure_its_first_failing_pod_its_cause_and_its_drain() -> None:
+    spec = job_spec(max_restarts=2)
+    created = step(job_request(spec=spec))
+    assert created["attempts"] == [{"attempt": 0, "jobSet": "train-0", "created": "2026-01-01T00:00:00Z"}], \
+        "made when its JobSet is first answered"
+    t1 = NOW + timedelta(minutes=1)
+    running = step(job_request(spec=spec, status=created, jobsets=[jobset_child("train", 0)]),
+                   FakeReader([worker(0)]), t1)
+    assert running["phase"] == "Running" and running["attempts"][0]["started"] == stamp(t1)
+    t5 = NOW + timedelta(minutes=5)
+    failing = worker(0, phase="Failed", exit_code=3, deleting="2026-01-01T00:05:30Z", grace=30)
+    restarting = step(job_request(spec=spec, status=running, jobsets=[failed_jobset(0, t5)]),
+                      FakeReader([failing]), t5 + timedelta(seconds=20))
+    assert restarting["phase"] == "Restarting"
+    assert restarting["attempts"] == [{
+        "attempt": 0, "jobSet": "train-0", "created": "2026-01-01T00:00:00Z", "started": stamp(t1),
+        "ended": stamp(t5), "outcome": "Failed", "failedReplicatedJob": "worker", "failedPod": "train-0-worker-0-0",
+        "node": "gpu-3", "exitCode": 3, "reason": "Error", "cause": "default",
+        "failedPodDeletionStarted": "2026-01-01T00:05:00Z", "failedPodGracePeriodEnds": "2026-01-01T00:05:30Z"}]
+    t6 = t5 + timedelta(minutes=1)
+    drained = step(job_request(spec=spec, status=restarting), FakeReader([]), t6)
+    assert (drained["phase"], drained["attempt"]) == ("Pending", 1)
+    first, second = drained["attempts"]
+    assert (first["drainSeconds"], first["drainStuck"]) == (60, False), "from its end until nothing was left"
+    assert second == {"attempt": 1, "jobSet": "train-1", "created": stamp(t6)}
+
+
+def test_a_preemption_is_named_and_counted_under_its_cause() -> None:
+    spec = job_spec(max_restarts=0) | {"failurePolicy": {"rules": [PREEMPTED]}}
+    status = {"phase": "Running", "attempt": 0, "workload": "train-0",
+              "attempts": [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T23:00:00Z"}]}
+    out = step(job_request(spec=spec, status=status, jobsets=[failed_jobset(0, NOW)]),
+               FakeReader([worker(0, phase="Failed", exit_code=143, disrupted="PreemptionByScheduler")]))
+    entry = out["attempts"][0]
+    assert (entry["outcome"], entry["reason"], entry["exitCode"], entry["cause"]) == (
+        "Preempted", "PreemptionByScheduler", 143, "preempted")
+
+
+def test_a_failure_that_ends_the_job_has_no_cause_and_no_drain() -> None:
+    status = {"phase": "Running", "attempt": 0, "workload": "train-0"}
+    jobset = failed_jobset(0, NOW - timedelta(minutes=1))
+    jobset["metadata"]["creationTimestamp"] = "2025-12-31T23:30:00Z"
+    out = step(job_request(spec=job_spec(max_restarts=0), status=status, jobsets=[jobset]),
+               FakeReader([worker(0, phase="Failed", exit_code=1)]))
+    assert out["phase"] == "Failed"
+    entry = out["attempts"][0]
+    assert entry["created"] == "2025-12-31T23:30:00Z", "made from an observed JobSet: its creationTimestamp"
+    assert entry["outcome"] == "Failed" and entry["ended"] == "2025-12-31T23:59:00Z"
+    assert "cause" not in entry and "drainSeconds" not in entry
+
+
+def test_a_failed_read_of_the_failing_pods_holds_a_verdict_that_reads_pods_and_writes_no_outcome() -> None:
+    status = {"phase": "Running", "attempt": 0, "workload": "train-0"}
+    spec = job_spec(max_restarts=1) | {"failurePolicy": {"rules": [PREEMPTED]}}
+    body = job_request(spec=spec, status=status, jobsets=[failed_jobset(0, NOW)])
+    held = run(body, FakeReader(fail=["attempt_failure_pods"]))
+    assert held.kind == "held" and "outcome" not in held.response["status"]["attempts"][0]
+    body["parent"]["status"] = held.response["status"]
+    out = step(body, FakeReader([worker(0, phase="Failed", exit_code=9)]))
+    assert out["attempts"][0]["exitCode"] == 9
+
+
+def test_without_a_rule_that_reads_pods_a_failed_read_holds_nothing_and_names_no_pod() -> None:
+    status = {"phase": "Running", "attempt": 0, "workload": "train-0"}
+    body = job_request(spec=job_spec(max_restarts=1), status=status, jobsets=[failed_jobset(0, NOW)])
+    out = step(body, FakeReader(fail=["attempt_failure_pods"]))
+    assert out["phase"] == "Restarting"
+    assert out["attempts"][0] | {"created": ""} == {"attempt": 0, "jobSet": "train-0", "created": "",
+                                                     "ended": "2026-01-01T00:00:00Z", "outcome": "Failed",
+                                                     "reason": "FailedJobs", "cause": "default"}
+
+
+def test_success_is_dated_by_the_jobsets_completed_condition() -> None:
+    jobset = jobset_child("train", 0, state="Completed")
+    out = step(job_request(status={"phase": "Running", "attempt": 0, "workload": "train-0"}, jobsets=[jobset]))
+    assert out["attempts"][0] | {"created": ""} == {"attempt": 0, "jobSet": "train-0", "created": "",
+                                                     "ended": "2025-12-31T23:00:00Z", "outcome": "Succeeded"}
+
+
+def test_suspend_ends_the_attempt_and_its_drain_counts_until_the_barrier_passes_then_resume_starts_the_next() -> None:
+    status = {"phase": "Running", "attempt": 0, "workload": "train-0",
+              "attempts": [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T23:00:00Z"}]}
+    suspended_spec = job_spec(suspend=True)
+    held = step(job_request(spec=suspended_spec, status=status, jobsets=[jobset_child("train", 0)]),
+                FakeReader([worker(0)]))
+    assert held["phase"] == "Suspending"
+    assert held["attempts"][0] | {} == {**status["attempts"][0], "ended": "2026-01-01T00:00:00Z",
+                                        "outcome": "Suspended"}
+    later = NOW + timedelta(seconds=45)
+    done = step(job_request(spec=suspended_spec, status=held), FakeReader([]), later)
+    assert done["phase"] == "Suspended" and done["attempts"][0]["drainSeconds"] == 45
+    resumed = step(job_request(status=done), FakeReader([]), later + timedelta(hours=2))
+    assert [e["attempt"] for e in resumed["attempts"]] == [0, 1]
+    assert resumed["attempts"][0] == done["attempts"][0], "a recorded entry never changes"
+
+
+def test_a_stuck_drain_is_remembered_after_it_passes() -> None:
+    status = {"phase": "Suspending", "attempt": 0, "workload": "",
+              "attempts": [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T22:00:00Z",
+                            "ended": "2025-12-31T23:00:00Z", "outcome": "Suspended"}],
+              "conditions": [{"type": "Drained", "status": "False", "reason": "PodsActive", "message": "",
+                              "lastTransitionTime": "2025-12-31T23:00:00Z"}]}
+    spec = job_spec(suspend=True)
+    stuck = worker(0, deleting="2025-12-31T23:00:00Z")
+    waiting = step(job_request(spec=spec, status=status), FakeReader([stuck], nodes=[]))
+    assert waiting["attempts"][0]["drainStuck"] is True and "drainSeconds" not in waiting["attempts"][0]
+    done = step(job_request(spec=spec, status=waiting), FakeReader([]))
+    assert (done["attempts"][0]["drainSeconds"], done["attempts"][0]["drainStuck"]) == (3600, True)
+
+
+def test_the_deadline_dates_the_end_by_its_condition() -> None:
+    spec = job_spec() | {"activeDeadlineSeconds": 60}
+    status = {"phase": "Running", "attempt": 0, "workload": "train-0", "startTime": "2025-12-31T23:00:00Z"}
+    out = run(job_request(spec=spec, status=status, jobsets=[jobset_child("train", 0)]),
+              FakeReader([worker(0)])).response["status"]
+    assert out["phase"] == "Terminating"
+    assert (out["attempts"][0]["outcome"], out["attempts"][0]["ended"]) == ("DeadlineExceeded", "2026-01-01T00:00:00Z")
+
+
+def test_deletion_ends_the_attempt_deleted() -> None:
+    body = job_request(status={"phase": "Running", "attempt": 0, "workload": "train-0"},
+                       jobsets=[jobset_child("train", 0)], finalizing=True, deleting="2026-01-01T00:00:00Z")
+    out = run(body, FakeReader([worker(0)])).response["status"]
+    assert out["attempts"][0]["outcome"] == "Deleted"
+
+
+def test_a_kueue_eviction_is_named_with_kueues_reason_and_time() -> None:
+    body = job_request(status={"phase": "Running", "attempt": 0, "workload": "train-0"},
+                       jobsets=[jobset_child("train", 0)], labels={"kueue.x-k8s.io/queue-name": "team"},
+                       workloads=[workload_child("train", state="evicted", reason="Preempted")])
+    out = step(body, FakeReader([worker(0)]))
+    entry = out["attempts"][0]
+    assert (entry["outcome"], entry["reason"], entry["ended"]) == ("Evicted", "Preempted", "2025-12-31T23:00:00Z")
+
+
+def test_a_status_that_disagrees_keeps_its_history_as_it_came() -> None:
+    kept = [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T23:00:00Z"}]
+    status = {"phase": "Running", "attempt": 0, "workload": "train-0", "attempts": kept}
+    out = run(job_request(status=status, jobsets=[jobset_child("train", 0), jobset_child("train", 1)]),
+              FakeReader([worker(0)])).response["status"]
+    assert out["conditions"][-1]["type"] == "StatusMismatch" and out["attempts"] == kept
+
+
+def test_a_lower_limit_drops_the_oldest_entries_and_counts_them() -> None:
+    entries = [{"attempt": n, "jobSet": f"train-{n}", "created": "2025-12-31T23:00:00Z"} for n in range(5)]
+    status = {"phase": "Running", "attempt": 4, "restarts": 4, "workload": "train-4", "attempts": entries,
+              "attemptsDropped": 7}
+    spec = job_spec(max_restarts=9) | {"attemptsHistoryLimit": 2}
+    out = step(job_request(spec=spec, status=status, jobsets=[jobset_child("train", 4)]), FakeReader([worker(4)]))
+    assert [e["attempt"] for e in out["attempts"]] == [3, 4] and out["attemptsDropped"] == 10
+
+
+class QuickReader:
+    """The Reader's methods ``decide`` calls on this Job, over a few pods, answered without building
+    the set of every JobSet name up to the last attempt (10,000 names per read would make the loop
+    quadratic). Duck-typed: it does not depend on how ``FakeReader`` is built."""
+
+    def __init__(self, pods: list[dict[str, Any]]) -> None:
+        self.pods = pods
+
+    def _of_job(self, job: str) -> list[dict[str, Any]]:
+        return [p for p in self.pods if p["metadata"]["labels"].get(JOB_LABEL) == job]
+
+    def job_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return self._of_job(job)
+
+    def active_job_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return [p for p in self._of_job(job) if is_active(p)]
+
+    def active_launcher_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return []
+
+    def active_attempt_pods(self, namespace: str, job: str, last_attempt: int) -> list[dict[str, Any]]:
+        return [p for p in self.pods if is_active(p) and attempt_in_name(
+            job, p["metadata"]["labels"].get(JOBSET_NAME_LABEL, "")) is not None]
+
+    def attempt_jobs(self, namespace: str, job: str, last_attempt: int) -> list[dict[str, Any]]:
+        return []
+
+    def workload_pods(self, namespace: str, workload: str, replicated_job: str = "") -> list[dict[str, Any]]:
+        return [p for p in self.pods if p["metadata"]["labels"].get(JOBSET_NAME_LABEL) == workload]
+
+    def attempt_failure_pods(self, namespace: str, workload: str) -> list[dict[str, Any]]:
+        return [p for p in self.workload_pods(namespace, workload) if tells_a_failure(p)]
+
+
+@pytest.mark.slow
+def test_a_job_that_restarted_ten_thousand_times_keeps_a_bounded_history() -> None:
+    """Every attempt a Job can have (0 to MAX_ATTEMPT) fails and restarts, through the hooks' own
+    answers fed back, as Metacontroller does: three calls per attempt."""
+    spec = job_spec(max_restarts=0) | {"failurePolicy": {"rules": [PREEMPTED]}}
+    status: dict[str, Any] | None = None
+    now = NOW
+    largest = 0
+    for attempt in range(MAX_ATTEMPT + 1):
+        status = run(job_request(spec=spec, status=status, jobsets=[jobset_child("train", attempt)]),
+                     QuickReader([worker(attempt)]), now).response["status"]
+        now += timedelta(seconds=10)
+        failing = worker(attempt, phase="Failed", exit_code=143, disrupted="PreemptionByScheduler")
+        status = run(job_request(spec=spec, status=status, jobsets=[failed_jobset(attempt, now)]),
+                     QuickReader([failing]), now).response["status"]
+        now += timedelta(seconds=10)
+        status = run(job_request(spec=spec, status=status), QuickReader([]), now).response["status"]
+        largest = max(largest, len(json.dumps(status)))
+    assert status is not None
+    assert status["restartsByCause"] == {"preempted": MAX_ATTEMPT} and status["phase"] == "Failed"
+    assert [e["attempt"] for e in status["attempts"]] == list(range(MAX_ATTEMPT - 9, MAX_ATTEMPT + 1))
+    assert status["attemptsDropped"] == MAX_ATTEMPT + 1 - history.DEFAULT_LIMIT
+    assert all(e["outcome"] == "Preempted" for e in status["attempts"])
+    assert len(json.dumps(status["attempts"])) < history.MAX_HISTORY_BYTES / 10
+    assert largest < 16 * 1024, "the whole status stays small at the default limit"
+
+
+def test_a_status_holding_a_later_attempt_than_its_own_does_not_count_on_every_call() -> None:
+    forged = [{"attempt": 5, "jobSet": "train-5", "created": "2025-12-31T23:00:00Z"}]
+    status = {"phase": "Running", "attempt": 2, "restarts": 2, "workload": "train-2", "attempts": forged}
+    spec = job_spec(max_restarts=3) | {"attemptsHistoryLimit": 1}
+    out = step(job_request(spec=spec, status=status, jobsets=[jobset_child("train", 2)]), FakeReader([worker(2)]))
+    assert out["attempts"] == forged and "attemptsDropped" not in out
+
+
+ODD = [None, 7, 1.5, True, "", "yesterday", "0001-01-01T00:00:00+23:59", "9999-12-31T23:59:59Z", [], {}]
+
+
+def test_odd_times_and_reasons_in_a_jobset_or_a_pod_never_break_the_history() -> None:
+    """A request's JobSet is any shape the parse lets through; the history reads its times and
+    reasons as evidence, so an odd one is read as no evidence (``now``), never an error. A condition's
+    ``reason`` is declared a string (``hooks.core.request.ChildCondition``: another type is a 400), so
+    only the odd strings reach the history there."""
+    for odd in ODD:
+        jobset = failed_jobset(0, NOW)
+        jobset["metadata"]["creationTimestamp"] = odd
+        jobset["status"]["conditions"][0]["lastTransitionTime"] = odd
+        if odd is None or isinstance(odd, str):
+            jobset["status"]["conditions"][0]["reason"] = odd
+        pod = worker(0, phase="Failed", exit_code=1, deleting="2026-01-01T00:00:00Z", grace=30)
+        pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = odd
+        status = {"phase": "Running", "attempt": 0, "workload": "train-0"}
+        out = step(job_request(spec=job_spec(max_restarts=1), status=status, jobsets=[jobset]), FakeReader([pod]))
+        entry = out["attempts"][0]
+        assert entry["outcome"] == "Failed" and entry["ended"] <= "2026-01-01T00:00:00Z", odd

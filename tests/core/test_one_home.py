@@ -1,0 +1,62 @@
+"""Rules with one home: "a restart that spends no restart" is decided by ``failurepolicy.spends_no_restart``
+alone, and the modules that need it (the restart row, the status check, the Restarting Event) ask it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from hooks.core import failurepolicy
+from hooks.core.events import transition_events
+from hooks.core.observed import parse_request
+from tests.support import job_request
+
+ROOT = Path(__file__).resolve().parents[2]
+UNCOUNTED = "RestartJobIgnoreMaxRestarts"
+
+
+def mentions_of_the_uncounted_action(path: Path) -> list[int]:
+    """The lines of ``path`` whose code (not a docstring) names the uncounted action: the literal
+    ``RestartJobIgnoreMaxRestarts`` or the name ``RESTART_IGNORE``."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    named = {"RESTART_IGNORE"}
+    lines = []
+    for node in ast.walk(tree):
+        literal = isinstance(node, ast.Constant) and node.value == UNCOUNTED and id(node) not in docstrings
+        name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else "")
+        if literal or name in named:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_uncounted_restart_is_decided_in_one_place() -> None:
+    found = {str(path.relative_to(ROOT)): lines for path in sorted((ROOT / "hooks").rglob("*.py"))
+             if (lines := mentions_of_the_uncounted_action(path))}
+    assert list(found) == ["hooks/core/failurepolicy.py"], found
+    for module in ("hooks/core/rows/current.py", "hooks/core/evidence.py", "hooks/core/events.py"):
+        source = (ROOT / module).read_text()
+        assert "spends_no_restart" in source or "verdict.counted" in source, module
+
+
+def test_the_planted_second_spelling_is_found(tmp_path: Path) -> None:
+    planted = tmp_path / "events.py"
+    planted.write_text(f'"""{UNCOUNTED} in words is fine."""\nCOUNTED = action != "{UNCOUNTED}"\n')
+    assert mentions_of_the_uncounted_action(planted) == [2]
+
+
+def test_only_the_disruption_action_spends_no_restart() -> None:
+    assert [failurepolicy.spends_no_restart(a) for a in failurepolicy.ACTIONS] == [False, False, True]
+    assert not failurepolicy.spends_no_restart(None)
+    verdicts = [failurepolicy.Verdict(action, "c", "m") for action in failurepolicy.ACTIONS]
+    assert [(v.restarts, v.counted) for v in verdicts] == [(False, False), (True, True), (True, False)]
+
+
+def test_the_restarting_event_says_whether_it_counts() -> None:
+    prior = parse_request(job_request(status={"phase": "Running", "attempt": 0}), "sync").status
+    for action, words in ((UNCOUNTED, "does not count against maxRestarts"), ("RestartJob", "counts against")):
+        status = {"phase": "Restarting", "attempt": 0, "lastFailure": {"action": action, "cause": "c", "message": "m"}}
+        (event,) = transition_events(prior, status)
+        assert words in event.note and (action == UNCOUNTED) == ("does not count" in event.note)

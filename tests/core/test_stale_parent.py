@@ -1,0 +1,91 @@
+"""Requests from Metacontroller's informer cache, behind the cluster (issue 21, fact 1): the parent's
+status does not yet hold Metacontroller's own last write. Built as Metacontroller sends them
+(tests.support.requests.job_request) with the pods and batch Jobs the cluster tier's stale mode showed.
+
+Found by the cluster tier with the Metacontroller stand-in's stale caches on: after a resume, a
+request with the parent as it was before (``Suspended``, attempt 0, no JobSet yet in the children
+cache) came while attempt 1's pods ran; the hooks answered ``Suspended``, attempt 0, and
+Metacontroller wrote that over the live status (attempt 1): the attempt went back."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+
+from hooks.core.barrier import StaleRequest
+from hooks.core.decide import decide
+from hooks.core.observed import parse_request
+from hooks.server.config import Settings
+from hooks.server.handler import handle
+from podread.constants import ATTEMPT_LABEL
+from tests.support import FakeReader, job_request, job_spec, jobset_child, make_batch_job, make_pod
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def pods_of(job: str, attempt: int, count: int = 2) -> list[dict]:
+    pods = [make_pod(f"{job}-{attempt}-worker-0-{i}", job=job, workload=f"{job}-{attempt}") for i in range(count)]
+    for pod in pods:
+        pod["metadata"]["labels"][ATTEMPT_LABEL] = str(attempt)
+    return pods
+
+
+def stale_resume() -> dict:
+    """The parent as the cache held it just before the resume's status write landed."""
+    return job_request(name="pause", keying="v2", spec=job_spec(suspend=False),
+                       status={"phase": "Suspended", "attempt": 0, "restarts": 0})
+
+
+def test_a_stale_resume_while_the_next_attempt_runs_is_refused_not_answered() -> None:
+    reader = FakeReader(pods_of("pause", 1), jobs=[make_batch_job("pause-1")])
+    with pytest.raises(StaleRequest, match="attempt 1"):
+        decide(parse_request(stale_resume(), "sync"), reader, NOW)
+    result = handle(orjson.dumps(stale_resume()), "sync", reader=reader, clock=lambda: NOW, settings=Settings())
+    assert result.status_code == 409 and "behind the cluster" in result.body["error"]
+
+
+def test_a_stale_restart_whose_next_attempt_has_only_batch_jobs_yet_is_refused() -> None:
+    request = job_request(keying="v2", spec=job_spec(max_restarts=2),
+                          status={"phase": "Restarting", "attempt": 0, "restarts": 1})
+    reader = FakeReader([], jobs=[make_batch_job("train-1")])
+    with pytest.raises(StaleRequest):
+        decide(parse_request(request, "sync"), reader, NOW)
+
+
+def test_the_old_attempts_pods_still_hold_with_a_200() -> None:
+    """Not stale: the pods waited on are the drained attempt's own; the answer holds as before."""
+    d = decide(parse_request(stale_resume(), "sync"), FakeReader(pods_of("pause", 0)), NOW)
+    assert d.kind == "held" and d.response["status"]["attempt"] == 0 and d.response["children"] == []
+
+
+def test_a_wait_begun_from_one_parent_version_is_stamped_the_same_whenever_answered() -> None:
+    """The restart row answered from one cached parent version at 00:00:09, :10 and :11 stamped
+    three Drained times, and the cache replayed the writes alternately: 13 status writes in 5 s.
+    Stamped from the request's own evidence (when the API server wrote that version, the failed
+    JobSet's condition), every answer of that version writes the same status."""
+    failed = jobset_child("train", 0, state="Failed")
+    failed["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:05Z"
+    request = job_request(keying="v2", spec=job_spec(max_restarts=1), jobsets=[failed],
+                          status={"phase": "Running", "attempt": 0, "workload": "train-0",
+                                  "startTime": "2026-01-01T00:00:01Z"})
+    request["parent"]["metadata"]["managedFields"] = [
+        {"manager": "metacontroller", "operation": "Update", "subresource": "status", "time": "2026-01-01T00:00:02Z"},
+        {"manager": "kubectl", "operation": "Update", "time": "not a time"}]
+    answers = []
+    for second in (9, 10, 11):
+        now = datetime(2026, 1, 1, 0, 0, second, tzinfo=UTC)
+        answers.append(decide(parse_request(request, "sync"), FakeReader(pods_of("train", 0)), now).response)
+    assert answers[0] == answers[1] == answers[2]
+    drained = next(c for c in answers[0]["status"]["conditions"] if c["type"] == "Drained")
+    assert (drained["status"], drained["lastTransitionTime"]) == ("False", "2026-01-01T00:00:05Z")
+
+
+def test_a_request_without_server_times_stamps_now_as_before() -> None:
+    failed = jobset_child("train", 0, state="Failed")
+    request = job_request(keying="v2", spec=job_spec(max_restarts=1), jobsets=[failed],
+                          status={"phase": "Running", "attempt": 0, "workload": "train-0"})
+    answer = decide(parse_request(request, "sync"), FakeReader(pods_of("train", 0)), NOW).response
+    drained = next(c for c in answer["status"]["conditions"] if c["type"] == "Drained")
+    assert drained["lastTransitionTime"] == "2026-01-01T00:00:00Z"

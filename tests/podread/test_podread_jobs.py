@@ -1,0 +1,199 @@
+"""The batch Job read of the drain barrier (issue 20): ``JobClient`` through the real kubernetes
+client against the fake API server (paged, consistent, bounded, every failure an ``ApiError``),
+``Reader.attempt_jobs`` (the attempts' names, the MAX_SET_VALUES fallback, counted and traced) and
+the snapshot lister."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+import podread
+from podread import (
+    JOBSET_NAME_LABEL,
+    ApiError,
+    DeadlineExceeded,
+    JobClient,
+    PodSelector,
+    Reader,
+    ReadMetrics,
+    SnapshotJobs,
+    reader_from_snapshot,
+)
+from podread.reader import MAX_SET_VALUES
+from tests.fakekube import FakeKubeServer, Fault
+from tests.support import make_batch_job
+from tests.support.fake_lister import FakeLister
+
+JOBS_PATH = "/apis/batch/v1/namespaces/team-a/jobs"
+
+
+def job_client(server: FakeKubeServer, metrics: ReadMetrics | None = None, **options) -> JobClient:
+    options.setdefault("timeout_seconds", 2.0)
+    return JobClient(server.api_client(retries=False), metrics=metrics or ReadMetrics(CollectorRegistry()), **options)
+
+
+def reader(server: FakeKubeServer, metrics: ReadMetrics | None = None, **options) -> Reader:
+    metrics = metrics or ReadMetrics(CollectorRegistry())
+    return Reader(FakeLister(), FakeLister(), metrics=metrics, jobs=job_client(server, metrics, **options))
+
+
+def names(objects: list[dict]) -> list[str]:
+    return [o["metadata"]["name"] for o in objects]
+
+
+def put_attempts(server: FakeKubeServer) -> None:
+    for workload, index in (("llama-0", 0), ("llama-0", 1), ("llama-2", 0), ("llama-9", 0), ("gpt-0", 0)):
+        server.put_batch_job(make_batch_job(workload, name=f"{workload}-worker-{index}", namespace="team-a"))
+    server.put_batch_job(make_batch_job("llama-0", name="llama-0-worker-0", namespace="other"))
+
+
+def test_attempt_jobs_lists_the_attempts_batch_jobs_live_by_jobsets_label(fake_kube: FakeKubeServer) -> None:
+    put_attempts(fake_kube)
+    fake_kube.put_batch_job(make_batch_job("llama-1", namespace="team-a", deleting="2026-01-01T00:00:00Z"))
+    found = reader(fake_kube).attempt_jobs("team-a", "llama", 2)
+    # a Job being deleted counts: it still exists, and may still create a pod
+    assert names(found) == ["llama-0-worker-0", "llama-0-worker-1", "llama-1-worker-0", "llama-2-worker-0"]
+    (request,) = [r for r in fake_kube.requests if r.path == JOBS_PATH]
+    assert request.query["labelSelector"] == f"{JOBSET_NAME_LABEL} in (llama-0,llama-1,llama-2)"
+    assert "resourceVersion" not in request.query, "a consistent read: never from a cache"
+
+
+def test_no_batch_job_left_is_an_empty_list(fake_kube: FakeKubeServer) -> None:
+    fake_kube.put_batch_job(make_batch_job("gpt-0", namespace="team-a"))
+    assert reader(fake_kube).attempt_jobs("team-a", "llama", 3) == []
+
+
+def test_past_max_set_values_every_jobset_labelled_job_is_listed_and_the_jobs_own_kept(
+        fake_kube: FakeKubeServer) -> None:
+    put_attempts(fake_kube)
+    fake_kube.put_batch_job(make_batch_job(f"llama-{MAX_SET_VALUES + 7}", namespace="team-a"))
+    fake_kube.put_batch_job(make_batch_job("llama-x", namespace="team-a"))
+    found = reader(fake_kube).attempt_jobs("team-a", "llama", MAX_SET_VALUES)
+    assert names(found) == ["llama-0-worker-0", "llama-0-worker-1", "llama-2-worker-0",
+                            f"llama-{MAX_SET_VALUES + 7}-worker-0", "llama-9-worker-0"]
+    request = [r for r in fake_kube.requests if r.path == JOBS_PATH][-1]
+    assert request.query["labelSelector"] == JOBSET_NAME_LABEL
+
+
+def test_the_list_is_paged_and_restarts_after_an_expired_continue(fake_kube: FakeKubeServer) -> None:
+    for index in range(7):
+        fake_kube.put_batch_job(make_batch_job("llama-0", name=f"llama-0-worker-{index}", namespace="team-a"))
+    found = reader(fake_kube, page_size=3).attempt_jobs("team-a", "llama", 0)
+    assert len(found) == 7
+    pages = [r for r in fake_kube.requests if r.path == JOBS_PATH]
+    assert [r.query.get("limit") for r in pages] == ["3", "3", "3"] and "continue" in pages[1].query
+    fake_kube.clear_requests()
+    fake_kube.inject(Fault(path=JOBS_PATH, status=410, times=1))
+    # the first page answered 410 is not a continued list: it fails, never "no Jobs"
+    with pytest.raises(ApiError) as raised:
+        reader(fake_kube, page_size=3).attempt_jobs("team-a", "llama", 0)
+    assert raised.value.code == "http-410"
+
+
+def test_an_expired_continue_token_restarts_the_list_from_the_first_page(fake_kube: FakeKubeServer) -> None:
+    for index in range(4):
+        fake_kube.put_batch_job(make_batch_job("llama-0", name=f"llama-0-worker-{index}", namespace="team-a"))
+    client = job_client(fake_kube, page_size=2)
+    original = client._page
+    expired = []
+
+    def page(*args, **kwargs):
+        body = original(*args, **kwargs)
+        if not expired and isinstance(body, dict) and (body.get("metadata") or {}).get("continue"):
+            expired.append(fake_kube.expire_continue_tokens())
+        return body
+
+    client._page = page  # type: ignore[method-assign]
+    found = Reader(FakeLister(), FakeLister(), jobs=client).attempt_jobs("team-a", "llama", 0)
+    assert len(found) == 4 and expired == [1]
+    firsts = [r for r in fake_kube.requests if r.path == JOBS_PATH and "continue" not in r.query]
+    assert len(firsts) == 2, "the list started again from its first page"
+
+
+@pytest.mark.parametrize(("fault", "code"), [
+    (Fault(path=JOBS_PATH, status=403), "http-403"),
+    (Fault(path=JOBS_PATH, status=503), "http-503"),
+    (Fault(path=JOBS_PATH, drop=True), "dropped"),
+    (Fault(path=JOBS_PATH, invalid_json=True), "invalid-json"),
+    (Fault.answer(JOBS_PATH, b'{"kind":"PodList","items":[]}'), "not-a-job-list"),
+    (Fault.answer(JOBS_PATH, b'{"kind":"JobList","items":null}'), "not-a-job-list"),
+    (Fault.answer(JOBS_PATH, b"{}"), "not-a-job-list"),
+    (Fault.answer(JOBS_PATH, b'{"kind":"Status","status":"Failure"}'), "not-a-job-list"),
+    (Fault(path=JOBS_PATH, delay=3.0), "timeout"),
+], ids=["403", "503", "dropped", "invalid-json", "a-pod-list", "items-null", "empty-object", "status-200",
+        "slow"])
+def test_every_failure_is_an_api_error_with_its_class_never_none(fake_kube: FakeKubeServer, fault: Fault,
+                                                                  code: str) -> None:
+    put_attempts(fake_kube)
+    fake_kube.inject(fault)
+    metrics = ReadMetrics(CollectorRegistry())
+    with pytest.raises(podread.PodReadError) as raised:
+        reader(fake_kube, metrics, timeout_seconds=1.0).attempt_jobs("team-a", "llama", 0)
+    assert raised.value.code == code and raised.value.cause != podread.CAUSES["failed"]
+    assert (raised.value.method, raised.value.source) == ("attempt_jobs", "live")
+    assert metrics.read_errors.labels("attempt_jobs", "live", code)._value.get() == 1
+    sent = sum(metrics.job_api_requests.labels("namespace", outcome)._value.get() for outcome in ("ok", "error"))
+    assert sent >= 1 and metrics.api_requests.labels("namespace", "error")._value.get() == 0
+
+
+def test_the_hook_calls_deadline_bounds_the_list(fake_kube: FakeKubeServer) -> None:
+    put_attempts(fake_kube)
+    fake_kube.inject(Fault(path=JOBS_PATH, delay=3.0))
+    read = reader(fake_kube, timeout_seconds=2.5)
+    began = time.monotonic()
+    with pytest.raises(podread.PodReadError), podread.deadline(0.4):
+        read.attempt_jobs("team-a", "llama", 0)
+    assert time.monotonic() - began < 1.5
+    fake_kube.clear_requests()
+    with pytest.raises(DeadlineExceeded), podread.deadline(0.05):
+        time.sleep(0.1)
+        read.attempt_jobs("team-a", "llama", 0)
+    assert [r for r in fake_kube.requests if r.path == JOBS_PATH] == [], "nothing sent past the deadline"
+
+
+def test_counted_timed_and_traced_as_a_reader_read(fake_kube: FakeKubeServer) -> None:
+    put_attempts(fake_kube)
+    metrics = ReadMetrics(CollectorRegistry())
+    with podread.recording(keep_pods=True) as reads:
+        found = reader(fake_kube, metrics).attempt_jobs("team-a", "llama", 0)
+    assert metrics.reads.labels("attempt_jobs", "live", "ok")._value.get() == 1
+    assert metrics.job_api_requests.labels("namespace", "ok")._value.get() == 1
+    assert metrics.api_requests.labels("namespace", "ok")._value.get() == 0, "no pod list was sent"
+    (record,) = reads
+    assert (record.method, record.source, record.outcome, record.pods) == ("attempt_jobs", "live", "ok", 2)
+    assert record.items == tuple(found)
+
+
+def test_without_a_job_lister_the_read_fails_never_none() -> None:
+    with pytest.raises(podread.NoLiveReaderError):
+        Reader(FakeLister(), FakeLister()).attempt_jobs("team-a", "llama", 0)
+
+
+def test_a_job_list_is_namespaced() -> None:
+    client = JobClient(FakeKubeServer().api_client(retries=False))
+    with pytest.raises(ValueError):
+        client.list_jobs(PodSelector(labels={JOBSET_NAME_LABEL: "llama-0"}))
+
+
+def test_snapshot_jobs_and_the_snapshot_forms() -> None:
+    jobs = [make_batch_job("llama-0", namespace="team-a"), make_batch_job("llama-4", namespace="team-a")]
+    assert names(Reader(FakeLister(), FakeLister(), jobs=SnapshotJobs(jobs)).attempt_jobs("team-a", "llama", 1)) \
+        == ["llama-0-worker-0"]
+    scenario = reader_from_snapshot({"live": {"pods": []}, "jobs": {"items": jobs}})
+    assert names(scenario.attempt_jobs("team-a", "llama", 4)) == ["llama-0-worker-0", "llama-4-worker-0"]
+    failing = reader_from_snapshot({"live": {"pods": []}, "jobs": {"error": "boom", "code": "http-503"}})
+    with pytest.raises(ApiError) as raised:
+        failing.attempt_jobs("team-a", "llama", 0)
+    assert raised.value.code == "http-503"
+    # a snapshot that does not say which Jobs exist, a PodList included: unknown, not "none"
+    for doc in ({"live": {"pods": []}}, {"kind": "PodList", "items": []}):
+        with pytest.raises(ApiError) as raised:
+            reader_from_snapshot(doc).attempt_jobs("team-a", "llama", 0)
+        assert raised.value.code == "no-source"
+    listed = reader_from_snapshot({"kind": "List", "items": [{"kind": "Job", **jobs[0]}]})
+    assert names(listed.attempt_jobs("team-a", "llama", 0)) == ["llama-0-worker-0"]
+    with pytest.raises(ValueError):
+        reader_from_snapshot({"live": {"pods": []}, "jobs": {"items": None}})

@@ -1,0 +1,91 @@
+"""The slim projection keeps every field a reader of cached pods reads, and nothing else.
+
+Every recorded scenario (tests/payloads) is run through the real app with its cache side read
+through a real PodCache and handed out as guarded slim pods (``tests.support.slim_guard``): a caller that
+reads a field ``podread.slim`` drops raises ``DroppedField`` and the scenario fails. The decision
+tests do the same through ``tests.support.reader.FakeReader``, whose cached pods are guarded too.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from datetime import datetime
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from bench.pods import realistic_pod
+from hooks.server.app import create_app
+from hooks.server.config import Settings
+from hooks.tools.cli_format import pod_row
+from podread import PodCache, PodSelector, Reader, ReadMetrics, is_active, pod_key
+from podread.slim import KEPT, slim
+from podread.snapshot import _access, _jobs, _nodes, _side
+from tests.record_payloads import load, scenario_dirs
+from tests.support.slim_guard import DroppedField, guarded
+
+SCENARIOS = scenario_dirs()
+
+
+class GuardedCache:
+    """A PodCache whose answers are guarded slim pods."""
+
+    def __init__(self, cache: PodCache) -> None:
+        self._cache = cache
+
+    def list_pods(self, selector: PodSelector) -> list[dict[str, Any]]:
+        return [guarded(pod) for pod in self._cache.list_pods(selector)]
+
+
+def guarded_reader(doc: dict[str, Any]) -> Reader:
+    metrics = ReadMetrics(CollectorRegistry())
+    if "items" in doc:
+        cache_side = live_side = _side({"side": {"pods": doc["items"]}}, "side")
+    else:
+        cache_side, live_side = _side(doc, "cache"), _side(doc, "live")
+    return Reader(GuardedCache(PodCache(cache_side, metrics=metrics)), live_side, metrics=metrics,
+                  nodes=_nodes(doc.get("nodes")), access=_access(doc.get("access")),
+                  jobs=_jobs(doc.get("jobs")))
+
+
+@pytest.mark.parametrize("folder", SCENARIOS, ids=[folder.name for folder in SCENARIOS])
+def test_every_scenario_answers_the_same_over_guarded_slim_cached_pods(folder: pathlib.Path) -> None:
+    meta = load(folder, "meta")
+    now = datetime.fromisoformat(meta["now"].replace("Z", "+00:00"))
+    app = create_app(reader=guarded_reader(load(folder, "pods")), clock=lambda: now, settings=Settings())
+    answer = app.test_client().post(f"/{meta['hook']}", data=json.dumps(load(folder, "request")),
+                                    content_type="application/json")
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    assert answer.get_json() == load(folder, "response")
+
+
+def test_the_guard_fails_a_caller_that_reads_a_dropped_field() -> None:
+    pod = guarded(realistic_pod("llama", 0, "team-a"))
+    with pytest.raises(DroppedField, match=r"spec\.containers"):
+        pod["spec"].get("containers")
+    with pytest.raises(DroppedField, match=r"metadata\.ownerReferences"):
+        pod["metadata"]["ownerReferences"]
+    with pytest.raises(DroppedField, match=r"status\.containerStatuses"):
+        _ = "containerStatuses" in pod["status"]
+    with pytest.raises(DroppedField, match="kind"):
+        pod.get("kind")
+
+
+def test_the_readers_of_cached_pods_read_only_kept_fields() -> None:
+    pod = guarded(realistic_pod("llama", 0, "team-a"))
+    assert is_active(pod) and pod_key(pod) == "team-a/" + pod["metadata"]["name"]
+    assert PodSelector(namespace="team-a", labels={"nvcre.nvidia.com/job": "llama"}).matches(pod)
+    row = pod_row(pod, datetime.fromisoformat("2026-01-01T01:00:00+00:00"))
+    assert row["job"] == "llama" and row["node"] and row["creationTimestamp"]
+
+
+def test_slim_keeps_exactly_the_kept_fields() -> None:
+    full = realistic_pod("llama", 0, "team-a")
+    kept = slim(full)
+    assert set(kept) == set(KEPT)
+    for part, keys in KEPT.items():
+        assert set(kept[part]) <= keys
+        assert {key for key in keys if key in full[part]} == set(kept[part])
+    assert kept["metadata"]["labels"] == full["metadata"]["labels"]

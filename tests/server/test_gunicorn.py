@@ -1,0 +1,224 @@
+"""The real server: gunicorn with hooks/server/gunicorn.conf.py, two worker processes, no cluster configured.
+
+One server is started for the module; the tests talk HTTP to it, and the last one stops it with
+SIGTERM and reads its logs.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.server.test_app_http import job_request
+from tests.support.ports import free_port
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "gunicorn-test-token"
+MAX_BODY = 65536
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+    metrics_port: int
+
+    def request(self, method: str, path: str, body: bytes | None = None, *, token: str | None = TOKEN,
+                chunked: bool = False, port: int | None = None) -> tuple[int, dict[str, str], bytes]:
+        headers = {"Content-Type": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        connection = http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=10)
+        try:
+            if chunked:
+                connection.request(method, path, iter([body or b""]), headers, encode_chunked=True)
+            else:
+                connection.request(method, path, body, headers)
+            response = connection.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            connection.close()
+
+    def lines(self) -> list[str]:
+        return self.log.read_text().splitlines()
+
+
+def no_cluster_env(tmp: Path, metrics_port: int) -> dict[str, str]:
+    """The parent's environment with every source of cluster configuration taken away."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KUBERNETES_", "NVCRE_", "PROMETHEUS_", "GUNICORN_")) and k != "WEB_CONCURRENCY"}
+    (tmp / "token").write_text(TOKEN + "\n")
+    env.update({
+        "KUBECONFIG": str(tmp / "no-such-kubeconfig"),
+        "HOME": str(tmp),
+        "NVCRE_HOOK_TOKEN_FILE": str(tmp / "token"),
+        "NVCRE_RESYNC_SECONDS": "3",
+        "NVCRE_MAX_BODY_BYTES": str(MAX_BODY),
+        "PYTHONUNBUFFERED": "1",
+        "NVCRE_METRICS_PORT": str(metrics_port),
+    })
+    return env
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("gunicorn")
+    port, metrics_port = free_port(), free_port()
+    log = tmp / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--config", "hooks/server/gunicorn.conf.py",
+             "--bind", f"127.0.0.1:{port}", "hooks.wsgi:production_app()"],
+            cwd=ROOT, env=no_cluster_env(tmp, metrics_port), stdout=out, stderr=subprocess.STDOUT,
+        )
+    running = Server(process, port, log, metrics_port)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            assert process.poll() is None, f"gunicorn exited:\n{log.read_text()}"
+            try:
+                if running.request("GET", "/readyz", token=None)[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"gunicorn not ready after 10 s:\n{log.read_text()}"
+            time.sleep(0.1)
+        yield running
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_sync_without_a_cluster_holds_per_contract(server: Server) -> None:
+    """No cluster: every pod read fails, so the answer is a 200 that holds (design §5): nothing
+    proceeds, Drained is Unknown with reason ReadFailed, and a resync is asked for."""
+    status, headers, body = server.request("POST", "/sync", json.dumps(job_request()).encode())
+    assert status == 200, body
+    assert headers["Content-Type"] == "application/json"
+    answer = json.loads(body)
+    assert answer["resyncAfterSeconds"] == 3.0
+    assert isinstance(answer["children"], list)
+    [drained] = [c for c in answer["status"]["conditions"] if c["type"] == "Drained"]
+    assert (drained["status"], drained["reason"]) == ("Unknown", "ReadFailed")
+
+
+def test_bad_requests_through_the_real_server(server: Server) -> None:
+    assert server.request("POST", "/sync", b"{}", token=None)[0] == 401
+    assert server.request("POST", "/sync", b"{}", token="wrong")[0] == 401
+    assert server.request("POST", "/sync", b"not json")[0] == 400
+    status, headers, _ = server.request("GET", "/sync")
+    assert status == 405 and headers["Allow"] == "POST"
+    too_big = json.dumps(job_request(padding="x" * MAX_BODY)).encode()
+    assert server.request("POST", "/sync", too_big)[0] == 413
+    status, _, body = server.request("POST", "/sync", too_big, chunked=True)
+    assert status == 413 and "error" in json.loads(body)
+    status, _, body = server.request("GET", '/odd"path\\')
+    assert status == 404 and "error" in json.loads(body)
+
+
+def test_metrics_see_every_worker(server: Server) -> None:
+    """The master's metrics port answers the scrape with the calls every worker served
+    (multiprocess mode); the hook port serves no /metrics, with or without the token."""
+    for token in (None, TOKEN):
+        status, _, body = server.request("GET", "/metrics", token=token)
+        assert status == 404 and "error" in json.loads(body)
+    for _ in range(4):
+        status, headers, body = server.request("GET", "/metrics", token=None, port=server.metrics_port)
+        assert status == 200 and headers["Content-Type"].startswith("text/plain")
+        text = body.decode()
+        assert _sample(text, "nvcre_hook_requests_total", hook="sync", code="200") == 1.0
+        assert _sample(text, "nvcre_hook_requests_total", hook="sync", code="401") == 2.0
+        assert _sample(text, "nvcre_hook_auth_failures_total") == 2.0
+        assert _sample(text, "nvcre_decisions_total", kind="held") == 1.0
+        assert _sample(text, "nvcre_hook_request_duration_seconds_count", hook="sync") >= 1.0
+        assert _sample(text, "podread_reads_total", method="active_job_pods", source="cache", outcome="error") >= 1
+
+
+def test_sigterm_stops_cleanly_and_every_log_line_is_json(server: Server) -> None:
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=20) == 0
+    records = [json.loads(line) for line in server.lines() if line.strip()]
+    assert records, "no log lines"
+    messages = [str(record.get("message", "")) for record in records]
+    workers = {record["pid"] for record in records if str(record.get("message", "")).startswith("Booting worker")}
+    assert len(workers) == 2
+    assert sum("no cluster configuration found" in message for message in messages) == len(workers)  # once per worker
+    calls = [r for r in records if r.get("logger") == "nvcre.hooks" and r.get("code") == 200]
+    assert calls and calls[0]["decision"] == "held" and calls[0]["namespace"] == "team-a"
+    access = [r for r in records if r.get("logger") == "gunicorn.access"]
+    assert any(r["path"] == '/odd"path\\' and r["status"] == 404 for r in access)
+    metrics_dir = next(re.search(r"metrics in (\S+)", m).group(1) for m in messages if "multiprocess metrics in" in m)
+    assert not Path(metrics_dir).exists(), "the temporary metrics directory was left behind"
+
+
+def _sample(text: str, name: str, **labels: Any) -> float:
+    """The value of one sample in Prometheus text, matching all ``labels`` (0.0 when absent)."""
+    for line in text.splitlines():
+        if not line.startswith(name) or line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        metric, _, label_text = series.partition("{")
+        found = dict(re.findall(r'(\w+)="([^"]*)"', label_text))
+        if metric == name and all(found.get(k) == str(v) for k, v in labels.items()):
+            return float(value)
+    return 0.0
+
+
+def test_worker_exit_closes_the_workers_reader_so_its_pod_watch_stops() -> None:
+    import runpy
+
+    conf = runpy.run_path(str(Path(__file__).resolve().parents[2] / "hooks" / "server" / "gunicorn.conf.py"))
+    closed: list[bool] = []
+
+    class Reader:
+        def close(self) -> None:
+            closed.append(True)
+
+    class App:
+        extensions = {"nvcre_reader": Reader()}
+
+    class Worker:
+        wsgi = App()
+
+    conf["worker_exit"](None, Worker())
+    assert closed == [True]
+    conf["worker_exit"](None, object())  # a worker without an app (it failed to boot): nothing to close
+
+
+@pytest.mark.parametrize("taken", ["hooks", "metrics"])
+def test_a_failed_boot_leaves_no_temporary_metrics_directory(tmp_path: Path, taken: str) -> None:
+    """Issue 23: a port that cannot be bound stops the server at start-up (the hook port: gunicorn
+    exits; the metrics port: ``when_ready``), and the metrics directory it made is removed too."""
+    import socket
+
+    port, metrics_port = free_port(), free_port()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**no_cluster_env(tmp_path, metrics_port), "TMPDIR": str(scratch)}
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port if taken == "hooks" else metrics_port))
+        holder.listen()
+        result = subprocess.run(
+            [sys.executable, "-m", "gunicorn", "--config", "hooks/server/gunicorn.conf.py",
+             "--bind", f"127.0.0.1:{port}", "hooks.wsgi:production_app()"],
+            cwd=ROOT, env=env, capture_output=True, timeout=60)
+    log = result.stdout.decode() + result.stderr.decode()
+    assert result.returncode != 0, log
+    assert "prometheus multiprocess metrics in" in log  # the directory had been made
+    assert sorted(p.name for p in scratch.iterdir()) == [], log

@@ -1,0 +1,55 @@
+"""``tests.support.ports.free_port``: the ports handed to the test servers stay out of the kernel's ephemeral
+range (where outgoing connections could take them before the server binds), are never handed out twice
+and can be bound when returned."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.support import ports
+
+
+def test_ports_are_below_the_ephemeral_range_distinct_and_bindable() -> None:
+    low, _ = ports.ephemeral_range()
+    chosen = [ports.free_port() for _ in range(300)]
+    assert len(set(chosen)) == len(chosen)
+    assert all(ports.LOWEST <= port < low for port in chosen)
+    for port in chosen[:20]:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
+def test_a_port_something_listens_on_is_never_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the candidates narrowed to 1,000 ports of which one is taken, 2,000 choices never return it
+    (and the rest are handed out once each before the kernel's choice takes over)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        taken = listener.getsockname()[1]
+        monkeypatch.setattr(ports, "LOWEST", taken - 500)
+        monkeypatch.setattr(ports, "ephemeral_range", lambda: (taken + 500, 60_999))
+        monkeypatch.setattr(ports, "_handed_out", set())
+        chosen = [ports.free_port() for _ in range(2_000)]
+    assert taken not in chosen
+    assert len(set(chosen)) == len(chosen)
+
+
+def test_falls_back_to_the_kernel_when_there_is_no_room_below(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel_low, kernel_high = ports.ephemeral_range()
+    monkeypatch.setattr(ports, "ephemeral_range", lambda: (ports.LOWEST + 10, 60_999))
+    port = ports.free_port()
+    assert kernel_low <= port <= kernel_high
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+def test_the_ephemeral_range_is_read_from_the_kernel_or_defaults(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    (tmp_path / "range").write_text("40000\t50000\n")
+    monkeypatch.setattr(ports, "_EPHEMERAL_RANGE", tmp_path / "range")
+    assert ports.ephemeral_range() == (40_000, 50_000)
+    monkeypatch.setattr(ports, "_EPHEMERAL_RANGE", tmp_path / "missing")
+    assert ports.ephemeral_range() == (32_768, 60_999)
