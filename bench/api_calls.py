@@ -300,7 +300,7 @@ class World:
         metrics = ReadMetrics(registry=_registry())
         # Wired as in production: the cache fills from the Reader's own live client.
         live_a = cluster.lister("cached")
-        # The bench world has no batch Jobs (issue 20's read): an in-memory lister that holds none.
+        # The bench world has no batch Jobs (the drain barrier's batch Job read): an in-memory lister that holds none.
         self.reader_a = Reader(PodCache(live_a, ttl_seconds=ttl, clock=self.clock, metrics=metrics), live_a,
                                metrics=metrics, jobs=SnapshotJobs())
         self.filled_at: dict[str, float] = {}  # job -> simulated time of its last cache fill
@@ -555,7 +555,7 @@ class World:
         for read in result.reads:
             if read.source == "cache":
                 self._cache_reads.setdefault(job.name, []).append(self.clock.now)
-            elif read.method != "attempt_jobs":  # the batch Job read (issue 20) sends no pod list
+            elif read.method != "attempt_jobs":  # the batch Job read sends no pod list
                 self.replay.live_reads += 1
                 if read.method == "active_job_pods" and filled_now:
                     self.replay.fill_then_live_same_sync += 1

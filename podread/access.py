@@ -1,4 +1,4 @@
-"""Permission reads: may the hooks delete pods in a namespace (issue 20, the opt-in force delete)?
+"""Permission reads: may the hooks delete pods in a namespace (the opt-in force delete)?
 
 The base manifests grant the hooks no pod ``delete`` at all; the overlay
 ``manifests/overlays/force-delete/`` binds it per namespace. The decision asks for a force delete

@@ -161,9 +161,9 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
     log.info("reading pods from the API server via %s (cache %s, TTL %gs, API timeout %gs)", where, mode, ttl,
              timeout)
     live = LiveClient(api_client, timeout_seconds=timeout)
-    nodes = NodeClient(api_client, timeout_seconds=timeout)  # node reads (issue 15): live, by name
-    access = AccessClient(api_client, timeout_seconds=timeout)  # may the hooks delete pods (issue 20)
-    jobs = JobClient(api_client, timeout_seconds=timeout)  # batch Job reads (issue 20): live, by JobSet label
+    nodes = NodeClient(api_client, timeout_seconds=timeout)  # node reads: live, by name
+    access = AccessClient(api_client, timeout_seconds=timeout)  # may the hooks delete pods
+    jobs = JobClient(api_client, timeout_seconds=timeout)  # batch Job reads: live, by JobSet label
     watches: list[PodWatch] = []
     if mode == "watch":
         watch_live = LiveClient(api_client, timeout_seconds=WATCH_LIST_TIMEOUT_SECONDS)

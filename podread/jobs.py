@@ -1,4 +1,5 @@
-"""Batch Job reads: the ``batch/v1`` Jobs a JobSet made, which the drain barrier waits for (issue 20).
+"""Batch Job reads: the ``batch/v1`` Jobs a JobSet made, which the drain barrier waits for: until
+the garbage collector removes them they can still create pods.
 
 Metacontroller deletes an omitted JobSet with background propagation: the JobSet goes at once, and
 the garbage collector deletes its ``batch/v1`` Jobs later, then their pods. Until it does, such a

@@ -1,4 +1,4 @@
-"""Node reads: what the drain barrier asks about the nodes its pods are bound to (issue 15).
+"""Node reads: what the drain barrier asks about the nodes its pods are bound to.
 
 The barrier waits on pods; a pod bound to a node that died can stay terminating forever, because
 only its kubelet (or a force delete) ends it. To say so, and to know when a force delete is safe,

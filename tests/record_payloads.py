@@ -6,7 +6,7 @@ For each scenario folder (all of them when none is named): builds the real app w
 ``hooks.server.app.create_app(reader=podread.reader_from_snapshot(pods.json), clock=<meta.json now>,
 settings=Settings())``, POSTs request.json to ``/<meta.json hook>`` with the Flask test client and
 writes the JSON answer to response.json and, when the call asks for writes of its own (Events, a
-TTL delete, a force delete: issue 15), those to effects.json. This is the only writer of both;
+TTL delete, a force delete), those to effects.json. This is the only writer of both;
 review their diff.
 """
 
@@ -45,7 +45,7 @@ def post(folder: pathlib.Path, request: Any | None = None) -> tuple[int, Any]:
 
 
 def post_with_effects(folder: pathlib.Path, request: Any | None = None) -> tuple[int, Any, list[Any]]:
-    """``post``, and the writes the call asked for besides its answer (Events, deletes: issue 15),
+    """``post``, and the writes the call asked for besides its answer (Events, deletes),
     from a ``MemoryWriter``, without the replica's name (``reportingInstance``)."""
     meta = load(folder, "meta")
     now = datetime.fromisoformat(meta["now"].replace("Z", "+00:00"))

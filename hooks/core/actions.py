@@ -1,4 +1,4 @@
-"""Writes a decision asks for (issue 15), as plain data: the decision stays pure, the writer acts.
+"""Writes a decision asks for, as plain data: the decision stays pure, the writer acts.
 
 Metacontroller writes the children and the status; these are the only other writes, and the
 decision only names them. ``hooks.server.effects`` carries them out after the answer is decided; a write

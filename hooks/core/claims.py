@@ -1,4 +1,5 @@
-"""The status fields the policies act on, checked against what the API server set (issue 20, item 1).
+"""The status fields the policies act on, checked against what the API server set: anyone with
+write access to the status subresource can write a claim, so none is acted on unchecked.
 
 Pure: reads an ``Observed`` (its status, spec, JobSets and the Job's own ``creationTimestamp``) and
 the decision's ``now``; never the wall clock, never a pod. ``disagreement`` says, naming the field,

@@ -1,4 +1,4 @@
-"""Time limits of a Job (issue 15): ``spec.activeDeadlineSeconds`` and ``spec.ttlSecondsAfterFinished``.
+"""Time limits of a Job: ``spec.activeDeadlineSeconds`` and ``spec.ttlSecondsAfterFinished``.
 
 Pure: reads the spec, the times recorded in the status and the decision's ``now``; never the wall
 clock. Both limits count from a moment recorded once in the status and fed back

@@ -1,4 +1,4 @@
-"""Kubernetes Events for a Job's transitions (issue 15): which ones one answer makes, as plain data.
+"""Kubernetes Events for a Job's transitions: which ones one answer makes, as plain data.
 
 Pure: reads the request's ``parent.status`` (``Observed.status``), the answer's new status and the
 writes it asks for (``Decision.actions``). An event is made only by a *transition* between the

@@ -1,4 +1,4 @@
-"""What the observed children say, apart from what the status claims (issue 12: status is a claim).
+"""What the observed children say, apart from what the status claims (the status is a claim, the children are evidence).
 
 Pure: reads an ``Observed`` only. ``newer_jobsets`` finds JobSets of an attempt past the status'
 (a lost status write, or a stray), ``unadoptable`` says why one cannot be the step after a drained
@@ -73,7 +73,7 @@ def restarts_allowed(observed: Observed, attempt: int, phase: str) -> int:
     """The most restarts ``attempt`` (after adoption) can have had in ``phase``: one per attempt
     started, and one more while a counted restart's attempt has not begun (Restarting; cut short by
     the active deadline; suspended before it began)."""
-    # A restart is counted when Restarting begins; the active deadline (issue 15) may end the Job
+    # A restart is counted when Restarting begins; the active deadline may end the Job
     # before that restart's attempt starts, so a Job past its deadline may keep the extra one.
     cut_short = any(c.type == ConditionType.DEADLINE_EXCEEDED and c.status == ConditionStatus.TRUE
                     for c in observed.status.conditions)
@@ -117,7 +117,7 @@ def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, 
 
 def _uncounted_restart(observed: Observed, attempt: int) -> bool:
     """Whether ``status.lastFailure`` records a restart of ``attempt`` that spends no restart
-    (failure policy ``RestartJobIgnoreMaxRestarts``, issue 15): Restarting with restarts 0 is then
+    (failure policy ``RestartJobIgnoreMaxRestarts``): Restarting with restarts 0 is then
     what the steps give."""
     last = observed.status.last_failure
     return spends_no_restart(last.get("action")) and last.get("attempt") == attempt

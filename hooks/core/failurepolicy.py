@@ -1,4 +1,4 @@
-"""``spec.failurePolicy.rules``: why an attempt failed, and what to do about it (issue 15).
+"""``spec.failurePolicy.rules``: why an attempt failed, and what to do about it.
 
 Pure: reads the spec, the failed JobSet and the pods that tell the failure (``Reader.
 attempt_failure_pods``, read by the caller), returns a ``Verdict``. Rules are matched in order; the

@@ -1,4 +1,4 @@
-"""The shape of a ``status.attempts`` entry (issue 23): its keys, their types and bounds, and how a
+"""The shape of a ``status.attempts`` entry: its keys, their types and bounds, and how a
 prior history is read. What goes into an entry is ``hooks.core.history``'s.
 
 Pure, and the standard library only, so that whatever reads the prior status (``hooks.core.observed``)

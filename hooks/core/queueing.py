@@ -1,4 +1,4 @@
-"""Queue-managed Jobs behind Kueue (issue 14, docs/adr/0103): the Workload child and what Kueue says of it.
+"""Queue-managed Jobs behind Kueue (docs/adr/0103): the Workload child and what Kueue says of it.
 
 Pure: reads an ``Observed`` (the Job's labels, its observed Workloads, the related ResourceFlavors and
 WorkloadPriorityClasses) and returns plain values and dicts.

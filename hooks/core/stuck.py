@@ -1,4 +1,4 @@
-"""Pods stuck terminating on dead nodes, while the drain barrier waits on them (issues 15, 20).
+"""Pods stuck terminating on dead nodes, while the drain barrier waits on them.
 
 Pure: reads the pods the barrier waits on, the node states read for them
 (``Reader.node_states``), when the wait began (the ``Drained=False`` condition's
@@ -13,7 +13,8 @@ is the pod force-deleted (grace period 0). A node that is merely NotReady or unr
 partitioned, not dead: its kubelet may still be running the containers, and removing their pod
 objects would let the next attempt start next to them, the one thing the barrier exists to prevent.
 
-A force delete also needs evidence the API server set, never a status claim (issue 20):
+A force delete also needs evidence the API server set, never a status claim (anyone
+with write access to the status could forge one):
 - identity (``own_workload``): the pod carries JobSet's ``jobset-name`` label ``<job>-<n>`` (an
   attempt of this Job) and its controller ownerReference is a ``batch/v1`` Job named
   ``<jobset>-<replicatedJob>-<index>`` of that JobSet, as JobSet names its Jobs. A pod that only

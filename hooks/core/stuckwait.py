@@ -1,4 +1,4 @@
-"""While the drain barrier waits: are the pods it waits on stuck on dead nodes (issues 15, 20)?
+"""While the drain barrier waits: are the pods it waits on stuck on dead nodes?
 
 ``wait`` reads nodes (``Reader.node_states``) only once the wait has lasted
 ``spec.drain.stuckAfterSeconds``, judges them with ``hooks.core.stuck`` and returns what it found, a
@@ -7,7 +7,7 @@
 ``hooks.core.barrier.record`` writes it into the status with the rest of the barrier's result. The
 barrier's answer never changes here: a stuck pod is still active, and the barrier still waits.
 
-Before it asks for a force delete it confirms, live, what licenses it (issue 20):
+Before it asks for a force delete it confirms, live, what licenses it (a status claim never does):
 - the pod as the API server has it now (``Reader.workload_pods`` of the attempt its
   ``jobset-name`` label names: whole pods, ownerReferences included; the barrier's pods may be the
   cache's slim ones), judged by ``hooks.core.stuck.may_force_delete`` (its own workload's
@@ -37,7 +37,7 @@ from hooks.core.work import DRAIN_STUCK, DRAINED, Context
 from podread.errors import PodReadError
 
 FORCE_DELETE_ALLOWED = ConditionType.FORCE_DELETE_ALLOWED
-"""Condition: may the hooks force-delete the stuck pods that qualify (issue 20)? Set only once a pod
+"""Condition: may the hooks force-delete the stuck pods that qualify (the permission is opt-in)? Set only once a pod
 qualifies: True (``Allowed``), or False (``Forbidden``) naming the overlay to apply."""
 OVERLAY = "manifests/overlays/force-delete"
 ROLE = "nvcre-hooks-pod-deleter"

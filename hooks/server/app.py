@@ -112,7 +112,7 @@ def create_app(
 
     @app.post("/customize")
     def customize() -> Response:
-        """Metacontroller's customize hook (issue 14): which related objects each sync carries."""
+        """Metacontroller's customize hook: which related objects each sync carries."""
         if token is not None and not token.allows(request.headers.get("Authorization")):
             return _json(401, {"error": "missing or wrong bearer token"})
         return _json(200, queueing.customize_response())

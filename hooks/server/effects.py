@@ -1,4 +1,4 @@
-"""Carrying out what an answered decision asks besides the answer (issue 15): Events and writes.
+"""Carrying out what an answered decision asks besides the answer: Events and writes.
 
 ``Effects.submit`` runs after a 200 is decided and never blocks it: it derives the Events of the
 transition (``hooks.core.events``), takes the decision's actions (``hooks.core.actions``) and queues them for
@@ -207,7 +207,7 @@ class Effects:
                 outcome = self.writer.force_delete_pod(pod)
                 log.warning("force delete of pod %s/%s: %s (%s)", pod.namespace, pod.name, outcome, pod.reason)
             WRITES.labels(kind, outcome).inc()
-            if outcome == "forbidden":  # refused (issue 20): asked again once the Role is bound, not in 10 min
+            if outcome == "forbidden":  # refused (no RBAC grant yet): asked again once the Role is bound, not in 10 min
                 self._forget(kind, item)
         except WriteError as exc:
             WRITES.labels(kind, "refused" if exc.code == NO_UID else "failed").inc()

@@ -1,4 +1,4 @@
-"""The hooks' own writes to the API server (issue 15): Events, a Job's TTL deletion, a stuck pod's
+"""The hooks' own writes to the API server: Events, a Job's TTL deletion, a stuck pod's
 force delete. Everything else is still written by Metacontroller.
 
 ``ApiWriter`` uses the official kubernetes client, one bounded request per write, no retries (the

@@ -117,7 +117,7 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
     errors: dict[str, dict[str, str]] = {}
     access: dict[str, bool] = {}
     for record in reads:
-        if record.method == "pod_delete_allowed":  # a permission, not pods (issue 20)
+        if record.method == "pod_delete_allowed":  # a permission (may the hooks delete pods), not pods
             if record.outcome != "ok":
                 errors.setdefault(ACCESS, {"error": _reason(record), **({"code": record.error_code}
                                                                         if record.error_code else {})})
@@ -142,7 +142,7 @@ def pods_document(reads: Iterable[ReadRecord]) -> dict[str, Any]:
         source: errors[source] if source in errors else {"pods": list(side.values())}
         for source, side in pods.items() if source not in KEYED_BY_METHOD.values()
     }
-    for key in KEYED_BY_METHOD.values():  # Nodes (issue 15: a name read but absent was deleted), batch Jobs
+    for key in KEYED_BY_METHOD.values():  # Nodes (a name read but absent was deleted), batch Jobs
         if key in pods:
             document[key] = errors.get(key) or {"items": list(pods[key].values())}
     if access or ACCESS in errors:

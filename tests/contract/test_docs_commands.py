@@ -1,4 +1,4 @@
-"""Every shell command README.md and docs/operations.md show is run here or says why not (issue 23, item 5).
+"""Every shell command README.md and docs/operations.md show is run here or says why not, so none can go stale.
 
 The commands are read from the docs themselves: each line of a ```sh block (continuation lines joined,
 a heredoc kept with its command) and each ``$ command`` of an output block. ``RULES`` gives each one a

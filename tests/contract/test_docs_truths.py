@@ -1,4 +1,4 @@
-"""The docs say what the code does (issue 23, item 5): each fact a new user met false is checked
+"""The docs say what the code does: each fact a new user met false is checked
 against its source here, so it cannot drift again."""
 
 from __future__ import annotations

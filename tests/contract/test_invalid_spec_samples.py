@@ -1,5 +1,5 @@
-"""manifests/samples/invalid-spec/: Jobs the API server accepts and the hooks answer with ``InvalidSpec``
-(issue 23). Every file in manifests/samples/invalid/ is refused by the API server (its schema and CEL
+"""manifests/samples/invalid-spec/: Jobs the API server accepts and the hooks answer with ``InvalidSpec``.
+Every file in manifests/samples/invalid/ is refused by the API server (its schema and CEL
 rules, tests/contract/test_manifests.py), so most ``InvalidSpec`` reasons cannot be seen with those; these can.
 
 Each sample says ``# INVALID-SPEC <Reason>:`` on its first line. The test checks that the CRD schema

@@ -1,4 +1,4 @@
-"""The layout's two promises, checked statically on the source (issue 16):
+"""The layout's two promises, checked statically on the source:
 
 1. ``hooks.core`` is pure. Walking its imports (the ``import`` statements of its source, nested ones
    included, transitively through every project module they name) reaches no module doing I/O: no

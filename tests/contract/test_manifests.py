@@ -31,7 +31,7 @@ METACONTROLLER_CRDS = "metacontroller-v4.17.2-crds.yaml"
 JOBSET_CRD = "jobset-v0.12.0-crd.yaml"
 
 # The routes the hook port must serve (design §4), for the cross-checks below. /metrics is served on a
-# port of its own by the gunicorn master (issue 20), not by the Flask app.
+# port of its own by the gunicorn master, not by the Flask app.
 DESIGN_ROUTES = {"/sync": "POST", "/finalize": "POST", "/healthz": "GET", "/readyz": "GET"}
 
 LAUNCHER_RULE = "!has(self.launcher) || self.replicatedJobs.exists(r, r.name == self.launcher)"
@@ -646,7 +646,7 @@ def test_rbac_is_exactly_the_reads_the_watch_and_the_hooks_own_writes(objects: d
 
 
 def test_the_base_grants_no_pod_delete_anywhere(objects: dict) -> None:
-    """Issue 20: force delete is opt-in (manifests/overlays/force-delete/), never in the base."""
+    """Force delete is opt-in (manifests/overlays/force-delete/), never in the base."""
     for (kind, name), obj in objects.items():
         if kind not in ("Role", "ClusterRole"):
             continue
@@ -863,7 +863,7 @@ def test_deployment_env_is_accepted_by_the_server(objects: dict, tmp_path: pathl
     assert from_environment(env) is not None
 
 
-# ---- manifests-kueue: the overlay for queue-managed Jobs (issue 14) ---------------------------------
+# ---- manifests-kueue: the overlay for queue-managed Jobs --------------------------------------------
 
 KUEUE_OVERLAY = MANIFESTS.parent / "manifests-kueue"
 

@@ -1,4 +1,4 @@
-"""The shipped monitoring (manifests/monitoring/, issue 23): the PrometheusRule checked and unit-tested
+"""The shipped monitoring (manifests/monitoring/): the PrometheusRule checked and unit-tested
 with the real ``promtool``, and the kustomization that ships it with the ServiceMonitor and the
 dashboard. ``tests/server/test_monitoring_live.py`` has a real Prometheus evaluate every expression.
 

@@ -1,4 +1,4 @@
-"""`pip install .` installs the project as a package (issue 23): ``hooks`` and ``podread`` with every
+"""`pip install .` installs the project as a package: ``hooks`` and ``podread`` with every
 subpackage, the runtime dependencies of requirements.txt and the ``nvcre-hooks`` command, so podread and
 the CLI import from anywhere, not only from the repository root.
 

@@ -1,4 +1,4 @@
-"""Issue 20, items 1 and 2: a status claim never drops a healthy JobSet, never ends a run and never
+"""A status claim never drops a healthy JobSet, never ends a run and never
 deletes the Job; a newer JobSet the hooks did not create never skips the barrier.
 
 Each attack forges the status (or creates a stray JobSet) the way someone with write access to
@@ -307,7 +307,7 @@ def test_restarts_by_cause_counting_more_than_the_attempts_had_holds() -> None:
     assert condition(run(fine, FakeReader(workers(1))), "StatusMismatch") is None
 
 
-# ---- item 2: a newer JobSet never skips the barrier ---------------------------------------------------
+# ---- a newer JobSet never skips the barrier -----------------------------------------------------------
 
 RESTARTING = {"phase": "Restarting", "attempt": 1, "restarts": 1, "workload": "", "startTime": "2025-12-31T23:31:00Z"}
 

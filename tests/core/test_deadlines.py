@@ -1,4 +1,5 @@
-"""hooks.core.deadlines is total: times parse to UTC or raise ValueError, limits never raise (issue 20)."""
+"""hooks.core.deadlines is total: times parse to UTC or raise ValueError, limits never raise (no value
+the CRD admits may become a 5xx)."""
 
 from __future__ import annotations
 

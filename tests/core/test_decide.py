@@ -88,7 +88,7 @@ def test_jobset_is_created_only_after_drain() -> None:
 
 @pytest.mark.parametrize("keying", KEYINGS)
 def test_newer_observed_jobset_is_adopted_after_a_lost_status_write(keying: str) -> None:
-    # The pods running are train-3's own (its jobset-name label): none of an earlier attempt (issue 20).
+    # The pods running are train-3's own (its jobset-name label): none of an earlier attempt.
     reader = FakeReader([make_pod(f"train-3-worker-0-{i}", job="train", workload="train-3") for i in range(2)])
     d = run(reader, keying=keying, jobsets=[jobset_child("train", 3)],
             status={"phase": "Restarting", "attempt": 2, "restarts": 1})
@@ -216,11 +216,11 @@ def test_workers_done_and_launcher_running_is_running() -> None:
     done = dict(launcher, status={"phase": "Succeeded"})
     d = run(FakeReader([*workers, done]), spec=job_spec(launcher="launcher"), jobsets=[jobset_child("train", 0)],
             status={"phase": "Running", "attempt": 0})
-    assert status(d)["phase"] == "Running"  # issue 23: never back to Pending within the attempt
+    assert status(d)["phase"] == "Running"  # never back to Pending within the attempt
 
 
 def test_an_attempt_whose_pods_all_finished_stays_running_until_the_jobset_decides() -> None:
-    """Issue 23: seen with real Metacontroller, every pod Succeeded before the JobSet reports Completed.
+    """Seen with real Metacontroller, every pod Succeeded before the JobSet reports Completed.
     A Running attempt stays Running (the message says what it waits for); a never-started one is Pending;
     the JobSet's own Completed then decides."""
     done = [make_pod(f"train-0-worker-0-{i}", job="train", phase="Succeeded") for i in range(2)]
@@ -251,7 +251,7 @@ def test_a_launcher_left_in_the_workload_to_create_holds_its_creation() -> None:
     assert (create.kind, names(create)) == ("held", [])
     assert "launcher pod train-1-launcher-0-0" in status(create)["message"]
     # Restarting attempt 0 while attempt 1's launcher runs: attempt 1 was started, so this parent is
-    # behind the cluster (Metacontroller's cache, issue 21): refused (409), never answered with attempt 0.
+    # behind the cluster (Metacontroller's cache lags): refused (409), never answered with attempt 0.
     with pytest.raises(StaleRequest, match="attempt 1"):
         run(FakeReader([stray]), spec=job_spec(launcher="launcher", max_restarts=2),
             status={"phase": "Restarting", "attempt": 0, "restarts": 1})
@@ -262,7 +262,7 @@ def test_a_launcher_left_in_the_workload_to_create_holds_its_creation() -> None:
 @pytest.mark.parametrize("keying", KEYINGS)
 @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
 def test_terminal_keeps_observed_jobset_and_never_creates(keying: str, phase: str) -> None:
-    # The JobSet ended as the phase says (a terminal phase over a running JobSet holds: issue 20).
+    # The JobSet ended as the phase says (a terminal phase over a running JobSet is a claim and holds).
     ended = jobset_child("train", 1, state="Completed" if phase == "Succeeded" else "Failed")
     kept = run(keying=keying, jobsets=[ended], status={"phase": phase, "attempt": 1})
     assert (kept.kind, names(kept), status(kept)["phase"]) == ("terminal", ["train-1"], phase)

@@ -1,4 +1,4 @@
-"""The drain barrier waits for the batch Jobs of every attempt it checks (issue 20): a JobSet that
+"""The drain barrier waits for the batch Jobs of every attempt it checks: a JobSet that
 Metacontroller deleted in the background leaves its batch/v1 Jobs to the garbage collector, and
 until they are gone they can create pods. Decisions over the FakeReader's ``jobs``."""
 

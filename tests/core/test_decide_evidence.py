@@ -1,6 +1,7 @@
-"""Issue 12 in the decision: the barrier finds a Job's pods by every identity they carry, a status
-that disagrees with the children never opens a gate or drops a healthy JobSet, attempts end at
-MAX_ATTEMPT, and messages stay bounded. Each test fails on the decision as it was before."""
+"""The status is a claim, the children are evidence, in the decision: the barrier finds a Job's pods by
+every identity they carry, a status that disagrees with the children never opens a gate or drops a
+healthy JobSet, attempts end at MAX_ATTEMPT, and messages stay bounded. Each test fails on the decision
+as it was before."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def fed_back(d: Decision, reader: FakeReader | None = None, **request: Any) -> D
     return run(reader, **{**request, "status": status(d)}, now=LATER)
 
 
-# ---- item 1: the launcher is found by its own label --------------------------------------------------
+# ---- the launcher is found by its own label ----------------------------------------------------------
 
 def test_finalize_waits_for_a_launcher_of_an_earlier_attempt_than_the_status_names() -> None:
     """status.attempt is 1 (written by hand, restored, computed from a stale copy) while attempt 0's
@@ -58,7 +59,7 @@ def test_the_next_attempt_waits_for_a_launcher_of_any_attempt() -> None:
     assert (resumed.kind, resumed.response["children"]) == ("held", [])
 
 
-# ---- item 2: workers are found by the labels JobSet writes too ------------------------------------
+# ---- workers are found by the labels JobSet writes too --------------------------------------------
 
 def test_finalize_waits_for_a_worker_whose_job_label_was_removed() -> None:
     d = run(FakeReader([stripped_worker(0)]), finalizing=True, status={"phase": "Running"})
@@ -111,7 +112,7 @@ def test_a_pod_found_twice_counts_once() -> None:
     assert status(d)["message"] == "waiting for 1 active pod: train-0-worker-0-0" and status(d)["activePods"] == 1
 
 
-# ---- item 3: status is a claim, not a fact ---------------------------------------------------------
+# ---- status is a claim, not a fact -----------------------------------------------------------------
 
 @pytest.mark.parametrize(("prior", "reason"), [
     ({"phase": "Running", "attempt": 1}, "WorkloadNotCurrent"),
@@ -182,7 +183,7 @@ def test_suspend_and_deletion_still_tear_everything_down() -> None:
     assert deleted.response["children"] == [] and deleted.response["finalized"] is False
 
 
-# ---- item 7: the last attempt ends the Job Failed, never parks it --------------------------------
+# ---- the last attempt ends the Job Failed, never parks it ----------------------------------------
 
 @pytest.mark.parametrize("prior", [
     {"phase": "Restarting", "attempt": MAX_ATTEMPT, "restarts": 3},
@@ -203,7 +204,7 @@ def test_a_failed_jobset_at_the_last_attempt_is_kept_and_the_job_fails() -> None
     assert condition(d, "Failed")["reason"] == "AttemptLimitReached"
 
 
-# ---- item 8: the message stays bounded -------------------------------------------------------------
+# ---- the message stays bounded ---------------------------------------------------------------------
 
 def test_the_message_stays_bounded_however_many_children_are_observed() -> None:
     many = [jobset_child("train", attempt) for attempt in range(400)]

@@ -1,4 +1,4 @@
-"""``status.attempts`` through ``decide`` (issue 23): each way an attempt ends, its drain, the fixed
+"""``status.attempts`` through ``decide``: each way an attempt ends, its drain, the fixed
 point at every step, and the bound over a Job that restarted 10,000 times."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 15's rows: failure-policy rules, the active deadline, TTL after finish, pods stuck on dead nodes."""
+"""Failure-policy rules, the active deadline, TTL after finish, pods stuck on dead nodes."""
 
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ def test_an_invalid_policy_is_invalid_spec_not_a_guess() -> None:
 
 def test_start_time_is_recorded_once_from_the_jobset_creation() -> None:
     """The first JobSet's answer was lost (status still Pending, no startTime): startTime comes from
-    its creationTimestamp. (A Running status without startTime is a claim that disagrees: issue 20.)"""
+    its creationTimestamp. (A Running status without startTime is a claim that disagrees with the evidence.)"""
     child = jobset_child("train", 0)
     child["metadata"]["creationTimestamp"] = "2025-12-31T23:00:00Z"
     body = request(spec=spec_with(activeDeadlineSeconds=7200), status=running_status(phase="Pending"),

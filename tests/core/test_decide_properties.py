@@ -25,7 +25,7 @@ from tests.support import FakeReader, job_request, job_spec, jobset_child, make_
 
 def decide(observed: Observed, reader: FakeReader, now: datetime) -> Decision:
     """``hooks.core.decide.decide``; a request the hooks refuse as behind the cluster (``StaleRequest``,
-    a 409: no answer, nothing written, issue 21) is no case of the properties about answers."""
+    a 409: no answer, nothing written) is no case of the properties about answers."""
     try:
         return decide_or_refuse(observed, reader, now)
     except StaleRequest:
@@ -93,7 +93,7 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     """A request body and the FakeReader arguments."""
     spec = job_spec(launcher=draw(st.sampled_from(["", "launcher"])), max_restarts=draw(st.integers(0, 3)),
                     suspend=draw(st.booleans()))
-    if draw(st.booleans()):  # issue 15's policies
+    if draw(st.booleans()):  # failure policy, deadlines, TTL, stuck drains
         rules = draw(st.lists(st.sampled_from(RULES), max_size=3, unique_by=lambda r: r["name"]))
         spec["failurePolicy"] = {"rules": rules}
         spec["activeDeadlineSeconds"] = draw(st.sampled_from([60, 7200, 10**6]))
@@ -114,7 +114,7 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     if draw(st.booleans()):
         status["conditions"] = [{"type": "Drained", "status": draw(st.sampled_from(["True", "False", "Unknown"])),
                                  "reason": "X", "message": "", "lastTransitionTime": "2025-12-01T00:00:00Z"}]
-    if draw(st.booleans()):  # issue 23's history: entries of earlier attempts, some still draining
+    if draw(st.booleans()):  # the attempt history: entries of earlier attempts, some still draining
         status["attempts"] = draw(history_entries(attempt))
         if draw(st.booleans()):
             status["attemptsDropped"] = draw(st.integers(0, 20))
@@ -180,7 +180,7 @@ def test_deterministic(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
 @given(scenarios())
 def test_status_is_a_fixed_point(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """Fed back, the status stays: at the same moment always; an hour later too unless a time limit
-    of issue 15 can pass meanwhile (a deadline, a TTL, a drain becoming stuck on a dead node)."""
+    can pass meanwhile (a deadline, a TTL, a drain becoming stuck on a dead node)."""
     request, reader_args = scenario
     first = decide(observe(request), FakeReader(**reader_args), NOW)
     request["parent"]["status"] = first.response["status"]
@@ -223,7 +223,7 @@ def test_safety(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
         if healthy and jobset["metadata"]["name"] not in emitted:
             past_deadline = any(c["type"] == "DeadlineExceeded" and c["status"] == "True" for c in out["conditions"])
             assert observed.finalizing or observed.spec.get("suspend") is True or past_deadline
-    for action in decision.actions:  # a force delete only for a node confirmed gone (issue 15)
+    for action in decision.actions:  # a force delete only for a node confirmed gone
         if isinstance(action, ForceDeletePod):
             assert reader_args["nodes"] is not None and "node_states" not in reader_args["fail"]
             assert action.node not in {n["metadata"]["name"] for n in reader_args["nodes"]} or \

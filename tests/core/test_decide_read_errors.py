@@ -1,4 +1,4 @@
-"""Issue 12, item 5: the status is a fixed point under failing reads too.
+"""The status is a fixed point under failing reads too.
 
 Every error a read can end in is raised through the code that raises it in production (the live
 client over a stubbed API, the Reader, the cache), with its variable parts (timeouts, hosts, ports,

@@ -1,4 +1,4 @@
-"""``hooks.core.history``'s pure parts: the limit, the facts of a failed attempt, the size bound (issue 23)."""
+"""``hooks.core.history``'s pure parts: the limit, the facts of a failed attempt, the size bound."""
 
 from __future__ import annotations
 

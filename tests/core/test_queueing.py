@@ -1,4 +1,4 @@
-"""Queue-managed Jobs (issue 14, docs/adr/0103): the Workload child, Queued, admission, eviction, and
+"""Queue-managed Jobs (docs/adr/0103): the Workload child, Queued, admission, eviction, and
 the rule that the Workload (the quota) is left out only after the drain barrier passes."""
 
 from __future__ import annotations

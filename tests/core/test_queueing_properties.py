@@ -1,4 +1,4 @@
-"""Properties of ``decide`` for queue-managed Jobs (issue 14, docs/adr/0103) over generated states:
+"""Properties of ``decide`` for queue-managed Jobs (docs/adr/0103) over generated states:
 the rule that a Workload (the quota) is left out only when no pod of the Job is active on the API
 server, that no JobSet is created without admission, determinism and the status fixed point."""
 
@@ -72,7 +72,8 @@ def test_queue_managed_decisions_are_deterministic_and_a_fixed_point(
     request["parent"]["status"] = first.response["status"]
     again = decide(observe(request), FakeReader(**reader_args), NOW)
     assert again.response["status"] == first.response["status"]
-    # an hour later too, unless a time limit of issue 15 can pass meanwhile (as in test_decide_properties)
+    # an hour later too, unless a time limit (deadline, TTL, stuck drain) can pass meanwhile
+    # (as in test_decide_properties)
     timed = "activeDeadlineSeconds" in request["parent"]["spec"] or reader_args.get("nodes") is not None
     if not timed:
         later = decide(observe(request), FakeReader(**reader_args), LATER)

@@ -59,7 +59,7 @@ def test_a_changed_spec_keeps_the_running_jobset_and_builds_nothing() -> None:
 
 
 def test_a_changed_spec_whose_jobset_then_failed_says_so() -> None:
-    """Issue 23: the phase stays Running (nothing is judged from an edited spec), 0 active; the message
+    """The phase stays Running (nothing is judged from an edited spec), 0 active; the message
     says that the JobSet failed and why nothing follows."""
     pinned = {"phase": "Running", "attempt": 0, "replicatedJobsDigest": specpin.digest(SPEC)}
     failed = run(FakeReader([make_pod("w", job="train", phase="Failed")]), spec=edited_spec(), status=pinned,

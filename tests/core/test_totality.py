@@ -1,5 +1,6 @@
-"""Issue 20, item 4 and the request uid of item 5: what reproduced a 5xx (or a JobSet emitted as is that
-waits forever) on values the CRD admits or a request can carry, each through the real handler.
+"""No value the CRD admits is a 5xx, and a request without a parent uid is refused: what reproduced a
+5xx (or a JobSet emitted as is that waits forever) on values the CRD admits or a request can carry, each
+through the real handler.
 
 A status time at the ends of datetime's range, a pod spec that is not an object, ``null`` counts and
 drain limits, a Workload admission of the wrong shape: never a 5xx; a spec that cannot become a

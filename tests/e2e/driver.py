@@ -20,7 +20,7 @@ driver calls the hooks as Metacontroller does:
   backoff (429: after ``Retry-After``);
 - a Job is called again on every change of itself or of its children (JobSet status included),
   never because a pod changed: pods are not children, so only resyncs see them;
-- with ``workloads`` (the ``manifests-kueue`` overlay's CompositeController, issue 14), Workloads
+- with ``workloads`` (the ``manifests-kueue`` overlay's CompositeController), Workloads
   are a second child type (``Workload.kueue.x-k8s.io/v1beta2``, ``OnDelete`` as well) and every
   WorkloadPriorityClass and ResourceFlavor is a related object (the customize hook's answer, the
   same for every Job); the backend must then offer ``workloads``, ``create_workload``,

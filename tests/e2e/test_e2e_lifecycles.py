@@ -279,7 +279,7 @@ def test_a_pod_stuck_terminating_is_named_and_holds_until_it_goes(stack: tuple[F
     h.assert_safe()
 
 
-# ---- issue 12: the barrier finds every pod of the Job; a status is a claim; one deadline -----------
+# ---- the barrier finds every pod of the Job; a status is a claim; one deadline ---------------------
 
 def test_a_worker_whose_job_label_was_removed_holds_the_finalizer(stack: tuple[FakeKubeServer, HookServer]) -> None:
     """Someone removes nvcre.nvidia.com/job from a running worker (its node is then lost): the

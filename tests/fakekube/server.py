@@ -4,9 +4,9 @@ It serves ``GET /api/v1/pods``, ``/api/v1/namespaces/{ns}/pods`` and ``.../pods/
 with label and field selectors, ``limit``/``continue`` paging over consistent snapshots and
 Kubernetes ``Status`` errors, and watches of pods (``?watch=true``, see ``tests.fakekube.watch``);
 it records every request and can inject faults. See ``FakeKubeServer``.
-The hooks' own writes and Node reads (issue 15: Events, Job and pod deletes, ``GET`` of a Node) are
-served by ``tests.fakekube.writes`` (``FakeKubeServer.writes``). Batch Job lists (issue 20:
-``GET /apis/batch/v1/namespaces/{ns}/jobs``, label selectors and paging as for pods, no watch) are
+The hooks' own writes and Node reads (Events, Job and pod deletes, ``GET`` of a Node) are
+served by ``tests.fakekube.writes`` (``FakeKubeServer.writes``). Batch Job lists
+(``GET /apis/batch/v1/namespaces/{ns}/jobs``, label selectors and paging as for pods, no watch) are
 served from a store of their own (``put_batch_job``).
 """
 
@@ -489,7 +489,7 @@ class FakeKubeServer:
         """Make every continue token handed out so far answer 410 Expired; returns how many lists."""
         return self._store.expire_snapshots() + self._batch_jobs.expire_snapshots()
 
-    # -- batch Jobs (issue 20) ---------------------------------------------------------------------
+    # -- batch Jobs --------------------------------------------------------------------------------
 
     def put_batch_job(self, job: Mapping[str, Any]) -> dict[str, Any]:
         """Create or replace a ``batch/v1`` Job; returns the stored copy."""

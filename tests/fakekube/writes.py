@@ -1,4 +1,4 @@
-"""The writes and the Node reads fakekube serves for the hooks' own calls (issue 15).
+"""The writes and the Node reads fakekube serves for the hooks' own calls.
 
 - ``POST /apis/events.k8s.io/v1/namespaces/{ns}/events``: validated as kube-apiserver validates an
   events.k8s.io/v1 Event on create (name, eventTime, reportingController, reportingInstance,
@@ -14,7 +14,7 @@
   ``Status`` (``details: {name, kind: nodes}``);
 - ``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: 201 with the review and
   ``status.allowed``: fakekube has no RBAC, so everything is allowed except a ``delete pods`` in a
-  namespace listed in ``pod_delete_denied`` (issue 20).
+  namespace listed in ``pod_delete_denied`` (the force delete is opt-in).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
     live-only (the cache never holds launcher pods). ``batch_jobs`` are the batch Jobs the API
     server holds (none by default: a scenario says so explicitly, since a snapshot without
     ``jobs`` fails every batch Job read), or an error text (``jobs_code`` its class). ``labels``, ``workloads`` and
-    ``priority_classes`` make a queue-managed Job's request (issue 14)."""
+    ``priority_classes`` make a queue-managed Job's request."""
     children = [jobset_child(name, attempt, namespace=NS, state=state) for attempt, state in jobsets]
     request = job_request(name=name, namespace=NS, spec=spec if spec is not None else job_spec(max_restarts=1),
                           status=status, jobsets=children, keying=keying, finalizing=finalizing,
@@ -75,7 +75,7 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
     pods: dict[str, Any] = {"cache": cache_doc, "live": live_doc}
     if nodes is not None:
         pods["nodes"] = {"items": nodes}
-    if access is not None:  # issue 20: may the hooks delete pods, per namespace
+    if access is not None:  # may the hooks delete pods, per namespace
         pods["access"] = {"allowed": access}
     if isinstance(batch_jobs, str):
         pods["jobs"] = {"error": batch_jobs, **({"code": jobs_code} if jobs_code else {})}
@@ -382,7 +382,7 @@ def _() -> dict[str, Any]:
     return case("issue 12: replicas x parallelism over JobSet's 2^31-1: InvalidSpec TooManyPods", spec=spec)
 
 
-# ---- issue 15: failure policy, deadlines, TTL, stuck pods ------------------------------------------
+# ---- failure policy, deadlines, TTL, stuck pods ----------------------------------------------------
 
 FAIL_ON_42 = {"name": "bad-config", "action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}
 PREEMPTED = {"name": "preempted", "action": "RestartJobIgnoreMaxRestarts",
@@ -529,7 +529,7 @@ def _() -> dict[str, Any]:
                        node("gpu-1", "Unknown", ("node.kubernetes.io/unreachable",))])
 
 
-# ---- issue 14: queue-managed Jobs behind Kueue (hooks.core.queueing, docs/adr/0103) ----------------------
+# ---- queue-managed Jobs behind Kueue (hooks.core.queueing, docs/adr/0103) --------------------------------
 
 QUEUE = {"kueue.x-k8s.io/queue-name": "team-a-gpus"}
 PRIORITIES = {"training-low": 100, "training-high": 1000}
@@ -680,7 +680,7 @@ def main() -> None:
     print(f"wrote {len(SCENARIOS)} scenarios under {HERE}")
 
 
-# ---- issue 20, items 1-2: a status claim never ends a run; a stray newer JobSet is never adopted --------
+# ---- a status claim never ends a run; a stray newer JobSet is never adopted -----------------------------
 
 def created_at(built: dict[str, Any], job: str = "", jobsets: dict[str, str] | None = None) -> dict[str, Any]:
     """Sets the Job's ``creationTimestamp`` (``job``) and its JobSets' (name -> time) in a built case."""

@@ -1,5 +1,6 @@
-"""The reads the drain barrier needs beyond JOB_LABEL (issue 12): launchers by their own label,
-workload pods by JobSet's labels, list answers that must be PodLists, and one deadline per call."""
+"""The reads the drain barrier needs beyond JOB_LABEL (a pod whose job label was removed must still be
+found): launchers by their own label, workload pods by JobSet's labels, list answers that must be
+PodLists, and one deadline per call."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def live_client(server: FakeKubeServer, **options) -> LiveClient:
     return LiveClient(server.api_client(retries=False), metrics=ReadMetrics(CollectorRegistry()), **options)
 
 
-# ---- item 1: launchers by LAUNCHER_LABEL, every attempt ---------------------------------------------
+# ---- launchers by LAUNCHER_LABEL, every attempt -----------------------------------------------------
 
 def test_active_launcher_pods_reads_every_attempt_live_by_the_launcher_label() -> None:
     launchers = [pod(f"l-{attempt}", job=None, phase=phase,
@@ -61,7 +62,7 @@ def test_active_launcher_pods_with_no_live_client_raises() -> None:
         Reader(FakeLister(), None).active_launcher_pods("team-a", "llama")
 
 
-# ---- item 2: pods by the labels JobSet writes ---------------------------------------------------------
+# ---- pods by the labels JobSet writes -----------------------------------------------------------------
 
 def test_active_attempt_pods_finds_pods_whose_nvcre_labels_were_removed_or_changed() -> None:
     stripped = pod("w-stripped", job=None, labels={JOBSET_NAME_LABEL: "llama-1"})
@@ -109,7 +110,7 @@ def test_a_set_term_needs_a_value_and_renders_sorted() -> None:
     assert not selector.matches({"metadata": {"labels": {JOB_LABEL: "j", JOBSET_NAME_LABEL: "c"}}})
 
 
-# ---- item 4: a 200 that is not a PodList is a failed read ------------------------------------------
+# ---- a 200 that is not a PodList is a failed read --------------------------------------------------
 
 NOT_POD_LISTS = {
     "empty-object": b"{}",
@@ -162,7 +163,7 @@ def test_a_snapshot_error_keeps_its_class() -> None:
     assert raised.value.status == 503 and raised.value.cause == "the API server answered HTTP 503"
 
 
-# ---- item 6: one deadline for every read of a call ---------------------------------------------------
+# ---- one deadline for every read of a call -----------------------------------------------------------
 
 def test_sequential_lists_share_one_deadline(fake_kube: FakeKubeServer) -> None:
     """Three lists of 0.6 s each under a 1.0 s deadline: the second is cut short, the third is not

@@ -46,7 +46,7 @@ def test_without_any_cluster_configuration_the_reader_is_built_and_every_read_fa
 
 def test_without_home_the_reader_is_built_and_says_so(monkeypatch: pytest.MonkeyPatch,
                                                       caplog: pytest.LogCaptureFixture) -> None:
-    """Issue 23: HOME unset and a uid the system does not know (an arbitrary container user):
+    """HOME unset and a uid the system does not know (an arbitrary container user):
     ``Path("~").expanduser()`` raises RuntimeError; the hooks must still start."""
     import pwd
 

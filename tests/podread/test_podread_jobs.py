@@ -1,4 +1,4 @@
-"""The batch Job read of the drain barrier (issue 20): ``JobClient`` through the real kubernetes
+"""The batch Job read of the drain barrier: ``JobClient`` through the real kubernetes
 client against the fake API server (paged, consistent, bounded, every failure an ``ApiError``),
 ``Reader.attempt_jobs`` (the attempts' names, the MAX_SET_VALUES fallback, counted and traced) and
 the snapshot lister."""

@@ -157,7 +157,7 @@ def test_a_missing_or_empty_token_file_is_a_startup_error(tmp_path: Path, conten
     assert "NVCRE_HOOK_TOKEN_FILE" in str(raised.value)
 
 
-# ---- two tokens during a rotation, the placeholder refused (issue 20, items 5 and 8) ---------------
+# ---- two tokens during a rotation, the placeholder refused -----------------------------------------
 
 PLACEHOLDER = "REPLACE-ME-this-placeholder-token-is-public"
 

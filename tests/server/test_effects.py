@@ -1,4 +1,4 @@
-"""Events and the hooks' own writes (issue 15): which transitions make Events, that resyncs never
+"""Events and the hooks' own writes: which transitions make Events, that resyncs never
 flood, that a failed write never changes an answer; ApiWriter and the node reads on the wire-level fake."""
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def test_an_event_write_that_fails_on_the_wire_changes_nothing(fake_kube: FakeKu
 
 def test_ttl_deletes_the_job_with_its_uid(fake_kube: FakeKubeServer) -> None:
     fake_kube.writes.jobs[("team-a", "train")] = {"metadata": {"name": "train", "uid": uid("job/train")}}
-    # Failed as its JobSet shows (issue 20: the TTL delete needs that evidence), completed when it failed.
+    # Failed as its JobSet shows (the TTL delete needs that evidence, not only the status), completed when it failed.
     finished = {"phase": "Failed", "attempt": 0, "workload": "train-0", "completionTime": "2025-12-31T23:00:00Z"}
     raw = json.dumps(job_request(namespace="team-a", spec={**job_spec(), "ttlSecondsAfterFinished": 3600},
                                  status=finished, jobsets=[jobset_child("train", 0, namespace="team-a",
@@ -238,7 +238,7 @@ def test_a_node_read_that_fails_is_an_error_never_deleted(fake_kube: FakeKubeSer
 
 
 
-# ---- writes bound to the caller and the parent (issue 20, item 5) -----------------------------------
+# ---- writes bound to the caller and the parent ------------------------------------------------------
 
 def _writes(kind: str, outcome: str) -> float:
     return REGISTRY.get_sample_value("nvcre_writes_total", {"kind": kind, "outcome": outcome}) or 0.0

@@ -1,4 +1,4 @@
-"""Issue 20: may the hooks delete pods? ``Reader.pod_delete_allowed`` (a SelfSubjectAccessReview,
+"""May the hooks delete pods (the opt-in force delete)? ``Reader.pod_delete_allowed`` (a SelfSubjectAccessReview,
 live) on the wire-level fake, in snapshots and recordings, and the writer's 403 as a counted outcome."""
 
 from __future__ import annotations

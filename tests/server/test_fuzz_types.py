@@ -281,7 +281,7 @@ def test_a_4xx_that_names_another_field_is_reported(monkeypatch: pytest.MonkeyPa
 
 
 def test_an_admitted_queue_managed_job_with_a_null_pod_spec_or_metadata_is_no_5xx() -> None:
-    """A case the fuzz's seeded draw met once the scenarios grew (issue 23): behind Kueue, an admitted
+    """A case the fuzz's seeded draw met once the scenarios grew: behind Kueue, an admitted
     Workload's node labels were merged into ``template.spec`` set to null (``setdefault`` kept the null):
     a 500. Null counts as unset."""
     folder = next(d for d in scenario_dirs() if d.name == "v2-queued-admitted-on-a-flavor-with-node-labels")

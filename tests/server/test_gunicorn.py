@@ -203,7 +203,7 @@ def test_worker_exit_closes_the_workers_reader_so_its_pod_watch_stops() -> None:
 
 @pytest.mark.parametrize("taken", ["hooks", "metrics"])
 def test_a_failed_boot_leaves_no_temporary_metrics_directory(tmp_path: Path, taken: str) -> None:
-    """Issue 23: a port that cannot be bound stops the server at start-up (the hook port: gunicorn
+    """A port that cannot be bound stops the server at start-up (the hook port: gunicorn
     exits; the metrics port: ``when_ready``), and the metrics directory it made is removed too."""
     import socket
 

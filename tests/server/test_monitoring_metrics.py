@@ -1,4 +1,4 @@
-"""The metrics the dashboard and the alerts need beyond the per-call ones (issue 23): decisions by the
+"""The metrics the dashboard and the alerts need beyond the per-call ones: decisions by the
 phase they leave the Job in, held drains by the Drained reason and their age, and the writes that did
 not happen exported at 0 from the start. In process, on prometheus_client's default registry (the
 values are read as differences: other tests count on the same registry)."""

@@ -81,7 +81,7 @@ def test_replay_of_a_scenario_explains_the_decision() -> None:
     assert "active_job_pods from cache (namespace=team-a labels=nvcre.nvidia.com/job=llama): ok, 2 pods" in out
     assert "active_job_pods from live (namespace=team-a labels=nvcre.nvidia.com/job=llama): ok, 2 pods" in out
     assert ("attempt_jobs from live (namespace=team-a labels=jobset.sigs.k8s.io/jobset-name in (llama-0,llama-1)): "
-            "ok, 0 batch Jobs") in out  # issue 23: batch Jobs are not counted as pods
+            "ok, 0 batch Jobs") in out  # batch Jobs are not counted as pods
     response = json.loads(out.split("\nresponse\n", 1)[1])
     assert response == json.loads((STALE / "response.json").read_text())
 
@@ -389,7 +389,7 @@ def test_ages_read_like_kubectl(seconds: int | None, shown: str) -> None:
 
 
 def test_replay_accepts_exactly_what_kubectl_get_pods_prints(tmp_path: Path) -> None:
-    """Issue 23: ``--pods <(kubectl get pods -n NS -o json)``: kubectl prints ``kind: List`` (not PodList),
+    """``--pods <(kubectl get pods -n NS -o json)``: kubectl prints ``kind: List`` (not PodList),
     each item with its kind, and ``metadata.resourceVersion: ""``. Accepted; it says nothing of batch
     Jobs, so a barrier that needs them holds on a failed batch Job read rather than reading "none"."""
     request = tmp_path / "call.json"
