@@ -1,6 +1,6 @@
-"""podread's issue-15 reads: ``Reader.attempt_failure_pods`` (live, by JobSet's label, the pods that
-tell why an attempt failed) and ``Reader.node_states`` (live, one GET per node, only the API server's
-NotFound for that node is deleted)."""
+"""The reads the failure policy and the stuck-pod check need: ``Reader.attempt_failure_pods`` (live,
+by JobSet's label, the pods that tell why an attempt failed) and ``Reader.node_states`` (live, one GET
+per node, only the API server's NotFound for that node is deleted)."""
 
 from __future__ import annotations
 
