@@ -89,3 +89,48 @@ def test_a_request_without_server_times_stamps_now_as_before() -> None:
     answer = decide(parse_request(request, "sync"), FakeReader(pods_of("train", 0)), NOW).response
     drained = next(c for c in answer["status"]["conditions"] if c["type"] == "Drained")
     assert drained["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+
+
+WRITTEN, LATER = "2026-01-01T00:00:04Z", "2026-01-01T00:00:05Z"
+
+
+def created(objs: list[dict], at: str = LATER) -> list[dict]:
+    for obj in objs:
+        obj["metadata"]["creationTimestamp"] = at
+    return objs
+
+
+def stale_suspend(written: str = WRITTEN, **extra: object) -> dict:
+    """The parent as the cache held it before the resume (the API server wrote it at ``written``):
+    suspended, attempt 0; the resume has since started attempt 1 (the live status says 1)."""
+    request = job_request(name="nap", keying="v2", spec=job_spec(suspend=True),
+                          status={"phase": "Suspended", "attempt": 0, "restarts": 0}, **extra)
+    request["parent"]["metadata"]["managedFields"] = [
+        {"manager": "metacontroller", "operation": "Update", "subresource": "status", "time": written}]
+    return request
+
+
+def test_a_stale_suspend_after_the_resume_started_the_next_attempt_is_refused() -> None:
+    """The cluster tier's ``nap`` (parent cache 2 s behind): the suspend row answered Suspended,
+    attempt 0, no children, over the live attempt 1 (``status.attempt went from 1 to 0``)."""
+    with pytest.raises(StaleRequest, match="attempt 1"):  # the children cache already has the JobSet
+        decide(parse_request(stale_suspend(jobsets=created([jobset_child("nap", 1)])), "sync"), FakeReader([]), NOW)
+    with pytest.raises(StaleRequest, match="attempt 1"):  # only its pods say so (same second: stale too)
+        decide(parse_request(stale_suspend(), "sync"), FakeReader(created(pods_of("nap", 1), WRITTEN)), NOW)
+    with pytest.raises(StaleRequest, match="attempt 1"):  # only its batch Jobs say so
+        decide(parse_request(stale_suspend(), "sync"), FakeReader([], jobs=created([make_batch_job("nap-1")])), NOW)
+
+
+def test_a_suspend_written_after_the_next_attempt_began_tears_it_down() -> None:
+    """The status write of the resume was lost, then the Job was suspended again: the parent is
+    newer than attempt 1's JobSet, so it is answered (refusing it would never end): no children."""
+    request = stale_suspend(written="2026-01-01T00:00:09Z", jobsets=created([jobset_child("nap", 1)]))
+    d = decide(parse_request(request, "sync"), FakeReader(created(pods_of("nap", 1))), NOW)
+    assert d.response["status"]["phase"] == "Suspending" and d.response["children"] == []
+
+
+def test_a_suspend_of_the_current_attempt_still_drains_it() -> None:
+    request = job_request(name="nap", keying="v2", spec=job_spec(suspend=True), jobsets=[jobset_child("nap", 0)],
+                          status={"phase": "Running", "attempt": 0, "restarts": 0})
+    d = decide(parse_request(request, "sync"), FakeReader(pods_of("nap", 0)), NOW)
+    assert d.response["status"]["phase"] == "Suspending" and d.response["children"] == []

@@ -311,6 +311,49 @@ def ahead_of(ctx: Context, attempt: int, through: int) -> int | None:
     return newest if newest > attempt else None
 
 
+def refuse_if_behind(ctx: Context, attempt: int) -> None:
+    """``StaleRequest`` when the request's parent is older than an attempt past its ``attempt``:
+    a child JobSet of the request, or a pod or batch Job of the barrier's live reads
+    (``drain_reads``, made already: no read again), belongs to an attempt past ``attempt`` and was
+    created no earlier than the API server last wrote this parent version (``Observed.version_times``).
+    Such a parent comes from Metacontroller's cache (a suspend read after the resume had started
+    attempt+1): answering it would write the attempt back and leave the newer attempt's JobSet
+    out; the fresher parent that follows is answered instead. A parent written after that
+    attempt began (its status write lost, then suspended) is answered: the teardown takes whatever
+    runs, and refusing it would never end. Without the parent's times (a request built by hand) or
+    the evidence's creation times, nothing is refused. A failed read refuses nothing (the barrier
+    holds on it)."""
+    written = [t for t in (_time_or_none(text) for text in ctx.observed.version_times) if t is not None]
+    if not written:
+        return
+    try:
+        pods, jobs = drain_reads(ctx, attempt)
+    except PodReadError:
+        return
+    ahead: list[tuple[int, datetime]] = []
+    for obj, named in [*((js, True) for js in ctx.observed.jobsets), *((o, False) for o in (*pods, *jobs))]:
+        number, created = _attempt_of(ctx, obj, named=named), _time_or_none(
+            str((obj.get("metadata") or {}).get("creationTimestamp", "")))
+        if number is not None and number > attempt and created is not None:
+            ahead.append((number, created))
+    if ahead and max(written) <= min(created for _, created in ahead):
+        raise StaleRequest(f"the request is behind the cluster: status.attempt is {attempt}, but attempt "
+                           f"{max(n for n, _ in ahead)} began after this parent version was written (its JobSet, "
+                           "pods or batch Jobs exist); not answering from this parent")
+
+
+def _attempt_of(ctx: Context, obj: Mapping[str, Any], *, named: bool) -> int | None:
+    """The attempt ``obj`` belongs to: by its name ``<job>-<n>`` (``named``: a JobSet), else by its
+    attempt and ``jobset-name`` labels (a pod, a batch Job); ``None`` when nothing says."""
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    if named:
+        return attempt_in_name(ctx.job, str(metadata.get("name", "")))
+    found = [attempt_in_name(ctx.job, str(labels.get(JOBSET_NAME_LABEL, ""))),
+             attempt_number(str(labels.get(ATTEMPT_LABEL, "")))]
+    return max((n for n in found if n is not None), default=None)
+
+
 def _time_or_none(text: str) -> datetime | None:
     """``text`` as a time (``hooks.core.deadlines.parse_time``), ``None`` when it is not one."""
     try:
