@@ -134,3 +134,20 @@ def test_a_suspend_of_the_current_attempt_still_drains_it() -> None:
                           status={"phase": "Running", "attempt": 0, "restarts": 0})
     d = decide(parse_request(request, "sync"), FakeReader(pods_of("nap", 0)), NOW)
     assert d.response["status"]["phase"] == "Suspending" and d.response["children"] == []
+
+
+def test_a_drain_that_passes_is_timed_the_same_whenever_answered() -> None:
+    """``drainSeconds`` ran to ``now``: one cached parent version answered a second apart wrote 0,
+    2 and 3 (the tier's ``nap``: a hot loop). Timed to ``Drained``'s evidence stamp, all agree."""
+    request = job_request(name="nap", keying="v2", spec=job_spec(suspend=True), status={
+        "phase": "Suspending", "attempt": 0, "restarts": 0,
+        "attempts": [{"attempt": 0, "jobSet": "nap-0", "created": "2026-01-01T00:00:01Z",
+                      "ended": "2026-01-01T00:00:02Z", "outcome": "Suspended"}],
+        "conditions": [{"type": "Drained", "status": "False", "reason": "PodsActive", "message": "",
+                        "lastTransitionTime": "2026-01-01T00:00:02Z"}]})
+    request["parent"]["metadata"]["managedFields"] = [
+        {"manager": "metacontroller", "operation": "Update", "subresource": "status", "time": WRITTEN}]
+    answers = [decide(parse_request(request, "sync"), FakeReader([]), datetime(2026, 1, 1, 0, 0, s, tzinfo=UTC))
+               .response["status"] for s in (6, 8, 9)]
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0]["attempts"][0]["drainSeconds"] == 2 and answers[0]["phase"] == "Suspended"
