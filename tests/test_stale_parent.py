@@ -129,6 +129,31 @@ def test_a_suspend_written_after_the_next_attempt_began_tears_it_down() -> None:
     assert d.response["status"]["phase"] == "Suspending" and d.response["children"] == []
 
 
+def test_a_stale_status_from_before_the_resume_is_refused_in_every_row() -> None:
+    """The tier's ``nap`` again: a cached parent with the live spec but the status before the
+    resume (Pending, attempt 0) wrote attempt 0 over 1 from row 11 (attempt 1's pods live, its
+    JobSet not yet in the children cache) and from row 3 (the JobSet in the children)."""
+    request = stale_suspend()
+    request["parent"]["spec"]["suspend"] = False
+    request["parent"]["status"] = {"phase": "Pending", "attempt": 0, "restarts": 0}
+    with pytest.raises(StaleRequest, match="attempt 1"):
+        decide(parse_request(request, "sync"), FakeReader(created(pods_of("nap", 1))), NOW)
+    request["children"] = stale_suspend(jobsets=created([jobset_child("nap", 1)]))["children"]
+    with pytest.raises(StaleRequest, match="attempt 1"):
+        decide(parse_request(request, "sync"), FakeReader(created(pods_of("nap", 1))), NOW)
+
+
+def test_a_lost_status_write_is_answered_once_no_cache_could_lag_that_long() -> None:
+    """The same parent 30 s after attempt 1 began is no cached one: its status write was lost; the
+    hooks answer it as before (here row 3's hold), or it would be refused for ever."""
+    request = stale_suspend(jobsets=created([jobset_child("nap", 1)], "2025-12-31T23:59:00Z"))
+    request["parent"]["spec"]["suspend"] = False
+    request["parent"]["status"] = {"phase": "Pending", "attempt": 0, "restarts": 0}
+    request["parent"]["metadata"]["managedFields"][0]["time"] = "2025-12-31T23:58:00Z"
+    d = decide(parse_request(request, "sync"), FakeReader(pods_of("nap", 1)), NOW)
+    assert "nap-1" in [c["metadata"]["name"] for c in d.response["children"]], "the newer JobSet kept"
+
+
 def test_a_suspend_of_the_current_attempt_still_drains_it() -> None:
     request = job_request(name="nap", keying="v2", spec=job_spec(suspend=True), jobsets=[jobset_child("nap", 0)],
                           status={"phase": "Running", "attempt": 0, "restarts": 0})
