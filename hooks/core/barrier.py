@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from hooks.core import conditions as cond
@@ -309,6 +309,64 @@ def ahead_of(ctx: Context, attempt: int, through: int) -> int | None:
                           for p in pods) if n is not None]
     newest = max(found, default=attempt)
     return newest if newest > attempt else None
+
+
+STALE_CACHE_SECONDS = 30.0
+"""How long after an attempt began a parent version older than it is taken for one from
+Metacontroller's informer cache (``refuse_if_behind``): far past any informer's lag (the cluster
+tier's is 2 s at most); past it, such a parent is one whose status write was lost, answered as before."""
+
+
+def refuse_if_behind(ctx: Context, attempt: int, *, reads: bool = True) -> None:
+    """``StaleRequest`` when the request's parent is older than an attempt past its ``attempt``:
+    a child JobSet of the request, or (``reads``) a pod or batch Job of the barrier's live reads
+    (``drain_reads``, made once per call: no read again), belongs to an attempt past ``attempt``,
+    was created no earlier than the API server last wrote this parent version
+    (``Observed.version_times``), and less than ``STALE_CACHE_SECONDS`` before ``now``. Such a
+    parent comes from Metacontroller's cache (a suspend, or the status before the resume, read
+    after attempt+1 began): answering it would write the attempt back (and a teardown would leave
+    the newer attempt's JobSet out); the fresher parent that follows is answered instead. A
+    parent written after that attempt began (its status write lost, then suspended), or one still
+    older than it once the grace is past (a lost status write, never followed by a fresher one), is
+    answered as before: refusing it would never end. Without the parent's times (a request built
+    by hand) or the evidence's creation times, nothing is refused; a failed read refuses nothing
+    (the barrier holds on it)."""
+    written = [t for t in (_time_or_none(text) for text in ctx.observed.version_times) if t is not None]
+    if not written:
+        return
+    objs: list[tuple[Mapping[str, Any], bool]] = [(js, True) for js in ctx.observed.jobsets]
+    if reads:
+        try:
+            pods, jobs = drain_reads(ctx, attempt)
+        except PodReadError:
+            return
+        objs += [(obj, False) for obj in (*pods, *jobs)]
+    now = ctx.now if ctx.now.tzinfo is not None else ctx.now.replace(tzinfo=UTC)
+    ahead: list[tuple[int, datetime]] = []
+    for obj, named in objs:
+        number = _attempt_of(ctx, obj, named=named)
+        created = _time_or_none(str((obj.get("metadata") or {}).get("creationTimestamp", "")))
+        if number is not None and number > attempt and created is not None:
+            ahead.append((number, created))
+    if not ahead:
+        return
+    began = min(created for _, created in ahead)
+    if max(written) <= began and (now - began).total_seconds() < STALE_CACHE_SECONDS:
+        raise StaleRequest(f"the request is behind the cluster: status.attempt is {attempt}, but attempt "
+                           f"{max(n for n, _ in ahead)} began after this parent version was written (its JobSet, "
+                           "pods or batch Jobs exist); not answering from this parent")
+
+
+def _attempt_of(ctx: Context, obj: Mapping[str, Any], *, named: bool) -> int | None:
+    """The attempt ``obj`` belongs to: by its name ``<job>-<n>`` (``named``: a JobSet), else by its
+    attempt and ``jobset-name`` labels (a pod, a batch Job); ``None`` when nothing says."""
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    if named:
+        return attempt_in_name(ctx.job, str(metadata.get("name", "")))
+    found = [attempt_in_name(ctx.job, str(labels.get(JOBSET_NAME_LABEL, ""))),
+             attempt_number(str(labels.get(ATTEMPT_LABEL, "")))]
+    return max((n for n in found if n is not None), default=None)
 
 
 def _time_or_none(text: str) -> datetime | None:

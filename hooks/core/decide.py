@@ -77,6 +77,7 @@ from datetime import datetime
 from hooks.core import conditions as cond
 from hooks.core import history, queueing, specpin
 from hooks.core.answer import assemble
+from hooks.core.barrier import refuse_if_behind
 from hooks.core.observed import Observed
 from hooks.core.podreads import PodReads
 from hooks.core.rows import current, deadline, kueue, mismatch, teardown, terminal
@@ -118,6 +119,8 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
     tearing_down = teardown_row(ctx)
     # Rows 1, 2 and 2a tear down whatever attempt runs: they adopt nothing, so that the phase they
     # write (Suspending) never makes the next call adopt and answer another attempt (a fixed point).
+    if not observed.finalizing:  # a cached parent older than a newer attempt's JobSet: 409, not an answer
+        refuse_if_behind(ctx, prior.attempt, reads=False)
     attempt, refused = (prior.attempt, None) if tearing_down is not None else mismatch.adopt(ctx)
     phase = prior.phase
     if attempt > prior.attempt:

@@ -197,7 +197,9 @@ def _drains(entry: Entry) -> bool:
 def _drain(ctx: Context, work: Work, entry: Entry) -> None:
     """While the attempt drains: ``drainStuck`` once ``DrainStuck`` is True; once ``Drained`` is
     True (the barrier passed in this call: every row that drains records it each call),
-    ``drainSeconds`` from ``ended``."""
+    ``drainSeconds`` from ``ended`` to ``Drained``'s ``lastTransitionTime`` (stamped from the
+    request's evidence, ``barrier.evidence_time``), not to ``now``: answers to one cached parent
+    version made a second apart wrote 0, 2 and 3 and the status never settled (issue 21)."""
     stuck = cond.get_condition(work.conditions, DRAIN_STUCK)
     if stuck is not None and stuck.status == cond.TRUE:
         entry["drainStuck"] = True
@@ -205,7 +207,8 @@ def _drain(ctx: Context, work: Work, entry: Entry) -> None:
     if drained is None or drained.status != cond.TRUE:
         return
     ended = _moment(entry.get("ended"))
-    seconds = (_utc(ctx.now) - ended).total_seconds() if ended is not None else 0.0
+    passed = _moment(drained.last_transition_time) or _utc(ctx.now)
+    seconds = (_utc(passed) - ended).total_seconds() if ended is not None else 0.0
     entry["drainSeconds"] = int(min(deadlines.MAX_SECONDS, max(0.0, seconds)))
     entry["drainStuck"] = bool(entry.get("drainStuck"))
 

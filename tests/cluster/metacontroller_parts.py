@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -415,3 +416,75 @@ class LaggedCache(Generic[T]):
     def _trim(self, now: float) -> None:
         while len(self.lists) > 1 and self.lists[1][0] <= now - self.lag:
             self.lists.popleft()
+
+
+# -- the hot-loop invariant: a status that never settles --------------------------------------------
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+
+
+def status_fields(status: Mapping[str, Any]) -> dict[str, str]:
+    """A status flattened for comparison: each top-level field but ``conditions`` by name, and each
+    condition's ``status``, ``reason``, ``message`` and ``lastTransitionTime`` as ``Type.part``; the
+    values as canonical JSON text."""
+    fields = {name: json.dumps(value, sort_keys=True) for name, value in status.items() if name != "conditions"}
+    for condition in status.get("conditions") or []:
+        for part in ("status", "reason", "message", "lastTransitionTime"):
+            fields[f"{condition.get('type')}.{part}"] = json.dumps(condition.get(part))
+    return fields
+
+
+def _is_timestamp(text: str | None) -> bool:
+    """Whether a flattened value is an RFC 3339 time."""
+    value = json.loads(text) if text is not None else None
+    return isinstance(value, str) and TIMESTAMP.match(value) is not None
+
+
+class SettleJudge:
+    """Whether one Job's status writes settle (the stand-in's hot-loop invariant).
+
+    Real Metacontroller writes every status that differs from the live one, last writer wins, so a
+    Job that makes progress (pods going 2 -> 1 -> 0, a condition changing reason, a history entry
+    gaining its end) writes many times in a few seconds, and answers from stale cached parents can
+    write an older status back once or twice before the fresh one wins again. Neither is a loop. A
+    hot loop is a status that never settles; a write is *churn* when
+
+    - it writes back a whole status already seen in the window (an oscillation ``A -> B -> A``), or
+      sets a field back to an earlier value of the window for the third time (a stale answer or two
+      sets one back once or twice: ``1 -> 2 -> 1 -> 2``; progress such as ``activePods`` 0 -> 2 -> 1
+      -> 0 sets one back once), or
+    - all it changes are timestamps (a hook that stamps ``now`` on every call: the world did not
+      change, the answer did).
+
+    More than ``limit`` churn writes within ``seconds`` is a hot loop: stale caches produce a
+    bounded handful (one per cached version), a loop keeps going."""
+
+    def __init__(self, limit: int = 6, seconds: float = 10.0) -> None:
+        self.limit, self.seconds = limit, seconds
+        self._seen: deque[tuple[float, dict[str, str]]] = deque()
+        self._churn: deque[tuple[float, list[str]]] = deque()
+        self._returns: list[tuple[float, str]] = []
+
+    def record(self, now: float, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str] | None:
+        """Judge one write (``before`` the live status it replaced, ``after`` the one written) at
+        ``now``; returns the churned fields of the window when this write makes it a hot loop
+        (once, at ``limit + 1``), else None."""
+        while self._seen and self._seen[0][0] < now - self.seconds:
+            self._seen.popleft()
+        while self._churn and self._churn[0][0] < now - self.seconds:
+            self._churn.popleft()
+        old, new = status_fields(before), status_fields(after)
+        changed = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
+        returned = [name for name in changed if name in new
+                    and any(fields.get(name) == new[name] for _, fields in self._seen)]
+        self._returns = [(t, name) for t, name in self._returns if t >= now - self.seconds]
+        repeated = [name for name in returned if sum(1 for _, n in self._returns if n == name) >= 2]
+        self._returns += [(now, name) for name in returned]
+        whole = any(fields == new for _, fields in self._seen)
+        stamps_only = bool(changed) and all(_is_timestamp(new.get(name)) for name in changed)
+        self._seen.append((now, old))
+        if not (whole or repeated or stamps_only):
+            return None
+        self._churn.append((now, [f"{name}: {old.get(name)} -> {new.get(name)}" for name in (repeated or changed)]))
+        if len(self._churn) != self.limit + 1:
+            return None
+        return sorted({text[:100] for _, texts in self._churn for text in texts})[:12]

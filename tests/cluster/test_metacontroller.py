@@ -315,7 +315,7 @@ def test_a_restart_under_stale_caches_makes_one_drain_and_takes_nothing_back(wor
     one drain, one stamp of it, one Event of each step."""
     world.create_job("stale", max_restarts=1)
     world.run_until_pods_run("stale", 2)
-    world.kubelet.finish(world.namespace, "nvcre.nvidia.com/job=stale", phase="Failed", exit_code=1, limit=1)
+    world.pods.finish("nvcre.nvidia.com/job=stale", phase="Failed", exit_code=1, limit=1)
     world.run_until(lambda: world.jobsets("stale") == ["stale-1"], "attempt 1 created", timeout=90)
     world.run_until_pods_run("stale", 2)
     assert world.driver.stale_writes > 0, "answers from stale parents were written"

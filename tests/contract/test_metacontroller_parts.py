@@ -18,6 +18,7 @@ from tests.cluster.metacontroller_parts import (
     RequeueLimiter,
     ResyncTimer,
     SelectorError,
+    SettleJudge,
     TokenBucket,
     WorkQueue,
     claim,
@@ -323,3 +324,45 @@ def test_a_failing_customize_fails_the_sync_before_the_sync_hook() -> None:
     mc.reconcile("ns", "j")
     assert hooks.paths == ["/customize"] and mc.sync_errors
     assert [e["reason"] for e in backend.events] == ["SyncError"]
+
+
+def _drained(stamp: str, reason: str = "PodsActive", **fields: object) -> dict[str, object]:
+    return {"phase": "Running", **fields,
+            "conditions": [{"type": "Drained", "status": "False", "reason": reason, "lastTransitionTime": stamp}]}
+
+
+def test_a_hook_stamping_now_on_every_call_is_a_hot_loop() -> None:
+    """Nothing in the world changes, the answer does (a new lastTransitionTime per call, one write
+    a second as the stamps tick): caught once the window holds more than the limit."""
+    judge, verdicts = SettleJudge(), []
+    for second in range(10):
+        before = _drained(f"2026-12-05T09:00:{second:02d}Z")
+        after = _drained(f"2026-12-05T09:00:{second + 1:02d}Z")
+        verdicts.append(judge.record(float(second), before, after))
+    flagged = [v for v in verdicts if v]
+    assert len(flagged) == 1 and "Drained.lastTransitionTime" in flagged[0][0]
+
+
+def test_a_status_flipping_between_two_values_is_a_hot_loop() -> None:
+    judge = SettleJudge()
+    a, b = _drained("t", observedGeneration=1), _drained("t", observedGeneration=2)
+    verdicts = [judge.record(i * 0.5, *((a, b) if i % 2 else (b, a))) for i in range(9)]
+    assert any(verdicts)
+
+
+def test_progress_and_a_stale_answer_or_two_are_no_hot_loop() -> None:
+    """Metacontroller writes every changed status (last writer wins): a drain that progresses writes
+    often, and a stale cached parent answered after a fresher one writes an older value back once
+    before the fresh answer wins again. 16 writes in 4 s, none a loop."""
+    judge, t, writes = SettleJudge(), 0.0, []
+    status = _drained("2026-12-05T09:00:00Z", reason="WorkloadPresent", activePods=2)
+    for pods, reason, message in [(2, "PodsActive", "waiting for 2"), (1, "PodsActive", "waiting for 1"),
+                                  (0, "NoActivePods", "drained"), (0, "NoActivePods", "restarting")]:
+        for _ in range(4):
+            after = dict(_drained("2026-12-05T09:00:01Z", reason=reason, activePods=pods), message=message,
+                         attempts=[{"attempt": 0, "step": len(writes)}])
+            writes.append(judge.record(t, status, after))
+            status, t = after, t + 0.25
+    stale = dict(status, observedGeneration=1)
+    writes += [judge.record(t, status, stale), judge.record(t + 0.3, stale, status)]
+    assert not any(writes)

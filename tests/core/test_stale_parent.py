@@ -89,3 +89,90 @@ def test_a_request_without_server_times_stamps_now_as_before() -> None:
     answer = decide(parse_request(request, "sync"), FakeReader(pods_of("train", 0)), NOW).response
     drained = next(c for c in answer["status"]["conditions"] if c["type"] == "Drained")
     assert drained["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+
+
+WRITTEN, LATER = "2026-01-01T00:00:04Z", "2026-01-01T00:00:05Z"
+
+
+def created(objs: list[dict], at: str = LATER) -> list[dict]:
+    for obj in objs:
+        obj["metadata"]["creationTimestamp"] = at
+    return objs
+
+
+def stale_suspend(written: str = WRITTEN, **extra: object) -> dict:
+    """The parent as the cache held it before the resume (the API server wrote it at ``written``):
+    suspended, attempt 0; the resume has since started attempt 1 (the live status says 1)."""
+    request = job_request(name="nap", keying="v2", spec=job_spec(suspend=True),
+                          status={"phase": "Suspended", "attempt": 0, "restarts": 0}, **extra)
+    request["parent"]["metadata"]["managedFields"] = [
+        {"manager": "metacontroller", "operation": "Update", "subresource": "status", "time": written}]
+    return request
+
+
+def test_a_stale_suspend_after_the_resume_started_the_next_attempt_is_refused() -> None:
+    """The cluster tier's ``nap`` (parent cache 2 s behind): the suspend row answered Suspended,
+    attempt 0, no children, over the live attempt 1 (``status.attempt went from 1 to 0``)."""
+    with pytest.raises(StaleRequest, match="attempt 1"):  # the children cache already has the JobSet
+        decide(parse_request(stale_suspend(jobsets=created([jobset_child("nap", 1)])), "sync"), FakeReader([]), NOW)
+    with pytest.raises(StaleRequest, match="attempt 1"):  # only its pods say so (same second: stale too)
+        decide(parse_request(stale_suspend(), "sync"), FakeReader(created(pods_of("nap", 1), WRITTEN)), NOW)
+    with pytest.raises(StaleRequest, match="attempt 1"):  # only its batch Jobs say so
+        decide(parse_request(stale_suspend(), "sync"), FakeReader([], jobs=created([make_batch_job("nap-1")])), NOW)
+
+
+def test_a_suspend_written_after_the_next_attempt_began_tears_it_down() -> None:
+    """The status write of the resume was lost, then the Job was suspended again: the parent is
+    newer than attempt 1's JobSet, so it is answered (refusing it would never end): no children."""
+    request = stale_suspend(written="2026-01-01T00:00:09Z", jobsets=created([jobset_child("nap", 1)]))
+    d = decide(parse_request(request, "sync"), FakeReader(created(pods_of("nap", 1))), NOW)
+    assert d.response["status"]["phase"] == "Suspending" and d.response["children"] == []
+
+
+def test_a_stale_status_from_before_the_resume_is_refused_in_every_row() -> None:
+    """The tier's ``nap`` again: a cached parent with the live spec but the status before the
+    resume (Pending, attempt 0) wrote attempt 0 over 1 from row 11 (attempt 1's pods live, its
+    JobSet not yet in the children cache) and from row 3 (the JobSet in the children)."""
+    request = stale_suspend()
+    request["parent"]["spec"]["suspend"] = False
+    request["parent"]["status"] = {"phase": "Pending", "attempt": 0, "restarts": 0}
+    with pytest.raises(StaleRequest, match="attempt 1"):
+        decide(parse_request(request, "sync"), FakeReader(created(pods_of("nap", 1))), NOW)
+    request["children"] = stale_suspend(jobsets=created([jobset_child("nap", 1)]))["children"]
+    with pytest.raises(StaleRequest, match="attempt 1"):
+        decide(parse_request(request, "sync"), FakeReader(created(pods_of("nap", 1))), NOW)
+
+
+def test_a_lost_status_write_is_answered_once_no_cache_could_lag_that_long() -> None:
+    """The same parent 30 s after attempt 1 began is no cached one: its status write was lost; the
+    hooks answer it as before (here row 3's hold), or it would be refused for ever."""
+    request = stale_suspend(jobsets=created([jobset_child("nap", 1)], "2025-12-31T23:59:00Z"))
+    request["parent"]["spec"]["suspend"] = False
+    request["parent"]["status"] = {"phase": "Pending", "attempt": 0, "restarts": 0}
+    request["parent"]["metadata"]["managedFields"][0]["time"] = "2025-12-31T23:58:00Z"
+    d = decide(parse_request(request, "sync"), FakeReader(pods_of("nap", 1)), NOW)
+    assert "nap-1" in [c["metadata"]["name"] for c in d.response["children"]], "the newer JobSet kept"
+
+
+def test_a_suspend_of_the_current_attempt_still_drains_it() -> None:
+    request = job_request(name="nap", keying="v2", spec=job_spec(suspend=True), jobsets=[jobset_child("nap", 0)],
+                          status={"phase": "Running", "attempt": 0, "restarts": 0})
+    d = decide(parse_request(request, "sync"), FakeReader(pods_of("nap", 0)), NOW)
+    assert d.response["status"]["phase"] == "Suspending" and d.response["children"] == []
+
+
+def test_a_drain_that_passes_is_timed_the_same_whenever_answered() -> None:
+    """``drainSeconds`` ran to ``now``: one cached parent version answered a second apart wrote 0,
+    2 and 3 (the tier's ``nap``: a hot loop). Timed to ``Drained``'s evidence stamp, all agree."""
+    request = job_request(name="nap", keying="v2", spec=job_spec(suspend=True), status={
+        "phase": "Suspending", "attempt": 0, "restarts": 0,
+        "attempts": [{"attempt": 0, "jobSet": "nap-0", "created": "2026-01-01T00:00:01Z",
+                      "ended": "2026-01-01T00:00:02Z", "outcome": "Suspended"}],
+        "conditions": [{"type": "Drained", "status": "False", "reason": "PodsActive", "message": "",
+                        "lastTransitionTime": "2026-01-01T00:00:02Z"}]})
+    request["parent"]["metadata"]["managedFields"] = [
+        {"manager": "metacontroller", "operation": "Update", "subresource": "status", "time": WRITTEN}]
+    answers = [decide(parse_request(request, "sync"), FakeReader([]), datetime(2026, 1, 1, 0, 0, s, tzinfo=UTC))
+               .response["status"] for s in (6, 8, 9)]
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0]["attempts"][0]["drainSeconds"] == 2 and answers[0]["phase"] == "Suspended"

@@ -15,7 +15,7 @@ from typing import Any
 
 from hooks.core import built, failurepolicy, history, queueing, specpin
 from hooks.core import conditions as cond
-from hooks.core.barrier import StaleRequest, ahead_of, barrier, record, record_gate
+from hooks.core.barrier import StaleRequest, ahead_of, barrier, record, record_gate, refuse_if_behind
 from hooks.core.children import as_observed
 from hooks.core.evidence import (
     jobset_state,
@@ -207,6 +207,7 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
                     return
     if current is None and not drained:
         drain = barrier(ctx, work.conditions, through=work.attempt)
+        refuse_if_behind(ctx, work.attempt)  # a cached parent from before attempt+1 would create this one
         record_gate(ctx, work, drain)
         if not drain.passed:
             work.kind = Outcome.HELD

@@ -10,7 +10,7 @@ it decides from it, once: nothing depends on the order in which they are set.
 
 from __future__ import annotations
 
-from hooks.core.barrier import barrier, record
+from hooks.core.barrier import barrier, record, refuse_if_behind
 from hooks.core.vocab import Outcome
 from hooks.core.work import SUSPENDED, SUSPENDING, TERMINATING, Context, Work
 
@@ -28,8 +28,12 @@ def finalize(ctx: Context, work: Work) -> None:
 
 
 def suspend(ctx: Context, work: Work) -> None:
-    """Row 2: no children; Suspending until the barrier passes, then Suspended."""
+    """Row 2: no children; Suspending until the barrier passes, then Suspended. A request whose
+    parent predates an attempt past its status (``refuse_if_behind``: a parent from Metacontroller's
+    cache, its suspend already undone and attempt+1 started) is refused with a 409, never answered:
+    it would write the attempt back and leave the newer attempt's JobSet out."""
     drain = barrier(ctx, work.conditions, through=work.attempt)
+    refuse_if_behind(ctx, work.attempt)
     record(ctx, work, drain)
     work.phase = SUSPENDED if drain.passed else SUSPENDING
     work.workload = ""
