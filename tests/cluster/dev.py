@@ -40,6 +40,9 @@ from types import FrameType
 
 import kubernetes
 
+from hooks.server.config import Settings
+from podread.cache import DEFAULT_TTL_SECONDS
+from podread.live import DEFAULT_TIMEOUT_SECONDS
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.jobsetctl import JobSetManager
 from tests.cluster.kube import (
@@ -58,10 +61,10 @@ from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
 
 PRODUCTION_ENV = {
-    "NVCRE_CACHE_TTL_SECONDS": "5",
-    "NVCRE_RESYNC_SECONDS": "5",
-    "NVCRE_API_TIMEOUT_SECONDS": "3",
-    "NVCRE_LOG_LEVEL": "INFO",
+    "NVCRE_CACHE_TTL_SECONDS": f"{DEFAULT_TTL_SECONDS:g}",
+    "NVCRE_RESYNC_SECONDS": f"{Settings().resync_seconds:g}",
+    "NVCRE_API_TIMEOUT_SECONDS": f"{DEFAULT_TIMEOUT_SECONDS:g}",
+    "NVCRE_LOG_LEVEL": Settings().log_level,
 }
 """The hooks' own defaults (hooks/server config, docs/operations.md section 2), set explicitly so that
 HookServer's short test timeouts do not apply."""
