@@ -50,7 +50,7 @@ test-cluster: $(STAMP) control-plane kueue jobset kwok
 	echo "cluster tier: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 dev: $(STAMP) control-plane jobset kwok
-	$(PY) -m tests.cluster.dev
+	$(PY) -m tests.cluster.dev $(DEV_ARGS)
 
 run: $(STAMP)
 	$(VENV)/bin/gunicorn --config hooks/server/gunicorn.conf.py --bind $(HOST):$(PORT) 'hooks.wsgi:production_app()'

@@ -4,68 +4,174 @@ Starts etcd, kube-apiserver and kube-controller-manager (tests/cluster/controlpl
 JobSet's CRD and manifests/, restarts kube-controller-manager (its garbage collector then watches the
 new kinds at once), creates the hook token Secret with a token of its own (``secrets.token_hex(32)``,
 as ``openssl rand -hex 32``: manifests/ ships none), starts the real kube-scheduler, the real JobSet
-controller and kwok with its GPU nodes (tests/cluster/{scheduler,jobsetctl,kwokctl}.py), serves the
-hooks with gunicorn as their ServiceAccount with that token, applies manifests/samples/job-*.yaml in
-``default`` and then runs the Metacontroller stand-in (tests/cluster/world.py) until Ctrl-C, which
-stops everything. kwok lets pods "train" for ``--run-seconds`` and then succeed, so ``kubectl get
-nvjob -w`` shows Pending -> Running -> Succeeded, ``kubectl get pods -o wide`` the pods bound by the
-scheduler to kwok's nodes and ``kubectl get jobsets`` the real JobSet status. The kubeconfig is
-written to ``--kubeconfig`` (default ``.dev/kubeconfig``, git-ignored).
+controller and kwok with its GPU nodes ``kwok-node-0`` .. ``kwok-node-11`` (tests/cluster/{scheduler,
+jobsetctl,kwokctl}.py), serves the hooks with gunicorn as their ServiceAccount with that token, applies
+manifests/samples/job-*.yaml in ``default`` and then runs the Metacontroller stand-in
+(tests/cluster/world.py) over every namespace (the list refreshed every ``NAMESPACE_REFRESH_SECONDS``,
+so a namespace created later is served too) until Ctrl-C, SIGINT, SIGTERM or SIGHUP, which stop
+everything it started.
+
+The hooks run with the production defaults (docs/operations.md, section 2), not the tests' short
+timeouts; every ``NVCRE_*`` of the environment is passed on (``hook_env``). Where they listen, their
+metrics port and their log file are printed at startup (``startup_lines``). The hooks' Deployment
+stays at 0/2: no kubelet runs images here (kwok only plays kubelets), the hooks run as a local gunicorn.
+
+Pods run until told to end, as on the cluster tier (docs/operations.md, "Trying it on make dev"): the
+label ``nvcre.test/complete=true`` makes kwok succeed one, the label
+``pod-container-running-failed.stage.kwok.x-k8s.io=true`` with the annotation ``...-failed.stage.kwok
+.x-k8s.io/exit-code`` fails it with that exit code; a finalizer holds one Terminating; removing a node's
+``type=kwok`` label (and marking it not Ready) loses it. ``--run-seconds N`` makes every Running pod
+succeed after N seconds instead. The kubeconfig is written to ``--kubeconfig`` (default
+``.dev/kubeconfig``, git-ignored).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import secrets
 import signal
 import sys
+import time
+from collections.abc import Mapping
 from pathlib import Path
+from types import FrameType
 
+import kubernetes
+
+from hooks.server.config import Settings
+from podread.cache import DEFAULT_TTL_SECONDS
+from podread.live import DEFAULT_TIMEOUT_SECONDS
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.jobsetctl import JobSetManager
-from tests.cluster.kube import REPO, Applier, kustomized_manifests, load_documents, service_account_token
+from tests.cluster.kube import (
+    REPO,
+    REQUEST_TIMEOUT,
+    SERVER_ERRORS,
+    Applier,
+    kustomized_manifests,
+    load_documents,
+    service_account_token,
+)
 from tests.cluster.kwokctl import Kwok
 from tests.cluster.metacontroller import token_secret
 from tests.cluster.scheduler import Scheduler
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
 
+PRODUCTION_ENV = {
+    "NVCRE_CACHE_TTL_SECONDS": f"{DEFAULT_TTL_SECONDS:g}",
+    "NVCRE_RESYNC_SECONDS": f"{Settings().resync_seconds:g}",
+    "NVCRE_API_TIMEOUT_SECONDS": f"{DEFAULT_TIMEOUT_SECONDS:g}",
+    "NVCRE_LOG_LEVEL": Settings().log_level,
+}
+"""The hooks' own defaults (hooks/server config, docs/operations.md section 2), set explicitly so that
+HookServer's short test timeouts do not apply."""
+
+OWN_ENV = ("NVCRE_HOOK_TOKEN_FILE", "NVCRE_HOOK_PREVIOUS_TOKEN_FILE")
+"""``NVCRE_*`` that make dev sets itself: the token it created is the one the stand-in sends."""
+
+NAMESPACE_REFRESH_SECONDS = 2.0
+DEV_NODES = 12
+"""The samples take 8 nodes (one pod per node); 4 more leave room for a Job of your own."""
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Stop(Exception):
+    """A stop signal arrived: unwind, stopping every process started (the context managers)."""
+
+
+def hook_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the hooks get on top of HookServer's: ``PRODUCTION_ENV``, then every
+    ``NVCRE_*`` of ``environ`` except the token files make dev writes itself."""
+    env = dict(PRODUCTION_ENV)
+    env.update({k: v for k, v in environ.items() if k.startswith("NVCRE_") and k not in OWN_ENV})
+    return env
+
+
+def startup_lines(hooks: HookServer, env: Mapping[str, str]) -> list[str]:
+    """What make dev prints once the hooks are ready: where they listen, their metrics, their log,
+    the settings they run with, and why their Deployment shows 0/2."""
+    metrics_port = env.get("NVCRE_METRICS_PORT", str(hooks.metrics_port))
+    settings = " ".join(f"{k}={v}" for k, v in sorted(env.items()))
+    return [
+        f"hooks: {hooks.url} (POST /sync, /finalize; GET /healthz, /readyz)",
+        f"hooks metrics: http://127.0.0.1:{metrics_port}/metrics",
+        f"hooks log: {hooks.log_path}",
+        f"hooks settings: {settings}",
+        "note: the Deployment nvcre-system/nvcre-hooks stays 0/2: no kubelet runs images on make dev "
+        "(kwok only plays kubelets); the hooks run as the local gunicorn above",
+    ]
+
+
+def all_namespaces(api_client: kubernetes.client.ApiClient) -> list[str]:
+    """Every namespace on the server now."""
+    found = kubernetes.client.CoreV1Api(api_client).list_namespace(_request_timeout=REQUEST_TIMEOUT)
+    return sorted(ns.metadata.name for ns in found.items)
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    for other in STOP_SIGNALS:  # one clean stop: later signals do not interrupt the teardown
+        signal.signal(other, signal.SIG_IGN)
+    raise Stop(signal.Signals(signum).name)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kubeconfig", default=str(REPO / ".dev" / "kubeconfig"))
-    parser.add_argument("--run-seconds", type=float, default=20.0, help="how long a pod runs before it succeeds")
+    parser.add_argument("--run-seconds", type=float, default=0.0,
+                        help="succeed every Running pod after this many seconds (default 0: pods run until "
+                             "labelled nvcre.test/complete=true or failed)")
+    parser.add_argument("--nodes", type=int, default=DEV_NODES,
+                        help=f"kwok's GPU nodes, kwok-node-0 .. kwok-node-<N-1> (default {DEV_NODES})")
     args = parser.parse_args(argv)
-    stop = {"now": False}
-    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    for signum in STOP_SIGNALS:  # explicit: a shell's `make dev &` starts it with SIGINT ignored
+        signal.signal(signum, _raise_stop)
+    try:
+        run(args.kubeconfig, args.run_seconds or None, args.nodes)
+    except (Stop, KeyboardInterrupt) as why:
+        print(f"stopping ({why or 'SIGINT'})", file=sys.stderr)
+    print("stopped", file=sys.stderr)
+    return 0
+
+
+def run(kubeconfig: str, run_seconds: float | None, nodes: int = DEV_NODES) -> None:
+    """Starts everything (module doc) and serves until a stop signal raises ``Stop``."""
     with ControlPlane() as plane:
         print(f"control plane up in {plane.started_in:.1f}s; logs in {plane.logs_dir}", file=sys.stderr)
-        applier = Applier(plane.api_client())
+        admin = plane.api_client()
+        applier = Applier(admin)
         jobset = JobSetManager(plane)
         jobset.install_crds()
         applier.apply_all([o for o in kustomized_manifests() if o["kind"] != "CompositeController"])
         plane.restart_controller_manager()
         hook_token = secrets.token_hex(32)
         applier.apply(token_secret(hook_token))
-        token = service_account_token(plane.api_client(), "nvcre-system", "nvcre-hooks")
-        Path(args.kubeconfig).parent.mkdir(parents=True, exist_ok=True)
-        plane.write_kubeconfig(args.kubeconfig)
-        with Scheduler(plane), jobset, Kwok(plane, complete_after=args.run_seconds) as kwok, \
-                HookServer(KubeconfigSource(plane, token, "nvcre-hooks"), token=hook_token) as hooks:
+        token = service_account_token(admin, "nvcre-system", "nvcre-hooks")
+        Path(kubeconfig).parent.mkdir(parents=True, exist_ok=True)
+        plane.write_kubeconfig(kubeconfig)
+        env = hook_env(os.environ)
+        with Scheduler(plane), jobset, Kwok(plane, nodes=nodes, complete_after=run_seconds) as kwok, \
+                HookServer(KubeconfigSource(plane, token, "nvcre-hooks"), token=hook_token, env=env) as hooks:
             world = ClusterWorld(plane, hooks, "default", kwok)
             for sample in sorted((REPO / "manifests" / "samples").glob("job-*.yaml")):
                 doc = load_documents(sample)[0]
                 doc["metadata"]["namespace"] = "default"
                 applier.apply(doc)
-            print(f"ready: export KUBECONFIG={args.kubeconfig}; kubectl get nvjob -w   (Ctrl-C stops)",
-                  file=sys.stderr)
-            try:
-                while not stop["now"]:
-                    world.step()
-            except KeyboardInterrupt:
-                pass
-    print("stopped", file=sys.stderr)
-    return 0
+            for line in startup_lines(hooks, env):
+                print(line, file=sys.stderr)
+            print(f"nodes: {' '.join(kwok.nodes())}", file=sys.stderr)
+            print(f"ready: export KUBECONFIG={kubeconfig}; kubectl get nvjob -A -w   "
+                  f"(Ctrl-C or kill -INT {os.getpid()} stops)", file=sys.stderr)
+            refreshed = 0.0
+            while True:
+                if time.monotonic() - refreshed > NAMESPACE_REFRESH_SECONDS:
+                    # the list of the last refresh is served until the server answers again
+                    with contextlib.suppress(*SERVER_ERRORS):
+                        world.backend.namespaces = all_namespaces(admin)
+                    refreshed = time.monotonic()
+                world.step()
 
 
 if __name__ == "__main__":

@@ -100,6 +100,10 @@ RULES: list[tuple[str, str, str]] = [
     (r"^kubectl apply -f (manifests/\S+)$", "file", ""),
     (r"^kubectl (get|describe|patch) nvjob( NAME)?( -n NS| -A)?( |$)", "elsewhere",
      "about one Job: tests/cluster/test_docs_commands.py runs each as written with the real kubectl"),
+    (r"^kubectl (label|patch|cordon|uncordon) (pod|node) ", "elsewhere",
+     "make dev's kwok: tests/cluster/test_dev_commands.py runs each as written with the real kubectl"),
+    (r"^kubectl create namespace team-a && sed ", "elsewhere", "make dev's namespace refresh "
+                                                             "(tests/cluster/dev.py, all_namespaces)"),
     (r"^(export KUBECONFIG=|kubectl |NS=|OLD=|NEW=)", "elsewhere", CLUSTER),
 ]
 
