@@ -75,7 +75,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from hooks.core import conditions as cond
-from hooks.core import history, queueing, specpin
+from hooks.core import gang, history, queueing, specpin
 from hooks.core.answer import assemble
 from hooks.core.barrier import refuse_if_behind
 from hooks.core.observed import Observed
@@ -147,6 +147,7 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
         current.restart(ctx, work)                                        # row 6
     else:
         current.steady(ctx, work)                                         # rows 7-11
+    gang.apply(ctx, work)  # each JobSet answered gets its attempt's PodGroup, or is held for it (issue 22)
     if trusted and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, Reason.AGREES, "", now)
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees

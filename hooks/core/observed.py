@@ -35,6 +35,7 @@ from hooks.core.request import (
     Flavor,
     JobSetChild,
     Parent,
+    PodGroupChild,
     PriorityClass,
     Request,
     WorkloadChild,
@@ -47,13 +48,26 @@ JOBSET_GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
 WORKLOAD_GROUP = "Workload.kueue.x-k8s.io/v1beta2"
 PRIORITY_CLASS_GROUP = "WorkloadPriorityClass.kueue.x-k8s.io/v1beta2"
 FLAVOR_GROUP = "ResourceFlavor.kueue.x-k8s.io/v1beta2"
+PODGROUP_GROUP = "PodGroup.scheduling.k8s.io/v1beta1"
 HOOKS = ("sync", "finalize")
 
 PriorStatus = Status
 """The Job's status as Metacontroller last wrote it: the one declared ``Status``."""
 
-__all__ = ["API_VERSION", "FLAVOR_GROUP", "HOOKS", "JOBSET_GROUP", "KIND", "PRIORITY_CLASS_GROUP", "WORKLOAD_GROUP",
-           "InvalidRequest", "Observed", "PriorStatus", "parse_request"]
+__all__ = ["API_VERSION", "FLAVOR_GROUP", "HOOKS", "JOBSET_GROUP", "KIND", "PODGROUP_GROUP", "PRIORITY_CLASS_GROUP",
+           "WORKLOAD_GROUP", "GangCluster", "InvalidRequest", "Observed", "PriorStatus", "parse_request"]
+
+
+@dataclass(frozen=True)
+class GangCluster:
+    """What the hook server knows of gang scheduling in this cluster, passed to the core as data
+    (issue 22; ``hooks.core.gang``): ``default_policy``, the ``spec.gang.policy`` of a Job that sets
+    none (``NVCRE_GANG_POLICY``: ``Gang`` or ``None``), and ``api_note``, what discovery said of
+    ``scheduling.k8s.io/v1beta1`` PodGroups when the request holds no PodGroup children (``""``:
+    not asked; the words go into the ``GangScheduled`` condition)."""
+
+    default_policy: str = "None"
+    api_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,6 +104,13 @@ class Observed:
     """Related WorkloadPriorityClasses (``PRIORITY_CLASS_GROUP``): name -> value."""
     flavors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Related ResourceFlavors (``FLAVOR_GROUP``): name -> ``spec`` (``nodeLabels``, ``tolerations``)."""
+    podgroups: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    """The observed PodGroup children (``PODGROUP_GROUP``, issue 22), sorted by name."""
+    podgroups_enabled: bool = False
+    """Whether the CompositeController lists PodGroup children (the group is in the request): only
+    then may an answer hold one (Metacontroller has found the type in discovery)."""
+    gang: GangCluster = field(default_factory=GangCluster)
+    """The cluster's gang default and what discovery said (set by the hook server; ``GangCluster``)."""
 
 
 def _version_times(metadata: object) -> tuple[str, ...]:
@@ -144,6 +165,8 @@ def parse_request(payload: object, hook: str) -> Observed:
                     version_times=_version_times(raw_parent.get("metadata")), labels=dict(metadata.labels),
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
+                    podgroups=_podgroups(_group(children, PODGROUP_GROUP, "children"), namespace),
+                    podgroups_enabled=PODGROUP_GROUP in children,
                     priority_classes=_priority_classes(_group(related, PRIORITY_CLASS_GROUP, "related")),
                     flavors=_flavors(_group(related, FLAVOR_GROUP, "related")))
 
@@ -188,6 +211,24 @@ def _workloads(group: Mapping[str, Any], namespace: str) -> tuple[Mapping[str, A
         child = group[key]
         where = f'children["{WORKLOAD_GROUP}"]["{key}"]'
         declared = decode(child, WorkloadChild, where)
+        metadata = declared.metadata
+        name = (metadata.name if metadata else "") or key.rpartition("/")[2]
+        if not name:
+            raise InvalidRequest(400, f"{where}.metadata.name: missing")
+        raw_metadata = child.get("metadata") or {}
+        found.setdefault(name, {**child, "metadata": {**raw_metadata, "name": name,
+                                                      "namespace": raw_metadata.get("namespace") or namespace}})
+    return tuple(found[name] for name in sorted(found))
+
+
+def _podgroups(group: Mapping[str, Any], namespace: str) -> tuple[Mapping[str, Any], ...]:
+    """The observed PodGroups under ``children[PODGROUP_GROUP]`` (either key version), each checked
+    as a ``PodGroupChild`` and kept raw, named and sorted by name."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for key in sorted(group):
+        child = group[key]
+        where = f'children["{PODGROUP_GROUP}"]["{key}"]'
+        declared = decode(child, PodGroupChild, where)
         metadata = declared.metadata
         name = (metadata.name if metadata else "") or key.rpartition("/")[2]
         if not name:

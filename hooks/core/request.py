@@ -85,6 +85,14 @@ class FailurePolicy(Checked, frozen=True):
     rules: tuple[FailurePolicyRule, ...] | None = None
 
 
+class GangSpec(Checked, frozen=True, rename="camel"):
+    """``spec.gang``: whether each attempt's pods are placed all together (``hooks.core.gang``); the
+    values are ``InvalidSpec``'s to judge, never a 400."""
+
+    policy: str | None = None
+    when_unavailable: str | None = None
+
+
 class Spec(Checked, frozen=True, rename="camel"):
     """``parent.spec``: the fields the decision reads; the replicated jobs are raw (``check_spec``
     judges them). Whether a value is in range is ``InvalidSpec``'s to say, never a 400."""
@@ -98,6 +106,7 @@ class Spec(Checked, frozen=True, rename="camel"):
     ttl_seconds_after_finished: int | None = None
     drain: DrainSpec | None = None
     failure_policy: FailurePolicy | None = None
+    gang: GangSpec | None = None
 
     def __post_init__(self) -> None:
         launcher = self.launcher
@@ -160,6 +169,19 @@ class JobSetChild(Checked, frozen=True, rename="camel"):
     metadata: ChildMetadata | None = None
     spec: dict[str, Any] | None = None
     status: JobSetStatus | None = None
+
+
+class PodGroupStatus(Checked, frozen=True):
+    conditions: tuple[ChildCondition, ...] | None = None
+
+
+class PodGroupChild(Checked, frozen=True):
+    """An observed PodGroup (scheduling.k8s.io/v1beta1, issue 22): its identity and the conditions
+    the scheduler writes; its spec is raw."""
+
+    metadata: ChildMetadata | None = None
+    spec: dict[str, Any] | None = None
+    status: PodGroupStatus | None = None
 
 
 class Admission(Checked, frozen=True, rename="camel"):

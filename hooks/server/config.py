@@ -15,6 +15,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+GANG_POLICIES = ("Gang", "None")
 READ_DEADLINE_SECONDS = 7.5
 """The deadline of all pod reads of one hook call: Metacontroller gives up at 10 s, and the answer
 still has to be decided, encoded and sent after the last read."""
@@ -38,6 +39,10 @@ class Settings:
     - ``port``: the TCP port gunicorn binds when no ``--bind`` is given (``PORT``).
     - ``metrics_port``: the TCP port the gunicorn master serves ``/metrics`` on, apart from the
       hooks (``NVCRE_METRICS_PORT``), on the host of the hook port's bind address.
+    - ``gang_policy``: the ``spec.gang.policy`` of a Job that sets none, ``Gang`` or ``None``
+      (``NVCRE_GANG_POLICY``, default ``None``; issue 22, ``hooks.core.gang``).
+    - ``gang_api_note``: what discovery said of ``scheduling.k8s.io/v1beta1`` PodGroups, set per
+      call by the app from ``hooks.server.discovery`` (not from the environment; ``""``: not asked).
     - ``read_deadline_seconds``: the one deadline all pod reads of a hook call share (not from the
       environment: ``READ_DEADLINE_SECONDS``, below Metacontroller's 10 s hook timeout, so that a
       call whose reads are slow still answers, and holds, in time).
@@ -52,6 +57,8 @@ class Settings:
     read_deadline_seconds: float = 0.0
     hook_previous_token_file: str | None = None
     metrics_port: int = 9090
+    gang_policy: str = "None"
+    gang_api_note: str = ""
 
     def __post_init__(self) -> None:
         if not self.read_deadline_seconds > 0:
@@ -82,6 +89,7 @@ class Settings:
             ),
             port=_read(env, "PORT", _int_between(1, 65535), defaults.port),
             metrics_port=_read(env, "NVCRE_METRICS_PORT", _int_between(1, 65535), defaults.metrics_port),
+            gang_policy=_read(env, "NVCRE_GANG_POLICY", _gang_policy, defaults.gang_policy),
         )
 
 
@@ -118,6 +126,13 @@ def _int_between(low: int, high: int | None) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _gang_policy(raw: str) -> str:
+    """``Gang`` or ``None``, as the CRD spells ``spec.gang.policy``."""
+    if raw not in GANG_POLICIES:
+        raise ValueError(f"must be one of {', '.join(GANG_POLICIES)}")
+    return raw
 
 
 def _log_level(raw: str) -> str:

@@ -9,6 +9,7 @@ exception type (the traceback goes to the log). A 200 is only ever built from a 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 import orjson
 
 from hooks.core.decide import Decision, decide
-from hooks.core.observed import InvalidRequest, parse_request
+from hooks.core.observed import GangCluster, InvalidRequest, parse_request
 from hooks.server.config import Settings
 from hooks.server.effects import Effects
 from podread import Reader, ReadRecord, deadline, recording
@@ -77,7 +78,9 @@ def handle(
     """Answers one ``hook`` (``sync`` or ``finalize``) request whose body is ``raw``.
 
     Reads ``settings.max_body_bytes`` (413 above it), ``settings.max_json_depth`` (400 deeper) and
-    ``settings.resync_seconds`` (passed to ``decide``) and ``settings.read_deadline_seconds`` (every
+    ``settings.resync_seconds`` (passed to ``decide``), ``settings.gang_policy`` and
+    ``settings.gang_api_note`` (the ``Observed.gang`` the core reads, issue 22) and
+    ``settings.read_deadline_seconds`` (every
     pod read of the call shares that one deadline, ``podread.deadline``: a read that would pass it
     fails, and the decision holds); calls ``clock()`` once for the decision's time. Pod reads go
     through ``reader`` only; with ``keep_pods`` the result's ``reads`` also hold the
@@ -97,6 +100,9 @@ def handle(
     try:
         payload = parse_json(raw, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
         observed = parse_request(payload, hook)
+        if settings.gang_policy != GangCluster.default_policy or settings.gang_api_note:
+            observed = dataclasses.replace(observed, gang=GangCluster(default_policy=settings.gang_policy,
+                                                                      api_note=settings.gang_api_note))
         namespace, job = observed.namespace, observed.name
         now = clock()
         with recording(keep_pods=keep_pods) as reads, deadline(settings.read_deadline_seconds):

@@ -244,7 +244,14 @@ CEL_EQUIVALENTS: dict[str, tuple[str, Any]] = {
     "replicas x parallelism": ("spec.replicatedJobs[]", lambda job: items_rules_hold(job, "replicas x parallelism")),
     "exit code 0 is success": ("spec.failurePolicy.rules[].onExitCodes", lambda job: exit_code_rule_holds(job)),
     "forceDeleteStuckPodsAfterSeconds must be at least": ("spec.drain", lambda job: force_delete_rule_holds(job)),
+    "whenUnavailable says what a gang does": ("spec.gang", lambda job: gang_rule_holds(job)),
 }
+
+
+def gang_rule_holds(job: Mapping[str, Any]) -> bool:
+    """Python equivalent of the gang rule (issue 22): whenUnavailable only with a policy that may be Gang."""
+    gang = job["spec"].get("gang") or {}
+    return "whenUnavailable" not in gang or gang.get("policy", "Gang") == "Gang"
 
 
 def exit_code_rule_holds(job: Mapping[str, Any]) -> bool:
@@ -335,6 +342,7 @@ def test_crd_identity_and_printer_columns() -> None:
     columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
     assert columns == {"Phase": ".status.phase", "Attempt": ".status.attempt", "Restarts": ".status.restarts",
                        "Active": ".status.activePods", "Queue": ".metadata.labels.kueue\\.x-k8s\\.io/queue-name",
+                       "Gang": '.status.conditions[?(@.type=="GangScheduled")].reason',
                        "Age": ".metadata.creationTimestamp"}
 
 

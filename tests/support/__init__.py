@@ -8,13 +8,17 @@ from tests.support.requests import (
     FLAVOR_GROUP,
     JOB_CREATED,
     JOBSET_GROUP,
+    PODGROUP_GROUP,
     PRIORITY_CLASS_GROUP,
     WORKLOAD_GROUP,
     job_request,
     job_spec,
     jobset_child,
+    podgroup_child,
     workload_child,
 )
 
-__all__ = ["FLAVOR_GROUP", "JOBSET_GROUP", "JOB_CREATED", "PRIORITY_CLASS_GROUP", "WORKLOAD_GROUP", "FakeReader",
-           "job_request", "job_spec", "jobset_child", "make_batch_job", "make_pod", "workload_child"]
+__all__ = ["FLAVOR_GROUP", "JOBSET_GROUP", "JOB_CREATED", "PODGROUP_GROUP", "PRIORITY_CLASS_GROUP", "WORKLOAD_GROUP",
+           "FakeReader",
+           "job_request", "job_spec", "jobset_child", "make_batch_job", "make_pod", "podgroup_child",
+           "workload_child"]

@@ -97,13 +97,45 @@ def workload_child(job: str, *, namespace: str = "default", state: str = "", rea
             "status": status}
 
 
+PODGROUP_GROUP = "PodGroup.scheduling.k8s.io/v1beta1"
+
+
+def podgroup_child(job: str, attempt: int, *, namespace: str = "default", min_count: int = 2, state: str = "",
+                   reason: str = "", message: str = "") -> dict[str, Any]:
+    """An observed PodGroup ``<job>-<attempt>`` (issue 22) as the scheduler leaves it: ``state``
+    ``""`` (nothing said yet), ``unschedulable`` or ``scheduled`` (``PodGroupInitiallyScheduled``)."""
+    metadata: dict[str, Any] = {"name": f"{job}-{attempt}", "namespace": namespace,
+                                "uid": uid(f"podgroup/{job}-{attempt}"), "resourceVersion": "9",
+                                "labels": {"nvcre.nvidia.com/job": job, "nvcre.nvidia.com/attempt": str(attempt),
+                                           "controller-uid": uid(f"job/{job}")},
+                                "finalizers": ["scheduling.k8s.io/podgroup-protection"]}
+    status: dict[str, Any] = {}
+    since = "2025-12-31T23:00:00Z"
+    if state == "unschedulable":
+        status["conditions"] = [{"type": "PodGroupInitiallyScheduled", "status": "False",
+                                 "reason": reason or "Unschedulable",
+                                 "message": message or f"pod group is unschedulable, minCount ({min_count}) cannot "
+                                                       "be satisfied: 0/1 nodes are available: 1 Insufficient "
+                                                       "nvidia.com/gpu.", "lastTransitionTime": since}]
+    if state == "scheduled":
+        status["conditions"] = [{"type": "PodGroupInitiallyScheduled", "status": "True",
+                                 "reason": reason or "Scheduled", "message": message,
+                                 "lastTransitionTime": since}]
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": metadata,
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}, "status": status}
+
+
 def job_request(*, name: str = "train", namespace: str = "default", spec: Mapping[str, Any] | None = None,
                 status: Mapping[str, Any] | None = None, jobsets: Iterable[Mapping[str, Any]] = (),
                 keying: str = "v1", finalizing: bool = False, deleting: str = "",
                 labels: Mapping[str, str] | None = None, workloads: Iterable[Mapping[str, Any]] | None = None,
                 priority_classes: Mapping[str, int] | None = None,
-                flavors: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                flavors: Mapping[str, Mapping[str, Any]] | None = None,
+                podgroups: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """A CompositeController request body as Metacontroller sends it, children keyed v1 or v2.
+
+    ``podgroups`` not ``None`` adds the PodGroup child group (the manifests-gang overlay's
+    CompositeController, issue 22).
 
     ``workloads`` not ``None`` adds the Workload child group (the Kueue overlay's
     CompositeController) and the related ResourceFlavors (``flavors``: name -> spec; default one
@@ -139,6 +171,9 @@ def job_request(*, name: str = "train", namespace: str = "default", spec: Mappin
     if workloads is not None:
         children[WORKLOAD_GROUP] = {(w["metadata"]["name"] if keying == "v1" else
                                      f"{w['metadata']['namespace']}/{w['metadata']['name']}"): w for w in workloads}
+    if podgroups is not None:
+        children[PODGROUP_GROUP] = {(g["metadata"]["name"] if keying == "v1" else
+                                     f"{g['metadata']['namespace']}/{g['metadata']['name']}"): g for g in podgroups}
     related: dict[str, Any] = {}
     if workloads is not None:
         related[FLAVOR_GROUP] = {key: {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",

@@ -1,0 +1,248 @@
+"""Gang scheduling with Kubernetes' own PodGroup API (issue 22, docs/adr/0106).
+
+Pure. A Job whose ``spec.gang.policy`` is ``Gang`` (or that sets none while the cluster's default,
+``NVCRE_GANG_POLICY``, is ``Gang``) gets one gang per attempt: with the attempt's JobSet the answer
+holds a ``scheduling.k8s.io/v1beta1`` ``PodGroup`` of the same name, ``<job>-<attempt>``, whose gang
+``minCount`` is every pod the attempt runs at once (the workers and the MPI launcher: one group),
+and every pod template of that JobSet names it in ``spec.schedulingGroup.podGroupName``. The
+kube-scheduler then binds all of them in one cycle or none.
+
+The PodGroup lives and goes with its JobSet (``apply``, run once on the children the rows decided):
+an answer holds the PodGroup of every JobSet it holds whose gang is on, and no other, so the drain
+barrier that gates the JobSet gates its group too: the next attempt's group is created with the
+next JobSet, once no pod of an earlier attempt is active, and an attempt's group is deleted with
+its JobSet (kube-controller-manager's podgroup-protection keeps it until its pods are gone).
+
+Whether an attempt's gang is on is fixed when its JobSet is created: an observed JobSet keeps what
+its templates say (a later change of the spec or of the default applies to the next attempt).
+
+``GangScheduled`` (a condition) says where the current attempt's gang stands, from the PodGroup's
+own conditions (the scheduler's reason and message while it cannot place it). Where the request
+holds no PodGroup children (the CompositeController does not list them: the API is not served, or
+the overlay is not installed), a Job that asks for a gang gets ``GangScheduled=False`` reason
+``GangUnavailable`` saying why, and ``spec.gang.whenUnavailable`` decides: ``Wait`` (the default)
+creates nothing and waits; ``StartWithoutGang`` creates the JobSet without a group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hooks.core import conditions as cond
+from hooks.core.jobset import KIND as JOBSET_KIND
+from hooks.core.jobset import InvalidSpec, count_of, json_copy
+from hooks.core.status import Condition
+from hooks.core.vocab import Outcome
+from hooks.core.wording import bounded
+from hooks.core.work import PENDING, Context, Work
+from podread.constants import ATTEMPT_LABEL, JOB_LABEL
+
+API_VERSION = "scheduling.k8s.io/v1beta1"
+KIND = "PodGroup"
+GANG, NONE = "Gang", "None"
+POLICIES = (GANG, NONE)
+WAIT, START_WITHOUT_GANG = "Wait", "StartWithoutGang"
+WHEN_UNAVAILABLE = (WAIT, START_WITHOUT_GANG)
+CONDITION = "GangScheduled"
+SCHEDULED = "Scheduled"
+"""``GangScheduled=True``: the scheduler placed the whole gang."""
+WAITING = "WaitingForScheduler"
+"""``GangScheduled=False`` before the PodGroup reports anything."""
+UNAVAILABLE = "GangUnavailable"
+STARTED_WITHOUT_GANG = "StartedWithoutGang"
+NOT_REQUESTED = "NotRequested"
+"""``GangScheduled=False`` for an attempt that runs without a gang after one that had one."""
+PODGROUP_SCHEDULED = ("PodGroupInitiallyScheduled", "PodGroupScheduled")
+"""The PodGroup condition types the scheduler writes (v1.37: ``PodGroupInitiallyScheduled``)."""
+NOT_LISTED = ("the CompositeController nvcre-jobs lists no PodGroup children (scheduling.k8s.io/v1beta1 "
+              "podgroups): install manifests-gang/ on a cluster that serves them")
+
+
+def check(spec: Mapping[str, Any]) -> None:
+    """Checks ``spec.gang``: unset, or an object whose ``policy`` is ``Gang`` or ``None`` and whose
+    ``whenUnavailable`` is ``Wait`` or ``StartWithoutGang`` (each may be unset). Raises
+    ``InvalidSpec`` (``InvalidGang``) naming the field (the CRD refuses the same)."""
+    gang = spec.get("gang")
+    if gang is None:
+        return
+    if not isinstance(gang, Mapping):
+        raise InvalidSpec("spec.gang must be an object", "InvalidGang")
+    for key, allowed in (("policy", POLICIES), ("whenUnavailable", WHEN_UNAVAILABLE)):
+        value = gang.get(key)
+        if value is not None and value not in allowed:
+            raise InvalidSpec(f"spec.gang.{key} must be one of {', '.join(allowed)}, got {str(value)[:40]!r}",
+                              "InvalidGang")
+
+
+def policy(spec: Mapping[str, Any], default: str) -> str:
+    """``spec.gang.policy``, or ``default`` (the cluster's, ``NVCRE_GANG_POLICY``) when unset."""
+    gang = spec.get("gang")
+    chosen = gang.get("policy") if isinstance(gang, Mapping) else None
+    return str(chosen) if chosen in POLICIES else default
+
+
+def when_unavailable(spec: Mapping[str, Any]) -> str:
+    """``spec.gang.whenUnavailable``, ``Wait`` when unset."""
+    gang = spec.get("gang")
+    chosen = gang.get("whenUnavailable") if isinstance(gang, Mapping) else None
+    return str(chosen) if chosen in WHEN_UNAVAILABLE else WAIT
+
+
+def min_count(jobset: Mapping[str, Any]) -> int:
+    """The pods a JobSet runs at once: ``replicas x parallelism`` summed over its replicated jobs
+    (the launcher included). Only for JobSets ``build_jobset`` made or accepted."""
+    total = 0
+    for replicated in (jobset.get("spec") or {}).get("replicatedJobs") or []:
+        job_spec = (replicated.get("template") or {}).get("spec") or {}
+        total += count_of(replicated, "replicas") * count_of(job_spec, "parallelism")
+    return total
+
+
+def _pod_specs(jobset: Mapping[str, Any]) -> list[Any]:
+    """The pod specs of ``jobset``'s replicated jobs (``None`` where a template has none)."""
+    found = []
+    for replicated in (jobset.get("spec") or {}).get("replicatedJobs") or []:
+        template = ((replicated.get("template") or {}).get("spec") or {}).get("template") or {}
+        found.append(template.get("spec") if isinstance(template, Mapping) else None)
+    return found
+
+
+def names_group(jobset: Mapping[str, Any]) -> bool:
+    """Whether every pod template of ``jobset`` names its PodGroup (the JobSet's own name)."""
+    name = jobset["metadata"]["name"]
+    specs = _pod_specs(jobset)
+    return bool(specs) and all(isinstance(spec, Mapping) and isinstance(spec.get("schedulingGroup"), Mapping)
+                               and spec["schedulingGroup"].get("podGroupName") == name for spec in specs)
+
+
+def with_group(jobset: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``jobset`` whose every pod template names the PodGroup ``<jobset name>`` in
+    ``spec.schedulingGroup.podGroupName``."""
+    grouped = json_copy(jobset)
+    name = grouped["metadata"]["name"]
+    for replicated in grouped["spec"]["replicatedJobs"]:
+        job_spec = replicated.setdefault("template", {}).setdefault("spec", {})
+        pod_spec = job_spec.setdefault("template", {}).setdefault("spec", {})
+        pod_spec["schedulingGroup"] = {"podGroupName": name}
+    return grouped
+
+
+def build_podgroup(jobset: Mapping[str, Any]) -> dict[str, Any]:
+    """The PodGroup of ``jobset``'s attempt: same name, namespace and labels, a gang of
+    ``min_count(jobset)``."""
+    metadata = jobset["metadata"]
+    labels = metadata.get("labels") or {}
+    return {"apiVersion": API_VERSION, "kind": KIND,
+            "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
+                         "labels": {key: labels[key] for key in (JOB_LABEL, ATTEMPT_LABEL) if key in labels}},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count(jobset)}}}}
+
+
+def as_observed(podgroup: Mapping[str, Any]) -> dict[str, Any]:
+    """The child that keeps an observed PodGroup as it is: identity, labels and spec."""
+    metadata = podgroup["metadata"]
+    kept: dict[str, Any] = {"name": metadata["name"], "namespace": metadata["namespace"]}
+    if metadata.get("labels"):
+        kept["labels"] = dict(metadata["labels"])
+    return {"apiVersion": podgroup.get("apiVersion") or API_VERSION, "kind": podgroup.get("kind") or KIND,
+            "metadata": kept, "spec": json_copy(podgroup.get("spec") or {})}
+
+
+def scheduled(podgroup: Mapping[str, Any] | None) -> tuple[str, str, str]:
+    """What ``podgroup`` says of its placement as ``(status, reason, message)`` of its scheduling
+    condition (``PODGROUP_SCHEDULED``); ``("", "", "")`` when it says nothing yet."""
+    for condition in ((podgroup or {}).get("status") or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") in PODGROUP_SCHEDULED:
+            return (str(condition.get("status") or ""), str(condition.get("reason") or ""),
+                    str(condition.get("message") or ""))
+    return "", "", ""
+
+
+def apply(ctx: Context, work: Work) -> None:
+    """Gives every JobSet the rows put in ``work.children`` its gang, and says where the current
+    attempt's gang stands (module doc). Does nothing for a Job without a gang and without a
+    ``GangScheduled`` condition, so such an answer is exactly what the rows decided."""
+    observed = ctx.observed
+    groups = {pg["metadata"]["name"]: pg for pg in observed.podgroups}
+    wanted = policy(observed.spec, observed.gang.default_policy) == GANG
+    had = cond.get_condition(work.conditions, CONDITION) is not None
+    if not (wanted or groups or had):
+        return
+    current = False
+    children: list[dict[str, Any]] = []
+    gangs: list[dict[str, Any]] = []
+    jobsets = {js["metadata"]["name"]: js for js in observed.jobsets}
+    for child in work.children:
+        if child.get("kind") != JOBSET_KIND:
+            children.append(child)
+            continue
+        name = child["metadata"]["name"]
+        existing = jobsets.get(name)
+        on = names_group(existing) if existing is not None else wanted
+        is_current = name == f"{ctx.job}-{work.attempt}"
+        if on and existing is None and not observed.podgroups_enabled:
+            if when_unavailable(observed.spec) == WAIT:
+                _wait(ctx, work, name)
+                continue
+            _say(ctx, work, cond.FALSE, STARTED_WITHOUT_GANG,
+                 f"started JobSet {name} without a gang: {_unavailable_words(ctx)}")
+            children.append(child)
+            current = current or is_current
+            continue
+        if on:
+            child = child if names_group(child) else with_group(child)
+            observed_group = groups.get(name)
+            gangs.append(as_observed(observed_group) if observed_group is not None else build_podgroup(child))
+            if is_current:
+                current = True
+                _report(ctx, work, child, observed_group)
+        elif is_current and had:
+            reason = (cond.get_condition(work.conditions, CONDITION) or _NO_CONDITION).reason
+            if reason != STARTED_WITHOUT_GANG:
+                _say(ctx, work, cond.FALSE, NOT_REQUESTED, f"JobSet {name} runs without a gang")
+        children.append(child)
+    work.children = children + gangs
+
+
+_NO_CONDITION = Condition(type=CONDITION)
+
+
+def _unavailable_words(ctx: Context) -> str:
+    note = ctx.observed.gang.api_note
+    return NOT_LISTED + (f" ({note})" if note else "")
+
+
+def _wait(ctx: Context, work: Work, name: str) -> None:
+    """``whenUnavailable: Wait``: the JobSet that would be created is not; the Job stays Pending."""
+    words = f"not creating JobSet {name}: the Job asks for a gang and {_unavailable_words(ctx)}"
+    _say(ctx, work, cond.FALSE, UNAVAILABLE, words)
+    work.kind = Outcome.HELD
+    work.workload = ""
+    work.phase = work.phase if work.phase == PENDING else PENDING
+    work.resync = True
+    work.message = bounded(f"waiting: {words}")
+
+
+def _report(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mapping[str, Any] | None) -> None:
+    """``GangScheduled`` for the current attempt from its PodGroup; while the gang is not placed
+    and the Job is Pending, the message says so."""
+    name = jobset["metadata"]["name"]
+    count = min_count(jobset)
+    status, reason, message = scheduled(podgroup)
+    if status == cond.TRUE:
+        _say(ctx, work, cond.TRUE, reason or SCHEDULED,
+             f"PodGroup {name} placed: the scheduler bound its gang of {count} pods together")
+        return
+    if podgroup is None or not status:
+        words = f"PodGroup {name} (gang of {count} pods) waits for the scheduler"
+        _say(ctx, work, cond.FALSE, WAITING, words)
+    else:
+        words = f"PodGroup {name}: none of its {count} pods is bound: {reason}" + (f": {message}" if message else "")
+        _say(ctx, work, cond.FALSE, reason or WAITING, words)
+    if work.phase == PENDING and not work.active_pods and work.kind != Outcome.HELD:
+        work.message = bounded(f"waiting for the scheduler to place the gang: {words}")
+
+
+def _say(ctx: Context, work: Work, status: str, reason: str, message: str) -> None:
+    work.conditions = cond.set_condition(work.conditions, CONDITION, status, reason, bounded(message), ctx.now)

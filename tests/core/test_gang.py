@@ -1,0 +1,188 @@
+"""Gang scheduling with the PodGroup API (issue 22): the PodGroup child, its drain barrier, the
+``GangScheduled`` condition, the cluster default and an API that is not there (``hooks.core.gang``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from hooks.core import gang
+from hooks.core.decide import Decision, decide
+from hooks.core.jobset import build_jobset
+from hooks.core.observed import GangCluster, parse_request
+from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, podgroup_child
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+GANG = {"policy": "Gang"}
+
+
+def spec(gang_spec: dict[str, Any] | None = GANG, **kw: Any) -> dict[str, Any]:
+    built = job_spec(**kw)
+    if gang_spec is not None:
+        built["gang"] = dict(gang_spec)
+    return built
+
+
+def run(reader: FakeReader | None = None, *, cluster: GangCluster | None = None, **request: Any) -> Decision:
+    observed = parse_request(job_request(**request), "finalize" if request.get("finalizing") else "sync")
+    if cluster is not None:
+        observed = dataclasses.replace(observed, gang=cluster)
+    return decide(observed, reader if reader is not None else FakeReader(), NOW)
+
+
+def grouped_jobset(job_spec_: dict[str, Any], attempt: int = 0, *, state: str = "", name: str = "train") -> dict:
+    """An observed JobSet built with its gang (as the hooks created it), with ``jobset_child``'s metadata."""
+    observed = jobset_child(name, attempt, state=state)
+    observed["spec"] = gang.with_group(build_jobset({"metadata": {"name": name, "namespace": "default"},
+                                                     "spec": job_spec_}, attempt))["spec"]
+    return observed
+
+
+def children(d: Decision, kind: str) -> list[dict[str, Any]]:
+    return [c for c in d.response["children"] if c["kind"] == kind]
+
+
+def condition(d: Decision) -> dict[str, Any] | None:
+    return next((c for c in d.response["status"]["conditions"] if c["type"] == "GangScheduled"), None)
+
+
+def pod_specs(jobset: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r["template"]["spec"]["template"]["spec"] for r in jobset["spec"]["replicatedJobs"]]
+
+
+def test_without_a_gang_the_answer_is_the_same_with_or_without_the_podgroup_group() -> None:
+    plain = run()
+    listed = run(podgroups=[])
+    assert listed.response == plain.response
+    assert children(plain, "PodGroup") == []
+    assert all("schedulingGroup" not in s for s in pod_specs(children(plain, "JobSet")[0]))
+
+
+@pytest.mark.parametrize("launcher", ["", "launcher"])
+def test_a_new_gang_job_creates_its_jobset_with_its_podgroup(launcher: str) -> None:
+    d = run(spec=spec(launcher=launcher), podgroups=[])
+    (jobset,) = children(d, "JobSet")
+    (group,) = children(d, "PodGroup")
+    assert group == {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                     "metadata": {"name": "train-0", "namespace": "default",
+                                  "labels": {"nvcre.nvidia.com/job": "train", "nvcre.nvidia.com/attempt": "0"}},
+                     "spec": {"schedulingPolicy": {"gang": {"minCount": 3 if launcher else 2}}}}
+    assert [s["schedulingGroup"] for s in pod_specs(jobset)] == [{"podGroupName": "train-0"}] * (2 if launcher else 1)
+    assert d.kind == "created"
+    assert condition(d) == {"type": "GangScheduled", "status": "False", "reason": "WaitingForScheduler",
+                            "message": "PodGroup train-0 (gang of 2 pods) waits for the scheduler".replace(
+                                "2", "3" if launcher else "2"),
+                            "lastTransitionTime": "2026-01-01T00:00:00Z"}
+
+
+def test_the_cluster_default_turns_the_gang_on_and_the_spec_turns_it_off() -> None:
+    on = GangCluster(default_policy="Gang")
+    assert [c["metadata"]["name"] for c in children(run(spec=spec(None), podgroups=[], cluster=on), "PodGroup")] == \
+        ["train-0"]
+    assert children(run(spec=spec({"policy": "None"}), podgroups=[], cluster=on), "PodGroup") == []
+
+
+def test_an_unschedulable_gang_keeps_the_job_pending_with_the_schedulers_words() -> None:
+    s = spec()
+    group = podgroup_child("train", 0, state="unschedulable")
+    d = run(spec=s, jobsets=[grouped_jobset(s)], podgroups=[group],
+            status={"phase": "Pending", "attempt": 0, "workload": "train-0"})
+    assert d.response["status"]["phase"] == "Pending"
+    assert [c["metadata"]["name"] for c in d.response["children"]] == ["train-0", "train-0"]
+    assert children(d, "PodGroup")[0]["spec"] == group["spec"]
+    found = condition(d)
+    assert found is not None and (found["status"], found["reason"]) == ("False", "Unschedulable")
+    assert "none of its 2 pods is bound: Unschedulable: pod group is unschedulable, minCount (2)" in found["message"]
+    assert d.response["status"]["message"].startswith("waiting for the scheduler to place the gang: PodGroup train-0")
+
+
+def test_a_placed_gang_turns_the_condition_true() -> None:
+    s = spec()
+    reader = FakeReader([make_pod(f"train-0-worker-0-{i}", job="train") for i in range(2)])
+    d = run(reader, spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0, state="scheduled")],
+            status={"phase": "Pending", "attempt": 0, "workload": "train-0"})
+    assert d.response["status"]["phase"] == "Running"
+    found = condition(d)
+    assert found is not None and (found["status"], found["reason"]) == ("True", "Scheduled")
+
+
+def test_an_attempts_gang_is_fixed_when_its_jobset_is_created() -> None:
+    """A JobSet created without a group keeps running without one, whatever the spec now says."""
+    d = run(spec=spec(), jobsets=[jobset_child("train", 0)], podgroups=[],
+            status={"phase": "Running", "attempt": 0, "workload": "train-0"})
+    assert children(d, "PodGroup") == []
+    assert condition(d) is None
+
+
+@pytest.mark.parametrize("note", ["", "discovery: the API server does not serve scheduling.k8s.io/v1beta1"])
+def test_without_the_api_a_gang_job_waits_and_says_why(note: str) -> None:
+    d = run(spec=spec(), cluster=GangCluster(api_note=note))
+    assert d.response["children"] == []
+    assert d.kind == "held"
+    assert d.response["status"]["phase"] == "Pending"
+    assert d.response["status"]["workload"] == ""
+    assert d.response["resyncAfterSeconds"] == 5.0
+    found = condition(d)
+    assert found is not None and (found["status"], found["reason"]) == ("False", "GangUnavailable")
+    assert "lists no PodGroup children" in found["message"]
+    assert note in found["message"]
+    assert "startTime" not in d.response["status"]
+
+
+def test_without_the_api_start_without_gang_starts_and_says_so() -> None:
+    d = run(spec=spec({"policy": "Gang", "whenUnavailable": "StartWithoutGang"}))
+    (jobset,) = children(d, "JobSet")
+    assert all("schedulingGroup" not in s for s in pod_specs(jobset))
+    found = condition(d)
+    assert found is not None and (found["status"], found["reason"]) == ("False", "StartedWithoutGang")
+
+
+def test_the_podgroup_goes_with_its_attempt_and_the_next_comes_with_the_next_jobset() -> None:
+    s = spec(max_restarts=3)
+    failed = grouped_jobset(s, state="Failed")
+    group = podgroup_child("train", 0, state="scheduled")
+    # row 8: the failed JobSet and its group are still answered, Restarting recorded
+    first = run(spec=s, jobsets=[failed], podgroups=[group], status={"phase": "Running", "attempt": 0,
+                                                                      "workload": "train-0"})
+    assert first.response["status"]["phase"] == "Restarting"
+    assert sorted((c["kind"], c["metadata"]["name"]) for c in first.response["children"]) == \
+        [("JobSet", "train-0"), ("PodGroup", "train-0")]
+    # row 6 holding on an active pod of attempt 0: neither the JobSet nor any group
+    busy = FakeReader([make_pod("train-0-worker-0-0", job="train")])
+    held = run(busy, spec=s, jobsets=[failed], podgroups=[group], status=first.response["status"])
+    assert held.kind == "held" and held.response["children"] == []
+    # the barrier passed: attempt 1's JobSet and its own group, nothing of attempt 0
+    passed = run(spec=s, podgroups=[], status=held.response["status"])
+    assert sorted((c["kind"], c["metadata"]["name"]) for c in passed.response["children"]) == \
+        [("JobSet", "train-1"), ("PodGroup", "train-1")]
+    found = condition(passed)
+    assert found is not None and found["reason"] == "WaitingForScheduler" and "train-1" in found["message"]
+
+
+def test_a_teardown_leaves_the_podgroup_out() -> None:
+    s = spec()
+    d = run(spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0, state="scheduled")],
+            status={"phase": "Running", "attempt": 0, "workload": "train-0"}, finalizing=True,
+            deleting="2026-01-01T00:00:00Z")
+    assert d.response["children"] == []
+
+
+@pytest.mark.parametrize(("gang_spec", "field"), [({"policy": "Always"}, "policy"),
+                                                  ({"whenUnavailable": "Later"}, "whenUnavailable")])
+def test_a_gang_value_the_crd_refuses_is_an_invalid_spec(gang_spec: dict[str, Any], field: str) -> None:
+    d = run(spec=spec(gang_spec), podgroups=[])
+    assert d.kind == "invalid-spec"
+    found = next(c for c in d.response["status"]["conditions"] if c["type"] == "InvalidSpec")
+    assert found["reason"] == "InvalidGang" and f"spec.gang.{field}" in found["message"]
+
+
+def test_the_answer_is_a_fixed_point() -> None:
+    s = spec()
+    first = run(spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0, state="unschedulable")],
+                status={"phase": "Pending", "attempt": 0, "workload": "train-0"})
+    again = run(spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0, state="unschedulable")],
+                status=first.response["status"])
+    assert again.response == first.response
