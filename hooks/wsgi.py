@@ -4,9 +4,10 @@
 ``production_app`` once in every worker process (no preload), so every worker builds its own
 Reader and cache. The parts and where each comes from: the settings (``Settings.from_env``), the
 Reader (``podread.from_environment``: kubeconfig or in-cluster, ``NVCRE_CACHE_*``, ...), the
-writer of the hooks' own writes (``writer_from_environment``, the same cluster configuration) and
-the recorder (``Recorder.from_env``: ``NVCRE_RECORD_DIR``, off unless set), given to the app as
-middleware. ``hooks.server.app.create_app`` reads no environment, and the server and the recorder
+writer of the hooks' own writes (``writer_from_environment``, the same cluster configuration), the
+PodGroup discovery (``PodGroupDiscovery.from_environment``, issue 22) and the recorder
+(``Recorder.from_env``: ``NVCRE_RECORD_DIR``, off unless set), given to the app as middleware.
+``hooks.server.app.create_app`` reads no environment, and the server and the recorder
 (``hooks.tools.record``) do not import each other both ways: only this module knows both.
 """
 
@@ -21,6 +22,7 @@ import podread
 from hooks.server import logs
 from hooks.server.app import create_app
 from hooks.server.config import Settings
+from hooks.server.discovery import PodGroupDiscovery
 from hooks.server.writer import writer_from_environment
 from hooks.tools.record import Recorder
 
@@ -34,4 +36,6 @@ def production_app(env: Mapping[str, str] | None = None) -> Flask:
     reader = podread.from_environment(env)
     writer = writer_from_environment(env)
     recorder = Recorder.from_env(env)
-    return create_app(reader, settings=settings, writer=writer, middleware=() if recorder is None else (recorder,))
+    discovery = PodGroupDiscovery.from_environment(env)
+    return create_app(reader, settings=settings, writer=writer, middleware=() if recorder is None else (recorder,),
+                      discovery=discovery)

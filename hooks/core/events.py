@@ -10,8 +10,9 @@ answered twice (Metacontroller calling again before its status write lands) has 
 
 Transitions: ``AttemptCreated`` (created attempt N), ``Restarting`` (restarting because ...),
 ``DrainWaiting`` (waiting on N pods), ``DrainPassed``, ``Suspended``, ``Resumed``,
-``DeadlineExceeded``, ``DrainStuck``, ``Failed``, ``Succeeded``, ``Deleting`` (TTL) and
-``ForceDeletingPod``.
+``DeadlineExceeded``, ``DrainStuck``, ``Failed``, ``Succeeded``, ``Deleting`` (TTL),
+``ForceDeletingPod`` and, for a gang (issue 22, ``hooks.core.gang``), ``GangUnschedulable`` (the
+scheduler cannot place it), ``GangScheduled`` (placed) and ``GangUnavailable``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from hooks.core.observed import PriorStatus
 from hooks.core.vocab import ConditionStatus, ConditionType, Phase
 
 NORMAL, WARNING = "Normal", "Warning"
+GANG_CONDITION = "GangScheduled"
+"""``hooks.core.gang.CONDITION`` (named here too: the events import no decision module)."""
+GANG_WARNINGS = {"Unschedulable": "GangUnschedulable", "GangUnavailable": "GangUnavailable"}
+"""The ``GangScheduled=False`` reasons that make a Warning Event, and its reason."""
 MAX_NOTE = 1024
 """events.k8s.io/v1 refuses a note over 1 kB."""
 
@@ -54,6 +59,7 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
     workload = str(status.get("workload", ""))
     conditions = {str(c.get("type")): c for c in status.get("conditions") or ()}
     old = {c.type: c.status for c in prior.conditions}  # the prior conditions' statuses by type
+    old_gang = next(((c.status, c.reason, c.message) for c in prior.conditions if c.type == GANG_CONDITION), None)
 
     def add(reason: str, type_: str, action: str, note: str, key: str) -> None:
         text = note if len(note) <= MAX_NOTE else note[: MAX_NOTE - 3] + "..."
@@ -92,6 +98,13 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
     if deadline is not None:
         add("DeadlineExceeded", WARNING, "Teardown", str(deadline.get("message", "")),
             str(deadline.get("lastTransitionTime")))
+    gang = conditions.get(GANG_CONDITION)
+    if gang is not None and (gang.get("status"), gang.get("reason"), gang.get("message")) != old_gang:
+        if gang.get("status") == ConditionStatus.TRUE:
+            add("GangScheduled", NORMAL, "Schedule", str(gang.get("message", "")), f"{attempt}")
+        elif gang.get("reason") in GANG_WARNINGS:
+            add(GANG_WARNINGS[str(gang.get("reason"))], WARNING, "Schedule", str(gang.get("message", "")),
+                f"{attempt}/{gang.get('lastTransitionTime')}")
     if after == Phase.SUSPENDED and before != Phase.SUSPENDED:
         add("Suspended", NORMAL, "Suspend", "suspended: the workload is torn down and no pod is active", str(attempt))
     if after == Phase.FAILED and before != Phase.FAILED:

@@ -9,6 +9,7 @@ process, no preload, so every worker has its own Reader and cache). The decision
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -20,10 +21,11 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, Reque
 
 import podread
 from hooks.core import queueing
-from hooks.core.observed import HOOKS
+from hooks.core.observed import HOOKS, PODGROUP_GROUP
 from hooks.server import logs, metrics
 from hooks.server.auth import BearerToken
 from hooks.server.config import Settings
+from hooks.server.discovery import PodGroupDiscovery
 from hooks.server.effects import Effects
 from hooks.server.handler import Answer, HookResult, encode, handle
 from hooks.server.writer import NullWriter, Writer
@@ -52,6 +54,7 @@ def create_app(
     settings: Settings | None = None,
     writer: Writer | None = None,
     middleware: Sequence[Middleware] = (),
+    discovery: PodGroupDiscovery | None = None,
 ) -> Flask:
     """Builds the hook server from its parts; reads no environment (``hooks.wsgi`` builds
     production's parts from it).
@@ -61,7 +64,9 @@ def create_app(
     writes: Events, TTL deletes, force deletes; ``hooks.server.writer``) a ``NullWriter`` whose
     writes fail, counted. The writer is wrapped in one ``hooks.server.effects.Effects`` per app
     (its queue and thread). ``middleware`` wraps ``hooks.server.handler.handle`` for every hook
-    call, the first innermost (the recorder: ``hooks.tools.record.Recorder``). Raises
+    call, the first innermost (the recorder: ``hooks.tools.record.Recorder``). ``discovery``
+    (issue 22): asked, for a request that holds no PodGroup children, what the API server serves of
+    PodGroups; its words reach the core as ``Settings.gang_api_note``. Raises
     ``ValueError`` on bad configuration, including a missing or empty ``NVCRE_HOOK_TOKEN_FILE``,
     so a worker fails at start-up.
 
@@ -89,6 +94,14 @@ def create_app(
     # bytes without an error, so handle() sees limit + 1 bytes and answers the 413 itself.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
 
+    listed = f'"{PODGROUP_GROUP}"'.encode()
+
+    def call_settings(raw: bytes) -> Settings:
+        """The settings of one call: with discovery's words when the request lists no PodGroups."""
+        if discovery is None or listed in raw:
+            return settings
+        return dataclasses.replace(settings, gang_api_note=discovery.note())
+
     def hook_view(hook: str) -> Callable[[], Response]:
         def view() -> Response:
             started = time.perf_counter()
@@ -100,7 +113,7 @@ def create_app(
                 result = _too_large(started, settings.max_body_bytes)
                 _account(hook, result, request.content_length or 0)
                 return Response(result.encoded, status=413, mimetype="application/json")
-            result = answer(raw, hook, reader=reader, clock=clock, settings=settings, effects=effects)
+            result = answer(raw, hook, reader=reader, clock=clock, settings=call_settings(raw), effects=effects)
             _account(hook, result, len(raw), clock)
             return Response(result.encoded, status=result.status_code, mimetype="application/json")
 

@@ -186,3 +186,23 @@ def test_the_answer_is_a_fixed_point() -> None:
     again = run(spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0, state="unschedulable")],
                 status=first.response["status"])
     assert again.response == first.response
+
+
+def test_events_say_when_the_gang_cannot_be_placed_and_when_it_is() -> None:
+    from hooks.core.events import transition_events
+    from hooks.core.observed import PriorStatus
+    from hooks.core.status import Condition
+
+    s = spec()
+    stuck = run(spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0, state="unschedulable")],
+                status={"phase": "Pending", "attempt": 0, "workload": "train-0"})
+    events = transition_events(PriorStatus(phase="Pending", attempt=0, workload="train-0"), stuck.response["status"])
+    assert [(e.reason, e.type) for e in events] == [("GangUnschedulable", "Warning")]
+    assert "minCount (2) cannot be satisfied" in events[0].note
+    prior = PriorStatus(phase="Pending", attempt=0, workload="train-0", conditions=tuple(
+        Condition(**{k if k != "lastTransitionTime" else "last_transition_time": v for k, v in c.items()})
+        for c in stuck.response["status"]["conditions"]))
+    assert transition_events(prior, stuck.response["status"]) == []
+    placed = run(spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0, state="scheduled")],
+                 status=stuck.response["status"])
+    assert [e.reason for e in transition_events(prior, placed.response["status"])] == ["GangScheduled"]
