@@ -51,6 +51,9 @@ WAITING = "WaitingForScheduler"
 """``GangScheduled=False`` before the PodGroup reports anything."""
 UNAVAILABLE = "GangUnavailable"
 STARTED_WITHOUT_GANG = "StartedWithoutGang"
+NOT_REPORTED = "PlacementNotReported"
+"""``GangScheduled=False`` while the attempt's pods are active and its PodGroup says nothing: the
+scheduling group was dropped (``GenericWorkload`` off on the API server) or not used by the scheduler."""
 NOT_REQUESTED = "NotRequested"
 """``GangScheduled=False`` for an attempt that runs without a gang after one that had one."""
 PODGROUP_SCHEDULED = ("PodGroupInitiallyScheduled", "PodGroupScheduled")
@@ -233,6 +236,12 @@ def _report(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mappi
     if status == cond.TRUE:
         _say(ctx, work, cond.TRUE, reason or SCHEDULED,
              f"PodGroup {name} placed: the scheduler bound its gang of {count} pods together")
+        return
+    if (podgroup is None or not status) and work.active_pods:
+        _say(ctx, work, cond.FALSE, NOT_REPORTED,
+             f"pods of JobSet {name} are active while PodGroup {name} reports no placement: the gang was "
+             "probably not used (the API server dropped spec.schedulingGroup, or kube-scheduler runs without "
+             "the GenericWorkload gate)")
         return
     if podgroup is None or not status:
         words = f"PodGroup {name} (gang of {count} pods) waits for the scheduler"

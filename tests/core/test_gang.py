@@ -206,3 +206,13 @@ def test_events_say_when_the_gang_cannot_be_placed_and_when_it_is() -> None:
     placed = run(spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0, state="scheduled")],
                  status=stuck.response["status"])
     assert [e.reason for e in transition_events(prior, placed.response["status"])] == ["GangScheduled"]
+
+
+def test_pods_running_while_the_group_says_nothing_mean_the_gang_was_not_used() -> None:
+    s = spec()
+    reader = FakeReader([make_pod(f"train-0-worker-0-{i}", job="train") for i in range(2)])
+    d = run(reader, spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0)],
+            status={"phase": "Pending", "attempt": 0, "workload": "train-0"})
+    found = condition(d)
+    assert found is not None and (found["status"], found["reason"]) == ("False", "PlacementNotReported")
+    assert d.response["status"]["phase"] == "Running"
