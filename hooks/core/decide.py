@@ -48,6 +48,10 @@ or Suspended, exactly N+1, no other JobSet, and the barrier's live reads find no
 own and no batch Job of an earlier attempt; the phase is then Pending). Every other newer JobSet is
 row 3 (``UnknownAttempt``).
 
+After the row, before anything else: every JobSet the row answers gets its attempt's PodGroup when
+its gang is on, and a gang that cannot be had holds the JobSet's creation or starts it without one
+(``hooks.core.gang``, issue 22, ADR-106; nothing when no gang is asked for).
+
 Around rows 12 and 13, for every answer: ``StatusMismatch`` turns False once the disagreement is
 gone; unless the status disagrees (whichever row ran: rows 2 and 2a come before row 3; finalizing
 checks no claim), ``startTime``/``completionTime`` are recorded and the TTL and deadline wake-ups set
