@@ -31,7 +31,7 @@ from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core.jobset import KIND as JOBSET_KIND
-from hooks.core.jobset import InvalidSpec, count_of, json_copy
+from hooks.core.jobset import InvalidSpec, json_copy
 from hooks.core.status import Condition
 from hooks.core.vocab import Outcome
 from hooks.core.wording import bounded
@@ -94,29 +94,36 @@ def when_unavailable(spec: Mapping[str, Any]) -> str:
 
 def min_count(jobset: Mapping[str, Any]) -> int:
     """The pods a JobSet runs at once: ``replicas x parallelism`` summed over its replicated jobs
-    (the launcher included). Only for JobSets ``build_jobset`` made or accepted."""
+    (the launcher included; unset or not a count: 1, as the batch API defaults them), at least 1."""
     total = 0
-    for replicated in (jobset.get("spec") or {}).get("replicatedJobs") or []:
-        job_spec = (replicated.get("template") or {}).get("spec") or {}
-        total += count_of(replicated, "replicas") * count_of(job_spec, "parallelism")
-    return total
+    replicated = _at(jobset, "spec", "replicatedJobs")
+    for entry in replicated if isinstance(replicated, list) else []:
+        total += _count(_at(entry, "replicas")) * _count(_at(entry, "template", "spec", "parallelism"))
+    return max(total, 1)
 
 
-def _pod_specs(jobset: Mapping[str, Any]) -> list[Any]:
-    """The pod specs of ``jobset``'s replicated jobs (``None`` where a template has none)."""
-    found = []
-    for replicated in (jobset.get("spec") or {}).get("replicatedJobs") or []:
-        template = ((replicated.get("template") or {}).get("spec") or {}).get("template") or {}
-        found.append(template.get("spec") if isinstance(template, Mapping) else None)
-    return found
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
+
+
+def _at(node: object, *keys: str) -> object:
+    """``node[k1][k2]...``, ``None`` where a step is not an object (an observed child is raw)."""
+    for key in keys:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(key)
+    return node
 
 
 def names_group(jobset: Mapping[str, Any]) -> bool:
-    """Whether every pod template of ``jobset`` names its PodGroup (the JobSet's own name)."""
-    name = jobset["metadata"]["name"]
-    specs = _pod_specs(jobset)
-    return bool(specs) and all(isinstance(spec, Mapping) and isinstance(spec.get("schedulingGroup"), Mapping)
-                               and spec["schedulingGroup"].get("podGroupName") == name for spec in specs)
+    """Whether every pod template of ``jobset`` (observed: any shape) names its PodGroup, the
+    JobSet's own name, in ``spec.schedulingGroup.podGroupName``."""
+    name = _at(jobset, "metadata", "name")
+    replicated = _at(jobset, "spec", "replicatedJobs")
+    if not isinstance(replicated, list) or not replicated:
+        return False
+    return all(_at(entry, "template", "spec", "template", "spec", "schedulingGroup", "podGroupName") == name
+               for entry in replicated)
 
 
 def with_group(jobset: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,10 +132,16 @@ def with_group(jobset: Mapping[str, Any]) -> dict[str, Any]:
     grouped = json_copy(jobset)
     name = grouped["metadata"]["name"]
     for replicated in grouped["spec"]["replicatedJobs"]:
-        job_spec = replicated.setdefault("template", {}).setdefault("spec", {})
-        pod_spec = job_spec.setdefault("template", {}).setdefault("spec", {})
+        pod_spec = _object(_object(_object(_object(replicated, "template"), "spec"), "template"), "spec")
         pod_spec["schedulingGroup"] = {"podGroupName": name}
     return grouped
+
+
+def _object(node: dict[str, Any], key: str) -> dict[str, Any]:
+    """``node[key]``, set to ``{}`` first when unset or null (the spec checks refused any other type)."""
+    if node.get(key) is None:
+        node[key] = {}
+    return node[key]
 
 
 def build_podgroup(jobset: Mapping[str, Any]) -> dict[str, Any]:

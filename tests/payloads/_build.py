@@ -14,8 +14,18 @@ import pathlib
 from collections.abc import Callable
 from typing import Any
 
-from tests.support import job_request, job_spec, jobset_child, make_batch_job, make_pod, workload_child
-from tests.uids import uid
+from hooks.core import gang
+from hooks.core.jobset import build_jobset
+from tests.support import (
+    job_request,
+    job_spec,
+    jobset_child,
+    make_batch_job,
+    make_pod,
+    podgroup_child,
+    workload_child,
+)
+from tests.support.uids import uid
 
 HERE = pathlib.Path(__file__).resolve().parent
 NOW = "2026-01-01T00:00:00Z"
@@ -50,18 +60,27 @@ def case(description: str, *, spec: dict[str, Any] | None = None, status: dict[s
          priority_classes: dict[str, int] | None = None,
          flavors: dict[str, dict[str, Any]] | None = None,
          access: dict[str, bool] | None = None,
-         batch_jobs: list[dict[str, Any]] | str = (), jobs_code: str = "") -> dict[str, Any]:
+         batch_jobs: list[dict[str, Any]] | str = (), jobs_code: str = "",
+         podgroups: list[dict[str, Any]] | None = None, grouped: bool = False) -> dict[str, Any]:
     """One scenario. ``cache``/``live`` are pod lists or an error text (``live_code`` the error's
     class, see podread.errors.CAUSES); ``live`` defaults to the cache's pods; ``launchers`` are
     live-only (the cache never holds launcher pods). ``batch_jobs`` are the batch Jobs the API
     server holds (none by default: a scenario says so explicitly, since a snapshot without
     ``jobs`` fails every batch Job read), or an error text (``jobs_code`` its class). ``labels``, ``workloads`` and
-    ``priority_classes`` make a queue-managed Job's request."""
+    ``priority_classes`` make a queue-managed Job's request. ``podgroups`` not ``None`` lists the
+    PodGroup children (the manifests-gang overlay, issue 22); ``grouped``: the observed JobSets were
+    built with their gang (their templates name their PodGroup)."""
     children = [jobset_child(name, attempt, namespace=NS, state=state) for attempt, state in jobsets]
+    if grouped:
+        job = {"metadata": {"name": name, "namespace": NS}, "spec": spec}
+        for child in children:
+            attempt = int(child["metadata"]["labels"]["nvcre.nvidia.com/attempt"])
+            child["spec"] = gang.with_group(build_jobset(job, attempt))["spec"]
     request = job_request(name=name, namespace=NS, spec=spec if spec is not None else job_spec(max_restarts=1),
                           status=status, jobsets=children, keying=keying, finalizing=finalizing,
                           deleting="2025-12-31T23:58:00Z" if finalizing else "", labels=labels,
-                          workloads=workloads, priority_classes=priority_classes, flavors=flavors)
+                          workloads=workloads, priority_classes=priority_classes, flavors=flavors,
+                          podgroups=podgroups)
     if isinstance(cache, str):
         cache_doc: dict[str, Any] = {"error": cache}
     else:
@@ -769,6 +788,72 @@ def _() -> dict[str, Any]:
                 "message says the JobSet has yet to report how it ended", keying="v2",
                 status={**running_status(), "startTime": "2025-12-31T23:00:00Z"}, jobsets=((0, ""),),
                 cache=workers(0, phase="Succeeded"))
+
+
+# ---- gang scheduling (issue 22) -----------------------------------------------------------------------
+
+GANG_MPI = {**job_spec(launcher="launcher", max_restarts=2), "gang": {"policy": "Gang"}}
+
+
+def gang_group(attempt: int, state: str = "") -> dict[str, Any]:
+    return podgroup_child(JOB, attempt, namespace=NS, min_count=3, state=state)
+
+
+@scenario("v2-gang-new-job-creates-its-jobset-and-podgroup")
+def _() -> dict[str, Any]:
+    return case("issue 22: a new MPI Job with spec.gang.policy Gang, the PodGroup child type listed: JobSet llama-0 "
+                "whose every pod template names PodGroup llama-0, and that PodGroup (gang minCount 3: two "
+                "workers and the launcher); GangScheduled False WaitingForScheduler", keying="v2", spec=GANG_MPI,
+                podgroups=[])
+
+
+@scenario("v2-gang-unschedulable-stays-pending")
+def _() -> dict[str, Any]:
+    return case("issue 22: the scheduler cannot place gang llama-0 (PodGroupInitiallyScheduled False "
+                "Unschedulable): JobSet and PodGroup kept, Pending, GangScheduled False with the scheduler's "
+                "reason and message", keying="v2", spec=GANG_MPI, grouped=True, jobsets=((0, ""),),
+                podgroups=[gang_group(0, "unschedulable")],
+                status={**running_status(phase="Pending", active=0), "startTime": "2025-12-31T23:00:00Z"})
+
+
+@scenario("v2-gang-scheduled-runs")
+def _() -> dict[str, Any]:
+    return case("issue 22: gang llama-0 placed (PodGroupInitiallyScheduled True), its pods run: Running, "
+                "GangScheduled True", keying="v2", spec=GANG_MPI, grouped=True, jobsets=((0, ""),),
+                podgroups=[gang_group(0, "scheduled")], cache=workers(0), launchers=[launcher(0)],
+                status={**running_status(phase="Pending", active=0), "startTime": "2025-12-31T23:00:00Z"})
+
+
+@scenario("v2-gang-restart-holds-without-any-podgroup")
+def _() -> dict[str, Any]:
+    return case("issue 22: Restarting after llama-0 failed, a worker of attempt 0 still active: held, neither "
+                "JobSet llama-0 nor its PodGroup is answered (they go together), no PodGroup llama-1 yet",
+                keying="v2", spec=GANG_MPI, grouped=True, jobsets=((0, "Failed"),),
+                podgroups=[gang_group(0, "scheduled")], cache=workers(0, phase="Running"),
+                status={**running_status(phase="Restarting", restarts=1), "startTime": "2025-12-31T23:00:00Z"})
+
+
+@scenario("v2-gang-restart-drained-creates-the-next-gang")
+def _() -> dict[str, Any]:
+    return case("issue 22: Restarting, attempt 0 drained (its JobSet and PodGroup gone, no pod left): JobSet "
+                "llama-1 and PodGroup llama-1 come together", keying="v2", spec=GANG_MPI, podgroups=[],
+                cache=workers(0, phase="Failed"),
+                status={**running_status(phase="Restarting", restarts=1, active=0), "workload": "",
+                        "startTime": "2025-12-31T23:00:00Z"})
+
+
+@scenario("v2-gang-unavailable-waits")
+def _() -> dict[str, Any]:
+    return case("issue 22: a Job asking for a gang where the CompositeController lists no PodGroups (the base "
+                "manifests): nothing created, Pending, GangScheduled False GangUnavailable saying why",
+                keying="v2", spec=GANG_MPI)
+
+
+@scenario("v1-gang-unavailable-starts-without-gang")
+def _() -> dict[str, Any]:
+    return case("issue 22: as v2-gang-unavailable-waits with whenUnavailable StartWithoutGang: JobSet llama-0 "
+                "without a scheduling group, GangScheduled False StartedWithoutGang",
+                spec={**GANG_MPI, "gang": {"policy": "Gang", "whenUnavailable": "StartWithoutGang"}})
 
 
 if __name__ == "__main__":
