@@ -8,8 +8,10 @@ with a temporary folder for etcd's data, the certificates, the keys and the logs
 - kube-apiserver: TLS with a self-signed certificate (``--cert-dir``; clients verify it), RBAC
   authorization, a static token file with an admin user in ``system:masters``, and a generated
   service-account signing key, so TokenRequest issues real, verifiable ServiceAccount tokens;
-- kube-controller-manager: the garbage collector, the Job controller and the ServiceAccount
-  controllers (``default`` accounts, token Secrets); no node lifecycle or pod GC controller, so a
+- kube-controller-manager: the garbage collector, the Job controller, the ServiceAccount
+  controllers (``default`` accounts, token Secrets) and the PodGroup protection controller; with
+  ``GANG_FLAGS`` on it and on the API server (which also serves ``scheduling.k8s.io/v1beta1``: the
+  PodGroups of gang scheduling, issue 22); no node lifecycle or pod GC controller, so a
   lost node's pods stay terminating until the test lets them go (as they would on a real cluster
   until someone acts).
 
@@ -44,7 +46,11 @@ from tests.support.ports import free_port
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "tests" / "cluster" / "controlplane" / "build.sh"
 ADMIN_USER = "nvcre-admin"
-CONTROLLERS = "garbagecollector,job,serviceaccount,serviceaccount-token"
+CONTROLLERS = "garbagecollector,job,serviceaccount,serviceaccount-token,podgroup-protection-controller"
+GANG_FLAGS = ("--feature-gates=GenericWorkload=true",)
+"""Issue 22: the PodGroup API (scheduling.k8s.io/v1beta1) and gang scheduling, on kube-apiserver (with
+``--runtime-config``), kube-scheduler (the GangScheduling plugin) and kube-controller-manager (whose
+``podgroup-protection-controller`` lets a deleted PodGroup go once its pods are gone)."""
 SERVICE_CIDR = "10.96.0.0/24"
 """Never routed: the API server only needs a range to allocate the kubernetes Service from."""
 
@@ -179,14 +185,15 @@ class ControlPlane:
                 "--api-audiences=https://kubernetes.default.svc.cluster.local",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 # the loopback address cannot be published in the kubernetes Endpoints
-                "--endpoint-reconciler-type=none", "--profiling=false", "--v=1", *self.apiserver_args]
+                "--endpoint-reconciler-type=none", "--profiling=false", "--v=1",
+                "--runtime-config=scheduling.k8s.io/v1beta1=true", *GANG_FLAGS, *self.apiserver_args]
 
     def _kcm_command(self, controllers: str = CONTROLLERS) -> list[str]:
         return [str(self.binaries / "kube-controller-manager"),
                 f"--kubeconfig={self.workdir / 'kcm.kubeconfig'}", f"--controllers={controllers}",
                 f"--service-account-private-key-file={self.workdir / 'sa.key'}",
                 f"--root-ca-file={self.ca_file}", "--leader-elect=false", "--secure-port=0",
-                "--concurrent-gc-syncs=10", "--concurrent-job-syncs=10", "--v=1"]
+                "--concurrent-gc-syncs=10", "--concurrent-job-syncs=10", "--v=1", *GANG_FLAGS]
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

@@ -153,12 +153,17 @@ class Kwok:
 
     # -- nodes -------------------------------------------------------------------------------------
 
-    def add_node(self, labels: dict[str, str] | None = None, timeout: float = 30.0) -> str:
+    def add_node(self, labels: dict[str, str] | None = None, timeout: float = 30.0,
+                 taints: list[dict[str, str]] | None = None) -> str:
         """Creates a new node ``kwok-node-<n>`` with ``labels``, waits until kwok has made it Ready, then removes the
         ``not-ready`` NoSchedule taint the API server's admission put on it (no node lifecycle
-        controller runs here to do it). Returns its name."""
+        controller runs here to do it). ``taints`` are set at creation (a node of a test's own: nothing
+        else is placed there). Returns its name."""
         name = f"kwok-node-{next(self._numbers)}"
-        self.core.create_node(node_body(name, labels), _request_timeout=TIMEOUT)
+        body = node_body(name, labels)
+        if taints:
+            body["spec"] = {"taints": list(taints)}
+        self.core.create_node(body, _request_timeout=TIMEOUT)
         deadline = time.monotonic() + timeout
         while not self._ready(name):
             if not self._process.alive():

@@ -98,12 +98,15 @@ from tests.e2e.invariants import Invariants
 GROUP, VERSION = "nvcre.nvidia.com", "v1alpha1"
 JOBSET_GROUP, JOBSET_VERSION = "jobset.x-k8s.io", "v1alpha2"
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
+SCHEDULING_GROUP, SCHEDULING_VERSION = "scheduling.k8s.io", "v1beta1"
 RELATED = (("WorkloadPriorityClass", "workloadpriorityclasses"), ("ResourceFlavor", "resourceflavors"))
 """The related types the manifests-kueue customize hook may name (hooks.core.queueing.customize_response)."""
 CHILD_TYPES = {"JobSet": (JOBSET_GROUP, JOBSET_VERSION, "jobsets"),
-               "Workload": (KUEUE_GROUP, KUEUE_VERSION, "workloads")}
+               "Workload": (KUEUE_GROUP, KUEUE_VERSION, "workloads"),
+               "PodGroup": (SCHEDULING_GROUP, SCHEDULING_VERSION, "podgroups")}
 GROUP_KEYS = {"JobSet": f"JobSet.{JOBSET_GROUP}/{JOBSET_VERSION}",
-              "Workload": f"Workload.{KUEUE_GROUP}/{KUEUE_VERSION}"}
+              "Workload": f"Workload.{KUEUE_GROUP}/{KUEUE_VERSION}",
+              "PodGroup": f"PodGroup.{SCHEDULING_GROUP}/{SCHEDULING_VERSION}"}
 CONTROLLER = "nvcre-jobs"
 FINALIZER = f"metacontroller.io/compositecontroller-{CONTROLLER}"
 TOKEN_SECRET = ("nvcre-system", "nvcre-hooks-token")
@@ -226,6 +229,7 @@ class Snapshot:
     jobsets: tuple[Obj, ...] = ()
     workloads: tuple[Obj, ...] = ()
     related: tuple[tuple[str, tuple[Obj, ...]], ...] = ()
+    podgroups: tuple[Obj, ...] = ()
 
 
 class ApiBackend:
@@ -238,11 +242,12 @@ class ApiBackend:
     the server refuses it or is away (a 404 says so where the caller must know)."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient, namespaces: Iterable[str], *,
-                 workloads: bool = False) -> None:
+                 workloads: bool = False, podgroups: bool = False) -> None:
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
         self.core = kubernetes.client.CoreV1Api(api_client)
         self.namespaces = sorted(namespaces)
         self.with_workloads = workloads
+        self.with_podgroups = podgroups
         self.throttle = TokenBucket(CLIENT_QPS, CLIENT_BURST)
         self._lock = threading.Lock()
         self.api_calls = 0
@@ -251,8 +256,10 @@ class ApiBackend:
 
     def snapshot(self) -> Snapshot:
         """Lists everything the informers watch; raises ``SERVER_ERRORS`` when the server is away."""
-        jobs, jobsets, workloads = [], [], []
+        jobs, jobsets, workloads, podgroups = [], [], [], []
         for namespace in self.namespaces:
+            if self.with_podgroups:
+                podgroups += self._list(SCHEDULING_GROUP, SCHEDULING_VERSION, namespace, "podgroups")
             jobs += self._list(GROUP, VERSION, namespace, "jobs")
             jobsets += self._list(JOBSET_GROUP, JOBSET_VERSION, namespace, "jobsets")
             if self.with_workloads:
@@ -262,7 +269,7 @@ class ApiBackend:
             related = tuple((f"{kind}.{KUEUE_GROUP}/{KUEUE_VERSION}", tuple(self.custom.list_cluster_custom_object(
                 KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=REQUEST_TIMEOUT)["items"]))
                 for kind, plural in RELATED)
-        return Snapshot(tuple(jobs), tuple(jobsets), tuple(workloads), related)
+        return Snapshot(tuple(jobs), tuple(jobsets), tuple(workloads), related, tuple(podgroups))
 
     def _list(self, group: str, version: str, namespace: str, plural: str) -> list[Obj]:
         answer = self.custom.list_namespaced_custom_object(group, version, namespace, plural,
@@ -398,9 +405,11 @@ class Metacontroller:
     def __init__(self, backend: ApiBackend, transport: Transport, invariants: Invariants, *,
                  version: str = "v2", token: str | None = None, resync_period: float | None = 30.0,
                  clock: Callable[[], float] = time.monotonic, workloads: bool = False,
-                 staleness: Staleness = FRESH, workers: int = WORKERS) -> None:
+                 staleness: Staleness = FRESH, workers: int = WORKERS, podgroups: bool = False) -> None:
         self.backend, self.transport, self.invariants = backend, transport, invariants
         self.version, self.token, self.workloads, self.workers = version, token, workloads, workers
+        self.podgroups = podgroups
+        """The manifests-gang overlay (issue 22): PodGroup children."""
         self.staleness = staleness
         self.clock = clock
         self.parent_cache: LaggedCache[dict[Key, Obj]] = LaggedCache(staleness.lag, staleness.restart_lag)
@@ -480,7 +489,8 @@ class Metacontroller:
             self.child_cache.record(now, snapshot)
         parents = self.parent_cache.view(now) or {}
         children = self.child_cache.view(now) or Snapshot()
-        self._view = View(parents, {"JobSet": list(children.jobsets), "Workload": list(children.workloads)},
+        self._view = View(parents, {"JobSet": list(children.jobsets), "Workload": list(children.workloads),
+                                    "PodGroup": list(children.podgroups)},
                           {group: list(objects) for group, objects in children.related})
         for key, obj in parents.items():
             if self._seen_parents.get(key) != obj["metadata"]["resourceVersion"]:
@@ -667,7 +677,7 @@ class Metacontroller:
         return observed
 
     def _child_kinds(self) -> tuple[str, ...]:
-        return ("JobSet", "Workload") if self.workloads else ("JobSet",)
+        return ("JobSet", *(("Workload",) if self.workloads else ()), *(("PodGroup",) if self.podgroups else ()))
 
     def _related(self, parent: Obj) -> dict[str, list[Obj]]:
         """The customize hook's rules for the parent (cached per uid and generation for 20
@@ -702,6 +712,9 @@ class Metacontroller:
                             "updateStrategy": {"method": "OnDelete"}}]
         if self.workloads:
             child_resources.append({"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "resource": "workloads",
+                                    "updateStrategy": {"method": "OnDelete"}})
+        if self.podgroups:
+            child_resources.append({"apiVersion": f"{SCHEDULING_GROUP}/{SCHEDULING_VERSION}", "resource": "podgroups",
                                     "updateStrategy": {"method": "OnDelete"}})
         return {"metadata": {"name": CONTROLLER},
                 "spec": {"generateSelector": True,
@@ -775,7 +788,7 @@ class Metacontroller:
                     continue
                 if kind == "JobSet":
                     self.invariants.on_delete(name, child, status)
-                else:
+                elif kind == "Workload":
                     active = self.invariants.cluster.active_pods(namespace, name)
                     if active:
                         self.invariants.fail(f"{name}: Workload {child['metadata']['name']} (the quota) released "

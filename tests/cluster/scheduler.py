@@ -2,7 +2,8 @@
 
 The binary comes from the same ``k8s.io/kubernetes`` v1.37.2 wrapper module as the rest of the
 control plane (``tests/cluster/controlplane/build.sh``). ``Scheduler`` runs it as a subprocess with
-the admin's kubeconfig, no leader election and no serving port (``--secure-port=0``); its log is
+the admin's kubeconfig, no leader election, no serving port (``--secure-port=0``) and the ``GenericWorkload`` gate (gang
+scheduling through PodGroups, issue 22: its ``GangScheduling`` plugin); its log is
 ``<logs_dir>/kube-scheduler.log``. It schedules onto the nodes kwok manages (tests/cluster/kwokctl.py).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 
-from tests.cluster.controlplane import ControlPlane, ControlPlaneError, _Process
+from tests.cluster.controlplane import GANG_FLAGS, ControlPlane, ControlPlaneError, _Process
 
 
 class Scheduler:
@@ -26,7 +27,8 @@ class Scheduler:
         self.log_path = plane.logs_dir / "kube-scheduler.log"
         self._process = _Process("kube-scheduler", [
             str(binary), f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}", "--leader-elect=false", "--secure-port=0", "--v=1"],
+            f"--authorization-kubeconfig={kubeconfig}", "--leader-elect=false", "--secure-port=0", "--v=1",
+            *GANG_FLAGS],
             self.log_path)
 
     def start(self) -> Scheduler:
