@@ -35,8 +35,10 @@ from hooks.core.jobset import InvalidSpec, json_copy
 from hooks.core.status import Condition
 from hooks.core.vocab import Outcome
 from hooks.core.wording import bounded
-from hooks.core.work import PENDING, Context, Work
-from podread.constants import ATTEMPT_LABEL, JOB_LABEL
+from hooks.core.work import PENDING, RUNNING, Context, Work
+from podread.constants import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL
+from podread.errors import PodReadError
+from podread.selector import is_active
 
 API_VERSION = "scheduling.k8s.io/v1beta1"
 KIND = "PodGroup"
@@ -241,8 +243,9 @@ def _wait(ctx: Context, work: Work, name: str) -> None:
 
 
 def _report(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mapping[str, Any] | None) -> None:
-    """``GangScheduled`` for the current attempt from its PodGroup; while the gang is not placed
-    and the Job is Pending, the message says so."""
+    """``GangScheduled`` for the current attempt from its PodGroup. While the gang is not placed and
+    none of the attempt's pods is bound (the cached pods' ``spec.nodeName``), the Job is ``Pending``
+    (its pods exist, but wait for the scheduler: not ``Running``) and its message says why."""
     name = jobset["metadata"]["name"]
     count = min_count(jobset)
     status, reason, message = scheduled(podgroup)
@@ -250,20 +253,40 @@ def _report(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mappi
         _say(ctx, work, cond.TRUE, reason or SCHEDULED,
              f"PodGroup {name} placed: the scheduler bound its gang of {count} pods together")
         return
-    if (podgroup is None or not status) and work.active_pods:
+    placed = _bound(ctx, work, name)
+    if not status and placed:
         _say(ctx, work, cond.FALSE, NOT_REPORTED,
-             f"pods of JobSet {name} are active while PodGroup {name} reports no placement: the gang was "
+             f"{placed} pods of JobSet {name} are bound while PodGroup {name} reports no placement: the gang was "
              "probably not used (the API server dropped spec.schedulingGroup, or kube-scheduler runs without "
              "the GenericWorkload gate)")
         return
-    if podgroup is None or not status:
+    if not status:
         words = f"PodGroup {name} (gang of {count} pods) waits for the scheduler"
         _say(ctx, work, cond.FALSE, WAITING, words)
     else:
-        words = f"PodGroup {name}: none of its {count} pods is bound: {reason}" + (f": {message}" if message else "")
+        shown = "none" if placed == 0 else "an unknown number" if placed is None else str(placed)
+        words = f"PodGroup {name}: {shown} of its {count} pods bound: {reason}" + (f": {message}" if message else "")
         _say(ctx, work, cond.FALSE, reason or WAITING, words)
-    if work.phase == PENDING and not work.active_pods and work.kind != Outcome.HELD:
+    if placed == 0 and work.kind != Outcome.HELD and work.phase in (PENDING, RUNNING):
+        work.phase = PENDING
         work.message = bounded(f"waiting for the scheduler to place the gang: {words}")
+
+
+def _bound(ctx: Context, work: Work, jobset: str) -> int | None:
+    """How many active pods of the current attempt (its attempt label, or JobSet's name label
+    ``jobset``) are bound to a node, from the cache (the read ``count_pods`` made: a cache hit);
+    ``None`` when the read fails (nothing is decided on it)."""
+    try:
+        pods = ctx.reader.job_pods(ctx.namespace, ctx.job)
+    except PodReadError:
+        return None
+    attempt = str(work.attempt)
+    return sum(1 for pod in pods if is_active(pod) and (pod.get("spec") or {}).get("nodeName")
+               and _of_attempt((pod.get("metadata") or {}).get("labels") or {}, attempt, jobset))
+
+
+def _of_attempt(labels: Mapping[str, Any], attempt: str, jobset: str) -> bool:
+    return labels.get(ATTEMPT_LABEL) == attempt or labels.get(JOBSET_NAME_LABEL) == jobset
 
 
 def _say(ctx: Context, work: Work, status: str, reason: str, message: str) -> None:

@@ -95,13 +95,13 @@ def test_an_unschedulable_gang_keeps_the_job_pending_with_the_schedulers_words()
     assert children(d, "PodGroup")[0]["spec"] == group["spec"]
     found = condition(d)
     assert found is not None and (found["status"], found["reason"]) == ("False", "Unschedulable")
-    assert "none of its 2 pods is bound: Unschedulable: pod group is unschedulable, minCount (2)" in found["message"]
+    assert "none of its 2 pods bound: Unschedulable: pod group is unschedulable, minCount (2)" in found["message"]
     assert d.response["status"]["message"].startswith("waiting for the scheduler to place the gang: PodGroup train-0")
 
 
 def test_a_placed_gang_turns_the_condition_true() -> None:
     s = spec()
-    reader = FakeReader([make_pod(f"train-0-worker-0-{i}", job="train") for i in range(2)])
+    reader = FakeReader([make_pod(f"train-0-worker-0-{i}", job="train", workload="train-0") for i in range(2)])
     d = run(reader, spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0, state="scheduled")],
             status={"phase": "Pending", "attempt": 0, "workload": "train-0"})
     assert d.response["status"]["phase"] == "Running"
@@ -210,9 +210,23 @@ def test_events_say_when_the_gang_cannot_be_placed_and_when_it_is() -> None:
 
 def test_pods_running_while_the_group_says_nothing_mean_the_gang_was_not_used() -> None:
     s = spec()
-    reader = FakeReader([make_pod(f"train-0-worker-0-{i}", job="train") for i in range(2)])
+    reader = FakeReader([make_pod(f"train-0-worker-0-{i}", job="train", workload="train-0") for i in range(2)])
     d = run(reader, spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0)],
             status={"phase": "Pending", "attempt": 0, "workload": "train-0"})
     found = condition(d)
     assert found is not None and (found["status"], found["reason"]) == ("False", "PlacementNotReported")
     assert d.response["status"]["phase"] == "Running"
+
+
+def test_pods_that_wait_for_their_gang_keep_the_job_pending() -> None:
+    """Pods exist (active, Pending) but none is bound: the Job is not Running."""
+    s = spec()
+    waiting = [make_pod(f"train-0-worker-0-{i}", job="train", workload="train-0", phase="Pending", node="")
+               for i in range(2)]
+    for state in ("", "unschedulable"):
+        d = run(FakeReader(waiting), spec=s, jobsets=[grouped_jobset(s)], podgroups=[podgroup_child("train", 0,
+                                                                                                    state=state)],
+                status={"phase": "Running", "attempt": 0, "workload": "train-0"})
+        assert d.response["status"]["phase"] == "Pending"
+        assert d.response["status"]["activePods"] == 2
+        assert d.response["status"]["message"].startswith("waiting for the scheduler to place the gang")
