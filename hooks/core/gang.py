@@ -27,6 +27,7 @@ creates nothing and waits; ``StartWithoutGang`` creates the JobSet without a gro
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
@@ -167,14 +168,14 @@ def as_observed(podgroup: Mapping[str, Any]) -> dict[str, Any]:
             "metadata": kept, "spec": json_copy(podgroup.get("spec") or {})}
 
 
-def scheduled(podgroup: Mapping[str, Any] | None) -> tuple[str, str, str]:
-    """What ``podgroup`` says of its placement as ``(status, reason, message)`` of its scheduling
-    condition (``PODGROUP_SCHEDULED``); ``("", "", "")`` when it says nothing yet."""
+def scheduled(podgroup: Mapping[str, Any] | None) -> tuple[str, str, str, str]:
+    """What ``podgroup`` says of its placement as ``(status, reason, message, lastTransitionTime)``
+    of its scheduling condition (``PODGROUP_SCHEDULED``); all ``""`` when it says nothing yet."""
     for condition in ((podgroup or {}).get("status") or {}).get("conditions") or ():
         if isinstance(condition, Mapping) and condition.get("type") in PODGROUP_SCHEDULED:
             return (str(condition.get("status") or ""), str(condition.get("reason") or ""),
-                    str(condition.get("message") or ""))
-    return "", "", ""
+                    str(condition.get("message") or ""), str(condition.get("lastTransitionTime") or ""))
+    return "", "", "", ""
 
 
 def apply(ctx: Context, work: Work) -> None:
@@ -248,10 +249,10 @@ def _report(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mappi
     (its pods exist, but wait for the scheduler: not ``Running``) and its message says why."""
     name = jobset["metadata"]["name"]
     count = min_count(jobset)
-    status, reason, message = scheduled(podgroup)
+    status, reason, message, since = scheduled(podgroup)
     if status == cond.TRUE:
         _say(ctx, work, cond.TRUE, reason or SCHEDULED,
-             f"PodGroup {name} placed: the scheduler bound its gang of {count} pods together")
+             f"PodGroup {name} placed: the scheduler bound its gang of {count} pods together", since)
         return
     placed = _bound(ctx, work, name)
     if not status and placed:
@@ -266,7 +267,7 @@ def _report(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mappi
     else:
         shown = "none" if placed == 0 else "an unknown number" if placed is None else str(placed)
         words = f"PodGroup {name}: {shown} of its {count} pods bound: {reason}" + (f": {message}" if message else "")
-        _say(ctx, work, cond.FALSE, reason or WAITING, words)
+        _say(ctx, work, cond.FALSE, reason or WAITING, words, since)
     if placed == 0 and work.kind != Outcome.HELD and work.phase in (PENDING, RUNNING):
         work.phase = PENDING
         work.message = bounded(f"waiting for the scheduler to place the gang: {words}")
@@ -289,5 +290,23 @@ def _of_attempt(labels: Mapping[str, Any], attempt: str, jobset: str) -> bool:
     return labels.get(ATTEMPT_LABEL) == attempt or labels.get(JOBSET_NAME_LABEL) == jobset
 
 
-def _say(ctx: Context, work: Work, status: str, reason: str, message: str) -> None:
+def _say(ctx: Context, work: Work, status: str, reason: str, message: str, since: str = "") -> None:
+    """Sets ``GangScheduled``. ``since``: the PodGroup's own ``lastTransitionTime`` for this status,
+    evidence that is the same in every call (a status from a stale parent never moves it back and
+    forth); else it moves only when the status changes (``conditions.set_condition``)."""
+    previous = cond.get_condition(work.conditions, CONDITION)
+    if since and _rfc3339(since) and (previous is None or previous.status != status
+                                      or previous.last_transition_time != since):
+        updated = Condition(type=CONDITION, status=status, reason=reason, message=bounded(message),
+                            last_transition_time=since)
+        work.conditions = cond.sort_conditions([*(c for c in work.conditions if c.type != CONDITION), updated])
+        return
     work.conditions = cond.set_condition(work.conditions, CONDITION, status, reason, bounded(message), ctx.now)
+
+
+def _rfc3339(text: str) -> bool:
+    """Whether ``text`` is a time the status may carry (the CRD's ``date-time``)."""
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).tzinfo is not None
+    except ValueError:
+        return False
