@@ -175,3 +175,33 @@ def test_without_the_podgroup_child_type_a_gang_job_waits_and_says_why(world: Cl
     assert "discovery: the API server serves scheduling.k8s.io/v1beta1 podgroups" in message
     assert world.jobsets("nogang") == [] and world.phase("nogang") == "Pending"
     world.assert_safe()
+
+
+def test_a_restarts_gang_comes_only_after_the_last_attempts_pods_are_gone(gang_world: ClusterWorld,
+                                                                         pool: Pool) -> None:
+    """Attempt 0's group goes with its attempt (held by podgroup-protection while a pod of it
+    terminates); attempt 1's JobSet and group come only once that pod is gone, and its gang is placed."""
+    world = gang_world
+    pool.add(2)
+    world.create_job("again", {**spec(2, pool.tag), "maxRestarts": 1})
+    world.run_until(lambda: len(bound(world, "again")) == 2 and world.phase("again") == "Running",
+                    "attempt 0 placed and Running", timeout=PLACED_SECONDS)
+    _first, second = sorted(p["metadata"]["name"] for p in world.active_pods("again"))
+    world.pods.hold(second)
+    world.pods.finish("nvcre.nvidia.com/job=again", phase="Failed", exit_code=1, limit=1)
+    world.run_until(lambda: world.jobsets("again") == [] and world.phase("again") == "Restarting",
+                    "attempt 0 torn down", timeout=60)
+    world.run_for(3)
+    assert world.jobsets("again") == [] and podgroup(world, "again-1") is None, \
+        "no next JobSet or group while a pod of attempt 0 is active"
+    old = podgroup(world, "again-0")
+    assert old is None or old["metadata"].get("deletionTimestamp"), "attempt 0's group goes with its attempt"
+    world.pods.release()
+    world.run_until(lambda: world.jobsets("again") == ["again-1"] and podgroup(world, "again-1") is not None,
+                    "attempt 1's JobSet and group", timeout=60)
+    world.run_until(lambda: podgroup(world, "again-0") is None, "attempt 0's group gone", timeout=30)
+    world.run_until(lambda: world.condition("again", "GangScheduled").get("status") == "True"
+                    and "again-1" in world.condition("again", "GangScheduled").get("message", ""),
+                    "attempt 1's gang placed", timeout=PLACED_SECONDS)
+    assert len(bound(world, "again")) == 2
+    world.assert_safe()
