@@ -230,3 +230,17 @@ def test_pods_that_wait_for_their_gang_keep_the_job_pending() -> None:
         assert d.response["status"]["phase"] == "Pending"
         assert d.response["status"]["activePods"] == 2
         assert d.response["status"]["message"].startswith("waiting for the scheduler to place the gang")
+
+
+def test_behind_kueue_the_gang_comes_after_admission() -> None:
+    from tests.support import workload_child
+
+    queue = {"kueue.x-k8s.io/queue-name": "team"}
+    queued = run(spec=spec(), labels=queue, workloads=[workload_child("train", state="pending")], podgroups=[])
+    assert [c["kind"] for c in queued.response["children"]] == ["Workload"]
+    assert queued.response["status"]["phase"] == "Queued" and condition(queued) is None
+    admitted = run(spec=spec(), labels=queue, workloads=[workload_child("train", state="admitted")], podgroups=[],
+                   status=queued.response["status"])
+    assert sorted(c["kind"] for c in admitted.response["children"]) == ["JobSet", "PodGroup", "Workload"]
+    (jobset,) = children(admitted, "JobSet")
+    assert [s["schedulingGroup"] for s in pod_specs(jobset)] == [{"podGroupName": "train-0"}]
