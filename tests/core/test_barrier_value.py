@@ -4,6 +4,8 @@ the Workload)."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
@@ -14,10 +16,12 @@ import hooks.core.jobset
 import hooks.core.queueing
 import hooks.core.rows.kueue
 from hooks.core import barrier
+from hooks.core import decide as decide_module
 from hooks.core.barrier import Drain
 from hooks.core.decide import Decision, decide
 from hooks.core.observed import parse_request
 from hooks.core.once import Once
+from hooks.core.rows import deadline, kueue
 from hooks.core.stuckwait import NOT_KNOWN
 from hooks.core.wording import MAX_MESSAGE
 from hooks.core.work import Context, Work
@@ -135,6 +139,17 @@ def test_the_teardown_rows_are_matched_once(monkeypatch: pytest.MonkeyPatch) -> 
             workloads=[workload_child("train", state="evicted")], jobsets=[jobset_child("train", 0)],
             status={"phase": "Running", "attempt": 0, "workload": "train-0"})
     assert d.response["status"]["phase"] == "Suspending" and looked == ["train"]
+
+
+
+def test_rows_12_and_13_are_rows_of_the_table() -> None:
+    """The TTL delete and the quota release are entries of ``decide.ON_THE_PHASE`` (a ``when`` and a
+    row), not steps written after the table: ``decide`` calls neither row's work itself."""
+    assert [(r.number, r.when, r.then) for r in decide_module.ON_THE_PHASE] == [
+        ("12", deadline.ttl_passed, deadline.delete_job), ("13", kueue.quota_releasable, kueue.release_quota)]
+    called = {node.func.attr for node in ast.walk(ast.parse(inspect.getsource(decide_module.decide)))
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+    assert not called & {"delete_job", "release_quota", "ttl_due", "ttl_passed", "quota_releasable"}, called
 
 
 # ---- the value and its one composition -----------------------------------------------------------------

@@ -4,7 +4,7 @@
 workload is torn down behind the drain barrier and the Job ends Failed (``DeadlineExceeded``).
 ``times``, after every row: records ``status.startTime`` (once, when an answer first holds a JobSet)
 and ``status.completionTime`` (once, when the phase first becomes terminal) and wakes the Job when a
-limit will pass. ``ttl_due``/``delete_job``, row 12: once a terminal Job's
+limit will pass. ``ttl_passed``/``delete_job``, row 12: once a terminal Job's
 ``ttlSecondsAfterFinished`` passed, its deletion is asked for (``hooks.core.actions.DeleteJob``; the
 finalize row then drains it). Both count only from times ``hooks.core.claims`` found in agreement
 with the evidence: while the status disagrees, nothing is recorded, woken or deleted.
@@ -67,7 +67,7 @@ def times(ctx: Context, work: Work, *, trusted: bool = True) -> None:
     """Records ``startTime`` (once: the first answer holding a JobSet; that JobSet's own
     ``creationTimestamp`` when it is observed with a usable one, else ``now``) and
     ``completionTime`` (once: the first terminal answer); wakes the Job when its active deadline
-    will pass, or, once terminal, when ``ttlSecondsAfterFinished`` will (``ttl_due`` and
+    will pass, or, once terminal, when ``ttlSecondsAfterFinished`` will (``ttl_passed`` and
     ``delete_job``, row 12, act on it). Does nothing while finalizing, nor unless ``trusted``: the
     status' claims agree with the evidence (``hooks.core.claims``), so no time is stamped, counted
     or acted on over a claim that disagrees."""
@@ -96,10 +96,20 @@ def ttl_due(ctx: Context, work: Work) -> datetime | None:
         return None
 
 
-def delete_job(ctx: Context, work: Work, at: datetime) -> None:
-    """Row 12: ``ttlSecondsAfterFinished`` passed at ``at``: asks for the Job's deletion
+def ttl_passed(ctx: Context, work: Work, trusted: bool) -> bool:
+    """Whether row 12 applies: the status agrees with the evidence (``trusted``), the Job is not
+    being deleted already (finalizing) and a terminal Job's ``ttlSecondsAfterFinished`` passed
+    (``ttl_due``)."""
+    return trusted and not ctx.observed.finalizing and ttl_due(ctx, work) is not None
+
+
+def delete_job(ctx: Context, work: Work) -> None:
+    """Row 12: ``ttlSecondsAfterFinished`` passed (``ttl_due``): asks for the Job's deletion
     (``DeleteJob``, repeated every call until the deletion is observed: a failed write is simply
     asked again; the finalize row then drains it), says so and resyncs."""
+    at = ttl_due(ctx, work)
+    if at is None:  # ttl_passed says it is not: nothing to delete
+        return
     work.message = f"deleting the Job: spec.ttlSecondsAfterFinished passed at {deadlines.stamp(at)}"
     work.resync = True
     work.actions.append(DeleteJob(ctx.namespace, ctx.job, ctx.observed.uid, work.message))

@@ -89,6 +89,14 @@ def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
                                          f"LocalQueue {ctx.queue}: admitted{by}", ctx.now)
 
 
+def quota_releasable(ctx: Context, work: Work, trusted: bool) -> bool:
+    """Whether row 13 applies: a queue-managed Job the rows left terminal, whose Workload is
+    observed and was released by no row (``work.quota`` is still ``create``). Whether the status
+    agrees (``trusted``) does not matter: releasing the quota of a finished Job claims nothing."""
+    return (bool(ctx.queue) and work.phase in TERMINAL and work.quota == "create"
+            and queueing.current_workload(ctx.observed) is not None)
+
+
 def release_quota(ctx: Context, work: Work) -> None:
     """Row 13: a terminal queue-managed Job whose Workload is observed releases its quota once no
     pod of the Job is active and no batch Job of it may still create one (``leftovers``, the
