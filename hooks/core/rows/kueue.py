@@ -69,10 +69,20 @@ def evicted(ctx: Context, work: Work) -> None:
 
 def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
     """The current attempt's JobSet would be created, but Kueue has not admitted the Workload:
-    nothing is created, the Job is ``Queued`` and ``Admitted`` says why (Kueue's reason)."""
+    nothing is created, the Job is ``Queued`` and ``Admitted`` says why (Kueue's reason). With no
+    Workload observed, one is submitted (``workload_child``), unless its WorkloadPriorityClass is
+    not known yet (``queueing.PriorityUnknown``, ``PriorityClassNotFound``): then nothing is
+    submitted, ``Admitted`` and the message say which class, and the Job is asked again."""
     work.kind = Outcome.HELD
     work.children = []
     work.phase = QUEUED
+    unknown = _priority_unknown(ctx, work)
+    if unknown is not None:
+        work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.PRIORITY_CLASS_NOT_FOUND,
+                                             bounded(unknown.message), ctx.now)
+        work.message = bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}")
+        work.resync = True
+        return
     reason, message = admission.reason, admission.message or "waiting for Kueue to admit the Workload"
     if admission.state == queueing.NONE:
         reason = "Submitted"
@@ -80,6 +90,22 @@ def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
     work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, reason,
                                          bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.now)
     work.message = bounded(f"queued in LocalQueue {ctx.queue}: {message}")
+
+
+def _priority_unknown(ctx: Context, work: Work) -> queueing.PriorityUnknown | None:
+    """Why the Workload ``queued`` would submit cannot be built: its WorkloadPriorityClass is not
+    known (``built.workload``, the call's one build, raised ``PriorityUnknown``); ``None`` when a
+    Workload is observed already (nothing is submitted) or it builds (an ``InvalidSpec`` is the
+    spec row's, reported before this row is reached)."""
+    if queueing.current_workload(ctx.observed) is not None:
+        return None
+    try:
+        built.workload(ctx, work.attempt)
+    except queueing.PriorityUnknown as unknown:
+        return unknown
+    except InvalidSpec:
+        return None
+    return None
 
 
 def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
@@ -114,7 +140,8 @@ def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
     passing barrier or row 13). A released Workload of a Job that ends (terminal or ``Suspended``)
     sets ``Admitted`` False (``QuotaReleased``). A new Workload (``hooks.core.built``) is emitted
     only when nothing holds (``hold``: the status disagrees) and the spec can be built; a
-    WorkloadPriorityClass that is not known yet leaves the Job ``Queued`` without one."""
+    WorkloadPriorityClass that is not known yet leaves the Job ``Queued`` without one (``queued``
+    says so). Writes nothing into the status but ``QuotaReleased``: the rows said the rest."""
     observed = queueing.current_workload(ctx.observed)
     if work.quota == "release":
         if work.phase in TERMINAL or work.phase == SUSPENDED:
@@ -128,11 +155,5 @@ def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
         return
     try:
         work.children.append(built.workload(ctx, work.attempt))
-    except InvalidSpec:
-        return  # reported by the row that built the JobSet
-    except queueing.PriorityUnknown as unknown:
-        if work.phase == QUEUED:
-            work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.PRIORITY_CLASS_NOT_FOUND,
-                                                 bounded(unknown.message), ctx.now)
-            work.message = bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}")
-            work.resync = True
+    except (InvalidSpec, queueing.PriorityUnknown):
+        return  # reported by the row that built the JobSet (row 7), or by the row that queued (``queued``)
