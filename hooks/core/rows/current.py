@@ -15,7 +15,7 @@ from typing import Any
 
 from hooks.core import built, failurepolicy, history, queueing, specpin
 from hooks.core import conditions as cond
-from hooks.core.barrier import StaleRequest, ahead_of, barrier, record, record_gate, refuse_if_behind
+from hooks.core.barrier import Drain, StaleRequest, ahead_of, barrier, record, record_gate, refuse_if_behind
 from hooks.core.children import as_observed
 from hooks.core.evidence import (
     jobset_state,
@@ -74,21 +74,21 @@ def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
                            f"batch Jobs of attempt {ahead} exist (read live), which neither the status nor the "
                            "children show; not answering from this parent")
     record(ctx, work, drain)
-    work.message = drain.message()
     if not drain.passed:
         work.kind = Outcome.HELD
         work.quota = "keep"  # queue-managed: no new Workload while the last attempt drains
+        work.message = drain.message()
         return
     work.attempt += 1
     work.phase = PENDING
-    steady(ctx, work, drained=True)
+    steady(ctx, work, passed=drain)
     if work.kind != Outcome.INVALID_SPEC:
         work.kind = kind
 
 
-def steady(ctx: Context, work: Work, *, drained: bool = False) -> None:
+def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> None:
     """Rows 7-11 for the current attempt (also the step after a resume or a restart, which passes
-    ``drained`` because the barrier has just passed)."""
+    the barrier's value, ``passed``, because it has just passed in this call)."""
     current = ctx.jobset(work.attempt)
     try:
         specpin.check(ctx.observed.spec, work.replicated_jobs_digest)
@@ -117,7 +117,7 @@ def steady(ctx: Context, work: Work, *, drained: bool = False) -> None:
         work.message = ""
         count_pods(ctx, work)
         return
-    run(ctx, work, current, desired, drained=drained)
+    run(ctx, work, current, desired, passed=passed)
 
 
 def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[str, Any],
@@ -172,14 +172,15 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
 
 
 def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: dict[str, Any],
-         *, drained: bool) -> None:
+         *, passed: Drain | None) -> None:
     """Row 11: the current attempt's JobSet; Running when a cached pod is active, else Pending, except
     that an attempt already Running (its JobSet observed) stays Running once its pods have finished,
     until the JobSet reports Completed or Failed: only a never-started attempt is Pending.
 
-    A JobSet that is not observed is created only after the drain barrier (already passed when
-    ``drained``), so a new JobSet never overlaps pods left by one deleted outside this controller.
-    While that barrier holds, nothing is emitted and the phase stays Pending (or Running).
+    A JobSet that is not observed is created only after the drain barrier (``passed``: its value
+    when it already passed in this call), so a new JobSet never overlaps pods left by one deleted
+    outside this controller. While that barrier holds, nothing is emitted and the phase stays
+    Pending (or Running).
     """
     name = desired["metadata"]["name"]
     work.workload = name
@@ -205,7 +206,7 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
                 except InvalidSpec as invalid:
                     invalid_spec(ctx, work, None, invalid)
                     return
-    if current is None and not drained:
+    if current is None and passed is None:
         drain = barrier(ctx, work.conditions, through=work.attempt)
         refuse_if_behind(ctx, work.attempt)  # a cached parent from before attempt+1 would create this one
         record_gate(ctx, work, drain)
@@ -215,10 +216,10 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
             work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
             work.message = drain.message(after=f" (before creating JobSet {name})")
             return
-        drained = True
+        passed = drain
     work.kind = Outcome.KEPT if current is not None else Outcome.CREATED
     work.children = [desired]
-    if drained:  # the barrier has just found no active pod and no active launcher, live: nothing runs
+    if passed is not None:  # the barrier has just found no active pod and no active launcher, live: nothing runs
         work.active_pods = 0
         running: bool | None = False
     else:
