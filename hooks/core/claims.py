@@ -30,7 +30,7 @@ from typing import Any
 
 from hooks.core import deadlines
 from hooks.core.evidence import COMPLETED, FAILED, healthy, jobset_state, restarts_allowed
-from hooks.core.jobset import MAX_ATTEMPT
+from hooks.core.jobset import is_last_attempt
 from hooks.core.observed import Observed
 from hooks.core.status import Condition
 from hooks.core.vocab import ConditionStatus, ConditionType, Phase, Reason
@@ -199,7 +199,7 @@ def terminal_evidence(observed: Observed, attempt: int, phase: str, now: datetim
     Completed; Failed, the current JobSet observed Failed, or condition ``Failed`` with reason
     ``DeadlineExceeded`` and the deadline passed (``deadline_passed``) or its teardown ended
     (``torn_down_after_a_deadline``), or with reason
-    ``AttemptLimitReached`` at attempt ``MAX_ATTEMPT``."""
+    ``AttemptLimitReached`` at the last attempt (``is_last_attempt``)."""
     current = _jobset(observed, workload_name(observed.name, attempt))
     state = jobset_state(current) if current is not None else ""
     if phase == SUCCEEDED:
@@ -210,7 +210,7 @@ def terminal_evidence(observed: Observed, attempt: int, phase: str, now: datetim
     reason = failed.reason if failed is not None and _true(observed, ConditionType.FAILED) else None
     if reason == Reason.DEADLINE_EXCEEDED:
         return deadline_passed(observed, now) or torn_down_after_a_deadline(observed)
-    return reason == "AttemptLimitReached" and attempt >= MAX_ATTEMPT
+    return reason == Reason.ATTEMPT_LIMIT_REACHED and is_last_attempt(attempt)
 
 
 def torn_down_after_a_deadline(observed: Observed) -> bool:
