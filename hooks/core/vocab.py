@@ -40,6 +40,17 @@ class Outcome(StrEnum):
     INVALID_SPEC = "invalid-spec"
 
 
+class Quota(StrEnum):
+    """What becomes of a queue-managed Job's Workload child (``Work.quota``), as the rows decide it:
+    ``CREATE`` keeps the observed one or emits a new one; ``KEEP`` keeps the observed one only;
+    ``RELEASE`` leaves it out, and with it the quota (after a passing barrier, or row 13). Never
+    written into the answer: the Workload child is."""
+
+    CREATE = "create"
+    KEEP = "keep"
+    RELEASE = "release"
+
+
 class ConditionType(StrEnum):
     """The ``type`` of each status condition the hooks write."""
 

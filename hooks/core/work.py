@@ -22,7 +22,7 @@ from hooks.core.once import Once
 from hooks.core.podreads import PodReads
 from hooks.core.status import Status, StatusFields
 from hooks.core.vocab import TERMINAL as TERMINAL  # re-exported: the rows import it from here
-from hooks.core.vocab import ConditionType, Outcome, Phase
+from hooks.core.vocab import ConditionType, Outcome, Phase, Quota
 from podread.attempts import workload_name
 
 # Short names the rows use for the members of hooks.core.vocab.
@@ -71,10 +71,8 @@ class Work(StatusFields, kw_only=True):
     wake: float | None = None
     actions: list[Action] = []
     stuck_pods: int = 0
-    quota: str = "create"
-    """Queue-managed Jobs: what becomes of the Workload child. ``create`` keeps the observed one or
-    emits a new one; ``keep`` keeps the observed one only; ``release`` leaves it out (after a passing
-    barrier only)."""
+    quota: Quota = Quota.CREATE
+    """Queue-managed Jobs: what becomes of the Workload child (``hooks.core.vocab.Quota``)."""
 
     def __post_init__(self) -> None:
         """Nothing to check: a ``Work`` begins from a ``Status`` already read (``of``) and the rows set

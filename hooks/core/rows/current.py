@@ -25,7 +25,7 @@ from hooks.core.reads import count_pods, read_failed
 from hooks.core.rows.kueue import admitted, queued
 from hooks.core.rows.terminal import out_of_attempts
 from hooks.core.spec import check_policies
-from hooks.core.vocab import Outcome, Reason
+from hooks.core.vocab import Outcome, Quota, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import (
     FAILED,
@@ -76,7 +76,7 @@ def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
     record(ctx, work, drain)
     if not drain.passed:
         work.kind = Outcome.HELD
-        work.quota = "keep"  # queue-managed: no new Workload while the last attempt drains
+        work.quota = Quota.KEEP  # queue-managed: no new Workload while the last attempt drains
         work.message = drain.message()
         return
     work.attempt += 1

@@ -23,7 +23,7 @@ from hooks.core.evidence import (
 )
 from hooks.core.jobset import InvalidSpec
 from hooks.core.rows.terminal import out_of_attempts
-from hooks.core.vocab import Outcome, Reason
+from hooks.core.vocab import Outcome, Quota, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import ADMITTED, QUEUED, SUSPENDED, SUSPENDING, TERMINAL, Context, Work
 
@@ -54,10 +54,10 @@ def evicted(ctx: Context, work: Work) -> None:
     if not drain.passed:
         work.phase = SUSPENDING
         work.kind = Outcome.HELD
-        work.quota = "keep"
+        work.quota = Quota.KEEP
         work.message = drain.message(before=f"{words}; ", after=" before releasing the quota")
         return
-    work.quota = "release"
+    work.quota = Quota.RELEASE
     if requeue and out_of_attempts(ctx, work):
         return
     work.attempt += 1 if requeue else 0
@@ -117,9 +117,9 @@ def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
 
 def quota_releasable(ctx: Context, work: Work, trusted: bool) -> bool:
     """Whether row 13 applies: a queue-managed Job the rows left terminal, whose Workload is
-    observed and was released by no row (``work.quota`` is still ``create``). Whether the status
+    observed and was released by no row (``work.quota`` is still ``Quota.CREATE``). Whether the status
     agrees (``trusted``) does not matter: releasing the quota of a finished Job claims nothing."""
-    return (bool(ctx.queue) and work.phase in TERMINAL and work.quota == "create"
+    return (bool(ctx.queue) and work.phase in TERMINAL and work.quota == Quota.CREATE
             and queueing.current_workload(ctx.observed) is not None)
 
 
@@ -129,21 +129,21 @@ def release_quota(ctx: Context, work: Work) -> None:
     barrier's live reads); otherwise the Workload is kept, the message says what keeps it and
     resync is set (a failed read keeps it too)."""
     left = leftovers(ctx, work.attempt)
-    work.quota = "release" if left.none else "keep"
+    work.quota = Quota.RELEASE if left.none else Quota.KEEP
     if not left.none:
         work.message = left.message()
         work.resync = True
 
 
 def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
-    """Adds the Workload child as ``work.quota`` says (set by the rows: ``release`` only after a
+    """Adds the Workload child as ``work.quota`` says (set by the rows: ``Quota.RELEASE`` only after a
     passing barrier or row 13). A released Workload of a Job that ends (terminal or ``Suspended``)
     sets ``Admitted`` False (``QuotaReleased``). A new Workload (``hooks.core.built``) is emitted
     only when nothing holds (``hold``: the status disagrees) and the spec can be built; a
     WorkloadPriorityClass that is not known yet leaves the Job ``Queued`` without one (``queued``
     says so). Writes nothing into the status but ``QuotaReleased``: the rows said the rest."""
     observed = queueing.current_workload(ctx.observed)
-    if work.quota == "release":
+    if work.quota == Quota.RELEASE:
         if work.phase in TERMINAL or work.phase == SUSPENDED:
             work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.QUOTA_RELEASED,
                                                  "no pod is left: the Workload and its quota are released", ctx.now)
@@ -151,7 +151,7 @@ def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
     if observed is not None:
         work.children.append(queueing.as_observed(observed))
         return
-    if work.quota != "create" or hold or work.phase in TERMINAL or work.kind == Outcome.INVALID_SPEC:
+    if work.quota != Quota.CREATE or hold or work.phase in TERMINAL or work.kind == Outcome.INVALID_SPEC:
         return
     try:
         work.children.append(built.workload(ctx, work.attempt))

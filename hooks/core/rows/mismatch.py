@@ -23,7 +23,7 @@ from hooks.core.barrier import drain_reads, job_names
 from hooks.core.children import as_observed
 from hooks.core.evidence import list_names, newer_jobsets, status_mismatch, unadoptable
 from hooks.core.reads import count_pods
-from hooks.core.vocab import Outcome, Reason
+from hooks.core.vocab import Outcome, Quota, Reason
 from hooks.core.wording import bounded, list_pods, pod_name
 from hooks.core.work import PENDING, PHASES, STATUS_MISMATCH, Context, Work
 from podread.attempts import attempt_number, workload_name
@@ -109,7 +109,7 @@ def hold(ctx: Context, work: Work, reason: str, message: str) -> None:
     work.attempt = prior.attempt
     work.restarts = prior.restarts
     work.workload = prior.workload
-    work.quota = "keep"
+    work.quota = Quota.KEEP
     work.children = [as_observed(js) for js in ctx.observed.jobsets if not js["metadata"].get("deletionTimestamp")]
     work.resync = True
     work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.TRUE, reason, bounded(message),
