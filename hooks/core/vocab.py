@@ -100,6 +100,7 @@ class Reason(StrEnum):
     # Admitted (hooks.core.rows.kueue)
     ADMITTED = "Admitted"
     QUOTA_RELEASED = "QuotaReleased"
+    SUBMITTED = "Submitted"
     PRIORITY_CLASS_NOT_FOUND = "PriorityClassNotFound"
     # StatusMismatch (hooks.core.evidence, hooks.core.claims, hooks.core.rows.mismatch)
     AGREES = "Agrees"

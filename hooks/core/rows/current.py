@@ -17,9 +17,7 @@ from hooks.core import built, failurepolicy, history, queueing, specpin
 from hooks.core import conditions as cond
 from hooks.core.barrier import Drain, StaleRequest, ahead_of, barrier, record, record_gate, refuse_if_behind
 from hooks.core.children import as_observed
-from hooks.core.evidence import (
-    jobset_state,
-)
+from hooks.core.evidence import COMPLETED, jobset_state
 from hooks.core.jobset import InvalidSpec
 from hooks.core.reads import count_pods, read_failed
 from hooks.core.rows.kueue import admitted, queued
@@ -109,7 +107,7 @@ def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> None:
     if state == FAILED and current is not None:
         failed(ctx, work, current, desired, rules)  # rows 8, 8a, 9
         return
-    if state == "Completed":
+    if state == COMPLETED:
         work.phase = SUCCEEDED  # row 10
         work.kind = Outcome.TERMINAL
         work.workload = desired["metadata"]["name"]

@@ -85,7 +85,7 @@ def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
         return
     reason, message = admission.reason, admission.message or "waiting for Kueue to admit the Workload"
     if admission.state == queueing.NONE:
-        reason = "Submitted"
+        reason = Reason.SUBMITTED
         message = f"Workload {queueing.workload_name(ctx.job)} submitted, waiting for Kueue to admit it"
     work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, reason,
                                          bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.now)
