@@ -97,7 +97,7 @@ def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> None:
             queueing.check_queueing(ctx.observed, ctx.admission)
             built.workload(ctx, work.attempt)  # TooManyPodSets; the Workload child is this one (rows.kueue)
     except queueing.PriorityUnknown:
-        pass  # not a spec error: the Job stays Queued without a Workload (workload_child)
+        pass  # not a spec error: the Job stays Queued without a Workload (rows.kueue.queued says why)
     except InvalidSpec as invalid:
         invalid_spec(ctx, work, current, invalid)
         return
