@@ -53,7 +53,7 @@ def restart(ctx: Context, work: Work) -> None:
     next_attempt(ctx, work, kind=Outcome.PROCEEDED)
 
 
-def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
+def next_attempt(ctx: Context, work: Work, *, kind: Outcome) -> None:
     """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step.
 
     The barrier reads through attempt+1 (a JobSet of the next attempt may already exist). While it
