@@ -17,6 +17,8 @@ import hooks.core.queueing
 import hooks.core.rows.kueue
 from hooks.core import barrier
 from hooks.core import decide as decide_module
+from hooks.core import history
+from hooks.core.answer import assemble
 from hooks.core.barrier import Drain
 from hooks.core.decide import Decision, decide
 from hooks.core.observed import parse_request
@@ -206,3 +208,26 @@ def test_a_passing_gate_adds_no_drained_condition_where_there_was_none() -> None
     held = work()
     barrier.record_gate(ctx, held, Drain(workers=(POD,)))
     assert [(c.type, c.status) for c in held.conditions] == [("Drained", "False")]
+
+
+def assigned_fields(function: Any) -> set[str]:
+    """The ``work.<field>`` names ``function``'s own body assigns (``=``, ``+=``, tuple targets
+    included; not the functions it calls)."""
+    fields: set[str] = set()
+    for node in ast.walk(ast.parse(inspect.getsource(function))):
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AugAssign) else [])
+        for target in targets:
+            for part in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "work":
+                    fields.add(part.attr)
+    return fields
+
+
+def test_nothing_after_the_rows_writes_the_message() -> None:
+    """The status message is the rows' (rows 1-13): what runs after them (the times, the history, the
+    Workload child, the answer's assembly) adds the child or a condition, never words."""
+    for after in (deadline.times, history.update, kueue.workload_child):
+        assert "message" not in assigned_fields(after), after.__name__
+    assert assigned_fields(assemble) == {"message"}  # cut to MAX_MESSAGE once, never reworded
+    assert "message" in assigned_fields(kueue.queued)
