@@ -15,9 +15,8 @@ import pytest
 import hooks.core.jobset
 import hooks.core.queueing
 import hooks.core.rows.kueue
-from hooks.core import barrier
+from hooks.core import barrier, history
 from hooks.core import decide as decide_module
-from hooks.core import history
 from hooks.core.answer import assemble
 from hooks.core.barrier import Drain
 from hooks.core.decide import Decision, decide
