@@ -39,28 +39,35 @@ def due(ctx: Context, work: Work) -> bool:
 
 def tear_down(ctx: Context, work: Work) -> None:
     """Row 3a: past the active deadline. No children; Terminating until the drain barrier passes,
-    then Failed with condition ``Failed`` reason ``DeadlineExceeded`` (terminal)."""
-    conditions = work.conditions
-    marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
-    if marked is None or marked.status != cond.TRUE:
-        at = deadlines.deadline_at(ctx.observed.spec, work.start_time)
-        said = (f"spec.activeDeadlineSeconds passed at {deadlines.stamp(at)} (counted from status.startTime "
-                f"{work.start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
-        conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, Reason.ACTIVE_DEADLINE_SECONDS, said,
-                                        ctx.now)
-    drain = barrier(ctx, conditions, through=work.attempt)
-    if drain.passed:
-        marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
-        said = (marked.message if marked is not None else "") or "spec.activeDeadlineSeconds passed"
-        conditions = cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, Reason.DEADLINE_EXCEEDED,
-                                        bounded(str(said)),
-                                        ctx.now)
-    work.conditions = conditions
+    then Failed with condition ``Failed`` reason ``DeadlineExceeded`` (terminal). Reads the
+    barrier's value first; each write of the conditions (the barrier's, the deadline's) reads
+    ``work.conditions`` and sets only its own types, so their order does not matter."""
+    drain = barrier(ctx, work.conditions, through=work.attempt)
     record(ctx, work, drain)
+    work.conditions = exceeded(ctx, work.conditions, work.start_time, ended=drain.passed)
     work.workload = ""
     work.phase = FAILED if drain.passed else TERMINATING
     work.kind = Outcome.TERMINAL if drain.passed else Outcome.HELD
     work.message = drain.message(before="deadline exceeded, tearing down: ")
+
+
+def exceeded(ctx: Context, conditions: cond.Conditions, start_time: str | None, *, ended: bool) -> cond.Conditions:
+    """``conditions`` with ``DeadlineExceeded`` True (kept as it is once set: its words say when the
+    deadline passed, counted from ``start_time``) and, once the teardown ``ended`` (the barrier
+    passed), ``Failed`` (reason ``DeadlineExceeded``) in the same words."""
+    marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
+    if marked is None or marked.status != cond.TRUE:
+        at = deadlines.deadline_at(ctx.observed.spec, start_time)
+        said = (f"spec.activeDeadlineSeconds passed at {deadlines.stamp(at)} (counted from status.startTime "
+                f"{start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
+        conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, Reason.ACTIVE_DEADLINE_SECONDS, said,
+                                        ctx.now)
+    if not ended:
+        return conditions
+    marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
+    said = (marked.message if marked is not None else "") or "spec.activeDeadlineSeconds passed"
+    return cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, Reason.DEADLINE_EXCEEDED, bounded(str(said)),
+                              ctx.now)
 
 
 def times(ctx: Context, work: Work, *, trusted: bool = True) -> None:
