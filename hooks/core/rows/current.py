@@ -54,7 +54,9 @@ def restart(ctx: Context, work: Work) -> None:
 
 
 def next_attempt(ctx: Context, work: Work, *, kind: Outcome) -> None:
-    """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step.
+    """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step and is
+    the call's outcome once the barrier passed, whatever the new attempt then waits for (Kueue's
+    admission, a flavor: not a drain hold), unless its spec is invalid (``invalid-spec``).
 
     The barrier reads through attempt+1 (a JobSet of the next attempt may already exist). While it
     holds nothing is emitted and the phase stays as the caller set it; when its live reads show
