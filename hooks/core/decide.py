@@ -149,7 +149,7 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
     else:
         current.steady(ctx, work)                                         # rows 7-11
     if trusted and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
-        work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, Reason.AGREES, "", now)
+        work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, Reason.AGREES, "", ctx.stamp)
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
     deadline.times(ctx, work, trusted=trusted)
     if trusted or tearing_down is not None:  # whatever row 3 holds on, it moves nothing: nor the history

@@ -10,8 +10,9 @@ disagrees keeps its history as it came).
 An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
 
 - ``attempt``, ``jobSet``: the attempt's number and its JobSet's name;
-- ``created``: the JobSet's ``creationTimestamp`` when the entry is made from an observed JobSet,
-  else when the hooks first answered that JobSet (``barrier.evidence_time`` of that call: its ``now``
+- ``created``: the JobSet's ``creationTimestamp`` once a call observes the JobSet (it replaces
+  the time the entry was opened with before), else when the hooks first answered that JobSet
+  (``barrier.evidence_time`` of that call: its ``now``
   unless the parent carries the API server's write times, so that every answer Metacontroller makes
   from one cached parent version writes the same entry);
 - ``started``: the first call that found the attempt ``Running`` (a pod of it active), stamped the
@@ -35,10 +36,10 @@ An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
   ``DrainStuck`` was True meanwhile), for an attempt torn down (a restart, a suspend, a delete, an
   eviction, the deadline).
 
-Each field is written once and never changed, so the status is a fixed point: fed back, at any
-later moment, nothing moves. Older entries beyond the limit are dropped and counted in
-``status.attemptsDropped``; every string is cut to a bound, so the history is at most
-``MAX_HISTORY_BYTES`` whatever ran (a Job restarted 10,000 times included).
+Each field is written once and never changed (``created`` aside, corrected once to its JobSet's
+time), so the status is a fixed point: fed back, at any later moment, nothing moves. Older
+entries beyond the limit are dropped and counted in ``status.attemptsDropped``; every string is
+cut to a bound, so the history is at most ``MAX_HISTORY_BYTES`` whatever ran (a Job restarted 10,000 times included).
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
         jobset = ctx.jobset(number)
         if number not in entries and (jobset is not None or _answered(work, workload_name(ctx.job, number))):
             entries[number] = _opened(ctx, number, jobset)
+        elif number in entries and (created := _created(ctx, jobset)) is not None:
+            entries[number]["created"] = created
     entry = entries.get(attempt)
     if entry is not None:
         if "outcome" not in entry:
@@ -134,10 +137,17 @@ def _answered(work: Work, name: str) -> bool:
 
 def _opened(ctx: Context, number: int, jobset: Mapping[str, Any] | None) -> Entry:
     """A new entry: the attempt, its JobSet, and when it was created (``created``: the module doc)."""
+    created = _created(ctx, jobset) or deadlines.stamp(_utc(evidence_time(ctx)))
+    return {"attempt": number, "jobSet": workload_name(ctx.job, number), "created": created}
+
+
+def _created(ctx: Context, jobset: Mapping[str, Any] | None) -> str | None:
+    """The observed JobSet's ``creationTimestamp`` as a status time (no later than ``now``), else
+    ``None``. It replaces the time an entry was opened with before its JobSet was seen (the call
+    that created it), so that answers from caches that have or have not seen the JobSet yet all
+    converge on the API server's time instead of writing two times in turn."""
     created = _moment(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
-    if created is None or created > _utc(ctx.now):
-        created = _utc(evidence_time(ctx))
-    return {"attempt": number, "jobSet": workload_name(ctx.job, number), "created": deadlines.stamp(created)}
+    return deadlines.stamp(created) if created is not None and created <= _utc(ctx.now) else None
 
 
 def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | None) -> None:
@@ -207,7 +217,7 @@ def _drain(ctx: Context, work: Work, entry: Entry) -> None:
     if drained is None or drained.status != cond.TRUE:
         return
     ended = _moment(entry.get("ended"))
-    passed = _moment(drained.last_transition_time) or _utc(ctx.now)
+    passed = _moment(drained.last_transition_time) or _utc(ctx.stamp)
     seconds = (_utc(passed) - ended).total_seconds() if ended is not None else 0.0
     entry["drainSeconds"] = int(min(deadlines.MAX_SECONDS, max(0.0, seconds)))
     entry["drainStuck"] = bool(entry.get("drainStuck"))
@@ -333,10 +343,10 @@ def _condition_reason(obj: Mapping[str, Any], type_: str) -> str:
 
 
 def _at(ctx: Context, text: Any) -> str:
-    """``text`` as a status time when it is one no later than ``now``, else ``now``."""
+    """``text`` as a status time when it is one no later than ``now``, else the answer's stamp
+    (``Context.stamp``: the request's evidence, the same for every answer to one observed state)."""
     moment = _moment(text)
-    now = _utc(ctx.now)
-    return deadlines.stamp(moment if moment is not None and moment <= now else now)
+    return deadlines.stamp(moment if moment is not None and moment <= _utc(ctx.now) else _utc(ctx.stamp))
 
 
 def _moment(text: Any) -> datetime | None:

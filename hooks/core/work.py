@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 import msgspec
@@ -20,6 +21,7 @@ from hooks.core.actions import Action
 from hooks.core.observed import Observed
 from hooks.core.once import Once
 from hooks.core.podreads import PodReads
+from hooks.core.stamps import evidence_time
 from hooks.core.status import Status, StatusFields
 from hooks.core.vocab import TERMINAL as TERMINAL  # re-exported: the rows import it from here
 from hooks.core.vocab import ConditionType, Outcome, Phase, Quota
@@ -103,6 +105,13 @@ class Context:
     @property
     def job(self) -> str:
         return self.observed.name
+
+    @cached_property
+    def stamp(self) -> datetime:
+        """The time every transition this answer makes is stamped with (``hooks.core.stamps``):
+        the request's newest evidence, not ``now``, so that every answer to one observed state
+        writes the same times."""
+        return evidence_time(self.observed, self.now)
 
     @property
     def namespace(self) -> str:

@@ -15,7 +15,16 @@ from typing import Any
 
 from hooks.core import built, failurepolicy, history, queueing, specpin
 from hooks.core import conditions as cond
-from hooks.core.barrier import Drain, StaleRequest, ahead_of, barrier, record, record_gate, refuse_if_behind
+from hooks.core.barrier import (
+    Drain,
+    StaleRequest,
+    ahead_of,
+    barrier,
+    record,
+    record_gate,
+    refuse_if_behind,
+    refuse_if_children_behind,
+)
 from hooks.core.children import as_observed
 from hooks.core.evidence import COMPLETED, jobset_state
 from hooks.core.jobset import InvalidSpec
@@ -104,7 +113,7 @@ def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> None:
         invalid_spec(ctx, work, current, invalid)
         return
     if cond.get_condition(work.conditions, INVALID_SPEC) is not None:
-        work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, Reason.VALID, "", ctx.now)
+        work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, Reason.VALID, "", ctx.stamp)
     state = jobset_state(current) if current is not None else ""
     if state == FAILED and current is not None:
         failed(ctx, work, current, desired, rules)  # rows 8, 8a, 9
@@ -159,7 +168,7 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
         reason, said = (Reason.FAILURE_POLICY, verdict.message) if verdict.action == failurepolicy.FAIL_JOB else (
             Reason.MAX_RESTARTS_REACHED, f"{verdict.message}; maxRestarts ({max_restarts}) used up")
         work.conditions = cond.set_condition(work.conditions, FAILED_CONDITION, cond.TRUE, reason, bounded(said),
-                                             ctx.now)
+                                             ctx.stamp)
         count_pods(ctx, work)
         return
     if out_of_attempts(ctx, work):
@@ -209,6 +218,7 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
     if current is None and passed is None:
         drain = barrier(ctx, work.conditions, through=work.attempt)
         refuse_if_behind(ctx, work.attempt)  # a cached parent from before attempt+1 would create this one
+        refuse_if_children_behind(ctx, work.attempt)  # cached children from before this JobSet was created
         record_gate(ctx, work, drain)
         if not drain.passed:
             work.kind = Outcome.HELD
@@ -258,7 +268,7 @@ def invalid_spec(ctx: Context, work: Work, current: Mapping[str, Any] | None, in
     """Row 7: the spec cannot be built. Report it; keep the current JobSet when observed, create none."""
     work.kind = Outcome.INVALID_SPEC
     work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.TRUE, invalid.code,
-                                         bounded(invalid.reason), ctx.now)
+                                         bounded(invalid.reason), ctx.stamp)
     if current is None:
         work.phase = PENDING
         work.workload = ""

@@ -61,13 +61,13 @@ def exceeded(ctx: Context, conditions: cond.Conditions, start_time: str | None, 
         said = (f"spec.activeDeadlineSeconds passed at {deadlines.stamp(at)} (counted from status.startTime "
                 f"{start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
         conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, Reason.ACTIVE_DEADLINE_SECONDS, said,
-                                        ctx.now)
+                                        ctx.stamp)
     if not ended:
         return conditions
     marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
     said = (marked.message if marked is not None else "") or "spec.activeDeadlineSeconds passed"
     return cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, Reason.DEADLINE_EXCEEDED, bounded(str(said)),
-                              ctx.now)
+                              ctx.stamp)
 
 
 def times(ctx: Context, work: Work, *, trusted: bool = True) -> None:
@@ -84,7 +84,7 @@ def times(ctx: Context, work: Work, *, trusted: bool = True) -> None:
     if not work.start_time and jobsets:
         name = str(jobsets[0]["metadata"]["name"])
         observed = next((js for js in ctx.observed.jobsets if js["metadata"]["name"] == name), None)
-        work.start_time = deadlines.stamp(_created(ctx, observed) or ctx.now)
+        work.start_time = deadlines.stamp(_created(ctx, observed) or ctx.stamp)
     try:
         _limits(ctx, work)
     except (ValueError, OverflowError):

@@ -49,7 +49,7 @@ def evicted(ctx: Context, work: Work) -> None:
     drain = barrier(ctx, work.conditions, through=work.attempt + 1 if requeue else work.attempt)
     record(ctx, work, drain)
     work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, admission.reason,
-                                         bounded(f"LocalQueue {ctx.queue}: {words}"), ctx.now)
+                                         bounded(f"LocalQueue {ctx.queue}: {words}"), ctx.stamp)
     work.workload = ""
     if not drain.passed:
         work.phase = SUSPENDING
@@ -79,7 +79,7 @@ def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
     unknown = _priority_unknown(ctx, work)
     if unknown is not None:
         work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.PRIORITY_CLASS_NOT_FOUND,
-                                             bounded(unknown.message), ctx.now)
+                                             bounded(unknown.message), ctx.stamp)
         work.message = bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}")
         work.resync = True
         return
@@ -88,7 +88,7 @@ def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
         reason = Reason.SUBMITTED
         message = f"Workload {queueing.workload_name(ctx.job)} submitted, waiting for Kueue to admit it"
     work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, reason,
-                                         bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.now)
+                                         bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.stamp)
     work.message = bounded(f"queued in LocalQueue {ctx.queue}: {message}")
 
 
@@ -112,7 +112,7 @@ def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
     """Sets ``Admitted`` True, naming the ClusterQueue."""
     by = f" by ClusterQueue {admission.cluster_queue}" if admission.cluster_queue else ""
     work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.TRUE, Reason.ADMITTED,
-                                         f"LocalQueue {ctx.queue}: admitted{by}", ctx.now)
+                                         f"LocalQueue {ctx.queue}: admitted{by}", ctx.stamp)
 
 
 def quota_releasable(ctx: Context, work: Work, trusted: bool) -> bool:
@@ -146,7 +146,7 @@ def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
     if work.quota == Quota.RELEASE:
         if work.phase in TERMINAL or work.phase == SUSPENDED:
             work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.QUOTA_RELEASED,
-                                                 "no pod is left: the Workload and its quota are released", ctx.now)
+                                                 "no pod is left: the Workload and its quota are released", ctx.stamp)
         return
     if observed is not None:
         work.children.append(queueing.as_observed(observed))

@@ -83,7 +83,7 @@ def disagreement(ctx: Context, attempt: int, phase: str, refused: tuple[str, str
     found = status_mismatch(ctx.observed, attempt, phase)
     if found is not None and found[0] == "SeveralWorkloads":
         return found
-    return refused or found or claims.disagreement(ctx.observed, attempt, phase, ctx.now)
+    return refused or found or claims.disagreement(ctx.observed, attempt, phase, ctx.stamp)
 
 
 def of_workload(pod: Mapping[str, Any], name: str, attempt: int) -> bool:
@@ -113,6 +113,6 @@ def hold(ctx: Context, work: Work, reason: str, message: str) -> None:
     work.children = [as_observed(js) for js in ctx.observed.jobsets if not js["metadata"].get("deletionTimestamp")]
     work.resync = True
     work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.TRUE, reason, bounded(message),
-                                         ctx.now)
+                                         ctx.stamp)
     count_pods(ctx, work)
     work.message = bounded(f"holding, the status disagrees with what is observed: {message}")

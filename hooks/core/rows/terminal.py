@@ -37,7 +37,7 @@ def attempt_limit(ctx: Context, work: Work) -> None:
     work.message = ""
     work.conditions = cond.set_condition(
         work.conditions, FAILED_CONDITION, cond.TRUE, Reason.ATTEMPT_LIMIT_REACHED,
-        f"attempt {work.attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is left", ctx.now)
+        f"attempt {work.attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is left", ctx.stamp)
 
 
 def final(ctx: Context, work: Work) -> None:

@@ -1,0 +1,62 @@
+"""Every transition is stamped from the request's evidence (``hooks.core.stamps``), not the call's
+clock: Metacontroller answers one cached parent version several times and writes the last answer
+over newer ones, so answers that stamped their own ``now`` wrote times the cache replayed in turn
+and the status never settled (the cluster tier's hot-loop check caught it on StatusMismatch,
+Admitted, DrainStuck and status.attempts). Held over every recorded payload: with the API server's
+write time on the parent, two answers a second apart give the same status."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+import podread
+from hooks.core.observed import parse_request
+from hooks.core.stamps import evidence_time
+from hooks.server.app import create_app
+from hooks.server.config import Settings
+from hooks.server.writer import MemoryWriter
+from tests.record_payloads import load, scenario_dirs
+from tests.support import job_request
+
+SCENARIOS = scenario_dirs()
+
+
+def written_at(request: dict[str, Any], when: datetime) -> dict[str, Any]:
+    """``request`` with the parent's status last written by the API server at ``when``."""
+    stamped = copy.deepcopy(request)
+    metadata = stamped["parent"].setdefault("metadata", {})
+    metadata["managedFields"] = [{"manager": "metacontroller", "operation": "Update", "subresource": "status",
+                                  "time": when.strftime("%Y-%m-%dT%H:%M:%SZ")}]
+    return stamped
+
+
+def status_at(folder: Any, request: dict[str, Any], now: datetime) -> tuple[int, Any]:
+    app = create_app(reader=podread.reader_from_snapshot(load(folder, "pods")), clock=lambda: now,
+                     settings=Settings(), writer=MemoryWriter())
+    answer = app.test_client().post(f"/{load(folder, 'meta')['hook']}", data=json.dumps(request),
+                                    content_type="application/json")
+    body = answer.get_json()
+    return answer.status_code, body.get("status") if isinstance(body, dict) else body
+
+
+@pytest.mark.parametrize("folder", SCENARIOS, ids=[folder.name for folder in SCENARIOS])
+def test_two_answers_to_one_parent_version_a_second_apart_write_the_same_status(folder: Any) -> None:
+    meta = load(folder, "meta")
+    now = datetime.fromisoformat(meta["now"].replace("Z", "+00:00"))
+    request = written_at(load(folder, "request"), now - timedelta(seconds=1))
+    first = status_at(folder, request, now)
+    assert status_at(folder, request, now + timedelta(seconds=1)) == first
+
+
+def test_the_stamp_is_the_newest_evidence_never_past_now() -> None:
+    now = datetime(2026, 1, 1, 12, 0, 10, tzinfo=UTC)
+    request = written_at(job_request(), datetime(2026, 1, 1, 12, 0, 3, tzinfo=UTC))
+    assert evidence_time(parse_request(request, "sync"), now) == datetime(2026, 1, 1, 12, 0, 3, tzinfo=UTC)
+    assert evidence_time(parse_request(request, "sync"), datetime(2026, 1, 1, 12, 0, 1, tzinfo=UTC)) \
+        == datetime(2026, 1, 1, 12, 0, 1, tzinfo=UTC)
+    assert evidence_time(parse_request(job_request(), "sync"), now) == now, "no write time: the call's now"
