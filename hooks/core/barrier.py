@@ -196,8 +196,9 @@ def _record(ctx: Context, work: Work, drain: Drain, *, drained: bool) -> None:
     """``record``; ``drained``: whether the ``Drained`` condition is set."""
     conditions = work.conditions
     if drained:
-        status, reason, message = drain.drained()  # every transition stamped from the evidence (evidence_time)
-        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, evidence_time(ctx))
+        status, reason, message = drain.drained()  # stamped from the evidence (hooks.core.stamps)
+        conditions = cond.set_condition(conditions, DRAINED, status, reason, message,
+                                        ctx.progress_stamp if drain.passed else ctx.stamp)
     work.conditions = stuckwait.conditions(ctx, conditions, drain.stuck)
     if drain.error is None:
         work.active_pods = len(drain.workers)

@@ -19,7 +19,10 @@ The claims and their evidence:
   ``ttlSecondsAfterFinished`` (the Job is deleted) it is also proven (``terminal_evidence``);
 - ``status.completionTime``: only in a terminal phase; not before the Job was created nor before
   the current JobSet's own terminal condition, not after ``now``;
-- ``status.restartsByCause``: not more restarts than the attempts can have had.
+- ``status.restartsByCause``: not more restarts than the attempts can have had;
+- ``status.attempts``: no entry past the status' attempt (the hooks make entries only for the
+  attempts they run: one past is written by someone else, and acting on it would end an attempt
+  that never ran, call after call).
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def disagreement(observed: Observed, attempt: int, phase: str, now: datetime) ->
     """Whether a claim of ``observed.status`` the policies act on disagrees with the evidence.
     ``attempt`` and ``phase`` are the status' after adoption (``hooks.core.rows.mismatch.adopt``).
     Returns ``(reason, message)``, the message naming the field, or ``None``."""
-    for check in (start_time, deadline_exceeded, terminal, completion_time, restarts_by_cause):
+    for check in (start_time, deadline_exceeded, terminal, completion_time, restarts_by_cause, attempts_history):
         found = check(observed, attempt, phase, now)
         if found is not None:
             return found
@@ -245,6 +248,15 @@ def restarts_by_cause(observed: Observed, attempt: int, phase: str, now: datetim
     if total > allowed:
         return Reason.RESTARTS_BY_CAUSE_DISAGREE, (f"status.restartsByCause counts {total} restarts, more than attempt "
                                            f"{attempt} can have had ({allowed})")
+    return None
+
+
+def attempts_history(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """``status.attempts``: every entry is of an attempt up to ``attempt`` (after adoption)."""
+    past = sorted(int(entry["attempt"]) for entry in observed.status.attempts if int(entry["attempt"]) > attempt)
+    if past:
+        return Reason.ATTEMPTS_DISAGREE, (f"status.attempts has an entry for attempt {past[0]}, past the status' "
+                                          f"attempt {attempt}")
     return None
 
 

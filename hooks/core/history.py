@@ -22,7 +22,9 @@ An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
   when the first failing pod's ``DisruptionTarget`` reason is a preemption); ``Suspended``,
   ``Deleted``, ``Evicted`` (Kueue took the admission back; ``reason`` is Kueue's, such as
   ``Preempted``) and ``DeadlineExceeded`` when the teardown began (the Workload's ``Evicted`` and
-  the Job's ``DeadlineExceeded`` condition times; the call's ``now`` for a suspend or a delete);
+  the Job's ``DeadlineExceeded`` condition times; for a suspend or a delete the answer's stamp,
+  ``Context.stamp``: the Job's last spec write or its deletionTimestamp; an entry is ended only
+  once it ran or its JobSet is observed);
 - for a failed attempt, from its first failing pod (the earliest container end or disruption):
   ``failedPod``, ``node``, ``failedReplicatedJob`` (else from the JobSet's
   ``replicatedJobsStatus``), ``exitCode`` (the first container that ended non-zero), ``reason``
@@ -120,7 +122,9 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
             _drain(ctx, work, entry)
     current = entries.get(work.attempt)
     if current is not None and work.phase == RUNNING and "started" not in current and "outcome" not in current:
-        current["started"] = deadlines.stamp(evidence_time(ctx))
+        created = _moment(current.get("created"))
+        started = _utc(ctx.progress_stamp)  # pods starting leave no evidence in the request: the last status' time
+        current["started"] = deadlines.stamp(max(started, created) if created is not None else started)
     most = limit(ctx.observed.spec)
     kept = sorted(entries)[-most:]
     # Only entries the status held are counted when let go: one made in this call and not kept (a
@@ -152,7 +156,10 @@ def _created(ctx: Context, jobset: Mapping[str, Any] | None) -> str | None:
 
 def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | None) -> None:
     """Ends ``entry`` when this call shows how ``attempt`` ended (the module doc); else leaves it."""
-    if ending is not None:
+    if ending is not None and (ctx.jobset(attempt) is not None or "started" in entry):
+        # A teardown row runs on every call until it is over (Kueue's eviction until it admits
+        # again): it ends only an attempt that ran, or whose JobSet it is tearing down, never an
+        # entry it finds without either (one written by someone else, next to the attempt).
         entry["outcome"] = ending
         entry["ended"] = _at(ctx, _ending_time(ctx, work, ending))
         reason = _evicted_reason(ctx) if ending == EVICTED else ""
@@ -182,7 +189,7 @@ def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | Non
 
 def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
     """When a teardown began: the Job's ``DeadlineExceeded`` condition's time, the Workload's
-    ``Evicted`` condition's time, else ``None`` (the call's ``now``)."""
+    ``Evicted`` condition's time, else ``None`` (the answer's stamp, ``Context.stamp``)."""
     if ending == DEADLINE_EXCEEDED:
         marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
         when = marked.last_transition_time if marked is not None else None

@@ -80,6 +80,10 @@ class Observed:
     """The times the API server stamped on this version of the parent: its ``managedFields`` times
     and, with them, its ``deletionTimestamp``, as found (unparsed; none in a request built by hand
     or recorded without ``managedFields``)."""
+    world_times: tuple[str, ...] = ()
+    """``version_times`` less the times of status writes (``managedFields`` entries of subresource
+    ``status``): when the Job's spec or metadata last changed, and its deletionTimestamp; the same in
+    every version that differs only by a status Metacontroller wrote for the hooks."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
     workloads: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
@@ -104,6 +108,18 @@ def _version_times(metadata: object) -> tuple[str, ...]:
     found = [time for time in found if isinstance(time, str) and time]
     deletion = metadata.get("deletionTimestamp")
     return (*found, deletion) if found and isinstance(deletion, str) and deletion else tuple(found)
+
+
+def _world_times(metadata: object) -> tuple[str, ...]:
+    """``Observed.world_times``: ``_version_times`` without the status writes' times."""
+    if not isinstance(metadata, Mapping) or not _version_times(metadata):
+        return ()
+    entries = metadata.get("managedFields")
+    found = [entry.get("time") for entry in entries
+             if isinstance(entry, Mapping) and entry.get("subresource") != "status"]
+    found = [time for time in found if isinstance(time, str) and time]
+    deletion = metadata.get("deletionTimestamp")
+    return (*found, deletion) if isinstance(deletion, str) and deletion else tuple(found)
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -141,7 +157,8 @@ def parse_request(payload: object, hook: str) -> Observed:
                     jobsets=_jobsets(_group(children, JOBSET_GROUP, "children"), namespace), hook=hook,
                     uid=metadata.uid or "",
                     creation_timestamp=metadata.creation_timestamp,
-                    version_times=_version_times(raw_parent.get("metadata")), labels=dict(metadata.labels),
+                    version_times=_version_times(raw_parent.get("metadata")),
+                    world_times=_world_times(raw_parent.get("metadata")), labels=dict(metadata.labels),
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
                     priority_classes=_priority_classes(_group(related, PRIORITY_CLASS_GROUP, "related")),

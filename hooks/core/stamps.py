@@ -1,16 +1,22 @@
-"""When an answer says something happened: the one time every transition in a status is stamped with.
+"""When an answer says something happened: the times every transition in a status is stamped with.
 
 Metacontroller answers from its informer cache, so one parent version is answered several times,
 and an answer computed from a parent older than the last status write overwrites that write (last
-writer wins). A status stamped with each call's ``now`` therefore wrote times that the cache then
-replayed alternately, and the status never settled (a hot loop the cluster tier catches). Stamping
-with the request's own evidence instead makes every answer to one observed state write the same
-times. Decisions on time (a deadline passed, how long a pod has been stuck) still read ``now``.
+writer wins). A status stamped with each call's ``now`` wrote times that the cache then replayed
+alternately, and the status never settled (a hot loop the cluster tier catches). Worse, two
+versions that differ only by a status the hooks wrote (each lacking the newest transition) each
+justify their own time, and their answers overwrite each other in turn. So a transition is
+stamped with the world's evidence (``evidence_time``): when the Job's spec or metadata last
+changed, its deletionTimestamp, and the observed children's condition times, the same in every
+version that differs only by the hooks' own status writes. A drain passing leaves no evidence in
+the request (its pods are gone), so it alone is stamped with ``progress_time``, which counts the
+status writes too: the time of the last status that still saw the drain wait. Decisions on time (a
+deadline passed, how long a pod has been stuck) still read ``now``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
 from hooks.core.deadlines import parse_time
@@ -18,21 +24,36 @@ from hooks.core.observed import Observed
 
 
 def evidence_time(observed: Observed, now: datetime) -> datetime:
-    """The newest time the request's own evidence carries, never past ``now``: when the API server
-    wrote this version of the parent (``Observed.version_times``: its managed fields' times and its
-    deletionTimestamp) and the observed JobSets' and Workloads' condition times. ``now`` when the
-    parent carries no such time (a request built by hand, without managed fields)."""
-    stamps = [_time_or_none(text) for text in observed.version_times]
-    if not any(stamps):
+    """The newest time the world's evidence in the request carries, never past ``now``: when the
+    Job's spec or metadata last changed and its deletionTimestamp (``Observed.world_times``), and
+    the observed JobSets' and Workloads' condition times (the status writes' times when the parent
+    carries no other). ``now`` when the parent carries no managed fields (a request built by hand)."""
+    if not observed.version_times:
         return now
+    own = observed.world_times or observed.version_times  # only status writes recorded: those, not now
+    return _newest((*own, *_child_times(observed)), now)
+
+
+def progress_time(observed: Observed, now: datetime) -> datetime:
+    """``evidence_time`` with the times of status writes counted too (``Observed.version_times``):
+    no earlier than the last status this parent version carries; ``now`` without managed fields."""
+    if not observed.version_times:
+        return now
+    return _newest((*observed.version_times, *_child_times(observed)), now)
+
+
+def _child_times(observed: Observed) -> Iterable[str]:
     for child in (*observed.jobsets, *observed.workloads):
         status = child.get("status")
         conditions = status.get("conditions") if isinstance(status, Mapping) else None
         for condition in conditions if isinstance(conditions, list) else ():
             if isinstance(condition, Mapping) and isinstance(condition.get("lastTransitionTime"), str):
-                stamps.append(_time_or_none(condition["lastTransitionTime"]))
-    newest = max((stamp for stamp in stamps if stamp is not None), default=None)
-    return now if newest is None else min(_utc(newest), _utc(now))
+                yield condition["lastTransitionTime"]
+
+
+def _newest(texts: Iterable[str], now: datetime) -> datetime:
+    moments = [moment for moment in (_time_or_none(text) for text in texts) if moment is not None]
+    return min(max(moments), _utc(now)) if moments else now
 
 
 def _utc(moment: datetime) -> datetime:
@@ -41,6 +62,6 @@ def _utc(moment: datetime) -> datetime:
 
 def _time_or_none(text: str) -> datetime | None:
     try:
-        return parse_time(text)
+        return _utc(parse_time(text))
     except ValueError:
         return None

@@ -112,5 +112,6 @@ class Reason(StrEnum):
     DEADLINE_EXCEEDED_DISAGREES = "DeadlineExceededDisagrees"
     COMPLETION_TIME_DISAGREES = "CompletionTimeDisagrees"
     RESTARTS_BY_CAUSE_DISAGREE = "RestartsByCauseDisagree"
+    ATTEMPTS_DISAGREE = "AttemptsDisagree"
     UNKNOWN_ATTEMPT = "UnknownAttempt"
     REPLICATED_JOBS_CHANGED = "ReplicatedJobsChanged"

@@ -16,7 +16,7 @@ import pytest
 
 import podread
 from hooks.core.observed import parse_request
-from hooks.core.stamps import evidence_time
+from hooks.core.stamps import evidence_time, progress_time
 from hooks.server.app import create_app
 from hooks.server.config import Settings
 from hooks.server.writer import MemoryWriter
@@ -27,10 +27,13 @@ SCENARIOS = scenario_dirs()
 
 
 def written_at(request: dict[str, Any], when: datetime) -> dict[str, Any]:
-    """``request`` with the parent's status last written by the API server at ``when``."""
+    """``request`` with the parent created five minutes before ``when`` and its status last written
+    at ``when`` (the managed fields the API server keeps)."""
     stamped = copy.deepcopy(request)
     metadata = stamped["parent"].setdefault("metadata", {})
-    metadata["managedFields"] = [{"manager": "metacontroller", "operation": "Update", "subresource": "status",
+    created = (when - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    metadata["managedFields"] = [{"manager": "kubectl-create", "operation": "Update", "time": created},
+                                 {"manager": "metacontroller", "operation": "Update", "subresource": "status",
                                   "time": when.strftime("%Y-%m-%dT%H:%M:%SZ")}]
     return stamped
 
@@ -53,10 +56,18 @@ def test_two_answers_to_one_parent_version_a_second_apart_write_the_same_status(
     assert status_at(folder, request, now + timedelta(seconds=1)) == first
 
 
-def test_the_stamp_is_the_newest_evidence_never_past_now() -> None:
+def test_the_stamp_is_the_worlds_newest_evidence_not_a_status_write_never_past_now() -> None:
+    """Two versions that differ only by a status the hooks wrote stamp the same time (each would
+    otherwise justify its own, and Metacontroller's last-writer-wins writes would alternate them);
+    a drain passing counts the status writes too (``progress_time``)."""
     now = datetime(2026, 1, 1, 12, 0, 10, tzinfo=UTC)
-    request = written_at(job_request(), datetime(2026, 1, 1, 12, 0, 3, tzinfo=UTC))
-    assert evidence_time(parse_request(request, "sync"), now) == datetime(2026, 1, 1, 12, 0, 3, tzinfo=UTC)
-    assert evidence_time(parse_request(request, "sync"), datetime(2026, 1, 1, 12, 0, 1, tzinfo=UTC)) \
-        == datetime(2026, 1, 1, 12, 0, 1, tzinfo=UTC)
+    at = datetime(2026, 1, 1, 12, 0, 3, tzinfo=UTC)
+    one, other = written_at(job_request(), at), written_at(job_request(), at + timedelta(seconds=2))
+    other["parent"]["metadata"]["managedFields"][0]["time"] = one["parent"]["metadata"]["managedFields"][0]["time"]
+    spec_written = at - timedelta(minutes=5)
+    assert evidence_time(parse_request(one, "sync"), now) == spec_written
+    assert evidence_time(parse_request(other, "sync"), now) == spec_written
+    assert progress_time(parse_request(other, "sync"), now) == at + timedelta(seconds=2)
+    earlier = spec_written - timedelta(seconds=1)
+    assert evidence_time(parse_request(one, "sync"), earlier) == earlier, "never past now"
     assert evidence_time(parse_request(job_request(), "sync"), now) == now, "no write time: the call's now"
