@@ -27,6 +27,8 @@ field                                   read by
 ``spec.nodeName``                       ``PodSelector.matches`` (node reads); the watch's node index;
                                         ``pod_row``
 ``status.phase``                        ``podread.is_active``: every barrier and ``activePods``
+``status.startTime``                    ``hooks.core.history.started_at`` (``status.attempts``:
+                                        when an attempt started, from the pods ``activePods`` counts)
 ======================================  ===========================================================
 
 Dropped: everything else (``managedFields``, annotations, ``ownerReferences``, the containers,
@@ -50,7 +52,7 @@ KEPT: Final[Mapping[str, frozenset[str]]] = {
     "metadata": frozenset({"name", "namespace", "uid", "resourceVersion", "labels", "creationTimestamp",
                            "deletionTimestamp"}),
     "spec": frozenset({"nodeName"}),
-    "status": frozenset({"phase"}),
+    "status": frozenset({"phase", "startTime"}),
 }
 """The kept fields: top-level object -> the keys kept in it (``metadata.labels`` is kept whole)."""
 
@@ -95,4 +97,7 @@ def slim(pod: Mapping[str, Any]) -> Pod:
         result["status"] = {}
     else:
         result["status"] = _shared(_shared_statuses, "phase", sys.intern(phase) if isinstance(phase, str) else phase)
+    started = status.get("startTime") if isinstance(status, Mapping) else None
+    if started is not None:  # one dict of its own: sharing by start time would grow without bound
+        result["status"] = {**result["status"], "startTime": started}
     return result
