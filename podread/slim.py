@@ -98,6 +98,23 @@ def slim(pod: Mapping[str, Any]) -> Pod:
     else:
         result["status"] = _shared(_shared_statuses, "phase", sys.intern(phase) if isinstance(phase, str) else phase)
     started = status.get("startTime") if isinstance(status, Mapping) else None
-    if started is not None:  # one dict of its own: sharing by start time would grow without bound
-        result["status"] = {**result["status"], "startTime": started}
+    if isinstance(started, str):  # what the API server writes; anything else is no start time
+        result["status"] = _started(result["status"], sys.intern(started) if len(started) <= 64 else started)
     return result
+
+
+_shared_started: dict[tuple[Any, str], dict[str, Any]] = {}
+_SHARED_STARTED_MAX = 4096
+
+
+def _started(status: Mapping[str, Any], started: str) -> dict[str, Any]:
+    """``status`` with ``startTime``: one dict per (phase, start time), shared as ``_shared`` does (the
+    pods of a gang start within the same few seconds). Start times never repeat for long, so the table
+    is emptied when it reaches ``_SHARED_STARTED_MAX`` (dicts already handed out stay as they are)."""
+    key = (status.get("phase"), started)
+    found = _shared_started.get(key)
+    if found is None:
+        if len(_shared_started) >= _SHARED_STARTED_MAX:
+            _shared_started.clear()
+        found = _shared_started[key] = {**status, "startTime": started}
+    return found
