@@ -159,6 +159,16 @@ def attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: d
     return lines
 
 
+def terminating(pod: Mapping[str, Any]) -> str:
+    """``terminating since <deletion start>, grace period ends <deletionTimestamp>`` for a pod being
+    deleted (``since`` only when its grace period is known: ``deletionTimestamp`` is the delete
+    time plus the grace period, never when the deletion began), ``""`` for any other pod."""
+    if not pod.get("gracePeriodEnds"):
+        return ""
+    since = f" since {pod['deletionStarted']}" if pod.get("deletionStarted") else ""
+    return f"terminating{since}, grace period ends {pod['gracePeriodEnds']}"
+
+
 def drain_text(drain: Mapping[str, Any], phase: str) -> list[str]:
     """What the drain barrier waits for now (or, when the Job is not draining, what a teardown would wait for)."""
     if drain["error"]:
@@ -169,10 +179,9 @@ def drain_text(drain: Mapping[str, Any], phase: str) -> list[str]:
         state = f"waiting ({drain['reason']})"
     else:
         state = f"not draining (phase {phase or NONE}); a teardown now would wait ({drain['reason']})"
-    pods = [f"{p['name']} on {p['node'] or NONE}" + (f" (terminating, grace period ends {p['gracePeriodEnds']})"
-                                                     if p["gracePeriodEnds"] else f" ({p['phase']})")
-            for p in drain["pods"]]
-    launchers = [f"{p['name']} on {p['node'] or NONE}" for p in drain["launchers"]]
+    pods = [f"{p['name']} on {p['node'] or NONE} ({terminating(p) or p['phase']})" for p in drain["pods"]]
+    launchers = [f"{p['name']} on {p['node'] or NONE}" + (f" ({terminating(p)})" if terminating(p) else "")
+                 for p in drain["launchers"]]
     lines = ["Drain barrier:", "  " + _field("State", state, 14)]
     if not drain["error"]:
         lines += ["  " + _field("JobSets", ", ".join(drain["jobsets"]), 14),
