@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -326,6 +328,19 @@ def test_describe_renders_the_attempts_from_status_attempts(capsys: pytest.Captu
     assert document["attempts"] == [{key: entry.get(key) for key in historyentry.ENTRY_KEYS} for entry in ATTEMPTS], \
         "the keys of status.attempts, every one in each row"
     assert document["attemptsDropped"] == 5
+
+
+def test_the_readmes_attempts_sample_is_what_describe_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's attempts table (``kubectl nvjob describe llama`` six hours after attempt 0 was
+    created) is exactly describe's Attempts section for ``ATTEMPTS``."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    shown = readme.split("# the Attempts section, six hours after attempt 0 was created\n", 1)[1].split("```", 1)[0]
+    status = {**RUNNING, "attempt": 2, "workload": "llama-2", "attempts": ATTEMPTS, "attemptsDropped": 5}
+    code = commands.run(["describe", "llama"], connector=lambda _: (Recorded([nvjob("llama", status=status)]), NS),
+                        clock=lambda: datetime(2026, 1, 1, 6, tzinfo=UTC))
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert "Attempts:\n" + out.split("Attempts:\n", 1)[1].split("Pods (", 1)[0] == shown
 
 
 # -- why ---------------------------------------------------------------------------------------------
