@@ -323,6 +323,9 @@ def test_describe_renders_the_attempts_from_status_attempts(capsys: pytest.Captu
     assert {"Evicted", "Preempted", "11m", "(stuck)"} <= set(rows[2])
     assert rows[3][:2] == ["2", "llama-2"] and rows[3].count("<none>") >= 6
     assert "5 earlier attempts counted, not kept" in table
+    fresh = {**status, "attempts": [{"attempt": 0, "jobSet": "llama-0"}]}  # its JobSet not seen yet: not dated
+    row = ok(Recorded([nvjob("llama", status=fresh)]), "describe", "llama", capsys=capsys).split("Attempts:")[1]
+    assert row.splitlines()[2].split()[:5] == ["0", "llama-0", "<none>", "<none>", "<none>"]
     out = ok(Recorded([nvjob("llama", status=status)]), "describe", "llama", "-o", "json", capsys=capsys)
     document = json.loads(out)
     assert document["attempts"] == [{key: entry.get(key) for key in historyentry.ENTRY_KEYS} for entry in ATTEMPTS], \

@@ -147,9 +147,9 @@ def attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: d
             else None
         if row.get("drainStuck") is True:
             drain = f"{cell(drain)} (stuck)"
-        body.append([row.get("attempt"), row.get("jobSet"), age(row.get("created"), now),
-                     age(row.get("started"), now) if row.get("started") else None,
-                     age(row.get("ended"), now) if row.get("ended") else None,
+        created, started, ended = (age(row[key], now) if row.get(key) else None for key in ("created", "started",
+                                                                                             "ended"))
+        body.append([row.get("attempt"), row.get("jobSet"), created, started, ended,
                      row.get("outcome"), row.get("failedReplicatedJob"), row.get("failedPod"), row.get("node"),
                      exit_or_reason, row.get("cause"), drain])
     lines.append(table(["#", "JOBSET", "CREATED", "STARTED", "ENDED", "OUTCOME", "REPLICATED JOB", "FAILING POD",
