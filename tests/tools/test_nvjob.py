@@ -524,3 +524,22 @@ def test_the_barriers_view_sends_each_read_once() -> None:
     assert {name for name, _ in counting.calls} >= {"active_job_pods", "active_launcher_pods", "attempt_jobs",
                                                    "active_attempt_pods", "node_states"}
     assert len(counting.calls) == len(set(counting.calls)), counting.calls
+
+
+def test_why_names_the_first_failing_pod_its_node_and_exit_code_from_status_attempts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    restarting = {"phase": "Restarting", "attempt": 0, "restarts": 1, "workload": "", "conditions": [],
+                  "lastFailure": {"attempt": 0, "cause": "oom", "message": "JobSet llama-0 failed"},
+                  "attempts": ATTEMPTS[:1]}
+    text = why(nvjob("llama", status=restarting, max_restarts=3), capsys)
+    assert ("Its first failing pod was llama-0-worker-3-0 (replicated job worker) on node gpu-11: exit code 137, "
+            "OOMKilled.") in text
+    running = {**RUNNING, "attempt": 1, "restarts": 1, "workload": "llama-1", "attempts": ATTEMPTS[:2]}
+    text = why(nvjob("llama", status=running, max_restarts=3), capsys)
+    assert text.endswith("Attempt 0 failed: its first failing pod was llama-0-worker-3-0 (replicated job worker) on "
+                         "node gpu-11: exit code 137, OOMKilled.")
+    failed = {"phase": "Failed", "attempt": 1, "restarts": 1, "workload": "llama-1", "conditions": [],
+              "attempts": [ATTEMPTS[0],
+                           {"attempt": 1, "jobSet": "llama-1", "outcome": "Failed", "reason": "FailedJobs"}]}
+    text = why(nvjob("llama", status=failed, max_restarts=1), capsys)
+    assert "first failing pod" not in text, "the history names no pod of attempt 1: nothing is made up"
