@@ -200,10 +200,11 @@ def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | Non
 
 
 def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
-    """When a teardown began: the Job's ``DeadlineExceeded`` condition's time, the Workload's
-    ``Evicted`` condition's time, the Job's ``deletionTimestamp`` (``None`` without them: the call's
-    ``now``); for a suspend, and a delete whose request carries no ``deletionTimestamp``, the newest
-    time the request's evidence carries (``barrier.evidence_time``)."""
+    """When a teardown began (``_at`` keeps it no later than ``now``, and reads ``None`` as ``now``):
+    for the deadline, the Job's ``DeadlineExceeded`` condition's time; for an eviction, the
+    Workload's ``Evicted`` condition's time; for a delete, the Job's ``deletionTimestamp``; for a
+    suspend (and a delete whose request carries no ``deletionTimestamp``), the newest time the
+    request's evidence carries (``barrier.evidence_time``: when the API server wrote this parent)."""
     if ending == DEADLINE_EXCEEDED:
         marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
         when = marked.last_transition_time if marked is not None else None
