@@ -10,21 +10,20 @@ disagrees keeps its history as it came).
 An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
 
 - ``attempt``, ``jobSet``: the attempt's number and its JobSet's name;
-- ``created``: the JobSet's ``creationTimestamp`` once a call observes the JobSet (it replaces
-  the time the entry was opened with before), else when the hooks first answered that JobSet
-  (``barrier.evidence_time`` of that call: its ``now``
-  unless the parent carries the API server's write times, so that every answer Metacontroller makes
-  from one cached parent version writes the same entry);
-- ``started``: the first call that found the attempt ``Running`` (a pod of it active), stamped the
-  same way;
+- ``created``: the JobSet's ``creationTimestamp``, once the JobSet is observed (an entry made when
+  the hooks first answer a JobSet, before it exists, has none until then);
+- ``started``: when the attempt's first pod was started (``started_at``: the earliest ``startTime``
+  of its pods that ran), from the pods this call read anyway (the cached ``job_pods`` of
+  ``hooks.core.reads``, the failed attempt's ``failure_pods``), so an attempt that ran and ended
+  between two calls has one too;
 - ``ended`` and ``outcome``: ``Succeeded`` or ``Failed`` at the time of the JobSet's ``Completed``
   or ``Failed`` condition (``Failed`` is written once the failure policy judged it; ``Preempted``
   when the first failing pod's ``DisruptionTarget`` reason is a preemption); ``Suspended``,
   ``Deleted``, ``Evicted`` (Kueue took the admission back; ``reason`` is Kueue's, such as
-  ``Preempted``) and ``DeadlineExceeded`` when the teardown began (the Workload's ``Evicted`` and
-  the Job's ``DeadlineExceeded`` condition times; for a suspend or a delete the answer's stamp,
-  ``Context.stamp``: the Job's last spec write or its deletionTimestamp; an entry is ended only
-  once it ran or its JobSet is observed);
+  ``Preempted``) and ``DeadlineExceeded`` when the teardown began (the Job's ``deletionTimestamp``,
+  the Workload's ``Evicted`` and the Job's ``DeadlineExceeded`` condition times; for a suspend the
+  newest time the request's evidence carries, ``barrier.evidence_time``: when the API server wrote
+  the suspended parent);
 - for a failed attempt, from its first failing pod (the earliest container end or disruption):
   ``failedPod``, ``node``, ``failedReplicatedJob`` (else from the JobSet's
   ``replicatedJobsStatus``), ``exitCode`` (the first container that ended non-zero), ``reason``
@@ -38,10 +37,11 @@ An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
   ``DrainStuck`` was True meanwhile), for an attempt torn down (a restart, a suspend, a delete, an
   eviction, the deadline).
 
-Each field is written once and never changed (``created`` aside, corrected once to its JobSet's
-time), so the status is a fixed point: fed back, at any later moment, nothing moves. Older
-entries beyond the limit are dropped and counted in ``status.attemptsDropped``; every string is
-cut to a bound, so the history is at most ``MAX_HISTORY_BYTES`` whatever ran (a Job restarted 10,000 times included).
+Every time is a time the API server or the kubelet wrote, never the call's clock (only kept no later
+than it), and each field is written once and never changed, so the status is a fixed point: fed
+back, at any later moment, nothing moves. Older entries beyond the limit are dropped and counted in
+``status.attemptsDropped``; every string is cut to a bound, so the history is at most
+``MAX_HISTORY_BYTES`` whatever ran (a Job restarted 10,000 times included).
 """
 
 from __future__ import annotations
@@ -56,10 +56,12 @@ from hooks.core.barrier import evidence_time
 from hooks.core.evidence import COMPLETED, FAILED, jobset_state
 from hooks.core.historyentry import ENTRY_KEYS, MAX_ENTRIES, STRING_LIMITS
 from hooks.core.jobset import KIND as JOBSET_KIND
-from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, RUNNING, SUCCEEDED, Context, Work
+from hooks.core.reads import JOB_PODS
+from hooks.core.work import DRAIN_STUCK, DRAINED, QUEUED, RESTARTING, SUCCEEDED, Context, Work
 from hooks.core.work import FAILED as FAILED_PHASE
+from hooks.core.work import SUSPENDED as SUSPENDED_PHASE
 from podread.attempts import workload_name
-from podread.constants import REPLICATED_JOB_LABEL
+from podread.constants import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 
 Pod = Mapping[str, Any]
 Entry = dict[str, Any]
@@ -104,27 +106,22 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
     ``attempt`` is the attempt the rows started from (after adoption); ``work.attempt`` where they
     left it. ``ending`` names the teardown a row began (``SUSPENDED``, ``DELETED``, ``EVICTED``,
     ``DEADLINE_EXCEEDED``), ``None`` when none did. An entry is made for each of the two whose
-    JobSet is observed or answered; ``attempt``'s is ended (once) and its drain recorded (once);
-    ``work.attempt``'s gets ``started`` once it runs. Then only the last ``limit`` entries are kept;
-    the prior status' entries let go are counted in ``attemptsDropped``."""
+    JobSet is observed or answered, and dated (``created``, ``started``) once the evidence shows
+    when; ``attempt``'s is ended (once) and its drain recorded (once). Then only the last ``limit``
+    entries are kept; the prior status' entries let go are counted in ``attemptsDropped``."""
     entries = {int(entry["attempt"]): dict(entry) for entry in work.attempts}
     for number in sorted({attempt, work.attempt}):
         jobset = ctx.jobset(number)
         if number not in entries and (jobset is not None or _answered(work, workload_name(ctx.job, number))):
-            entries[number] = _opened(ctx, number, jobset)
-        elif number in entries and (created := _created(ctx, jobset)) is not None:
-            entries[number]["created"] = created
+            entries[number] = {"attempt": number, "jobSet": workload_name(ctx.job, number)}
+        if number in entries:
+            _date(ctx, entries[number], workload_name(ctx.job, number), jobset)
     entry = entries.get(attempt)
     if entry is not None:
         if "outcome" not in entry:
             _end(ctx, work, entry, attempt, ending)
         if _drains(entry) and "drainSeconds" not in entry:
             _drain(ctx, work, entry)
-    current = entries.get(work.attempt)
-    if current is not None and work.phase == RUNNING and "started" not in current and "outcome" not in current:
-        created = _moment(current.get("created"))
-        started = _utc(ctx.progress_stamp)  # pods starting leave no evidence in the request: the last status' time
-        current["started"] = deadlines.stamp(max(started, created) if created is not None else started)
     most = limit(ctx.observed.spec)
     kept = sorted(entries)[-most:]
     # Only entries the status held are counted when let go: one made in this call and not kept (a
@@ -139,27 +136,47 @@ def _answered(work: Work, name: str) -> bool:
                for child in work.children)
 
 
-def _opened(ctx: Context, number: int, jobset: Mapping[str, Any] | None) -> Entry:
-    """A new entry: the attempt, its JobSet, and when it was created (``created``: the module doc)."""
-    created = _created(ctx, jobset) or deadlines.stamp(_utc(evidence_time(ctx)))
-    return {"attempt": number, "jobSet": workload_name(ctx.job, number), "created": created}
+def _date(ctx: Context, entry: Entry, workload: str, jobset: Mapping[str, Any] | None) -> None:
+    """Adds ``created`` (the observed JobSet's ``creationTimestamp``) and ``started`` (``started_at``
+    over the pods this call read) to ``entry``, the attempt whose JobSet is named ``workload``, when
+    it has none yet and the evidence says when."""
+    if "created" not in entry:
+        created = _moment(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
+        if created is not None:
+            entry["created"] = _at(ctx, deadlines.stamp(created))
+    if "started" not in entry:
+        started = started_at([*(ctx.once.peek(JOB_PODS) or ()), *(ctx.once.peek(_pods_key(workload)) or ())],
+                             workload)
+        if started is not None:
+            entry["started"] = _at(ctx, deadlines.stamp(started))
 
 
-def _created(ctx: Context, jobset: Mapping[str, Any] | None) -> str | None:
-    """The observed JobSet's ``creationTimestamp`` as a status time (no later than ``now``), else
-    ``None``. It replaces the time an entry was opened with before its JobSet was seen (the call
-    that created it), so that answers from caches that have or have not seen the JobSet yet all
-    converge on the API server's time instead of writing two times in turn."""
-    created = _moment(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
-    return deadlines.stamp(created) if created is not None and created <= _utc(ctx.now) else None
+def started_at(pods: Sequence[Pod], workload: str) -> datetime | None:
+    """When the first of ``workload``'s pods (label ``jobset.sigs.k8s.io/jobset-name``) that the
+    kubelet ran (phase ``Running``, ``Succeeded`` or ``Failed``) was started: the earliest such pod's
+    ``status.startTime`` (set by its kubelet; kept in the cache, ``podread.slim``). ``None`` when no
+    pod of it says so (none read, none scheduled or started yet)."""
+    moments = []
+    for pod in pods:
+        status = pod.get("status") or {}
+        if (((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL) == workload
+                and status.get("phase") in RAN):
+            moments.append(_moment(status.get("startTime")))
+    known = [moment for moment in moments if moment is not None]
+    return min(known) if known else None
+
+
+RAN = frozenset({"Running", "Succeeded", "Failed"})
+"""The pod phases reached only once the kubelet started the pod's containers."""
 
 
 def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | None) -> None:
     """Ends ``entry`` when this call shows how ``attempt`` ended (the module doc); else leaves it."""
-    if ending is not None and (ctx.jobset(attempt) is not None or "started" in entry):
+    if ending is not None and (ctx.observed.status.phase != RESTING.get(ending) or ctx.jobset(attempt) is not None):
         # A teardown row runs on every call until it is over (Kueue's eviction until it admits
-        # again): it ends only an attempt that ran, or whose JobSet it is tearing down, never an
-        # entry it finds without either (one written by someone else, next to the attempt).
+        # again): once the Job rests (Queued, Suspended) with nothing of the attempt left to tear
+        # down, the entry of the attempt it rests at is not one this teardown ended (an entry
+        # written there by someone else).
         entry["outcome"] = ending
         entry["ended"] = _at(ctx, _ending_time(ctx, work, ending))
         reason = _evicted_reason(ctx) if ending == EVICTED else ""
@@ -187,9 +204,16 @@ def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | Non
             entry["cause"] = cause
 
 
+RESTING = {EVICTED: QUEUED, SUSPENDED: SUSPENDED_PHASE}
+"""The phase a teardown leaves the Job in once it is over, at the next attempt."""
+
+
 def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
-    """When a teardown began: the Job's ``DeadlineExceeded`` condition's time, the Workload's
-    ``Evicted`` condition's time, else ``None`` (the answer's stamp, ``Context.stamp``)."""
+    """When a teardown began (``_at`` keeps it no later than ``now``, and reads ``None`` as ``now``):
+    for the deadline, the Job's ``DeadlineExceeded`` condition's time; for an eviction, the
+    Workload's ``Evicted`` condition's time; for a delete, the Job's ``deletionTimestamp``; for a
+    suspend (and a delete whose request carries no ``deletionTimestamp``), the newest time the
+    request's evidence carries (``barrier.evidence_time``: when the API server wrote this parent)."""
     if ending == DEADLINE_EXCEEDED:
         marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
         when = marked.last_transition_time if marked is not None else None
@@ -197,7 +221,9 @@ def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
     if ending == EVICTED:
         workload = queueing.current_workload(ctx.observed) or {}
         return _condition_time(workload, "Evicted")
-    return None
+    if ending == DELETED and _moment(ctx.observed.deletion_timestamp) is not None:
+        return ctx.observed.deletion_timestamp
+    return deadlines.stamp(evidence_time(ctx))
 
 
 def _evicted_reason(ctx: Context) -> str:

@@ -76,6 +76,9 @@ class Observed:
     uid: str = ""
     creation_timestamp: str = ""
     """``parent.metadata.creationTimestamp`` (set by the API server): evidence for the status' times."""
+    deletion_timestamp: str = ""
+    """``parent.metadata.deletionTimestamp`` as found (set by the API server when the Job's deletion was
+    asked for: a custom resource has no grace period), ``""`` when it is not being deleted."""
     version_times: tuple[str, ...] = ()
     """The times the API server stamped on this version of the parent: its ``managedFields`` times
     and, with them, its ``deletionTimestamp``, as found (unparsed; none in a request built by hand
@@ -157,6 +160,7 @@ def parse_request(payload: object, hook: str) -> Observed:
                     jobsets=_jobsets(_group(children, JOBSET_GROUP, "children"), namespace), hook=hook,
                     uid=metadata.uid or "",
                     creation_timestamp=metadata.creation_timestamp,
+                    deletion_timestamp=metadata.deletion_timestamp or "",
                     version_times=_version_times(raw_parent.get("metadata")),
                     world_times=_world_times(raw_parent.get("metadata")), labels=dict(metadata.labels),
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
