@@ -197,14 +197,24 @@ def _record(ctx: Context, work: Work, drain: Drain, *, drained: bool) -> None:
     conditions = work.conditions
     if drained:
         status, reason, message = drain.drained()  # stamped from the evidence (hooks.core.stamps)
-        conditions = cond.set_condition(conditions, DRAINED, status, reason, message,
-                                        ctx.progress_stamp if drain.passed else ctx.stamp)
+        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, _drained_stamp(ctx, conditions))
     work.conditions = stuckwait.conditions(ctx, conditions, drain.stuck)
     if drain.error is None:
         work.active_pods = len(drain.workers)
     work.resync = work.resync or not drain.passed
     work.stuck_pods = drain.stuck.pods
     work.actions = [*work.actions, *drain.stuck.deletes]
+
+
+def _drained_stamp(ctx: Context, conditions: cond.Conditions) -> datetime:
+    """The time a ``Drained`` transition is stamped with: ``Context.stamp`` (the world's evidence),
+    never before the ``Drained`` condition already there (the evidence can lose a time when a child
+    goes: the JobSet's conditions leave with it). Not the time of the parent's last status write:
+    two cached versions that each lack the pass would each stamp their own, and Metacontroller's
+    last-writer-wins writes would alternate them (the tier's lost-node test)."""
+    before = cond.get_condition(conditions, DRAINED)
+    since = _time_or_none(str(before.last_transition_time or "")) if before is not None else None
+    return max(ctx.stamp, since) if since is not None else ctx.stamp
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
   not when its deletion began);
 - ``cause``: the restart cause it was counted under (``status.restartsByCause``), only when it
   restarted the Job;
-- ``drainSeconds`` (from ``ended`` until the barrier passed) and ``drainStuck`` (whether
+- ``drainSeconds`` (from ``ended`` until the barrier passed, as ``Drained``'s stamp dates it: a
+  lower bound, ``hooks.core.stamps``) and ``drainStuck`` (whether
   ``DrainStuck`` was True meanwhile), for an attempt torn down (a restart, a suspend, a delete, an
   eviction, the deadline).
 

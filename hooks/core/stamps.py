@@ -8,10 +8,10 @@ versions that differ only by a status the hooks wrote (each lacking the newest t
 justify their own time, and their answers overwrite each other in turn. So a transition is
 stamped with the world's evidence (``evidence_time``): when the Job's spec or metadata last
 changed, its deletionTimestamp, and the observed children's condition times, the same in every
-version that differs only by the hooks' own status writes. A drain passing leaves no evidence in
-the request (its pods are gone), so it alone is stamped with ``progress_time``, which counts the
-status writes too: the time of the last status that still saw the drain wait. Decisions on time (a
-deadline passed, how long a pod has been stuck) still read ``now``.
+version that differs only by the hooks' own status writes. The price: a transition the cluster
+leaves no dated trace of (a drain passing: its pods are gone) is dated by the newest evidence
+there is, earlier than it happened (``status.attempts[].drainSeconds`` is a lower bound). Decisions
+on time (a deadline passed, how long a pod has been stuck) still read ``now``.
 """
 
 from __future__ import annotations
@@ -32,14 +32,6 @@ def evidence_time(observed: Observed, now: datetime) -> datetime:
         return now
     own = observed.world_times or observed.version_times  # only status writes recorded: those, not now
     return _newest((*own, *_child_times(observed)), now)
-
-
-def progress_time(observed: Observed, now: datetime) -> datetime:
-    """``evidence_time`` with the times of status writes counted too (``Observed.version_times``):
-    no earlier than the last status this parent version carries; ``now`` without managed fields."""
-    if not observed.version_times:
-        return now
-    return _newest((*observed.version_times, *_child_times(observed)), now)
 
 
 def _child_times(observed: Observed) -> Iterable[str]:

@@ -21,7 +21,7 @@ from hooks.core.actions import Action
 from hooks.core.observed import Observed
 from hooks.core.once import Once
 from hooks.core.podreads import PodReads
-from hooks.core.stamps import evidence_time, progress_time
+from hooks.core.stamps import evidence_time
 from hooks.core.status import Status, StatusFields
 from hooks.core.vocab import TERMINAL as TERMINAL  # re-exported: the rows import it from here
 from hooks.core.vocab import ConditionType, Outcome, Phase, Quota
@@ -113,11 +113,6 @@ class Context:
         observed state, and to versions that differ only by the hooks' own status writes, writes
         the same times."""
         return evidence_time(self.observed, self.now)
-
-    @cached_property
-    def progress_stamp(self) -> datetime:
-        """The time a drain passing is stamped with (``hooks.core.stamps.progress_time``)."""
-        return progress_time(self.observed, self.now)
 
     @property
     def namespace(self) -> str:

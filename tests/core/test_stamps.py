@@ -16,7 +16,7 @@ import pytest
 
 import podread
 from hooks.core.observed import parse_request
-from hooks.core.stamps import evidence_time, progress_time
+from hooks.core.stamps import evidence_time
 from hooks.server.app import create_app
 from hooks.server.config import Settings
 from hooks.server.writer import MemoryWriter
@@ -58,8 +58,7 @@ def test_two_answers_to_one_parent_version_a_second_apart_write_the_same_status(
 
 def test_the_stamp_is_the_worlds_newest_evidence_not_a_status_write_never_past_now() -> None:
     """Two versions that differ only by a status the hooks wrote stamp the same time (each would
-    otherwise justify its own, and Metacontroller's last-writer-wins writes would alternate them);
-    a drain passing counts the status writes too (``progress_time``)."""
+    otherwise justify its own, and Metacontroller's last-writer-wins writes would alternate them)."""
     now = datetime(2026, 1, 1, 12, 0, 10, tzinfo=UTC)
     at = datetime(2026, 1, 1, 12, 0, 3, tzinfo=UTC)
     one, other = written_at(job_request(), at), written_at(job_request(), at + timedelta(seconds=2))
@@ -67,7 +66,6 @@ def test_the_stamp_is_the_worlds_newest_evidence_not_a_status_write_never_past_n
     spec_written = at - timedelta(minutes=5)
     assert evidence_time(parse_request(one, "sync"), now) == spec_written
     assert evidence_time(parse_request(other, "sync"), now) == spec_written
-    assert progress_time(parse_request(other, "sync"), now) == at + timedelta(seconds=2)
     earlier = spec_written - timedelta(seconds=1)
     assert evidence_time(parse_request(one, "sync"), earlier) == earlier, "never past now"
     assert evidence_time(parse_request(job_request(), "sync"), now) == now, "no write time: the call's now"

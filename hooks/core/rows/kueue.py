@@ -151,6 +151,12 @@ def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
     if observed is not None:
         work.children.append(queueing.as_observed(observed))
         return
+    admitted = cond.get_condition(work.conditions, ADMITTED)
+    if work.phase in TERMINAL and admitted is not None and admitted.status == cond.TRUE:
+        # Released on an earlier call (the Workload is gone): a parent from before that call's
+        # status write says the same as the one after it, not Admitted again (last writer wins).
+        work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.QUOTA_RELEASED,
+                                             "no pod is left: the Workload and its quota are released", ctx.stamp)
     if work.quota != Quota.CREATE or hold or work.phase in TERMINAL or work.kind == Outcome.INVALID_SPEC:
         return
     try:
