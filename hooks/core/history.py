@@ -54,13 +54,13 @@ from typing import Any
 from hooks.core import conditions as cond
 from hooks.core import deadlines, queueing
 from hooks.core.barrier import evidence_time
+from hooks.core.claims import utc
 from hooks.core.evidence import COMPLETED, FAILED, jobset_state
 from hooks.core.historyentry import ENTRY_KEYS, MAX_ENTRIES, STRING_LIMITS
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.reads import JOB_PODS
-from hooks.core.work import DRAIN_STUCK, DRAINED, QUEUED, RESTARTING, SUCCEEDED, Context, Work
+from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, SUCCEEDED, Context, Work
 from hooks.core.work import FAILED as FAILED_PHASE
-from hooks.core.work import SUSPENDED as SUSPENDED_PHASE
 from podread.attempts import workload_name
 from podread.constants import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 
@@ -109,7 +109,8 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
     ``DEADLINE_EXCEEDED``), ``None`` when none did. An entry is made for each of the two whose
     JobSet is observed or answered, and dated (``created``, ``started``) once the evidence shows
     when; ``attempt``'s is ended (once) and its drain recorded (once). Then only the last ``limit``
-    entries are kept; the prior status' entries let go are counted in ``attemptsDropped``."""
+    entries up to the later of the two are kept; the prior status' entries let go are counted in
+    ``attemptsDropped``."""
     entries = {int(entry["attempt"]): dict(entry) for entry in work.attempts}
     for number in sorted({attempt, work.attempt}):
         jobset = ctx.jobset(number)
@@ -124,7 +125,10 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
         if _drains(entry) and "drainSeconds" not in entry:
             _drain(ctx, work, entry)
     most = limit(ctx.observed.spec)
-    kept = sorted(entries)[-most:]
+    # An entry past both attempts is none the hooks wrote (written by hand: the claim check holds on
+    # it, ``AttemptsDisagree``, except where a teardown row runs before that check): let go, or the
+    # teardown, which runs until it is over, would end it once the Job reached its number.
+    kept = [number for number in sorted(entries) if number <= max(attempt, work.attempt)][-most:]
     # Only entries the status held are counted when let go: one made in this call and not kept (a
     # status holding a later attempt than this one: not what the hooks write) is not made at all, so
     # the count cannot grow on every call.
@@ -142,7 +146,7 @@ def _date(ctx: Context, entry: Entry, workload: str, jobset: Mapping[str, Any] |
     over the pods this call read) to ``entry``, the attempt whose JobSet is named ``workload``, when
     it has none yet and the evidence says when."""
     if "created" not in entry:
-        created = _moment(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
+        created = deadlines.time_or_none(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
         if created is not None:
             entry["created"] = _at(ctx, deadlines.stamp(created))
     if "started" not in entry:
@@ -162,7 +166,7 @@ def started_at(pods: Sequence[Pod], workload: str) -> datetime | None:
         status = pod.get("status") or {}
         if (((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL) == workload
                 and status.get("phase") in RAN):
-            moments.append(_moment(status.get("startTime")))
+            moments.append(deadlines.time_or_none(status.get("startTime")))
     known = [moment for moment in moments if moment is not None]
     return min(known) if known else None
 
@@ -173,11 +177,7 @@ RAN = frozenset({"Running", "Succeeded", "Failed"})
 
 def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | None) -> None:
     """Ends ``entry`` when this call shows how ``attempt`` ended (the module doc); else leaves it."""
-    if ending is not None and (ctx.observed.status.phase != RESTING.get(ending) or ctx.jobset(attempt) is not None):
-        # A teardown row runs on every call until it is over (Kueue's eviction until it admits
-        # again): once the Job rests (Queued, Suspended) with nothing of the attempt left to tear
-        # down, the entry of the attempt it rests at is not one this teardown ended (an entry
-        # written there by someone else).
+    if ending is not None:
         entry["outcome"] = ending
         entry["ended"] = _at(ctx, _ending_time(ctx, work, ending))
         reason = _evicted_reason(ctx) if ending == EVICTED else ""
@@ -205,10 +205,6 @@ def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | Non
             entry["cause"] = cause
 
 
-RESTING = {EVICTED: QUEUED, SUSPENDED: SUSPENDED_PHASE}
-"""The phase a teardown leaves the Job in once it is over, at the next attempt."""
-
-
 def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
     """When a teardown began (``_at`` keeps it no later than ``now``, and reads ``None`` as ``now``):
     for the deadline, the Job's ``DeadlineExceeded`` condition's time; for an eviction, the
@@ -222,7 +218,7 @@ def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
     if ending == EVICTED:
         workload = queueing.current_workload(ctx.observed) or {}
         return _condition_time(workload, "Evicted")
-    if ending == DELETED and _moment(ctx.observed.deletion_timestamp) is not None:
+    if ending == DELETED and deadlines.time_or_none(ctx.observed.deletion_timestamp) is not None:
         return ctx.observed.deletion_timestamp
     return deadlines.stamp(evidence_time(ctx))
 
@@ -250,9 +246,9 @@ def _drain(ctx: Context, work: Work, entry: Entry) -> None:
     drained = cond.get_condition(work.conditions, DRAINED)
     if drained is None or drained.status != cond.TRUE:
         return
-    ended = _moment(entry.get("ended"))
-    passed = _moment(drained.last_transition_time) or _utc(ctx.stamp)
-    seconds = (_utc(passed) - ended).total_seconds() if ended is not None else 0.0
+    ended = deadlines.time_or_none(entry.get("ended"))
+    passed = deadlines.time_or_none(drained.last_transition_time) or utc(ctx.stamp)
+    seconds = (utc(passed) - ended).total_seconds() if ended is not None else 0.0
     entry["drainSeconds"] = int(min(deadlines.MAX_SECONDS, max(0.0, seconds)))
     entry["drainStuck"] = bool(entry.get("drainStuck"))
 
@@ -289,7 +285,7 @@ def deletion_times(pod: Pod) -> Entry:
     time plus the grace period) and ``failedPodDeletionStarted`` (that less
     ``deletionGracePeriodSeconds``, when known). ``{}`` otherwise."""
     metadata = pod.get("metadata") or {}
-    ends = _moment(metadata.get("deletionTimestamp"))
+    ends = deadlines.time_or_none(metadata.get("deletionTimestamp"))
     if ends is None:
         return {}
     times = {"failedPodGracePeriodEnds": deadlines.stamp(ends)}
@@ -316,10 +312,10 @@ def _failed_at(pod: Pod) -> datetime | None:
     for container in _containers(pod):
         terminated = (container.get("state") or {}).get("terminated") or {}
         if _nonzero(terminated.get("exitCode")):
-            moments.append(_moment(terminated.get("finishedAt")))
+            moments.append(deadlines.time_or_none(terminated.get("finishedAt")))
     disruption = _disruption(pod)
     if disruption is not None:
-        moments.append(_moment(disruption.get("lastTransitionTime")))
+        moments.append(deadlines.time_or_none(disruption.get("lastTransitionTime")))
     known = [moment for moment in moments if moment is not None]
     return min(known) if known else None
 
@@ -379,19 +375,9 @@ def _condition_reason(obj: Mapping[str, Any], type_: str) -> str:
 def _at(ctx: Context, text: Any) -> str:
     """``text`` as a status time when it is one no later than ``now``, else the answer's stamp
     (``Context.stamp``: the request's evidence, the same for every answer to one observed state)."""
-    moment = _moment(text)
-    return deadlines.stamp(moment if moment is not None and moment <= _utc(ctx.now) else _utc(ctx.stamp))
+    moment = deadlines.time_or_none(text)
+    return deadlines.stamp(moment if moment is not None and moment <= utc(ctx.now) else utc(ctx.stamp))
 
-
-def _moment(text: Any) -> datetime | None:
-    try:
-        return deadlines.parse_time(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-
-
-def _utc(now: datetime) -> datetime:
-    return now.astimezone(UTC) if now.tzinfo is not None else now.replace(tzinfo=UTC)
 
 
 def _ordered(entry: Entry) -> Entry:
