@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core import stuckwait
-from hooks.core.deadlines import parse_time
+from hooks.core.claims import utc
+from hooks.core.deadlines import time_or_none
 from hooks.core.evidence import list_names
 from hooks.core.observed import InvalidRequest
 from hooks.core.reads import failed_words
@@ -213,7 +214,7 @@ def _drained_stamp(ctx: Context, conditions: cond.Conditions) -> datetime:
     two cached versions that each lack the pass would each stamp their own, and Metacontroller's
     last-writer-wins writes would alternate them (the tier's lost-node test)."""
     before = cond.get_condition(conditions, DRAINED)
-    since = _time_or_none(str(before.last_transition_time or "")) if before is not None else None
+    since = time_or_none(before.last_transition_time) if before is not None else None
     return max(ctx.stamp, since) if since is not None else ctx.stamp
 
 
@@ -325,7 +326,7 @@ def refuse_if_behind(ctx: Context, attempt: int, *, reads: bool = True) -> None:
     answered as before: refusing it would never end. Without the parent's times (a request built
     by hand) or the evidence's creation times, nothing is refused; a failed read refuses nothing
     (the barrier holds on it)."""
-    written = [t for t in (_time_or_none(text) for text in ctx.observed.version_times) if t is not None]
+    written = [t for t in (time_or_none(text) for text in ctx.observed.version_times) if t is not None]
     if not written:
         return
     objs: list[tuple[Mapping[str, Any], bool]] = [(js, True) for js in ctx.observed.jobsets]
@@ -335,11 +336,11 @@ def refuse_if_behind(ctx: Context, attempt: int, *, reads: bool = True) -> None:
         except PodReadError:
             return
         objs += [(obj, False) for obj in (*pods, *jobs)]
-    now = ctx.now if ctx.now.tzinfo is not None else ctx.now.replace(tzinfo=UTC)
+    now = utc(ctx.now)
     ahead: list[tuple[int, datetime]] = []
     for obj, named in objs:
         number = _attempt_of(ctx, obj, named=named)
-        created = _time_or_none(str((obj.get("metadata") or {}).get("creationTimestamp", "")))
+        created = time_or_none((obj.get("metadata") or {}).get("creationTimestamp"))
         if number is not None and number > attempt and created is not None:
             ahead.append((number, created))
     if not ahead:
@@ -372,9 +373,9 @@ def refuse_if_children_behind(ctx: Context, attempt: int) -> None:
             if str(((obj.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL, "")) == name]
     if not mine or any((obj.get("metadata") or {}).get("deletionTimestamp") for obj in mine):
         return
-    created = [t for t in (_time_or_none(str((o.get("metadata") or {}).get("creationTimestamp", ""))) for o in mine)
+    created = [t for t in (time_or_none((o.get("metadata") or {}).get("creationTimestamp")) for o in mine)
                if t is not None]
-    now = ctx.now if ctx.now.tzinfo is not None else ctx.now.replace(tzinfo=UTC)
+    now = utc(ctx.now)
     if created and (now - max(created)).total_seconds() < STALE_CACHE_SECONDS:
         raise StaleRequest(f"the request is behind the cluster: JobSet {name} is not among its children, but "
                            f"its pods or batch Jobs exist and none is being deleted; not answering from this view")
@@ -390,14 +391,6 @@ def _attempt_of(ctx: Context, obj: Mapping[str, Any], *, named: bool) -> int | N
     found = [attempt_in_name(ctx.job, str(labels.get(JOBSET_NAME_LABEL, ""))),
              attempt_number(str(labels.get(ATTEMPT_LABEL, "")))]
     return max((n for n in found if n is not None), default=None)
-
-
-def _time_or_none(text: str) -> datetime | None:
-    """``text`` as a time (``hooks.core.deadlines.parse_time``), ``None`` when it is not one."""
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
 
 
 def last_attempt(ctx: Context, attempt: int, pods: list[Mapping[str, Any]]) -> int:

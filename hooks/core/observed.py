@@ -99,30 +99,22 @@ class Observed:
     """Related ResourceFlavors (``FLAVOR_GROUP``): name -> ``spec`` (``nodeLabels``, ``tolerations``)."""
 
 
-def _version_times(metadata: object) -> tuple[str, ...]:
-    """``Observed.version_times``: every string ``managedFields[].time``, and the deletionTimestamp
-    when there is one of those; anything else there is ignored (server-set metadata, never a reason
-    to refuse the request)."""
+def _write_times(metadata: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``Observed.version_times`` and ``Observed.world_times``: every string ``managedFields[].time``
+    (for the world's, only those of entries not of subresource ``status``), each with the
+    deletionTimestamp when the parent carries managed fields at all; anything else there is
+    ignored (server-set metadata, never a reason to refuse the request)."""
     if not isinstance(metadata, Mapping):
-        return ()
+        return (), ()
     fields = metadata.get("managedFields")
-    entries = fields if isinstance(fields, list) else []
-    found = [entry.get("time") for entry in entries if isinstance(entry, Mapping)]
-    found = [time for time in found if isinstance(time, str) and time]
+    entries = [entry for entry in fields if isinstance(entry, Mapping)] if isinstance(fields, list) else []
+    timed = [entry for entry in entries if isinstance(entry.get("time"), str) and entry["time"]]
+    if not timed:
+        return (), ()
     deletion = metadata.get("deletionTimestamp")
-    return (*found, deletion) if found and isinstance(deletion, str) and deletion else tuple(found)
-
-
-def _world_times(metadata: object) -> tuple[str, ...]:
-    """``Observed.world_times``: ``_version_times`` without the status writes' times."""
-    if not isinstance(metadata, Mapping) or not _version_times(metadata):
-        return ()
-    entries = metadata.get("managedFields")
-    found = [entry.get("time") for entry in entries
-             if isinstance(entry, Mapping) and entry.get("subresource") != "status"]
-    found = [time for time in found if isinstance(time, str) and time]
-    deletion = metadata.get("deletionTimestamp")
-    return (*found, deletion) if isinstance(deletion, str) and deletion else tuple(found)
+    tail = (deletion,) if isinstance(deletion, str) and deletion else ()
+    world = tuple(entry["time"] for entry in timed if entry.get("subresource") != "status")
+    return (*(entry["time"] for entry in timed), *tail), (*world, *tail)
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -154,6 +146,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     namespace = metadata.namespace or ""
     children = request.children or {}
     related = request.related or {}
+    version_times, world_times = _write_times(raw_parent.get("metadata"))
     return Observed(namespace=namespace, name=metadata.name or "", generation=metadata.generation,
                     deleting=bool(metadata.deletion_timestamp), finalizing=bool(request.finalizing),
                     spec=raw_parent.get("spec") or {}, status=parent.status or Status(),
@@ -161,8 +154,7 @@ def parse_request(payload: object, hook: str) -> Observed:
                     uid=metadata.uid or "",
                     creation_timestamp=metadata.creation_timestamp,
                     deletion_timestamp=metadata.deletion_timestamp or "",
-                    version_times=_version_times(raw_parent.get("metadata")),
-                    world_times=_world_times(raw_parent.get("metadata")), labels=dict(metadata.labels),
+                    version_times=version_times, world_times=world_times, labels=dict(metadata.labels),
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
                     priority_classes=_priority_classes(_group(related, PRIORITY_CLASS_GROUP, "related")),

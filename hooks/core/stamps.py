@@ -17,9 +17,10 @@ on time (a deadline passed, how long a pod has been stuck) still read ``now``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 
-from hooks.core.deadlines import parse_time
+from hooks.core.claims import utc
+from hooks.core.deadlines import time_or_none
 from hooks.core.observed import Observed
 
 
@@ -44,16 +45,5 @@ def _child_times(observed: Observed) -> Iterable[str]:
 
 
 def _newest(texts: Iterable[str], now: datetime) -> datetime:
-    moments = [moment for moment in (_time_or_none(text) for text in texts) if moment is not None]
-    return min(max(moments), _utc(now)) if moments else now
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def _time_or_none(text: str) -> datetime | None:
-    try:
-        return _utc(parse_time(text))
-    except ValueError:
-        return None
+    moments = [moment for moment in (time_or_none(text) for text in texts) if moment is not None]
+    return min(max(moments), utc(now)) if moments else now

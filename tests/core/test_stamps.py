@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 
 import podread
+from hooks.core.decide import decide
 from hooks.core.observed import parse_request
 from hooks.core.stamps import evidence_time
 from hooks.server.app import create_app
 from hooks.server.config import Settings
 from hooks.server.writer import MemoryWriter
 from tests.record_payloads import load, scenario_dirs
-from tests.support import job_request
+from tests.support import FakeReader, job_request, job_spec
 
 SCENARIOS = scenario_dirs()
 
@@ -69,3 +70,18 @@ def test_the_stamp_is_the_worlds_newest_evidence_not_a_status_write_never_past_n
     earlier = spec_written - timedelta(seconds=1)
     assert evidence_time(parse_request(one, "sync"), earlier) == earlier, "never past now"
     assert evidence_time(parse_request(job_request(), "sync"), now) == now, "no write time: the call's now"
+
+
+def test_a_drain_passing_is_never_stamped_before_the_drain_began() -> None:
+    """The evidence can lose a time when a child goes (the JobSet's condition times leave with it):
+    ``Drained`` True is then stamped no earlier than ``Drained`` False was."""
+    spec_written = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    waiting_since = "2026-01-01T12:00:10Z"  # from the JobSet's Failed condition, gone with the JobSet
+    request = written_at(job_request(spec=job_spec(suspend=True), status={
+        "phase": "Suspending", "attempt": 0, "restarts": 0,
+        "conditions": [{"type": "Drained", "status": "False", "reason": "PodsActive", "message": "waiting",
+                        "lastTransitionTime": waiting_since}]}), spec_written + timedelta(minutes=5))
+    request["parent"]["metadata"]["managedFields"][0]["time"] = "2026-01-01T12:00:00Z"
+    d = decide(parse_request(request, "sync"), FakeReader([]), spec_written + timedelta(minutes=1))
+    drained = next(c for c in d.response["status"]["conditions"] if c["type"] == "Drained")
+    assert (drained["status"], drained["lastTransitionTime"]) == ("True", waiting_since)

@@ -108,6 +108,10 @@ def _priority_unknown(ctx: Context, work: Work) -> queueing.PriorityUnknown | No
     return None
 
 
+RELEASED_WORDS = "no pod is left: the Workload and its quota are released"
+"""``Admitted``'s message once the quota is released (``QuotaReleased``)."""
+
+
 def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
     """Sets ``Admitted`` True, naming the ClusterQueue."""
     by = f" by ClusterQueue {admission.cluster_queue}" if admission.cluster_queue else ""
@@ -146,7 +150,7 @@ def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
     if work.quota == Quota.RELEASE:
         if work.phase in TERMINAL or work.phase == SUSPENDED:
             work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.QUOTA_RELEASED,
-                                                 "no pod is left: the Workload and its quota are released", ctx.stamp)
+                                                 RELEASED_WORDS, ctx.stamp)
         return
     if observed is not None:
         work.children.append(queueing.as_observed(observed))
@@ -156,7 +160,7 @@ def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
         # Released on an earlier call (the Workload is gone): a parent from before that call's
         # status write says the same as the one after it, not Admitted again (last writer wins).
         work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.QUOTA_RELEASED,
-                                             "no pod is left: the Workload and its quota are released", ctx.stamp)
+                                             RELEASED_WORDS, ctx.stamp)
     if work.quota != Quota.CREATE or hold or work.phase in TERMINAL or work.kind == Outcome.INVALID_SPEC:
         return
     try:
