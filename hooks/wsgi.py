@@ -4,9 +4,11 @@
 ``production_app`` once in every worker process (no preload), so every worker builds its own
 Reader and cache. The parts and where each comes from: the settings (``Settings.from_env``), the
 Reader (``podread.from_environment``: kubeconfig or in-cluster, ``NVCRE_CACHE_*``, ...), the
-writer of the hooks' own writes (``writer_from_environment``, the same cluster configuration) and
-the recorder (``Recorder.from_env``: ``NVCRE_RECORD_DIR``, off unless set), given to the app as
-middleware. ``hooks.server.app.create_app`` reads no environment, and the server and the recorder
+writer of the hooks' own writes (``writer_from_environment``, the same cluster configuration),
+the live version of a Job (``parents_from_environment``: a request is checked against it before
+an answer acts, ``hooks.server.freshness``) and the recorder (``Recorder.from_env``:
+``NVCRE_RECORD_DIR``, off unless set), given to the app as middleware.
+``hooks.server.app.create_app`` reads no environment, and the server and the recorder
 (``hooks.tools.record``) do not import each other both ways: only this module knows both.
 """
 
@@ -21,6 +23,7 @@ import podread
 from hooks.server import logs
 from hooks.server.app import create_app
 from hooks.server.config import Settings
+from hooks.server.freshness import parents_from_environment
 from hooks.server.writer import writer_from_environment
 from hooks.tools.record import Recorder
 
@@ -34,4 +37,5 @@ def production_app(env: Mapping[str, str] | None = None) -> Flask:
     reader = podread.from_environment(env)
     writer = writer_from_environment(env)
     recorder = Recorder.from_env(env)
-    return create_app(reader, settings=settings, writer=writer, middleware=() if recorder is None else (recorder,))
+    return create_app(reader, settings=settings, writer=writer, middleware=() if recorder is None else (recorder,),
+                      parents=parents_from_environment(env))

@@ -87,6 +87,12 @@ class Observed:
     """``version_times`` less the times of status writes (``managedFields`` entries of subresource
     ``status``): when the Job's spec or metadata last changed, and its deletionTimestamp; the same in
     every version that differs only by a status Metacontroller wrote for the hooks."""
+    resource_version: str = ""
+    """``parent.metadata.resourceVersion`` as found: which version of the Job the request carries
+    (``hooks.server.freshness`` compares it with the live one)."""
+    status_written: str = ""
+    """The newest ``managedFields`` time of a ``status`` subresource write (unparsed): when the status
+    this request carries was last written; ``""`` when none is recorded."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
     workloads: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
@@ -115,6 +121,16 @@ def _write_times(metadata: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
     tail = (deletion,) if isinstance(deletion, str) and deletion else ()
     world = tuple(entry["time"] for entry in timed if entry.get("subresource") != "status")
     return (*(entry["time"] for entry in timed), *tail), (*world, *tail)
+
+
+def _status_written(metadata: object) -> str:
+    """``Observed.status_written``: the newest string ``time`` of a ``managedFields`` entry of
+    subresource ``status`` (RFC 3339 seconds in UTC sort as text), ``""`` when there is none."""
+    fields = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+    if not isinstance(fields, list):
+        return ""
+    return max((entry["time"] for entry in fields if isinstance(entry, Mapping)
+                and entry.get("subresource") == "status" and isinstance(entry.get("time"), str)), default="")
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -146,7 +162,9 @@ def parse_request(payload: object, hook: str) -> Observed:
     namespace = metadata.namespace or ""
     children = request.children or {}
     related = request.related or {}
-    version_times, world_times = _write_times(raw_parent.get("metadata"))
+    raw_metadata = raw_parent.get("metadata")
+    version_times, world_times = _write_times(raw_metadata)
+    resource_version = raw_metadata.get("resourceVersion") if isinstance(raw_metadata, Mapping) else None
     return Observed(namespace=namespace, name=metadata.name or "", generation=metadata.generation,
                     deleting=bool(metadata.deletion_timestamp), finalizing=bool(request.finalizing),
                     spec=raw_parent.get("spec") or {}, status=parent.status or Status(),
@@ -154,7 +172,9 @@ def parse_request(payload: object, hook: str) -> Observed:
                     uid=metadata.uid or "",
                     creation_timestamp=metadata.creation_timestamp,
                     deletion_timestamp=metadata.deletion_timestamp or "",
-                    version_times=version_times, world_times=world_times, labels=dict(metadata.labels),
+                    version_times=version_times, world_times=world_times,
+                    resource_version=resource_version if isinstance(resource_version, str) else "",
+                    status_written=_status_written(raw_metadata), labels=dict(metadata.labels),
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
                     priority_classes=_priority_classes(_group(related, PRIORITY_CLASS_GROUP, "related")),

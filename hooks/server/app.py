@@ -25,6 +25,7 @@ from hooks.server import logs, metrics
 from hooks.server.auth import BearerToken
 from hooks.server.config import Settings
 from hooks.server.effects import Effects
+from hooks.server.freshness import ParentVersions
 from hooks.server.handler import Answer, HookResult, encode, handle
 from hooks.server.writer import NullWriter, Writer
 
@@ -52,6 +53,7 @@ def create_app(
     settings: Settings | None = None,
     writer: Writer | None = None,
     middleware: Sequence[Middleware] = (),
+    parents: ParentVersions | None = None,
 ) -> Flask:
     """Builds the hook server from its parts; reads no environment (``hooks.wsgi`` builds
     production's parts from it).
@@ -61,7 +63,10 @@ def create_app(
     writes: Events, TTL deletes, force deletes; ``hooks.server.writer``) a ``NullWriter`` whose
     writes fail, counted. The writer is wrapped in one ``hooks.server.effects.Effects`` per app
     (its queue and thread). ``middleware`` wraps ``hooks.server.handler.handle`` for every hook
-    call, the first innermost (the recorder: ``hooks.tools.record.Recorder``). Raises
+    call, the first innermost (the recorder: ``hooks.tools.record.Recorder``). ``parents`` tells
+    the live version of a Job (``hooks.server.freshness``): with it, an answer that may act on a
+    Job is sent only when the request carries the live Job (else 409); production always gives
+    it, tests that feed recorded payloads without an API server leave it out. Raises
     ``ValueError`` on bad configuration, including a missing or empty ``NVCRE_HOOK_TOKEN_FILE``,
     so a worker fails at start-up.
 
@@ -100,7 +105,8 @@ def create_app(
                 result = _too_large(started, settings.max_body_bytes)
                 _account(hook, result, request.content_length or 0)
                 return Response(result.encoded, status=413, mimetype="application/json")
-            result = answer(raw, hook, reader=reader, clock=clock, settings=settings, effects=effects)
+            result = answer(raw, hook, reader=reader, clock=clock, settings=settings, effects=effects,
+                            parents=parents)
             _account(hook, result, len(raw), clock)
             return Response(result.encoded, status=result.status_code, mimetype="application/json")
 
