@@ -38,7 +38,9 @@ PODS = 64
 
 
 def sync_body() -> bytes:
-    """A typical /sync: a running 64-worker Job whose JobSet is observed (row 10, one cached read)."""
+    """A typical /sync: a running 64-worker Job whose JobSet is observed (row 10, one cached read).
+    Its status is not the one the hooks answer, so every call also reads the Job live
+    (``hooks.server.freshness``: the fake API server holds it), as a call that changes the status does."""
     status = {"phase": "Running", "attempt": 0, "restarts": 0, "workload": f"{JOB}-0", "activePods": PODS,
               "conditions": [], "message": "", "observedGeneration": 1}
     request = job_request(name=JOB, namespace=NAMESPACE, spec=job_spec(workers=PODS, max_restarts=2),
@@ -133,6 +135,7 @@ def run(quick: bool = False, *, seconds: float | None = None,
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="nvcre-bench-") as tmp, FakeKubeServer() as server:
         server.put_pods(realistic_job_pods(JOB, PODS, NAMESPACE))
+        server.put_job(orjson.loads(body)["parent"])
         env = {key: value for key, value in os.environ.items() if key != "PROMETHEUS_MULTIPROC_DIR"}
         env.update({"KUBECONFIG": server.write_kubeconfig(Path(tmp) / "kubeconfig"),
                     "NVCRE_CACHE_TTL_SECONDS": "3600", "PYTHONPATH": str(ROOT)})

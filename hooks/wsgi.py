@@ -5,8 +5,10 @@
 Reader and cache. The parts and where each comes from: the settings (``Settings.from_env``), the
 Reader (``podread.from_environment``: kubeconfig or in-cluster, ``NVCRE_CACHE_*``, ...), the
 writer of the hooks' own writes (``writer_from_environment``, the same cluster configuration), the
-PodGroup discovery (``PodGroupDiscovery.from_environment``, issue 22) and the recorder
-(``Recorder.from_env``: ``NVCRE_RECORD_DIR``, off unless set), given to the app as middleware.
+PodGroup discovery (``PodGroupDiscovery.from_environment``, issue 22), the live version of a Job
+(``parents_from_environment``: a request is checked against it before an answer acts,
+``hooks.server.freshness``) and the recorder (``Recorder.from_env``: ``NVCRE_RECORD_DIR``, off
+unless set), given to the app as middleware.
 ``hooks.server.app.create_app`` reads no environment, and the server and the recorder
 (``hooks.tools.record``) do not import each other both ways: only this module knows both.
 """
@@ -23,6 +25,7 @@ from hooks.server import logs
 from hooks.server.app import create_app
 from hooks.server.config import Settings
 from hooks.server.discovery import PodGroupDiscovery
+from hooks.server.freshness import parents_from_environment
 from hooks.server.writer import writer_from_environment
 from hooks.tools.record import Recorder
 
@@ -38,4 +41,4 @@ def production_app(env: Mapping[str, str] | None = None) -> Flask:
     recorder = Recorder.from_env(env)
     discovery = PodGroupDiscovery.from_environment(env)
     return create_app(reader, settings=settings, writer=writer, middleware=() if recorder is None else (recorder,),
-                      discovery=discovery)
+                      discovery=discovery, parents=parents_from_environment(env))

@@ -27,6 +27,8 @@ field                                   read by
 ``spec.nodeName``                       ``PodSelector.matches`` (node reads); the watch's node index;
                                         ``pod_row``
 ``status.phase``                        ``podread.is_active``: every barrier and ``activePods``
+``status.startTime``                    ``hooks.core.history.started_at`` (``status.attempts``:
+                                        when an attempt started, from the pods ``activePods`` counts)
 ======================================  ===========================================================
 
 Dropped: everything else (``managedFields``, annotations, ``ownerReferences``, the containers,
@@ -50,7 +52,7 @@ KEPT: Final[Mapping[str, frozenset[str]]] = {
     "metadata": frozenset({"name", "namespace", "uid", "resourceVersion", "labels", "creationTimestamp",
                            "deletionTimestamp"}),
     "spec": frozenset({"nodeName"}),
-    "status": frozenset({"phase"}),
+    "status": frozenset({"phase", "startTime"}),
 }
 """The kept fields: top-level object -> the keys kept in it (``metadata.labels`` is kept whole)."""
 
@@ -95,4 +97,24 @@ def slim(pod: Mapping[str, Any]) -> Pod:
         result["status"] = {}
     else:
         result["status"] = _shared(_shared_statuses, "phase", sys.intern(phase) if isinstance(phase, str) else phase)
+    started = status.get("startTime") if isinstance(status, Mapping) else None
+    if isinstance(started, str):  # what the API server writes; anything else is no start time
+        result["status"] = _started(result["status"], sys.intern(started) if len(started) <= 64 else started)
     return result
+
+
+_shared_started: dict[tuple[Any, str], dict[str, Any]] = {}
+_SHARED_STARTED_MAX = 4096
+
+
+def _started(status: Mapping[str, Any], started: str) -> dict[str, Any]:
+    """``status`` with ``startTime``: one dict per (phase, start time), shared as ``_shared`` does (the
+    pods of a gang start within the same few seconds). Start times never repeat for long, so the table
+    is emptied when it reaches ``_SHARED_STARTED_MAX`` (dicts already handed out stay as they are)."""
+    key = (status.get("phase"), started)
+    found = _shared_started.get(key)
+    if found is None:
+        if len(_shared_started) >= _SHARED_STARTED_MAX:
+            _shared_started.clear()
+        found = _shared_started[key] = {**status, "startTime": started}
+    return found

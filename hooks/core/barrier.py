@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core import stuckwait
-from hooks.core.deadlines import parse_time
+from hooks.core.claims import utc
+from hooks.core.deadlines import time_or_none
 from hooks.core.evidence import list_names
 from hooks.core.observed import InvalidRequest
 from hooks.core.reads import failed_words
@@ -38,7 +39,7 @@ from hooks.core.stuckwait import NOT_KNOWN, StuckWait
 from hooks.core.vocab import Reason
 from hooks.core.wording import bounded, list_pods, pod_name
 from hooks.core.work import DRAINED, Context, Work
-from podread.attempts import attempt_in_name, attempt_number
+from podread.attempts import attempt_in_name, attempt_number, workload_name
 from podread.constants import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import PodReadError
 from podread.selector import pod_key
@@ -172,25 +173,8 @@ def barrier(ctx: Context, conditions: cond.Conditions, *, through: int) -> Drain
 
 
 def evidence_time(ctx: Context) -> datetime:
-    """The time stamped on a transition this answer makes (``Drained``'s ``lastTransitionTime``;
-    ``completionTime``, ``hooks.core.rows.deadline``):
-    the newest time the request's own evidence carries (``Observed.version_times``: when the
-    API server wrote this version of the parent, or its deletionTimestamp; and the observed
-    JobSets' and Workloads' condition times), never past ``now``; ``now`` when the parent carries no
-    such time (a request built by hand). Not ``now`` itself: Metacontroller answers from its cache,
-    so one parent version is answered several times (issue 21), and each answer stamping its own
-    ``now`` wrote times that the cache then replayed alternately, a status that never settled."""
-    stamps = [_time_or_none(text) for text in ctx.observed.version_times]
-    if not any(stamps):
-        return ctx.now
-    for child in (*ctx.observed.jobsets, *ctx.observed.workloads):
-        status = child.get("status")
-        conditions = status.get("conditions") if isinstance(status, Mapping) else None
-        for condition in conditions if isinstance(conditions, list) else ():
-            if isinstance(condition, Mapping) and isinstance(condition.get("lastTransitionTime"), str):
-                stamps.append(_time_or_none(condition["lastTransitionTime"]))
-    newest = max((stamp for stamp in stamps if stamp is not None), default=None)
-    return ctx.now if newest is None else min(newest, ctx.now)
+    """The time stamped on a transition this answer makes: ``Context.stamp`` (``hooks.core.stamps``)."""
+    return ctx.stamp
 
 
 def record(ctx: Context, work: Work, drain: Drain) -> None:
@@ -213,14 +197,25 @@ def _record(ctx: Context, work: Work, drain: Drain, *, drained: bool) -> None:
     """``record``; ``drained``: whether the ``Drained`` condition is set."""
     conditions = work.conditions
     if drained:
-        status, reason, message = drain.drained()  # every transition stamped from the evidence (evidence_time)
-        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, evidence_time(ctx))
+        status, reason, message = drain.drained()  # stamped from the evidence (hooks.core.stamps)
+        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, _drained_stamp(ctx, conditions))
     work.conditions = stuckwait.conditions(ctx, conditions, drain.stuck)
     if drain.error is None:
         work.active_pods = len(drain.workers)
     work.resync = work.resync or not drain.passed
     work.stuck_pods = drain.stuck.pods
     work.actions = [*work.actions, *drain.stuck.deletes]
+
+
+def _drained_stamp(ctx: Context, conditions: cond.Conditions) -> datetime:
+    """The time a ``Drained`` transition is stamped with: ``Context.stamp`` (the world's evidence),
+    never before the ``Drained`` condition already there (the evidence can lose a time when a child
+    goes: the JobSet's conditions leave with it). Not the time of the parent's last status write:
+    two cached versions that each lack the pass would each stamp their own, and Metacontroller's
+    last-writer-wins writes would alternate them (the tier's lost-node test)."""
+    before = cond.get_condition(conditions, DRAINED)
+    since = time_or_none(before.last_transition_time) if before is not None else None
+    return max(ctx.stamp, since) if since is not None else ctx.stamp
 
 
 @dataclass(frozen=True)
@@ -331,7 +326,7 @@ def refuse_if_behind(ctx: Context, attempt: int, *, reads: bool = True) -> None:
     answered as before: refusing it would never end. Without the parent's times (a request built
     by hand) or the evidence's creation times, nothing is refused; a failed read refuses nothing
     (the barrier holds on it)."""
-    written = [t for t in (_time_or_none(text) for text in ctx.observed.version_times) if t is not None]
+    written = [t for t in (time_or_none(text) for text in ctx.observed.version_times) if t is not None]
     if not written:
         return
     objs: list[tuple[Mapping[str, Any], bool]] = [(js, True) for js in ctx.observed.jobsets]
@@ -341,11 +336,11 @@ def refuse_if_behind(ctx: Context, attempt: int, *, reads: bool = True) -> None:
         except PodReadError:
             return
         objs += [(obj, False) for obj in (*pods, *jobs)]
-    now = ctx.now if ctx.now.tzinfo is not None else ctx.now.replace(tzinfo=UTC)
+    now = utc(ctx.now)
     ahead: list[tuple[int, datetime]] = []
     for obj, named in objs:
         number = _attempt_of(ctx, obj, named=named)
-        created = _time_or_none(str((obj.get("metadata") or {}).get("creationTimestamp", "")))
+        created = time_or_none((obj.get("metadata") or {}).get("creationTimestamp"))
         if number is not None and number > attempt and created is not None:
             ahead.append((number, created))
     if not ahead:
@@ -355,6 +350,35 @@ def refuse_if_behind(ctx: Context, attempt: int, *, reads: bool = True) -> None:
         raise StaleRequest(f"the request is behind the cluster: status.attempt is {attempt}, but attempt "
                            f"{max(n for n, _ in ahead)} began after this parent version was written (its JobSet, "
                            "pods or batch Jobs exist); not answering from this parent")
+
+
+def refuse_if_children_behind(ctx: Context, attempt: int) -> None:
+    """``StaleRequest`` when the children in the request are behind the cluster: JobSet
+    ``<job>-<attempt>`` is not among them, yet the barrier's live reads (``drain_reads``, made once
+    per call: no read again) find its pods or batch Jobs, none being deleted, the newest created
+    less than ``STALE_CACHE_SECONDS`` before ``now``. Metacontroller's children cache has not seen
+    the JobSet it created a moment ago: answering would hold "before creating" it and write a
+    ``Drained`` condition the next call (with the JobSet seen) takes back, a status that never
+    settles. A JobSet that is gone for real leaves its pods being deleted (or, orphaned, keeps them
+    past the grace): those are answered, and held on, as before. A failed read refuses nothing (the
+    barrier holds on it)."""
+    try:
+        pods, jobs = drain_reads(ctx, attempt)
+    except PodReadError:
+        return
+    name = workload_name(ctx.job, attempt)
+    if any(jobset["metadata"]["name"] == name for jobset in ctx.observed.jobsets):
+        return
+    mine = [obj for obj in (*pods, *jobs)
+            if str(((obj.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL, "")) == name]
+    if not mine or any((obj.get("metadata") or {}).get("deletionTimestamp") for obj in mine):
+        return
+    created = [t for t in (time_or_none((o.get("metadata") or {}).get("creationTimestamp")) for o in mine)
+               if t is not None]
+    now = utc(ctx.now)
+    if created and (now - max(created)).total_seconds() < STALE_CACHE_SECONDS:
+        raise StaleRequest(f"the request is behind the cluster: JobSet {name} is not among its children, but "
+                           f"its pods or batch Jobs exist and none is being deleted; not answering from this view")
 
 
 def _attempt_of(ctx: Context, obj: Mapping[str, Any], *, named: bool) -> int | None:
@@ -367,14 +391,6 @@ def _attempt_of(ctx: Context, obj: Mapping[str, Any], *, named: bool) -> int | N
     found = [attempt_in_name(ctx.job, str(labels.get(JOBSET_NAME_LABEL, ""))),
              attempt_number(str(labels.get(ATTEMPT_LABEL, "")))]
     return max((n for n in found if n is not None), default=None)
-
-
-def _time_or_none(text: str) -> datetime | None:
-    """``text`` as a time (``hooks.core.deadlines.parse_time``), ``None`` when it is not one."""
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
 
 
 def last_attempt(ctx: Context, attempt: int, pods: list[Mapping[str, Any]]) -> int:

@@ -19,7 +19,10 @@ The claims and their evidence:
   ``ttlSecondsAfterFinished`` (the Job is deleted) it is also proven (``terminal_evidence``);
 - ``status.completionTime``: only in a terminal phase; not before the Job was created nor before
   the current JobSet's own terminal condition, not after ``now``;
-- ``status.restartsByCause``: not more restarts than the attempts can have had.
+- ``status.restartsByCause``: not more restarts than the attempts can have had;
+- ``status.attempts``: no entry past the status' attempt (the hooks make entries only for the
+  attempts they run: one past is written by someone else, and acting on it would end an attempt
+  that never ran, call after call).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 from hooks.core import deadlines
 from hooks.core.evidence import COMPLETED, FAILED, healthy, jobset_state, restarts_allowed
-from hooks.core.jobset import MAX_ATTEMPT
+from hooks.core.jobset import is_last_attempt
 from hooks.core.observed import Observed
 from hooks.core.status import Condition
 from hooks.core.vocab import ConditionStatus, ConditionType, Phase, Reason
@@ -57,7 +60,7 @@ def disagreement(observed: Observed, attempt: int, phase: str, now: datetime) ->
     """Whether a claim of ``observed.status`` the policies act on disagrees with the evidence.
     ``attempt`` and ``phase`` are the status' after adoption (``hooks.core.rows.mismatch.adopt``).
     Returns ``(reason, message)``, the message naming the field, or ``None``."""
-    for check in (start_time, deadline_exceeded, terminal, completion_time, restarts_by_cause):
+    for check in (start_time, deadline_exceeded, terminal, completion_time, restarts_by_cause, attempts_history):
         found = check(observed, attempt, phase, now)
         if found is not None:
             return found
@@ -199,7 +202,7 @@ def terminal_evidence(observed: Observed, attempt: int, phase: str, now: datetim
     Completed; Failed, the current JobSet observed Failed, or condition ``Failed`` with reason
     ``DeadlineExceeded`` and the deadline passed (``deadline_passed``) or its teardown ended
     (``torn_down_after_a_deadline``), or with reason
-    ``AttemptLimitReached`` at attempt ``MAX_ATTEMPT``."""
+    ``AttemptLimitReached`` at the last attempt (``is_last_attempt``)."""
     current = _jobset(observed, workload_name(observed.name, attempt))
     state = jobset_state(current) if current is not None else ""
     if phase == SUCCEEDED:
@@ -210,7 +213,7 @@ def terminal_evidence(observed: Observed, attempt: int, phase: str, now: datetim
     reason = failed.reason if failed is not None and _true(observed, ConditionType.FAILED) else None
     if reason == Reason.DEADLINE_EXCEEDED:
         return deadline_passed(observed, now) or torn_down_after_a_deadline(observed)
-    return reason == "AttemptLimitReached" and attempt >= MAX_ATTEMPT
+    return reason == Reason.ATTEMPT_LIMIT_REACHED and is_last_attempt(attempt)
 
 
 def torn_down_after_a_deadline(observed: Observed) -> bool:
@@ -245,6 +248,15 @@ def restarts_by_cause(observed: Observed, attempt: int, phase: str, now: datetim
     if total > allowed:
         return Reason.RESTARTS_BY_CAUSE_DISAGREE, (f"status.restartsByCause counts {total} restarts, more than attempt "
                                            f"{attempt} can have had ({allowed})")
+    return None
+
+
+def attempts_history(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """``status.attempts``: every entry is of an attempt up to ``attempt`` (after adoption)."""
+    past = sorted(int(entry["attempt"]) for entry in observed.status.attempts if int(entry["attempt"]) > attempt)
+    if past:
+        return Reason.ATTEMPTS_DISAGREE, (f"status.attempts has an entry for attempt {past[0]}, past the status' "
+                                          f"attempt {attempt}")
     return None
 
 

@@ -42,6 +42,15 @@ def parse_time(text: str) -> datetime | None:
         raise ValueError(f"{text[:40]!r} is outside the range of times in UTC") from None
 
 
+def time_or_none(text: object) -> datetime | None:
+    """``text`` as ``parse_time`` reads it, ``None`` for anything that is not such a time (evidence
+    read from objects the hooks do not own: a bad time there is no time, never an error)."""
+    try:
+        return parse_time(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
 def check(spec: Mapping[str, Any]) -> None:
     """Checks the time limits of ``spec``: each unset or an integer (``activeDeadlineSeconds`` and
     ``drain.stuckAfterSeconds`` at least 1, the others at least 0), at most ``MAX_SECONDS``;

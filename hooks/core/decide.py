@@ -35,7 +35,7 @@ last column:
     11   otherwise                             the current attempt's JobSet, Running if a cached pod current
                                                is active; one not observed yet is created only once
                                                the barrier passed (queue-managed: once admitted)
-    then, on the phase decided above:
+    then, on the phase decided above (``ON_THE_PHASE``: each row that matches, in order):
     12   terminal, ttlSecondsAfterFinished     ask for the Job's deletion (DeleteJob); the finalize  deadline
          passed (from completionTime), the     row then drains it
          status agrees, not finalizing
@@ -77,9 +77,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import NamedTuple
 
 from hooks.core import conditions as cond
-from hooks.core import gang, history, queueing, specpin
+from hooks.core import gang, history, specpin
 from hooks.core.answer import assemble
 from hooks.core.barrier import refuse_if_behind
 from hooks.core.observed import Observed
@@ -153,22 +154,37 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
         current.steady(ctx, work)                                         # rows 7-11
     gang.apply(ctx, work)  # each JobSet answered gets its attempt's PodGroup, or is held for it (issue 22)
     if trusted and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
-        work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, Reason.AGREES, "", now)
+        work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, Reason.AGREES, "", ctx.stamp)
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
     deadline.times(ctx, work, trusted=trusted)
     if trusted or tearing_down is not None:  # whatever row 3 holds on, it moves nothing: nor the history
         history.update(ctx, work, attempt=attempt, ending=ending)        # status.attempts
-    ttl = deadline.ttl_due(ctx, work) if trusted and not observed.finalizing else None
-    if ttl is not None:
-        deadline.delete_job(ctx, work, ttl)                               # row 12
     work.replicated_jobs_digest = specpin.pinned(observed.spec, work.replicated_jobs_digest,
                                                  answers_jobset=any(c.get("kind") == "JobSet" for c in work.children))
-    if (ctx.queue and work.phase in TERMINAL and work.quota == "create"
-            and queueing.current_workload(observed) is not None):
-        kueue.release_quota(ctx, work)                                    # row 13
+    for row in ON_THE_PHASE:                                              # rows 12, 13
+        if row.when(ctx, work, trusted):
+            row.then(ctx, work)
     if ctx.queue:
         kueue.workload_child(ctx, work, hold=not trusted)
     return assemble(observed, work, resync_seconds)
+
+
+class OnThePhase(NamedTuple):
+    """A row matched on the phase rows 1-11 decided (rows 12, 13): ``when`` reads the call, the work
+    as those rows left it and whether the status agrees with the evidence (``trusted``); ``then``
+    is the row's work."""
+
+    number: str
+    when: Callable[[Context, Work, bool], bool]
+    then: Row
+
+
+ON_THE_PHASE: tuple[OnThePhase, ...] = (
+    OnThePhase("12", deadline.ttl_passed, deadline.delete_job),
+    OnThePhase("13", kueue.quota_releasable, kueue.release_quota),
+)
+"""Rows 12 and 13, each run when it matches, in this order (both may: row 13's message, what
+keeps the quota, is then the status message)."""
 
 
 ENDINGS: dict[Row, str] = {teardown.finalize: history.DELETED, teardown.suspend: history.SUSPENDED,

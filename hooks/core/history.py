@@ -10,18 +10,20 @@ disagrees keeps its history as it came).
 An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
 
 - ``attempt``, ``jobSet``: the attempt's number and its JobSet's name;
-- ``created``: the JobSet's ``creationTimestamp`` when the entry is made from an observed JobSet,
-  else when the hooks first answered that JobSet (``barrier.evidence_time`` of that call: its ``now``
-  unless the parent carries the API server's write times, so that every answer Metacontroller makes
-  from one cached parent version writes the same entry);
-- ``started``: the first call that found the attempt ``Running`` (a pod of it active), stamped the
-  same way;
+- ``created``: the JobSet's ``creationTimestamp``, once the JobSet is observed (an entry made when
+  the hooks first answer a JobSet, before it exists, has none until then);
+- ``started``: when the attempt's first pod was started (``started_at``: the earliest ``startTime``
+  of its pods that ran), from the pods this call read anyway (the cached ``job_pods`` of
+  ``hooks.core.reads``, the failed attempt's ``failure_pods``), so an attempt that ran and ended
+  between two calls has one too;
 - ``ended`` and ``outcome``: ``Succeeded`` or ``Failed`` at the time of the JobSet's ``Completed``
   or ``Failed`` condition (``Failed`` is written once the failure policy judged it; ``Preempted``
   when the first failing pod's ``DisruptionTarget`` reason is a preemption); ``Suspended``,
   ``Deleted``, ``Evicted`` (Kueue took the admission back; ``reason`` is Kueue's, such as
-  ``Preempted``) and ``DeadlineExceeded`` when the teardown began (the Workload's ``Evicted`` and
-  the Job's ``DeadlineExceeded`` condition times; the call's ``now`` for a suspend or a delete);
+  ``Preempted``) and ``DeadlineExceeded`` when the teardown began (the Job's ``deletionTimestamp``,
+  the Workload's ``Evicted`` and the Job's ``DeadlineExceeded`` condition times; for a suspend the
+  newest time the request's evidence carries, ``barrier.evidence_time``: when the API server wrote
+  the suspended parent);
 - for a failed attempt, from its first failing pod (the earliest container end or disruption):
   ``failedPod``, ``node``, ``failedReplicatedJob`` (else from the JobSet's
   ``replicatedJobsStatus``), ``exitCode`` (the first container that ended non-zero), ``reason``
@@ -31,12 +33,14 @@ An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
   not when its deletion began);
 - ``cause``: the restart cause it was counted under (``status.restartsByCause``), only when it
   restarted the Job;
-- ``drainSeconds`` (from ``ended`` until the barrier passed) and ``drainStuck`` (whether
+- ``drainSeconds`` (from ``ended`` until the barrier passed, as ``Drained``'s stamp dates it: a
+  lower bound, ``hooks.core.stamps``) and ``drainStuck`` (whether
   ``DrainStuck`` was True meanwhile), for an attempt torn down (a restart, a suspend, a delete, an
   eviction, the deadline).
 
-Each field is written once and never changed, so the status is a fixed point: fed back, at any
-later moment, nothing moves. Older entries beyond the limit are dropped and counted in
+Every time is a time the API server or the kubelet wrote, never the call's clock (only kept no later
+than it), and each field is written once and never changed, so the status is a fixed point: fed
+back, at any later moment, nothing moves. Older entries beyond the limit are dropped and counted in
 ``status.attemptsDropped``; every string is cut to a bound, so the history is at most
 ``MAX_HISTORY_BYTES`` whatever ran (a Job restarted 10,000 times included).
 """
@@ -50,13 +54,15 @@ from typing import Any
 from hooks.core import conditions as cond
 from hooks.core import deadlines, queueing
 from hooks.core.barrier import evidence_time
+from hooks.core.claims import utc
 from hooks.core.evidence import COMPLETED, FAILED, jobset_state
 from hooks.core.historyentry import ENTRY_KEYS, MAX_ENTRIES, STRING_LIMITS
 from hooks.core.jobset import KIND as JOBSET_KIND
-from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, RUNNING, SUCCEEDED, Context, Work
+from hooks.core.reads import JOB_PODS
+from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, SUCCEEDED, Context, Work
 from hooks.core.work import FAILED as FAILED_PHASE
 from podread.attempts import workload_name
-from podread.constants import REPLICATED_JOB_LABEL
+from podread.constants import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 
 Pod = Mapping[str, Any]
 Entry = dict[str, Any]
@@ -101,25 +107,28 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
     ``attempt`` is the attempt the rows started from (after adoption); ``work.attempt`` where they
     left it. ``ending`` names the teardown a row began (``SUSPENDED``, ``DELETED``, ``EVICTED``,
     ``DEADLINE_EXCEEDED``), ``None`` when none did. An entry is made for each of the two whose
-    JobSet is observed or answered; ``attempt``'s is ended (once) and its drain recorded (once);
-    ``work.attempt``'s gets ``started`` once it runs. Then only the last ``limit`` entries are kept;
-    the prior status' entries let go are counted in ``attemptsDropped``."""
+    JobSet is observed or answered, and dated (``created``, ``started``) once the evidence shows
+    when; ``attempt``'s is ended (once) and its drain recorded (once). Then only the last ``limit``
+    entries up to the later of the two are kept; the prior status' entries let go are counted in
+    ``attemptsDropped``."""
     entries = {int(entry["attempt"]): dict(entry) for entry in work.attempts}
     for number in sorted({attempt, work.attempt}):
         jobset = ctx.jobset(number)
         if number not in entries and (jobset is not None or _answered(work, workload_name(ctx.job, number))):
-            entries[number] = _opened(ctx, number, jobset)
+            entries[number] = {"attempt": number, "jobSet": workload_name(ctx.job, number)}
+        if number in entries:
+            _date(ctx, entries[number], workload_name(ctx.job, number), jobset)
     entry = entries.get(attempt)
     if entry is not None:
         if "outcome" not in entry:
             _end(ctx, work, entry, attempt, ending)
         if _drains(entry) and "drainSeconds" not in entry:
             _drain(ctx, work, entry)
-    current = entries.get(work.attempt)
-    if current is not None and work.phase == RUNNING and "started" not in current and "outcome" not in current:
-        current["started"] = deadlines.stamp(evidence_time(ctx))
     most = limit(ctx.observed.spec)
-    kept = sorted(entries)[-most:]
+    # An entry past both attempts is none the hooks wrote (written by hand: the claim check holds on
+    # it, ``AttemptsDisagree``, except where a teardown row runs before that check): let go, or the
+    # teardown, which runs until it is over, would end it once the Job reached its number.
+    kept = [number for number in sorted(entries) if number <= max(attempt, work.attempt)][-most:]
     # Only entries the status held are counted when let go: one made in this call and not kept (a
     # status holding a later attempt than this one: not what the hooks write) is not made at all, so
     # the count cannot grow on every call.
@@ -132,12 +141,38 @@ def _answered(work: Work, name: str) -> bool:
                for child in work.children)
 
 
-def _opened(ctx: Context, number: int, jobset: Mapping[str, Any] | None) -> Entry:
-    """A new entry: the attempt, its JobSet, and when it was created (``created``: the module doc)."""
-    created = _moment(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
-    if created is None or created > _utc(ctx.now):
-        created = _utc(evidence_time(ctx))
-    return {"attempt": number, "jobSet": workload_name(ctx.job, number), "created": deadlines.stamp(created)}
+def _date(ctx: Context, entry: Entry, workload: str, jobset: Mapping[str, Any] | None) -> None:
+    """Adds ``created`` (the observed JobSet's ``creationTimestamp``) and ``started`` (``started_at``
+    over the pods this call read) to ``entry``, the attempt whose JobSet is named ``workload``, when
+    it has none yet and the evidence says when."""
+    if "created" not in entry:
+        created = deadlines.time_or_none(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
+        if created is not None:
+            entry["created"] = _at(ctx, deadlines.stamp(created))
+    if "started" not in entry:
+        started = started_at([*(ctx.once.peek(JOB_PODS) or ()), *(ctx.once.peek(_pods_key(workload)) or ())],
+                             workload)
+        if started is not None:
+            entry["started"] = _at(ctx, deadlines.stamp(started))
+
+
+def started_at(pods: Sequence[Pod], workload: str) -> datetime | None:
+    """When the first of ``workload``'s pods (label ``jobset.sigs.k8s.io/jobset-name``) that the
+    kubelet ran (phase ``Running``, ``Succeeded`` or ``Failed``) was started: the earliest such pod's
+    ``status.startTime`` (set by its kubelet; kept in the cache, ``podread.slim``). ``None`` when no
+    pod of it says so (none read, none scheduled or started yet)."""
+    moments = []
+    for pod in pods:
+        status = pod.get("status") or {}
+        if (((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL) == workload
+                and status.get("phase") in RAN):
+            moments.append(deadlines.time_or_none(status.get("startTime")))
+    known = [moment for moment in moments if moment is not None]
+    return min(known) if known else None
+
+
+RAN = frozenset({"Running", "Succeeded", "Failed"})
+"""The pod phases reached only once the kubelet started the pod's containers."""
 
 
 def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | None) -> None:
@@ -171,8 +206,11 @@ def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | Non
 
 
 def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
-    """When a teardown began: the Job's ``DeadlineExceeded`` condition's time, the Workload's
-    ``Evicted`` condition's time, else ``None`` (the call's ``now``)."""
+    """When a teardown began (``_at`` keeps it no later than ``now``, and reads ``None`` as ``now``):
+    for the deadline, the Job's ``DeadlineExceeded`` condition's time; for an eviction, the
+    Workload's ``Evicted`` condition's time; for a delete, the Job's ``deletionTimestamp``; for a
+    suspend (and a delete whose request carries no ``deletionTimestamp``), the newest time the
+    request's evidence carries (``barrier.evidence_time``: when the API server wrote this parent)."""
     if ending == DEADLINE_EXCEEDED:
         marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
         when = marked.last_transition_time if marked is not None else None
@@ -180,7 +218,9 @@ def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
     if ending == EVICTED:
         workload = queueing.current_workload(ctx.observed) or {}
         return _condition_time(workload, "Evicted")
-    return None
+    if ending == DELETED and deadlines.time_or_none(ctx.observed.deletion_timestamp) is not None:
+        return ctx.observed.deletion_timestamp
+    return deadlines.stamp(evidence_time(ctx))
 
 
 def _evicted_reason(ctx: Context) -> str:
@@ -206,9 +246,9 @@ def _drain(ctx: Context, work: Work, entry: Entry) -> None:
     drained = cond.get_condition(work.conditions, DRAINED)
     if drained is None or drained.status != cond.TRUE:
         return
-    ended = _moment(entry.get("ended"))
-    passed = _moment(drained.last_transition_time) or _utc(ctx.now)
-    seconds = (_utc(passed) - ended).total_seconds() if ended is not None else 0.0
+    ended = deadlines.time_or_none(entry.get("ended"))
+    passed = deadlines.time_or_none(drained.last_transition_time) or utc(ctx.stamp)
+    seconds = (utc(passed) - ended).total_seconds() if ended is not None else 0.0
     entry["drainSeconds"] = int(min(deadlines.MAX_SECONDS, max(0.0, seconds)))
     entry["drainStuck"] = bool(entry.get("drainStuck"))
 
@@ -245,7 +285,7 @@ def deletion_times(pod: Pod) -> Entry:
     time plus the grace period) and ``failedPodDeletionStarted`` (that less
     ``deletionGracePeriodSeconds``, when known). ``{}`` otherwise."""
     metadata = pod.get("metadata") or {}
-    ends = _moment(metadata.get("deletionTimestamp"))
+    ends = deadlines.time_or_none(metadata.get("deletionTimestamp"))
     if ends is None:
         return {}
     times = {"failedPodGracePeriodEnds": deadlines.stamp(ends)}
@@ -272,10 +312,10 @@ def _failed_at(pod: Pod) -> datetime | None:
     for container in _containers(pod):
         terminated = (container.get("state") or {}).get("terminated") or {}
         if _nonzero(terminated.get("exitCode")):
-            moments.append(_moment(terminated.get("finishedAt")))
+            moments.append(deadlines.time_or_none(terminated.get("finishedAt")))
     disruption = _disruption(pod)
     if disruption is not None:
-        moments.append(_moment(disruption.get("lastTransitionTime")))
+        moments.append(deadlines.time_or_none(disruption.get("lastTransitionTime")))
     known = [moment for moment in moments if moment is not None]
     return min(known) if known else None
 
@@ -333,21 +373,11 @@ def _condition_reason(obj: Mapping[str, Any], type_: str) -> str:
 
 
 def _at(ctx: Context, text: Any) -> str:
-    """``text`` as a status time when it is one no later than ``now``, else ``now``."""
-    moment = _moment(text)
-    now = _utc(ctx.now)
-    return deadlines.stamp(moment if moment is not None and moment <= now else now)
+    """``text`` as a status time when it is one no later than ``now``, else the answer's stamp
+    (``Context.stamp``: the request's evidence, the same for every answer to one observed state)."""
+    moment = deadlines.time_or_none(text)
+    return deadlines.stamp(moment if moment is not None and moment <= utc(ctx.now) else utc(ctx.stamp))
 
-
-def _moment(text: Any) -> datetime | None:
-    try:
-        return deadlines.parse_time(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-
-
-def _utc(now: datetime) -> datetime:
-    return now.astimezone(UTC) if now.tzinfo is not None else now.replace(tzinfo=UTC)
 
 
 def _ordered(entry: Entry) -> Entry:

@@ -20,6 +20,14 @@ MAX_ATTEMPT = 9999
 """The last attempt a Job can reach. Names are validated for it (``<job>-9999-...``), so a name
 that fits attempt 0 fits every attempt; a restart or resume that would need attempt 10000 ends
 the Job Failed (``hooks.core.decide``, reason ``AttemptLimitReached``) instead of parking it."""
+
+
+def is_last_attempt(attempt: int) -> bool:
+    """Whether ``attempt`` is the last a Job can have (``MAX_ATTEMPT``): no step may start another.
+    The one reading of the limit: the rows ask it before a step that starts attempt+1
+    (``hooks.core.rows.terminal.out_of_attempts``), and ``hooks.core.claims`` asks it of a status
+    that says the limit was reached."""
+    return attempt >= MAX_ATTEMPT
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
 """The ``managedBy`` value of JobSet's own controller (anything else: the JobSet runs elsewhere)."""
 JOB_CONTROLLER = "kubernetes.io/job-controller"

@@ -90,10 +90,23 @@ class Observed:
     uid: str = ""
     creation_timestamp: str = ""
     """``parent.metadata.creationTimestamp`` (set by the API server): evidence for the status' times."""
+    deletion_timestamp: str = ""
+    """``parent.metadata.deletionTimestamp`` as found (set by the API server when the Job's deletion was
+    asked for: a custom resource has no grace period), ``""`` when it is not being deleted."""
     version_times: tuple[str, ...] = ()
     """The times the API server stamped on this version of the parent: its ``managedFields`` times
     and, with them, its ``deletionTimestamp``, as found (unparsed; none in a request built by hand
     or recorded without ``managedFields``)."""
+    world_times: tuple[str, ...] = ()
+    """``version_times`` less the times of status writes (``managedFields`` entries of subresource
+    ``status``): when the Job's spec or metadata last changed, and its deletionTimestamp; the same in
+    every version that differs only by a status Metacontroller wrote for the hooks."""
+    resource_version: str = ""
+    """``parent.metadata.resourceVersion`` as found: which version of the Job the request carries
+    (``hooks.server.freshness`` compares it with the live one)."""
+    status_written: str = ""
+    """The newest ``managedFields`` time of a ``status`` subresource write (unparsed): when the status
+    this request carries was last written; ``""`` when none is recorded."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
     workloads: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
@@ -113,18 +126,32 @@ class Observed:
     """The cluster's gang default and what discovery said (set by the hook server; ``GangCluster``)."""
 
 
-def _version_times(metadata: object) -> tuple[str, ...]:
-    """``Observed.version_times``: every string ``managedFields[].time``, and the deletionTimestamp
-    when there is one of those; anything else there is ignored (server-set metadata, never a reason
-    to refuse the request)."""
+def _write_times(metadata: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``Observed.version_times`` and ``Observed.world_times``: every string ``managedFields[].time``
+    (for the world's, only those of entries not of subresource ``status``), each with the
+    deletionTimestamp when the parent carries managed fields at all; anything else there is
+    ignored (server-set metadata, never a reason to refuse the request)."""
     if not isinstance(metadata, Mapping):
-        return ()
+        return (), ()
     fields = metadata.get("managedFields")
-    entries = fields if isinstance(fields, list) else []
-    found = [entry.get("time") for entry in entries if isinstance(entry, Mapping)]
-    found = [time for time in found if isinstance(time, str) and time]
+    entries = [entry for entry in fields if isinstance(entry, Mapping)] if isinstance(fields, list) else []
+    timed = [entry for entry in entries if isinstance(entry.get("time"), str) and entry["time"]]
+    if not timed:
+        return (), ()
     deletion = metadata.get("deletionTimestamp")
-    return (*found, deletion) if found and isinstance(deletion, str) and deletion else tuple(found)
+    tail = (deletion,) if isinstance(deletion, str) and deletion else ()
+    world = tuple(entry["time"] for entry in timed if entry.get("subresource") != "status")
+    return (*(entry["time"] for entry in timed), *tail), (*world, *tail)
+
+
+def _status_written(metadata: object) -> str:
+    """``Observed.status_written``: the newest string ``time`` of a ``managedFields`` entry of
+    subresource ``status`` (RFC 3339 seconds in UTC sort as text), ``""`` when there is none."""
+    fields = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+    if not isinstance(fields, list):
+        return ""
+    return max((entry["time"] for entry in fields if isinstance(entry, Mapping)
+                and entry.get("subresource") == "status" and isinstance(entry.get("time"), str)), default="")
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -156,13 +183,19 @@ def parse_request(payload: object, hook: str) -> Observed:
     namespace = metadata.namespace or ""
     children = request.children or {}
     related = request.related or {}
+    raw_metadata = raw_parent.get("metadata")
+    version_times, world_times = _write_times(raw_metadata)
+    resource_version = raw_metadata.get("resourceVersion") if isinstance(raw_metadata, Mapping) else None
     return Observed(namespace=namespace, name=metadata.name or "", generation=metadata.generation,
                     deleting=bool(metadata.deletion_timestamp), finalizing=bool(request.finalizing),
                     spec=raw_parent.get("spec") or {}, status=parent.status or Status(),
                     jobsets=_jobsets(_group(children, JOBSET_GROUP, "children"), namespace), hook=hook,
                     uid=metadata.uid or "",
                     creation_timestamp=metadata.creation_timestamp,
-                    version_times=_version_times(raw_parent.get("metadata")), labels=dict(metadata.labels),
+                    deletion_timestamp=metadata.deletion_timestamp or "",
+                    version_times=version_times, world_times=world_times,
+                    resource_version=resource_version if isinstance(resource_version, str) else "",
+                    status_written=_status_written(raw_metadata), labels=dict(metadata.labels),
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
                     podgroups=_podgroups(_group(children, PODGROUP_GROUP, "children"), namespace),

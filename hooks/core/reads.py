@@ -33,12 +33,17 @@ def failed_words(error: PodReadError) -> str:
     return f"waiting for {what} to succeed: {error.cause}"
 
 
+JOB_PODS = ("job_pods",)
+"""The ``ctx.once`` key of this call's ``job_pods`` read (``hooks.core.history`` dates an attempt's
+start from the same answer)."""
+
+
 def count_pods(ctx: Context, work: Work) -> bool:
-    """Sets ``activePods`` from the cached ``job_pods`` read. On a failed read keeps the previous
-    value, sets the message and resync, and returns False.
+    """Sets ``activePods`` from the cached ``job_pods`` read (made once per call: ``JOB_PODS``). On a
+    failed read keeps the previous value, sets the message and resync, and returns False.
     """
     try:
-        pods = ctx.reader.job_pods(ctx.namespace, ctx.job)
+        pods = ctx.once.get(JOB_PODS, lambda: ctx.reader.job_pods(ctx.namespace, ctx.job))
     except PodReadError as error:
         read_failed(work, error)
         return False

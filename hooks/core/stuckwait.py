@@ -142,15 +142,16 @@ def conditions(ctx: Context, conditions: cond.Conditions, found: StuckWait) -> c
     if not found.pods:
         if cond.get_condition(conditions, DRAIN_STUCK) is None:
             return conditions
-        return cond.set_condition(conditions, DRAIN_STUCK, cond.FALSE, Reason.NOT_STUCK, "", ctx.now)
+        return cond.set_condition(conditions, DRAIN_STUCK, cond.FALSE, Reason.NOT_STUCK, "", ctx.stamp)
     conditions = cond.set_condition(conditions, DRAIN_STUCK, cond.TRUE, Reason.PODS_ON_LOST_NODES,
-                                    bounded(found.found.message()), ctx.now)
+                                    bounded(found.found.message()), ctx.stamp)
     if found.refused:
         return cond.set_condition(
             conditions, FORCE_DELETE_ALLOWED, cond.FALSE, Reason.FORBIDDEN,
             bounded(f"pods qualify for a force delete, but the hooks may not delete pods in namespace "
-                    f"{', '.join(found.refused)}: bind the Role {ROLE} there ({OVERLAY}, docs/operations.md)"), ctx.now)
+                    f"{', '.join(found.refused)}: bind the Role {ROLE} there ({OVERLAY}, docs/operations.md)"),
+            ctx.stamp)
     if found.refused is not None:
         return cond.set_condition(conditions, FORCE_DELETE_ALLOWED, cond.TRUE, Reason.ALLOWED,
-                                  "the hooks may delete the pods that qualify", ctx.now)
+                                  "the hooks may delete the pods that qualify", ctx.stamp)
     return conditions

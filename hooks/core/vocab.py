@@ -40,6 +40,17 @@ class Outcome(StrEnum):
     INVALID_SPEC = "invalid-spec"
 
 
+class Quota(StrEnum):
+    """What becomes of a queue-managed Job's Workload child (``Work.quota``), as the rows decide it:
+    ``CREATE`` keeps the observed one or emits a new one; ``KEEP`` keeps the observed one only;
+    ``RELEASE`` leaves it out, and with it the quota (after a passing barrier, or row 13). Never
+    written into the answer: the Workload child is."""
+
+    CREATE = "create"
+    KEEP = "keep"
+    RELEASE = "release"
+
+
 class ConditionType(StrEnum):
     """The ``type`` of each status condition the hooks write."""
 
@@ -89,6 +100,7 @@ class Reason(StrEnum):
     # Admitted (hooks.core.rows.kueue)
     ADMITTED = "Admitted"
     QUOTA_RELEASED = "QuotaReleased"
+    SUBMITTED = "Submitted"
     PRIORITY_CLASS_NOT_FOUND = "PriorityClassNotFound"
     # StatusMismatch (hooks.core.evidence, hooks.core.claims, hooks.core.rows.mismatch)
     AGREES = "Agrees"
@@ -100,5 +112,6 @@ class Reason(StrEnum):
     DEADLINE_EXCEEDED_DISAGREES = "DeadlineExceededDisagrees"
     COMPLETION_TIME_DISAGREES = "CompletionTimeDisagrees"
     RESTARTS_BY_CAUSE_DISAGREE = "RestartsByCauseDisagree"
+    ATTEMPTS_DISAGREE = "AttemptsDisagree"
     UNKNOWN_ATTEMPT = "UnknownAttempt"
     REPLICATED_JOBS_CHANGED = "ReplicatedJobsChanged"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 import msgspec
@@ -20,9 +21,10 @@ from hooks.core.actions import Action
 from hooks.core.observed import Observed
 from hooks.core.once import Once
 from hooks.core.podreads import PodReads
+from hooks.core.stamps import evidence_time
 from hooks.core.status import Status, StatusFields
 from hooks.core.vocab import TERMINAL as TERMINAL  # re-exported: the rows import it from here
-from hooks.core.vocab import ConditionType, Outcome, Phase
+from hooks.core.vocab import ConditionType, Outcome, Phase, Quota
 from podread.attempts import workload_name
 
 # Short names the rows use for the members of hooks.core.vocab.
@@ -71,10 +73,8 @@ class Work(StatusFields, kw_only=True):
     wake: float | None = None
     actions: list[Action] = []
     stuck_pods: int = 0
-    quota: str = "create"
-    """Queue-managed Jobs: what becomes of the Workload child. ``create`` keeps the observed one or
-    emits a new one; ``keep`` keeps the observed one only; ``release`` leaves it out (after a passing
-    barrier only)."""
+    quota: Quota = Quota.CREATE
+    """Queue-managed Jobs: what becomes of the Workload child (``hooks.core.vocab.Quota``)."""
 
     def __post_init__(self) -> None:
         """Nothing to check: a ``Work`` begins from a ``Status`` already read (``of``) and the rows set
@@ -105,6 +105,14 @@ class Context:
     @property
     def job(self) -> str:
         return self.observed.name
+
+    @cached_property
+    def stamp(self) -> datetime:
+        """The time every transition this answer makes is stamped with (``hooks.core.stamps``):
+        the world's newest evidence in the request, not ``now``, so that every answer to one
+        observed state, and to versions that differ only by the hooks' own status writes, writes
+        the same times."""
+        return evidence_time(self.observed, self.now)
 
     @property
     def namespace(self) -> str:

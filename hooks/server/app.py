@@ -27,6 +27,7 @@ from hooks.server.auth import BearerToken
 from hooks.server.config import Settings
 from hooks.server.discovery import PodGroupDiscovery
 from hooks.server.effects import Effects
+from hooks.server.freshness import ParentVersions
 from hooks.server.handler import Answer, HookResult, encode, handle
 from hooks.server.writer import NullWriter, Writer
 
@@ -55,6 +56,7 @@ def create_app(
     writer: Writer | None = None,
     middleware: Sequence[Middleware] = (),
     discovery: PodGroupDiscovery | None = None,
+    parents: ParentVersions | None = None,
 ) -> Flask:
     """Builds the hook server from its parts; reads no environment (``hooks.wsgi`` builds
     production's parts from it).
@@ -66,7 +68,10 @@ def create_app(
     (its queue and thread). ``middleware`` wraps ``hooks.server.handler.handle`` for every hook
     call, the first innermost (the recorder: ``hooks.tools.record.Recorder``). ``discovery``
     (issue 22): asked, for a request that holds no PodGroup children, what the API server serves of
-    PodGroups; its words reach the core as ``Settings.gang_api_note``. Raises
+    PodGroups; its words reach the core as ``Settings.gang_api_note``. ``parents`` tells
+    the live version of a Job (``hooks.server.freshness``): with it, an answer that may act on a
+    Job is sent only when the request carries the live Job (else 409); production always gives
+    it, tests that feed recorded payloads without an API server leave it out. Raises
     ``ValueError`` on bad configuration, including a missing or empty ``NVCRE_HOOK_TOKEN_FILE``,
     so a worker fails at start-up.
 
@@ -113,7 +118,8 @@ def create_app(
                 result = _too_large(started, settings.max_body_bytes)
                 _account(hook, result, request.content_length or 0)
                 return Response(result.encoded, status=413, mimetype="application/json")
-            result = answer(raw, hook, reader=reader, clock=clock, settings=call_settings(raw), effects=effects)
+            result = answer(raw, hook, reader=reader, clock=clock, settings=call_settings(raw), effects=effects,
+                            parents=parents)
             _account(hook, result, len(raw), clock)
             return Response(result.encoded, status=result.status_code, mimetype="application/json")
 

@@ -23,6 +23,7 @@ from hooks.core.decide import Decision, decide
 from hooks.core.observed import GangCluster, InvalidRequest, parse_request
 from hooks.server.config import Settings
 from hooks.server.effects import Effects
+from hooks.server.freshness import ParentVersions, check
 from podread import Reader, ReadRecord, deadline, recording
 
 log = logging.getLogger("nvcre.hooks.handler")
@@ -57,7 +58,8 @@ class Answer(Protocol):
     (``hooks.server.app.Middleware``, such as the recorder). Same arguments, same result."""
 
     def __call__(self, raw: bytes, hook: str, *, reader: Reader, clock: Callable[[], datetime], settings: Settings,
-                 keep_pods: bool = False, effects: Effects | None = None) -> HookResult: ...
+                 keep_pods: bool = False, effects: Effects | None = None,
+                 parents: ParentVersions | None = None) -> HookResult: ...
 
 
 def encode(body: dict[str, Any]) -> bytes:
@@ -74,6 +76,7 @@ def handle(
     settings: Settings,
     keep_pods: bool = False,
     effects: Effects | None = None,
+    parents: ParentVersions | None = None,
 ) -> HookResult:
     """Answers one ``hook`` (``sync`` or ``finalize``) request whose body is ``raw``.
 
@@ -86,6 +89,9 @@ def handle(
     through ``reader`` only; with ``keep_pods`` the result's ``reads`` also hold the
     pods each read returned (for the recorder and replay). With ``effects``, a 200's Events and
     actions (``hooks.server.effects``) are queued after the answer is decided; they never change it.
+    With ``parents``, an answer that may act on the Job is sent only when the request's Job is the
+    live version (``hooks.server.freshness.check``: else 409, or 503 when it cannot be read), and
+    only then are its effects queued.
     Returns 200 with the decision's response, 4xx with
     ``{"error": ...}`` for bad input, or 500 ``{"error": "internal error: <Type>"}``; never raises
     for anything the request or the decision does.
@@ -108,6 +114,8 @@ def handle(
         with recording(keep_pods=keep_pods) as reads, deadline(settings.read_deadline_seconds):
             decision = decide(observed, reader, now, resync_seconds=settings.resync_seconds)
         _check_response(decision.response)
+        if parents is not None:
+            check(observed, decision, parents, now)
         if effects is not None:
             effects.submit(observed, decision, now)
         return result(200, decision.response, decision)

@@ -13,6 +13,7 @@ from typing import Any
 from hooks.tools.replay import Replay
 from hooks.tools.scenario import format_time, parse_time
 from podread import ATTEMPT_LABEL, JOB_LABEL, LAUNCHER_LABEL, ReadRecord
+from podread.attempts import attempt_number
 
 NODE_COLUMNS = ("NAMESPACE", "JOB", "ATTEMPT", "POD", "PHASE", "AGE")
 
@@ -129,8 +130,8 @@ def pod_row(pod: Mapping[str, Any], now: datetime) -> dict[str, Any]:
 def sort_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows by namespace, job, attempt (as a number) and pod name."""
     def key(row: dict[str, Any]) -> tuple[Any, ...]:
-        attempt = row["attempt"]
-        number = int(attempt) if str(attempt).isdigit() else -1
+        number = attempt_number(str(row["attempt"]))  # the naming rule's reading of a label
+        number = -1 if number is None else number
         return (row["namespace"], row["kind"] == "other", row["job"], number, row["pod"])
 
     return sorted(rows, key=key)

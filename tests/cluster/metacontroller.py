@@ -424,6 +424,9 @@ class Metacontroller:
         self.status_writes: dict[Key, SettleJudge] = {}
         self.status_log: list[tuple[float, Key, Obj, Obj]] = []
         self.stale_writes = 0
+        self.stale_refusals = 0
+        """Answers computed from a parent older than the live one and written (``stale_writes``), and
+        requests the hooks refused as behind the cluster (409 ``StaleRequest``): the staleness at work."""
         """Status writes over a live status newer than the one the answer was computed from."""
         """Every status write: (time, Job, the live status it replaced, the status written)."""
         self._seen_parents: dict[Key, str] = {}
@@ -740,6 +743,8 @@ class Metacontroller:
         hook = "finalize" if request["finalizing"] else "sync"
         reply = self.transport.post(f"/{hook}", orjson.dumps(request), self._headers())
         call = Call(key[1], hook, request if self.keep_calls else {}, reply)
+        if reply.status == 409 and b"behind the cluster" in bytes(reply.body or b""):
+            self.stale_refusals += 1
         if reply.status == 200:
             try:
                 call.body = json.loads(reply.body)

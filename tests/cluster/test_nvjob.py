@@ -81,6 +81,15 @@ def test_kubectl_finds_the_plugin_and_it_reports_a_running_job(world: ClusterWor
     world.run_until(lambda: world.phase("plug") == "Running", "Running")
     pods = sorted(world.run_until_pods_run("plug", 2))
     world.run_until(lambda: "AttemptCreated" in world.event_reasons("plug"), "the hooks' AttemptCreated Event")
+    # status.attempts dates attempt 0 from what the API server and the kubelets (kwok) wrote
+    world.run_until(lambda: {"created", "started"} <= set((world.status("plug").get("attempts") or [{}])[0]),
+                    "attempt 0 dated in status.attempts")
+    entry = world.status("plug")["attempts"][0]
+    jobset = next(js for js in world.view.jobsets_of(world.created["plug"]) if js["metadata"]["name"] == "plug-0")
+    assert entry["created"] == jobset["metadata"]["creationTimestamp"], (entry, jobset["metadata"])
+    started = [p["status"]["startTime"] for p in world.view.job_pods(ns, "plug")
+               if p["status"].get("phase") == "Running" and p["status"].get("startTime")]
+    assert entry["started"] == min(started), (entry, started)
 
     got = kubectl("nvjob", "get", "-n", ns)
     assert got.returncode == 0, got.stderr
@@ -101,7 +110,8 @@ def test_kubectl_finds_the_plugin_and_it_reports_a_running_job(world: ClusterWor
     assert "AttemptCreated" in [e["reason"] for e in document["events"]]  # events.k8s.io, by regarding.name
     text = kubectl("nvjob", "describe", "plug", "-n", ns).stdout
     assert "Pods (JobSet plug-0):" in text and "Drain barrier:" in text and "Conditions:" in text
-    assert "no attempt history recorded" in text or "Attempts:" in text
+    assert text.split("Attempts:\n", 1)[1].splitlines()[1].split()[:2] == ["0", "plug-0"], text
+    assert document["attempts"][0]["created"] == entry["created"]
 
     why = kubectl("nvjob", "why", "plug", "-n", ns)
     assert why.returncode == 0 and why.stdout.startswith("Job plug is Running at attempt 0 with 2 active pods")

@@ -641,7 +641,8 @@ def test_rbac_is_exactly_the_reads_the_watch_and_the_hooks_own_writes(objects: d
     assert roles["nvcre-hooks-pod-reader"]["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
-        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list"]}]
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list"]},
+        {"apiGroups": ["nvcre.nvidia.com"], "resources": ["jobs"], "verbs": ["get"]}]
     assert roles["nvcre-hooks-writer"]["rules"] == [
         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
         {"apiGroups": ["nvcre.nvidia.com"], "resources": ["jobs"], "verbs": ["delete"]}]

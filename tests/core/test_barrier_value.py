@@ -4,6 +4,8 @@ the Workload)."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
@@ -13,11 +15,14 @@ import pytest
 import hooks.core.jobset
 import hooks.core.queueing
 import hooks.core.rows.kueue
-from hooks.core import barrier
+from hooks.core import barrier, history
+from hooks.core import decide as decide_module
+from hooks.core.answer import assemble
 from hooks.core.barrier import Drain
 from hooks.core.decide import Decision, decide
 from hooks.core.observed import parse_request
 from hooks.core.once import Once
+from hooks.core.rows import deadline, kueue
 from hooks.core.stuckwait import NOT_KNOWN
 from hooks.core.wording import MAX_MESSAGE
 from hooks.core.work import Context, Work
@@ -137,6 +142,17 @@ def test_the_teardown_rows_are_matched_once(monkeypatch: pytest.MonkeyPatch) -> 
     assert d.response["status"]["phase"] == "Suspending" and looked == ["train"]
 
 
+
+def test_rows_12_and_13_are_rows_of_the_table() -> None:
+    """The TTL delete and the quota release are entries of ``decide.ON_THE_PHASE`` (a ``when`` and a
+    row), not steps written after the table: ``decide`` calls neither row's work itself."""
+    assert [(r.number, r.when, r.then) for r in decide_module.ON_THE_PHASE] == [
+        ("12", deadline.ttl_passed, deadline.delete_job), ("13", kueue.quota_releasable, kueue.release_quota)]
+    called = {node.func.attr for node in ast.walk(ast.parse(inspect.getsource(decide_module.decide)))
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+    assert not called & {"delete_job", "release_quota", "ttl_due", "ttl_passed", "quota_releasable"}, called
+
+
 # ---- the value and its one composition -----------------------------------------------------------------
 
 POD = make_pod("train-0-worker-0-0", job="train")
@@ -191,3 +207,26 @@ def test_a_passing_gate_adds_no_drained_condition_where_there_was_none() -> None
     held = work()
     barrier.record_gate(ctx, held, Drain(workers=(POD,)))
     assert [(c.type, c.status) for c in held.conditions] == [("Drained", "False")]
+
+
+def assigned_fields(function: Any) -> set[str]:
+    """The ``work.<field>`` names ``function``'s own body assigns (``=``, ``+=``, tuple targets
+    included; not the functions it calls)."""
+    fields: set[str] = set()
+    for node in ast.walk(ast.parse(inspect.getsource(function))):
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AugAssign) else [])
+        for target in targets:
+            for part in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "work":
+                    fields.add(part.attr)
+    return fields
+
+
+def test_nothing_after_the_rows_writes_the_message() -> None:
+    """The status message is the rows' (rows 1-13): what runs after them (the times, the history, the
+    Workload child, the answer's assembly) adds the child or a condition, never words."""
+    for after in (deadline.times, history.update, kueue.workload_child):
+        assert "message" not in assigned_fields(after), after.__name__
+    assert assigned_fields(assemble) == {"message"}  # cut to MAX_MESSAGE once, never reworded
+    assert "message" in assigned_fields(kueue.queued)

@@ -307,6 +307,20 @@ def test_restarts_by_cause_counting_more_than_the_attempts_had_holds() -> None:
     assert condition(run(fine, FakeReader(workers(1))), "StatusMismatch") is None
 
 
+# ---- attempts -----------------------------------------------------------------------------------------
+
+def test_a_history_entry_past_the_status_attempt_holds() -> None:
+    """Found by the queue-managed fixed-point property: an entry for attempt 1 written next to
+    attempt 0 was ended as evicted one call later, by the eviction of attempt 0."""
+    entries = [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T22:00:00Z"},
+               {"attempt": 1, "jobSet": "train-1", "created": "2025-12-31T22:00:00Z"}]
+    request = body(status={**running(), "attempts": entries}, jobsets=[child(0)])
+    assert_held(run(request, FakeReader(workers(0))), "AttemptsDisagree", "train-0",
+                says="status.attempts has an entry for attempt 1, past the status' attempt 0")
+    fine = body(status={**running(), "attempts": entries[:1]}, jobsets=[child(0)])
+    assert condition(run(fine, FakeReader(workers(0))), "StatusMismatch") is None
+
+
 # ---- a newer JobSet never skips the barrier -----------------------------------------------------------
 
 RESTARTING = {"phase": "Restarting", "attempt": 1, "restarts": 1, "workload": "", "startTime": "2025-12-31T23:31:00Z"}

@@ -52,7 +52,7 @@ def test_new_job_creates_attempt_zero_pending(keying: str) -> None:
                          "activePods": 0, "conditions": [],
                          "message": "waiting for the pods of JobSet train-0 to start",
                          "startTime": "2026-01-01T00:00:00Z", "replicatedJobsDigest": specpin.digest(job_spec()),
-                         "attempts": [{"attempt": 0, "jobSet": "train-0", "created": "2026-01-01T00:00:00Z"}]}
+                         "attempts": [{"attempt": 0, "jobSet": "train-0"}]}  # dated once the JobSet exists
     assert "resyncAfterSeconds" not in d.response and "finalized" not in d.response
 
 

@@ -60,9 +60,11 @@ def failed_jobset(attempt: int, at: datetime) -> dict[str, Any]:
 
 
 def worker(attempt: int, *, phase: str = "Running", exit_code: int = 0, disrupted: str = "",
-           deleting: str = "", grace: int | None = None) -> dict[str, Any]:
-    pod = make_pod(f"train-{attempt}-worker-0-0", job="train", workload=f"train-{attempt}", replicated_job="worker",
-                   phase=phase, node="gpu-3", deleting=deleting)
+           deleting: str = "", grace: int | None = None, started: str = "", index: int = 0) -> dict[str, Any]:
+    pod = make_pod(f"train-{attempt}-worker-{index}-0", job="train", workload=f"train-{attempt}",
+                   replicated_job="worker", phase=phase, node="gpu-3", deleting=deleting)
+    if started:
+        pod["status"]["startTime"] = started
     if exit_code:
         pod["status"]["containerStatuses"] = [{"name": "worker", "state": {"terminated": {
             "exitCode": exit_code, "reason": "Error", "finishedAt": "2026-01-01T00:04:00Z"}}}]
@@ -76,19 +78,23 @@ def worker(attempt: int, *, phase: str = "Running", exit_code: int = 0, disrupte
 def test_a_restart_records_the_failure_its_first_failing_pod_its_cause_and_its_drain() -> None:
     spec = job_spec(max_restarts=2)
     created = step(job_request(spec=spec))
-    assert created["attempts"] == [{"attempt": 0, "jobSet": "train-0", "created": "2026-01-01T00:00:00Z"}], \
-        "made when its JobSet is first answered"
+    assert created["attempts"] == [{"attempt": 0, "jobSet": "train-0"}], \
+        "made when its JobSet is first answered, dated once the JobSet exists"
     t1 = NOW + timedelta(minutes=1)
-    running = step(job_request(spec=spec, status=created, jobsets=[jobset_child("train", 0)]),
-                   FakeReader([worker(0)]), t1)
-    assert running["phase"] == "Running" and running["attempts"][0]["started"] == stamp(t1)
+    observed = jobset_child("train", 0, created="2026-01-01T00:00:02Z")
+    running = step(job_request(spec=spec, status=created, jobsets=[observed]),
+                   FakeReader([worker(0, started="2026-01-01T00:00:40Z")]), t1)
+    assert running["phase"] == "Running"
+    assert (running["attempts"][0]["created"], running["attempts"][0]["started"]) == (
+        "2026-01-01T00:00:02Z", "2026-01-01T00:00:40Z"), "the JobSet's creationTimestamp, the pod's startTime"
     t5 = NOW + timedelta(minutes=5)
-    failing = worker(0, phase="Failed", exit_code=3, deleting="2026-01-01T00:05:30Z", grace=30)
+    failing = worker(0, phase="Failed", exit_code=3, deleting="2026-01-01T00:05:30Z", grace=30,
+                     started="2026-01-01T00:00:40Z")
     restarting = step(job_request(spec=spec, status=running, jobsets=[failed_jobset(0, t5)]),
                       FakeReader([failing]), t5 + timedelta(seconds=20))
     assert restarting["phase"] == "Restarting"
     assert restarting["attempts"] == [{
-        "attempt": 0, "jobSet": "train-0", "created": "2026-01-01T00:00:00Z", "started": stamp(t1),
+        "attempt": 0, "jobSet": "train-0", "created": "2026-01-01T00:00:02Z", "started": "2026-01-01T00:00:40Z",
         "ended": stamp(t5), "outcome": "Failed", "failedReplicatedJob": "worker", "failedPod": "train-0-worker-0-0",
         "node": "gpu-3", "exitCode": 3, "reason": "Error", "cause": "default",
         "failedPodDeletionStarted": "2026-01-01T00:05:00Z", "failedPodGracePeriodEnds": "2026-01-01T00:05:30Z"}]
@@ -97,7 +103,33 @@ def test_a_restart_records_the_failure_its_first_failing_pod_its_cause_and_its_d
     assert (drained["phase"], drained["attempt"]) == ("Pending", 1)
     first, second = drained["attempts"]
     assert (first["drainSeconds"], first["drainStuck"]) == (60, False), "from its end until nothing was left"
-    assert second == {"attempt": 1, "jobSet": "train-1", "created": stamp(t6)}
+    assert second == {"attempt": 1, "jobSet": "train-1"}
+
+
+def test_started_is_the_earliest_start_of_a_pod_that_ran_never_a_pending_pods() -> None:
+    status = {"phase": "Pending", "attempt": 0, "workload": "train-0",
+              "attempts": [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T23:00:00Z"}]}
+    body = job_request(status=status, jobsets=[jobset_child("train", 0)])
+    pulling = worker(0, phase="Pending", started="2025-12-31T23:10:00Z")
+    waiting = step(body, FakeReader([pulling]))
+    assert waiting["phase"] == "Running" and "started" not in waiting["attempts"][0], \
+        "an active pod whose containers have not started says nothing of when the attempt ran"
+    other = worker(1, started="2025-12-31T23:00:30Z")  # another attempt's pod: not this attempt's start
+    body["parent"]["status"] = waiting
+    ran = step(body, FakeReader([pulling, worker(0, started="2025-12-31T23:20:00Z", index=1),
+                                 worker(0, started="2025-12-31T23:15:00Z", index=2), other]))
+    assert ran["attempts"][0]["started"] == "2025-12-31T23:15:00Z"
+
+
+def test_an_attempt_that_ran_and_ended_between_two_calls_is_dated_from_its_pods() -> None:
+    status = {"phase": "Pending", "attempt": 0, "workload": "train-0",
+              "attempts": [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T23:00:00Z"}]}
+    done = step(job_request(status=status, jobsets=[jobset_child("train", 0, state="Completed")]),
+                FakeReader([worker(0, phase="Succeeded", started="2025-12-31T23:01:00Z")]))
+    assert done["phase"] == "Succeeded" and done["attempts"][0]["started"] == "2025-12-31T23:01:00Z"
+    failed = step(job_request(spec=job_spec(max_restarts=1), status=status, jobsets=[failed_jobset(0, NOW)]),
+                  FakeReader([worker(0, phase="Failed", exit_code=2, started="2025-12-31T23:02:00Z")]))
+    assert failed["phase"] == "Restarting" and failed["attempts"][0]["started"] == "2025-12-31T23:02:00Z"
 
 
 def test_a_preemption_is_named_and_counted_under_its_cause() -> None:
@@ -192,11 +224,24 @@ def test_the_deadline_dates_the_end_by_its_condition() -> None:
     assert (out["attempts"][0]["outcome"], out["attempts"][0]["ended"]) == ("DeadlineExceeded", "2026-01-01T00:00:00Z")
 
 
-def test_deletion_ends_the_attempt_deleted() -> None:
+def test_deletion_ends_the_attempt_deleted_at_the_jobs_deletion_timestamp() -> None:
     body = job_request(status={"phase": "Running", "attempt": 0, "workload": "train-0"},
-                       jobsets=[jobset_child("train", 0)], finalizing=True, deleting="2026-01-01T00:00:00Z")
-    out = run(body, FakeReader([worker(0)])).response["status"]
-    assert out["attempts"][0]["outcome"] == "Deleted"
+                       jobsets=[jobset_child("train", 0)], finalizing=True, deleting="2025-12-31T23:59:00Z")
+    out = step(body, FakeReader([worker(0)]))
+    assert (out["attempts"][0]["outcome"], out["attempts"][0]["ended"]) == ("Deleted", "2025-12-31T23:59:00Z")
+
+
+def test_a_suspend_is_dated_by_the_api_servers_write_of_the_suspended_job_not_the_calls_clock() -> None:
+    status = {"phase": "Running", "attempt": 0, "workload": "train-0",
+              "attempts": [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T23:00:00Z"}]}
+    body = job_request(spec=job_spec(suspend=True), status=status, jobsets=[jobset_child("train", 0)])
+    body["parent"]["metadata"]["managedFields"] = [
+        {"manager": "metacontroller", "operation": "Update", "time": "2025-12-31T23:00:05Z"},
+        {"manager": "kubectl-patch", "operation": "Update", "time": "2025-12-31T23:30:00Z"}]
+    answers = [run(body, FakeReader([worker(0)]), NOW + timedelta(seconds=s)).response["status"] for s in (0, 7)]
+    assert answers[0] == answers[1], "two answers to one parent version, seconds apart, write the same status"
+    assert (answers[0]["attempts"][0]["outcome"], answers[0]["attempts"][0]["ended"]) == (
+        "Suspended", "2025-12-31T23:30:00Z")
 
 
 def test_a_kueue_eviction_is_named_with_kueues_reason_and_time() -> None:

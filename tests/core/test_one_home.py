@@ -1,5 +1,7 @@
 """Rules with one home: "a restart that spends no restart" is decided by ``failurepolicy.spends_no_restart``
-alone, and the modules that need it (the restart row, the status check, the Restarting Event) ask it."""
+alone, and the modules that need it (the restart row, the status check, the Restarting Event) ask it;
+the ``<job>-<attempt>`` naming rule is ``podread.attempts``, shared by podread and the core; the server
+imports no tool (the recorder is given to it)."""
 
 from __future__ import annotations
 
@@ -60,3 +62,32 @@ def test_the_restarting_event_says_whether_it_counts() -> None:
         status = {"phase": "Restarting", "attempt": 0, "lastFailure": {"action": action, "cause": "c", "message": "m"}}
         (event,) = transition_events(prior, status)
         assert words in event.note and (action == UNCOUNTED) == ("does not count" in event.note)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The modules ``path`` imports, at the top or inside a function."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_the_server_imports_no_tool_and_the_recorder_is_given_to_it() -> None:
+    """``hooks.tools.record`` wraps the server's ``handle`` (``hooks.server.app.Middleware``), given to
+    ``create_app`` by the composition root: the server never imports a tool, so the two cannot
+    import each other."""
+    found = {str(path.relative_to(ROOT)): sorted(m for m in imported_modules(path) if m.startswith("hooks.tools"))
+             for path in sorted((ROOT / "hooks" / "server").rglob("*.py"))}
+    assert {path: tools for path, tools in found.items() if tools} == {}
+    assert "hooks.tools.record" in imported_modules(ROOT / "hooks" / "wsgi.py")
+
+
+def test_the_attempt_naming_rule_is_the_one_podread_and_the_core_share() -> None:
+    """``<job>-<attempt>`` is read and written by ``podread.attempts`` alone: the Reader that selects an
+    attempt's pods and the core's barrier, evidence and Context all import it."""
+    for module in ("podread/reader.py", "hooks/core/barrier.py", "hooks/core/evidence.py", "hooks/core/work.py",
+                   "hooks/tools/cli_format.py"):
+        assert "podread.attempts" in imported_modules(ROOT / module), module

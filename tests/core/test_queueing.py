@@ -219,6 +219,27 @@ def test_a_finished_job_keeps_its_quota_until_its_last_pod_is_gone() -> None:
     assert feed(done, workloads=[], jobsets=completed).response == done.response
 
 
+def test_a_parent_from_before_the_release_says_released_too_once_the_workload_is_gone() -> None:
+    """Metacontroller's cache can answer a parent written before the release (Admitted True) after
+    the Workload is gone: it must say what the parent written after it says, or last-writer-wins
+    writes alternate Admitted True and False (seen on the cluster tier's preemption test)."""
+    wl = [workload_child("train", state="admitted")]
+    completed = [jobset_child("train", 0, state="Completed")]
+    admitted = status(run(FakeReader(pods(2)), workloads=wl, jobsets=[jobset_child("train", 0)],
+                          status={"phase": "Running", "attempt": 0, "workload": "train-0"}))
+    assert condition_of(admitted, "Admitted")["status"] == "True"
+    before_release = status(run(FakeReader(pods(1)), workloads=wl, jobsets=completed, status=admitted))
+    assert condition_of(before_release, "Admitted")["status"] == "True", "a pod left: the quota is kept"
+    stale = run(FakeReader([]), workloads=[], jobsets=completed, status=before_release)
+    fresh = run(FakeReader([]), workloads=wl, jobsets=completed, status=before_release)
+    assert condition(stale, "Admitted")["reason"] == condition(fresh, "Admitted")["reason"] == "QuotaReleased"
+    assert condition(stale, "Admitted") == condition(fresh, "Admitted")
+
+
+def condition_of(found: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next((c for c in found["conditions"] if c["type"] == type_), {})
+
+
 def test_removing_the_label_never_drops_a_held_workload() -> None:
     wl = [workload_child("train", state="admitted")]
     d = run(FakeReader(pods(2)), labels={}, workloads=wl, jobsets=[jobset_child("train", 0)],

@@ -176,3 +176,48 @@ def test_a_drain_that_passes_is_timed_the_same_whenever_answered() -> None:
                .response["status"] for s in (6, 8, 9)]
     assert answers[0] == answers[1] == answers[2]
     assert answers[0]["attempts"][0]["drainSeconds"] == 2 and answers[0]["phase"] == "Suspended"
+
+
+def created_at(objs: list[dict], when: str) -> list[dict]:
+    for obj in objs:
+        obj["metadata"]["creationTimestamp"] = when
+    return objs
+
+
+def running_without_its_jobset(status: dict) -> dict:
+    """The children cache has not seen JobSet train-0 yet; the parent has (its status names it)."""
+    request = job_request(keying="v2", spec=job_spec(workers=2), status=status)
+    request["parent"]["metadata"]["managedFields"] = [{"manager": "metacontroller", "operation": "Update",
+                                                       "subresource": "status", "time": "2026-01-01T00:00:00Z"}]
+    return request
+
+
+@pytest.mark.parametrize("status", [{}, {"phase": "Running", "attempt": 0, "restarts": 0, "workload": "train-0"}],
+                         ids=["no-status-yet", "running"])
+def test_children_behind_the_jobset_they_run_are_refused_not_answered(status: dict) -> None:
+    """Found on the tier (the rotation test): pods of train-0 ran while the children cache lagged;
+    the hooks held "before creating JobSet train-0" with a Drained condition the next call took
+    back, status write after status write. Now a 409: Metacontroller asks again."""
+    pods = created_at(pods_of("train", 0), "2025-12-31T23:59:58Z")
+    with pytest.raises(StaleRequest, match="JobSet train-0 is not among its children"):
+        decide(parse_request(running_without_its_jobset(status), "sync"), FakeReader(pods), NOW)
+
+
+def test_a_jobset_gone_for_real_is_held_on_not_refused() -> None:
+    """Its pods are being deleted (the garbage collector after a delete of the JobSet): the hooks
+    hold before creating it again, with a 200, as before."""
+    pods = created_at(pods_of("train", 0), "2025-12-31T23:59:58Z")
+    for pod in pods:
+        pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:30Z"
+    d = decide(parse_request(running_without_its_jobset({"phase": "Running", "attempt": 0, "restarts": 0,
+                                                         "workload": "train-0"}), "sync"), FakeReader(pods), NOW)
+    assert d.kind == "held" and d.response["children"] == []
+    assert "before creating JobSet train-0" in d.response["status"]["message"]
+
+
+def test_orphaned_pods_past_the_grace_are_held_on_not_refused_forever() -> None:
+    """Pods of train-0 left running without their JobSet (deleted with --cascade=orphan) long ago:
+    no cache lags that far; the hooks hold (never create train-0 again while they run)."""
+    pods = created_at(pods_of("train", 0), "2025-12-31T23:00:00Z")
+    d = decide(parse_request(running_without_its_jobset({}), "sync"), FakeReader(pods), NOW)
+    assert d.kind == "held" and d.response["children"] == []

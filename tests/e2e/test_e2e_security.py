@@ -39,6 +39,7 @@ def marked_request() -> dict[str, object]:
     parent = request["parent"]
     parent["spec"] = job_spec(2, max_restarts=2, marker=MARKER)
     parent["metadata"]["annotations"] = {"note": MARKER}
+    parent["metadata"]["resourceVersion"] = "5"
     parent["status"]["message"] = MARKER
     child = next(iter(request["children"]["JobSet.jobset.x-k8s.io/v1alpha2"].values()))
     child["metadata"]["annotations"] = {"note": MARKER}
@@ -61,7 +62,8 @@ def test_probes_and_metrics_are_open(secured: tuple[FakeKubeServer, HookServer])
     assert "nvcre_hook_request_duration_seconds_count{hook=\"sync\"}" in server.metrics()
 
 
-@pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer "])
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer "],
+                         ids=["none", "wrong", "basic", "longer", "empty"])  # ids without the random token
 def test_hooks_refuse_a_missing_or_wrong_token(
     secured: tuple[FakeKubeServer, HookServer], authorization: str | None
 ) -> None:
@@ -131,9 +133,11 @@ def test_json_nested_deeper_than_the_limit_is_a_400(secured: tuple[FakeKubeServe
 
 
 def test_logs_carry_names_and_sizes_never_request_content(secured: tuple[FakeKubeServer, HookServer]) -> None:
-    _, server = secured
+    fake, server = secured
     good = marked_request()
-    assert server.post("/sync", orjson.dumps(good), token=TOKEN)[0] == 200
+    fake.put_job(good["parent"])  # type: ignore[arg-type]  # the live Job the request is checked against
+    answered = server.post("/sync", orjson.dumps(good), token=TOKEN)
+    assert answered[0] == 200, answered
     finalizing = marked_request()
     finalizing["finalizing"] = True
     assert server.post("/finalize", orjson.dumps(finalizing), token=TOKEN)[0] == 200

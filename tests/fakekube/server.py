@@ -489,6 +489,14 @@ class FakeKubeServer:
         """Make every continue token handed out so far answer 410 Expired; returns how many lists."""
         return self._store.expire_snapshots() + self._batch_jobs.expire_snapshots()
 
+    # -- NVCRE Jobs (the parents) -----------------------------------------------------------------
+
+    def put_job(self, job: Mapping[str, Any]) -> None:
+        """Stores an NVCRE Job (a request's ``parent``, say) by its namespace and name: what the
+        hooks' live check of a request's Job (``GET .../jobs/{name}``) and their TTL delete find."""
+        metadata = job["metadata"]
+        self.writes.jobs[(str(metadata.get("namespace", "")), str(metadata["name"]))] = json.loads(json.dumps(job))
+
     # -- batch Jobs --------------------------------------------------------------------------------
 
     def put_batch_job(self, job: Mapping[str, Any]) -> dict[str, Any]:

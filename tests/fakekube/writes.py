@@ -8,6 +8,8 @@
 - ``DELETE /apis/nvcre.nvidia.com/v1alpha1/namespaces/{ns}/jobs/{name}``: over the Jobs the test
   put (``jobs``); 404 when there is none, 409 when a ``preconditions.uid`` does not match, else the
   Job is marked deleted (``deleted_jobs``) and returned;
+- ``GET /apis/nvcre.nvidia.com/v1alpha1/namespaces/{ns}/jobs/{name}``: the Job from ``job_source``
+  (by default ``jobs``; a harness points it at the Jobs its driver holds), 404 when there is none;
 - ``DELETE /api/v1/namespaces/{ns}/pods/{name}``: removes the pod from the pod store, honouring a
   UID precondition (409), 404 when absent;
 - ``GET /api/v1/nodes/{name}``: from ``nodes``, else 404 with the real server's NotFound
@@ -53,11 +55,16 @@ class WriteRoutes:
         self.deleted_pods: list[tuple[str, str, dict[str, Any]]] = []
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pod_delete_denied: set[str] = set()
+        self.job_source: Callable[[str, str], Mapping[str, Any] | None] = lambda namespace, name: self.jobs.get(
+            (namespace, name))
+        self.job_reads = 0
 
     def answer(self, method: str, path: str, body: bytes) -> Answer | None:
         """The answer for a request on one of these routes, or ``None`` for any other request."""
         if method == "POST" and (match := _EVENTS.match(path)):
             return self._create_event(match.group(1), body)
+        if method == "GET" and (match := _JOB.match(path)):
+            return self._get_job(*match.groups())
         if method == "DELETE" and (match := _JOB.match(path)):
             return self._delete_job(*match.groups(), body)
         if method == "DELETE" and (match := _POD.match(path)):
@@ -106,6 +113,16 @@ class WriteRoutes:
             stored = {**event, "metadata": {**event["metadata"], "namespace": namespace}}
             self.events[(namespace, name)] = stored
         return 201, dumps(stored)
+
+    def _get_job(self, namespace: str, name: str) -> Answer:
+        with self._lock:
+            self.job_reads += 1
+            job = self.job_source(namespace, name)
+            if job is None:
+                return 404, self._status(404, f'jobs.nvcre.nvidia.com "{name}" not found', reason="NotFound",
+                                         details={"name": name, "group": "nvcre.nvidia.com", "kind": "jobs"})
+            metadata = {"resourceVersion": "1", **(job.get("metadata") or {})}  # the server always sets one
+            return 200, dumps({"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", **job, "metadata": metadata})
 
     def _delete_job(self, namespace: str, name: str, raw: bytes) -> Answer:
         options = json.loads(raw or b"{}")

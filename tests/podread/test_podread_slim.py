@@ -21,6 +21,7 @@ from hooks.server.app import create_app
 from hooks.server.config import Settings
 from hooks.tools.cli_format import pod_row
 from podread import PodCache, PodSelector, Reader, ReadMetrics, is_active, pod_key
+from podread import slim as slim_module
 from podread.slim import KEPT, slim
 from podread.snapshot import _access, _jobs, _nodes, _side
 from tests.record_payloads import load, scenario_dirs
@@ -89,3 +90,15 @@ def test_slim_keeps_exactly_the_kept_fields() -> None:
         assert set(kept[part]) <= keys
         assert {key for key in keys if key in full[part]} == set(kept[part])
     assert kept["metadata"]["labels"] == full["metadata"]["labels"]
+
+
+def test_the_start_time_is_kept_and_shared_by_pods_that_started_together_within_a_bound() -> None:
+    started = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+    one, two = (slim({"metadata": {"name": n}, "status": dict(started)}) for n in ("a", "b"))
+    assert one["status"] == started and one["status"] is two["status"]
+    assert slim({"metadata": {"name": "c"}, "status": {"phase": "Pending"}})["status"] == {"phase": "Pending"}
+    assert slim({"metadata": {"name": "d"}, "status": {"phase": "Running", "startTime": ["odd"]}})["status"] == {
+        "phase": "Running"}, "anything but a string is no start time, never an error"
+    for second in range(5000):
+        slim({"metadata": {"name": "e"}, "status": {"phase": "Running", "startTime": f"2026-01-01T00:00:{second}Z"}})
+    assert len(slim_module._shared_started) <= slim_module._SHARED_STARTED_MAX

@@ -105,17 +105,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             process.wait()
 
 
-def test_a_sync_without_a_cluster_holds_per_contract(server: Server) -> None:
-    """No cluster: every pod read fails, so the answer is a 200 that holds (design §5): nothing
-    proceeds, Drained is Unknown with reason ReadFailed, and a resync is asked for."""
+def test_a_sync_without_a_cluster_is_not_answered(server: Server) -> None:
+    """No cluster: every pod read fails, so the decision holds (design §5), and the request's Job
+    cannot be checked against the live one before an answer that writes a status is sent
+    (hooks.server.freshness): a 503 that says why, nothing written; Metacontroller calls again."""
     status, headers, body = server.request("POST", "/sync", json.dumps(job_request()).encode())
-    assert status == 200, body
+    assert status == 503, body
     assert headers["Content-Type"] == "application/json"
-    answer = json.loads(body)
-    assert answer["resyncAfterSeconds"] == 3.0
-    assert isinstance(answer["children"], list)
-    [drained] = [c for c in answer["status"]["conditions"] if c["type"] == "Drained"]
-    assert (drained["status"], drained["reason"]) == ("Unknown", "ReadFailed")
+    error = json.loads(body)["error"]
+    assert "could not read Job team-a/llama" in error and "no cluster configuration" in error
 
 
 def test_bad_requests_through_the_real_server(server: Server) -> None:
@@ -142,10 +140,9 @@ def test_metrics_see_every_worker(server: Server) -> None:
         status, headers, body = server.request("GET", "/metrics", token=None, port=server.metrics_port)
         assert status == 200 and headers["Content-Type"].startswith("text/plain")
         text = body.decode()
-        assert _sample(text, "nvcre_hook_requests_total", hook="sync", code="200") == 1.0
+        assert _sample(text, "nvcre_hook_requests_total", hook="sync", code="503") == 1.0
         assert _sample(text, "nvcre_hook_requests_total", hook="sync", code="401") == 2.0
         assert _sample(text, "nvcre_hook_auth_failures_total") == 2.0
-        assert _sample(text, "nvcre_decisions_total", kind="held") == 1.0
         assert _sample(text, "nvcre_hook_request_duration_seconds_count", hook="sync") >= 1.0
         assert _sample(text, "podread_reads_total", method="active_job_pods", source="cache", outcome="error") >= 1
 
@@ -159,8 +156,8 @@ def test_sigterm_stops_cleanly_and_every_log_line_is_json(server: Server) -> Non
     workers = {record["pid"] for record in records if str(record.get("message", "")).startswith("Booting worker")}
     assert len(workers) == 2
     assert sum("no cluster configuration found" in message for message in messages) == len(workers)  # once per worker
-    calls = [r for r in records if r.get("logger") == "nvcre.hooks" and r.get("code") == 200]
-    assert calls and calls[0]["decision"] == "held" and calls[0]["namespace"] == "team-a"
+    calls = [r for r in records if r.get("logger") == "nvcre.hooks" and r.get("code") == 503]
+    assert calls and calls[0]["job"] == "llama" and calls[0]["namespace"] == "team-a"
     access = [r for r in records if r.get("logger") == "gunicorn.access"]
     assert any(r["path"] == '/odd"path\\' and r["status"] == 404 for r in access)
     metrics_dir = next(re.search(r"metrics in (\S+)", m).group(1) for m in messages if "multiprocess metrics in" in m)

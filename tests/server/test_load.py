@@ -43,7 +43,7 @@ def running_request(index: int) -> bytes:
         "controller": {"metadata": {"name": "nvcre-jobs"}},
         "parent": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
                    "metadata": {"name": name, "namespace": NAMESPACE, "uid": uid(f"job/{name}"), "generation": 1,
-                                "creationTimestamp": JOB_CREATED},
+                                "creationTimestamp": JOB_CREATED, "resourceVersion": "7"},
                    "spec": job_spec(PODS_PER_JOB),
                    "status": {"phase": "Running", "attempt": 0, "restarts": 0, "workload": f"{name}-0",
                               "activePods": PODS_PER_JOB, "conditions": [], "message": ""}},
@@ -128,6 +128,7 @@ def loaded() -> Iterator[tuple[FakeKubeServer, HookServer]]:
     with FakeKubeServer() as fake:
         for index in range(JOBS):
             fake.put_pods(make_job_pods(f"job-{index}", PODS_PER_JOB, NAMESPACE))
+            fake.put_job(orjson.loads(running_request(index))["parent"])  # checked live before an answer acts
         # TTL mode: the slow-API phase slows the per-job lists, which the watch mode does not send.
         env = {"NVCRE_CACHE_TTL_SECONDS": "5", "NVCRE_RESYNC_SECONDS": "5", "NVCRE_API_TIMEOUT_SECONDS": "1",
                "NVCRE_LOG_LEVEL": "WARNING", "NVCRE_CACHE_MODE": "ttl"}
@@ -170,6 +171,7 @@ def watched() -> Iterator[tuple[FakeKubeServer, HookServer]]:
     with FakeKubeServer() as fake:
         for index in range(JOBS):
             fake.put_pods(make_job_pods(f"job-{index}", PODS_PER_JOB, NAMESPACE))
+            fake.put_job(orjson.loads(running_request(index))["parent"])  # checked live before an answer acts
         env = {"NVCRE_CACHE_TTL_SECONDS": "5", "NVCRE_RESYNC_SECONDS": "5", "NVCRE_API_TIMEOUT_SECONDS": "1",
                "NVCRE_LOG_LEVEL": "WARNING"}
         with HookServer(fake, env=env) as server:
@@ -196,7 +198,7 @@ def test_watch_mode_load_lists_almost_no_pods(watched: tuple[FakeKubeServer, Hoo
     assert watch_lists(server) == workers
     fake.clear_requests()
     phase = run_phase(server, "watch c=5", 5, 6, bodies)
-    lists = [r for r in fake.requests if r.query.get("watch") != "true"]
+    lists = [r for r in fake.requests if r.path.endswith("/pods") and r.query.get("watch") != "true"]
     print(f"watch mode: {len(phase.latencies)} syncs sent {len(lists)} pod lists "
           f"({sum(r.query.get('limit') == '1' for r in lists)} one-pod nudges); RSS KiB {server.rss_kib()}")
     assert not phase.errors, phase.errors[:5]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -321,11 +323,27 @@ def test_describe_renders_the_attempts_from_status_attempts(capsys: pytest.Captu
     assert {"Evicted", "Preempted", "11m", "(stuck)"} <= set(rows[2])
     assert rows[3][:2] == ["2", "llama-2"] and rows[3].count("<none>") >= 6
     assert "5 earlier attempts counted, not kept" in table
+    fresh = {**status, "attempts": [{"attempt": 0, "jobSet": "llama-0"}]}  # its JobSet not seen yet: not dated
+    row = ok(Recorded([nvjob("llama", status=fresh)]), "describe", "llama", capsys=capsys).split("Attempts:")[1]
+    assert row.splitlines()[2].split()[:5] == ["0", "llama-0", "<none>", "<none>", "<none>"]
     out = ok(Recorded([nvjob("llama", status=status)]), "describe", "llama", "-o", "json", capsys=capsys)
     document = json.loads(out)
     assert document["attempts"] == [{key: entry.get(key) for key in historyentry.ENTRY_KEYS} for entry in ATTEMPTS], \
         "the keys of status.attempts, every one in each row"
     assert document["attemptsDropped"] == 5
+
+
+def test_the_readmes_attempts_sample_is_what_describe_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's attempts table (``kubectl nvjob describe llama`` six hours after attempt 0 was
+    created) is exactly describe's Attempts section for ``ATTEMPTS``."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    shown = readme.split("# the Attempts section, six hours after attempt 0 was created\n", 1)[1].split("```", 1)[0]
+    status = {**RUNNING, "attempt": 2, "workload": "llama-2", "attempts": ATTEMPTS, "attemptsDropped": 5}
+    code = commands.run(["describe", "llama"], connector=lambda _: (Recorded([nvjob("llama", status=status)]), NS),
+                        clock=lambda: datetime(2026, 1, 1, 6, tzinfo=UTC))
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert "Attempts:\n" + out.split("Attempts:\n", 1)[1].split("Pods (", 1)[0] == shown
 
 
 # -- why ---------------------------------------------------------------------------------------------
@@ -506,3 +524,22 @@ def test_the_barriers_view_sends_each_read_once() -> None:
     assert {name for name, _ in counting.calls} >= {"active_job_pods", "active_launcher_pods", "attempt_jobs",
                                                    "active_attempt_pods", "node_states"}
     assert len(counting.calls) == len(set(counting.calls)), counting.calls
+
+
+def test_why_names_the_first_failing_pod_its_node_and_exit_code_from_status_attempts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    restarting = {"phase": "Restarting", "attempt": 0, "restarts": 1, "workload": "", "conditions": [],
+                  "lastFailure": {"attempt": 0, "cause": "oom", "message": "JobSet llama-0 failed"},
+                  "attempts": ATTEMPTS[:1]}
+    text = why(nvjob("llama", status=restarting, max_restarts=3), capsys)
+    assert ("Its first failing pod was llama-0-worker-3-0 (replicated job worker) on node gpu-11: exit code 137, "
+            "OOMKilled.") in text
+    running = {**RUNNING, "attempt": 1, "restarts": 1, "workload": "llama-1", "attempts": ATTEMPTS[:2]}
+    text = why(nvjob("llama", status=running, max_restarts=3), capsys)
+    assert text.endswith("Attempt 0 failed: its first failing pod was llama-0-worker-3-0 (replicated job worker) on "
+                         "node gpu-11: exit code 137, OOMKilled.")
+    failed = {"phase": "Failed", "attempt": 1, "restarts": 1, "workload": "llama-1", "conditions": [],
+              "attempts": [ATTEMPTS[0],
+                           {"attempt": 1, "jobSet": "llama-1", "outcome": "Failed", "reason": "FailedJobs"}]}
+    text = why(nvjob("llama", status=failed, max_restarts=1), capsys)
+    assert "first failing pod" not in text, "the history names no pod of attempt 1: nothing is made up"

@@ -45,7 +45,8 @@ def test_describe_says_the_launcher_and_the_batch_jobs_hold_the_restart(capsys: 
     drain = document["drain"]
     assert (drain["draining"], drain["passed"], drain["reason"]) == (True, False, "LauncherActive")
     assert drain["jobsets"] == [] and drain["pods"] == []
-    assert [(p["name"], p["gracePeriodEnds"]) for p in drain["launchers"]] == [(LAUNCHER, "2026-12-04T20:44:31Z")]
+    assert [(p["name"], p["deletionStarted"], p["gracePeriodEnds"]) for p in drain["launchers"]] == [
+        (LAUNCHER, "2026-12-04T20:44:01Z", "2026-12-04T20:44:31Z")], "deleted at :01 with 30 s grace: not 'since :31'"
     assert drain["batchJobs"] == ["retry-0-launcher-0", "retry-0-worker-0"]
     assert document["workload"] == "retry-0"
     assert [(p["name"], p["phase"]) for p in document["pods"]] == [(LAUNCHER, "Terminating"),
@@ -63,7 +64,8 @@ def test_describe_text_reads_like_kubectl_describe(capsys: pytest.CaptureFixture
                     "Conditions:", "Events:"):
         assert heading in out
     assert "State:        waiting (LauncherActive)" in out
-    assert f"Launchers:    {LAUNCHER} on {NS}-node" in out
+    assert f"Launchers:    {LAUNCHER} on {NS}-node-0 (terminating since 2026-12-04T20:44:01Z, grace period ends " \
+           "2026-12-04T20:44:31Z)" in out
     assert "Batch Jobs:   retry-0-launcher-0, retry-0-worker-0" in out
     assert "Restarts:             1 of 1" in out
 

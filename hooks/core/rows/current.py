@@ -15,17 +15,24 @@ from typing import Any
 
 from hooks.core import built, failurepolicy, history, queueing, specpin
 from hooks.core import conditions as cond
-from hooks.core.barrier import StaleRequest, ahead_of, barrier, record, record_gate, refuse_if_behind
-from hooks.core.children import as_observed
-from hooks.core.evidence import (
-    jobset_state,
+from hooks.core.barrier import (
+    Drain,
+    StaleRequest,
+    ahead_of,
+    barrier,
+    record,
+    record_gate,
+    refuse_if_behind,
+    refuse_if_children_behind,
 )
+from hooks.core.children import as_observed
+from hooks.core.evidence import COMPLETED, jobset_state
 from hooks.core.jobset import InvalidSpec
 from hooks.core.reads import count_pods, read_failed
 from hooks.core.rows.kueue import admitted, queued
 from hooks.core.rows.terminal import out_of_attempts
 from hooks.core.spec import check_policies
-from hooks.core.vocab import Outcome, Reason
+from hooks.core.vocab import Outcome, Quota, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import (
     FAILED,
@@ -55,8 +62,10 @@ def restart(ctx: Context, work: Work) -> None:
     next_attempt(ctx, work, kind=Outcome.PROCEEDED)
 
 
-def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
-    """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step.
+def next_attempt(ctx: Context, work: Work, *, kind: Outcome) -> None:
+    """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step and is
+    the call's outcome once the barrier passed, whatever the new attempt then waits for (Kueue's
+    admission, a flavor: not a drain hold), unless its spec is invalid (``invalid-spec``).
 
     The barrier reads through attempt+1 (a JobSet of the next attempt may already exist). While it
     holds nothing is emitted and the phase stays as the caller set it; when its live reads show
@@ -74,21 +83,21 @@ def next_attempt(ctx: Context, work: Work, *, kind: str) -> None:
                            f"batch Jobs of attempt {ahead} exist (read live), which neither the status nor the "
                            "children show; not answering from this parent")
     record(ctx, work, drain)
-    work.message = drain.message()
     if not drain.passed:
         work.kind = Outcome.HELD
-        work.quota = "keep"  # queue-managed: no new Workload while the last attempt drains
+        work.quota = Quota.KEEP  # queue-managed: no new Workload while the last attempt drains
+        work.message = drain.message()
         return
     work.attempt += 1
     work.phase = PENDING
-    steady(ctx, work, drained=True)
+    steady(ctx, work, passed=drain)
     if work.kind != Outcome.INVALID_SPEC:
         work.kind = kind
 
 
-def steady(ctx: Context, work: Work, *, drained: bool = False) -> None:
+def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> None:
     """Rows 7-11 for the current attempt (also the step after a resume or a restart, which passes
-    ``drained`` because the barrier has just passed)."""
+    the barrier's value, ``passed``, because it has just passed in this call)."""
     current = ctx.jobset(work.attempt)
     try:
         specpin.check(ctx.observed.spec, work.replicated_jobs_digest)
@@ -99,17 +108,17 @@ def steady(ctx: Context, work: Work, *, drained: bool = False) -> None:
             queueing.check_queueing(ctx.observed, ctx.admission)
             built.workload(ctx, work.attempt)  # TooManyPodSets; the Workload child is this one (rows.kueue)
     except queueing.PriorityUnknown:
-        pass  # not a spec error: the Job stays Queued without a Workload (workload_child)
+        pass  # not a spec error: the Job stays Queued without a Workload (rows.kueue.queued says why)
     except InvalidSpec as invalid:
         invalid_spec(ctx, work, current, invalid)
         return
     if cond.get_condition(work.conditions, INVALID_SPEC) is not None:
-        work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, Reason.VALID, "", ctx.now)
+        work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, Reason.VALID, "", ctx.stamp)
     state = jobset_state(current) if current is not None else ""
     if state == FAILED and current is not None:
         failed(ctx, work, current, desired, rules)  # rows 8, 8a, 9
         return
-    if state == "Completed":
+    if state == COMPLETED:
         work.phase = SUCCEEDED  # row 10
         work.kind = Outcome.TERMINAL
         work.workload = desired["metadata"]["name"]
@@ -117,7 +126,7 @@ def steady(ctx: Context, work: Work, *, drained: bool = False) -> None:
         work.message = ""
         count_pods(ctx, work)
         return
-    run(ctx, work, current, desired, drained=drained)
+    run(ctx, work, current, desired, passed=passed)
 
 
 def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[str, Any],
@@ -159,7 +168,7 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
         reason, said = (Reason.FAILURE_POLICY, verdict.message) if verdict.action == failurepolicy.FAIL_JOB else (
             Reason.MAX_RESTARTS_REACHED, f"{verdict.message}; maxRestarts ({max_restarts}) used up")
         work.conditions = cond.set_condition(work.conditions, FAILED_CONDITION, cond.TRUE, reason, bounded(said),
-                                             ctx.now)
+                                             ctx.stamp)
         count_pods(ctx, work)
         return
     if out_of_attempts(ctx, work):
@@ -172,14 +181,15 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
 
 
 def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: dict[str, Any],
-         *, drained: bool) -> None:
+         *, passed: Drain | None) -> None:
     """Row 11: the current attempt's JobSet; Running when a cached pod is active, else Pending, except
     that an attempt already Running (its JobSet observed) stays Running once its pods have finished,
     until the JobSet reports Completed or Failed: only a never-started attempt is Pending.
 
-    A JobSet that is not observed is created only after the drain barrier (already passed when
-    ``drained``), so a new JobSet never overlaps pods left by one deleted outside this controller.
-    While that barrier holds, nothing is emitted and the phase stays Pending (or Running).
+    A JobSet that is not observed is created only after the drain barrier (``passed``: its value
+    when it already passed in this call), so a new JobSet never overlaps pods left by one deleted
+    outside this controller. While that barrier holds, nothing is emitted and the phase stays
+    Pending (or Running).
     """
     name = desired["metadata"]["name"]
     work.workload = name
@@ -205,9 +215,10 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
                 except InvalidSpec as invalid:
                     invalid_spec(ctx, work, None, invalid)
                     return
-    if current is None and not drained:
+    if current is None and passed is None:
         drain = barrier(ctx, work.conditions, through=work.attempt)
         refuse_if_behind(ctx, work.attempt)  # a cached parent from before attempt+1 would create this one
+        refuse_if_children_behind(ctx, work.attempt)  # cached children from before this JobSet was created
         record_gate(ctx, work, drain)
         if not drain.passed:
             work.kind = Outcome.HELD
@@ -215,10 +226,10 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
             work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
             work.message = drain.message(after=f" (before creating JobSet {name})")
             return
-        drained = True
+        passed = drain
     work.kind = Outcome.KEPT if current is not None else Outcome.CREATED
     work.children = [desired]
-    if drained:  # the barrier has just found no active pod and no active launcher, live: nothing runs
+    if passed is not None:  # the barrier has just found no active pod and no active launcher, live: nothing runs
         work.active_pods = 0
         running: bool | None = False
     else:
@@ -257,7 +268,7 @@ def invalid_spec(ctx: Context, work: Work, current: Mapping[str, Any] | None, in
     """Row 7: the spec cannot be built. Report it; keep the current JobSet when observed, create none."""
     work.kind = Outcome.INVALID_SPEC
     work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.TRUE, invalid.code,
-                                         bounded(invalid.reason), ctx.now)
+                                         bounded(invalid.reason), ctx.stamp)
     if current is None:
         work.phase = PENDING
         work.workload = ""

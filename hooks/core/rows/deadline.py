@@ -4,7 +4,7 @@
 workload is torn down behind the drain barrier and the Job ends Failed (``DeadlineExceeded``).
 ``times``, after every row: records ``status.startTime`` (once, when an answer first holds a JobSet)
 and ``status.completionTime`` (once, when the phase first becomes terminal) and wakes the Job when a
-limit will pass. ``ttl_due``/``delete_job``, row 12: once a terminal Job's
+limit will pass. ``ttl_passed``/``delete_job``, row 12: once a terminal Job's
 ``ttlSecondsAfterFinished`` passed, its deletion is asked for (``hooks.core.actions.DeleteJob``; the
 finalize row then drains it). Both count only from times ``hooks.core.claims`` found in agreement
 with the evidence: while the status disagrees, nothing is recorded, woken or deleted.
@@ -39,35 +39,42 @@ def due(ctx: Context, work: Work) -> bool:
 
 def tear_down(ctx: Context, work: Work) -> None:
     """Row 3a: past the active deadline. No children; Terminating until the drain barrier passes,
-    then Failed with condition ``Failed`` reason ``DeadlineExceeded`` (terminal)."""
-    conditions = work.conditions
-    marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
-    if marked is None or marked.status != cond.TRUE:
-        at = deadlines.deadline_at(ctx.observed.spec, work.start_time)
-        said = (f"spec.activeDeadlineSeconds passed at {deadlines.stamp(at)} (counted from status.startTime "
-                f"{work.start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
-        conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, Reason.ACTIVE_DEADLINE_SECONDS, said,
-                                        ctx.now)
-    drain = barrier(ctx, conditions, through=work.attempt)
-    if drain.passed:
-        marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
-        said = (marked.message if marked is not None else "") or "spec.activeDeadlineSeconds passed"
-        conditions = cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, Reason.DEADLINE_EXCEEDED,
-                                        bounded(str(said)),
-                                        ctx.now)
-    work.conditions = conditions
+    then Failed with condition ``Failed`` reason ``DeadlineExceeded`` (terminal). Reads the
+    barrier's value first; each write of the conditions (the barrier's, the deadline's) reads
+    ``work.conditions`` and sets only its own types, so their order does not matter."""
+    drain = barrier(ctx, work.conditions, through=work.attempt)
     record(ctx, work, drain)
+    work.conditions = exceeded(ctx, work.conditions, work.start_time, ended=drain.passed)
     work.workload = ""
     work.phase = FAILED if drain.passed else TERMINATING
     work.kind = Outcome.TERMINAL if drain.passed else Outcome.HELD
     work.message = drain.message(before="deadline exceeded, tearing down: ")
 
 
+def exceeded(ctx: Context, conditions: cond.Conditions, start_time: str | None, *, ended: bool) -> cond.Conditions:
+    """``conditions`` with ``DeadlineExceeded`` True (kept as it is once set: its words say when the
+    deadline passed, counted from ``start_time``) and, once the teardown ``ended`` (the barrier
+    passed), ``Failed`` (reason ``DeadlineExceeded``) in the same words."""
+    marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
+    if marked is None or marked.status != cond.TRUE:
+        at = deadlines.deadline_at(ctx.observed.spec, start_time)
+        said = (f"spec.activeDeadlineSeconds passed at {deadlines.stamp(at)} (counted from status.startTime "
+                f"{start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
+        conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, Reason.ACTIVE_DEADLINE_SECONDS, said,
+                                        ctx.stamp)
+    if not ended:
+        return conditions
+    marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
+    said = (marked.message if marked is not None else "") or "spec.activeDeadlineSeconds passed"
+    return cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, Reason.DEADLINE_EXCEEDED, bounded(str(said)),
+                              ctx.stamp)
+
+
 def times(ctx: Context, work: Work, *, trusted: bool = True) -> None:
     """Records ``startTime`` (once: the first answer holding a JobSet; that JobSet's own
     ``creationTimestamp`` when it is observed with a usable one, else ``now``) and
     ``completionTime`` (once: the first terminal answer); wakes the Job when its active deadline
-    will pass, or, once terminal, when ``ttlSecondsAfterFinished`` will (``ttl_due`` and
+    will pass, or, once terminal, when ``ttlSecondsAfterFinished`` will (``ttl_passed`` and
     ``delete_job``, row 12, act on it). Does nothing while finalizing, nor unless ``trusted``: the
     status' claims agree with the evidence (``hooks.core.claims``), so no time is stamped, counted
     or acted on over a claim that disagrees."""
@@ -77,7 +84,7 @@ def times(ctx: Context, work: Work, *, trusted: bool = True) -> None:
     if not work.start_time and jobsets:
         name = str(jobsets[0]["metadata"]["name"])
         observed = next((js for js in ctx.observed.jobsets if js["metadata"]["name"] == name), None)
-        work.start_time = deadlines.stamp(_created(ctx, observed) or ctx.now)
+        work.start_time = deadlines.stamp(_created(ctx, observed) or ctx.stamp)
     try:
         _limits(ctx, work)
     except (ValueError, OverflowError):
@@ -96,10 +103,20 @@ def ttl_due(ctx: Context, work: Work) -> datetime | None:
         return None
 
 
-def delete_job(ctx: Context, work: Work, at: datetime) -> None:
-    """Row 12: ``ttlSecondsAfterFinished`` passed at ``at``: asks for the Job's deletion
+def ttl_passed(ctx: Context, work: Work, trusted: bool) -> bool:
+    """Whether row 12 applies: the status agrees with the evidence (``trusted``), the Job is not
+    being deleted already (finalizing) and a terminal Job's ``ttlSecondsAfterFinished`` passed
+    (``ttl_due``)."""
+    return trusted and not ctx.observed.finalizing and ttl_due(ctx, work) is not None
+
+
+def delete_job(ctx: Context, work: Work) -> None:
+    """Row 12: ``ttlSecondsAfterFinished`` passed (``ttl_due``): asks for the Job's deletion
     (``DeleteJob``, repeated every call until the deletion is observed: a failed write is simply
     asked again; the finalize row then drains it), says so and resyncs."""
+    at = ttl_due(ctx, work)
+    if at is None:  # ttl_passed says it is not: nothing to delete
+        return
     work.message = f"deleting the Job: spec.ttlSecondsAfterFinished passed at {deadlines.stamp(at)}"
     work.resync = True
     work.actions.append(DeleteJob(ctx.namespace, ctx.job, ctx.observed.uid, work.message))

@@ -23,7 +23,7 @@ from hooks.core.evidence import (
 )
 from hooks.core.jobset import InvalidSpec
 from hooks.core.rows.terminal import out_of_attempts
-from hooks.core.vocab import Outcome, Reason
+from hooks.core.vocab import Outcome, Quota, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import ADMITTED, QUEUED, SUSPENDED, SUSPENDING, TERMINAL, Context, Work
 
@@ -49,15 +49,15 @@ def evicted(ctx: Context, work: Work) -> None:
     drain = barrier(ctx, work.conditions, through=work.attempt + 1 if requeue else work.attempt)
     record(ctx, work, drain)
     work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, admission.reason,
-                                         bounded(f"LocalQueue {ctx.queue}: {words}"), ctx.now)
+                                         bounded(f"LocalQueue {ctx.queue}: {words}"), ctx.stamp)
     work.workload = ""
     if not drain.passed:
         work.phase = SUSPENDING
         work.kind = Outcome.HELD
-        work.quota = "keep"
+        work.quota = Quota.KEEP
         work.message = drain.message(before=f"{words}; ", after=" before releasing the quota")
         return
-    work.quota = "release"
+    work.quota = Quota.RELEASE
     if requeue and out_of_attempts(ctx, work):
         return
     work.attempt += 1 if requeue else 0
@@ -69,24 +69,62 @@ def evicted(ctx: Context, work: Work) -> None:
 
 def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
     """The current attempt's JobSet would be created, but Kueue has not admitted the Workload:
-    nothing is created, the Job is ``Queued`` and ``Admitted`` says why (Kueue's reason)."""
+    nothing is created, the Job is ``Queued`` and ``Admitted`` says why (Kueue's reason). With no
+    Workload observed, one is submitted (``workload_child``), unless its WorkloadPriorityClass is
+    not known yet (``queueing.PriorityUnknown``, ``PriorityClassNotFound``): then nothing is
+    submitted, ``Admitted`` and the message say which class, and the Job is asked again."""
     work.kind = Outcome.HELD
     work.children = []
     work.phase = QUEUED
+    unknown = _priority_unknown(ctx, work)
+    if unknown is not None:
+        work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.PRIORITY_CLASS_NOT_FOUND,
+                                             bounded(unknown.message), ctx.stamp)
+        work.message = bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}")
+        work.resync = True
+        return
     reason, message = admission.reason, admission.message or "waiting for Kueue to admit the Workload"
     if admission.state == queueing.NONE:
-        reason = "Submitted"
+        reason = Reason.SUBMITTED
         message = f"Workload {queueing.workload_name(ctx.job)} submitted, waiting for Kueue to admit it"
     work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, reason,
-                                         bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.now)
+                                         bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.stamp)
     work.message = bounded(f"queued in LocalQueue {ctx.queue}: {message}")
+
+
+def _priority_unknown(ctx: Context, work: Work) -> queueing.PriorityUnknown | None:
+    """Why the Workload ``queued`` would submit cannot be built: its WorkloadPriorityClass is not
+    known (``built.workload``, the call's one build, raised ``PriorityUnknown``); ``None`` when a
+    Workload is observed already (nothing is submitted) or it builds (an ``InvalidSpec`` is the
+    spec row's, reported before this row is reached)."""
+    if queueing.current_workload(ctx.observed) is not None:
+        return None
+    try:
+        built.workload(ctx, work.attempt)
+    except queueing.PriorityUnknown as unknown:
+        return unknown
+    except InvalidSpec:
+        return None
+    return None
+
+
+RELEASED_WORDS = "no pod is left: the Workload and its quota are released"
+"""``Admitted``'s message once the quota is released (``QuotaReleased``)."""
 
 
 def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
     """Sets ``Admitted`` True, naming the ClusterQueue."""
     by = f" by ClusterQueue {admission.cluster_queue}" if admission.cluster_queue else ""
     work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.TRUE, Reason.ADMITTED,
-                                         f"LocalQueue {ctx.queue}: admitted{by}", ctx.now)
+                                         f"LocalQueue {ctx.queue}: admitted{by}", ctx.stamp)
+
+
+def quota_releasable(ctx: Context, work: Work, trusted: bool) -> bool:
+    """Whether row 13 applies: a queue-managed Job the rows left terminal, whose Workload is
+    observed and was released by no row (``work.quota`` is still ``Quota.CREATE``). Whether the status
+    agrees (``trusted``) does not matter: releasing the quota of a finished Job claims nothing."""
+    return (bool(ctx.queue) and work.phase in TERMINAL and work.quota == Quota.CREATE
+            and queueing.current_workload(ctx.observed) is not None)
 
 
 def release_quota(ctx: Context, work: Work) -> None:
@@ -95,36 +133,37 @@ def release_quota(ctx: Context, work: Work) -> None:
     barrier's live reads); otherwise the Workload is kept, the message says what keeps it and
     resync is set (a failed read keeps it too)."""
     left = leftovers(ctx, work.attempt)
-    work.quota = "release" if left.none else "keep"
+    work.quota = Quota.RELEASE if left.none else Quota.KEEP
     if not left.none:
         work.message = left.message()
         work.resync = True
 
 
 def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:
-    """Adds the Workload child as ``work.quota`` says (set by the rows: ``release`` only after a
+    """Adds the Workload child as ``work.quota`` says (set by the rows: ``Quota.RELEASE`` only after a
     passing barrier or row 13). A released Workload of a Job that ends (terminal or ``Suspended``)
     sets ``Admitted`` False (``QuotaReleased``). A new Workload (``hooks.core.built``) is emitted
     only when nothing holds (``hold``: the status disagrees) and the spec can be built; a
-    WorkloadPriorityClass that is not known yet leaves the Job ``Queued`` without one."""
+    WorkloadPriorityClass that is not known yet leaves the Job ``Queued`` without one (``queued``
+    says so). Writes nothing into the status but ``QuotaReleased``: the rows said the rest."""
     observed = queueing.current_workload(ctx.observed)
-    if work.quota == "release":
+    if work.quota == Quota.RELEASE:
         if work.phase in TERMINAL or work.phase == SUSPENDED:
             work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.QUOTA_RELEASED,
-                                                 "no pod is left: the Workload and its quota are released", ctx.now)
+                                                 RELEASED_WORDS, ctx.stamp)
         return
     if observed is not None:
         work.children.append(queueing.as_observed(observed))
         return
-    if work.quota != "create" or hold or work.phase in TERMINAL or work.kind == Outcome.INVALID_SPEC:
+    admitted = cond.get_condition(work.conditions, ADMITTED)
+    if work.phase in TERMINAL and admitted is not None and admitted.status == cond.TRUE:
+        # Released on an earlier call (the Workload is gone): a parent from before that call's
+        # status write says the same as the one after it, not Admitted again (last writer wins).
+        work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.QUOTA_RELEASED,
+                                             RELEASED_WORDS, ctx.stamp)
+    if work.quota != Quota.CREATE or hold or work.phase in TERMINAL or work.kind == Outcome.INVALID_SPEC:
         return
     try:
         work.children.append(built.workload(ctx, work.attempt))
-    except InvalidSpec:
-        return  # reported by the row that built the JobSet
-    except queueing.PriorityUnknown as unknown:
-        if work.phase == QUEUED:
-            work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.PRIORITY_CLASS_NOT_FOUND,
-                                                 bounded(unknown.message), ctx.now)
-            work.message = bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}")
-            work.resync = True
+    except (InvalidSpec, queueing.PriorityUnknown):
+        return  # reported by the row that built the JobSet (row 7), or by the row that queued (``queued``)

@@ -23,7 +23,7 @@ from hooks.core.barrier import drain_reads, job_names
 from hooks.core.children import as_observed
 from hooks.core.evidence import list_names, newer_jobsets, status_mismatch, unadoptable
 from hooks.core.reads import count_pods
-from hooks.core.vocab import Outcome, Reason
+from hooks.core.vocab import Outcome, Quota, Reason
 from hooks.core.wording import bounded, list_pods, pod_name
 from hooks.core.work import PENDING, PHASES, STATUS_MISMATCH, Context, Work
 from podread.attempts import attempt_number, workload_name
@@ -83,7 +83,7 @@ def disagreement(ctx: Context, attempt: int, phase: str, refused: tuple[str, str
     found = status_mismatch(ctx.observed, attempt, phase)
     if found is not None and found[0] == "SeveralWorkloads":
         return found
-    return refused or found or claims.disagreement(ctx.observed, attempt, phase, ctx.now)
+    return refused or found or claims.disagreement(ctx.observed, attempt, phase, ctx.stamp)
 
 
 def of_workload(pod: Mapping[str, Any], name: str, attempt: int) -> bool:
@@ -109,10 +109,10 @@ def hold(ctx: Context, work: Work, reason: str, message: str) -> None:
     work.attempt = prior.attempt
     work.restarts = prior.restarts
     work.workload = prior.workload
-    work.quota = "keep"
+    work.quota = Quota.KEEP
     work.children = [as_observed(js) for js in ctx.observed.jobsets if not js["metadata"].get("deletionTimestamp")]
     work.resync = True
     work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.TRUE, reason, bounded(message),
-                                         ctx.now)
+                                         ctx.stamp)
     count_pods(ctx, work)
     work.message = bounded(f"holding, the status disagrees with what is observed: {message}")

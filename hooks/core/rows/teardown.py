@@ -11,7 +11,7 @@ it decides from it, once: nothing depends on the order in which they are set.
 from __future__ import annotations
 
 from hooks.core.barrier import barrier, record, refuse_if_behind
-from hooks.core.vocab import Outcome
+from hooks.core.vocab import Outcome, Quota
 from hooks.core.work import SUSPENDED, SUSPENDING, TERMINATING, Context, Work
 
 
@@ -24,7 +24,7 @@ def finalize(ctx: Context, work: Work) -> None:
     work.message = drain.message()
     work.finalized = drain.passed
     work.kind = Outcome.PROCEEDED if drain.passed else Outcome.HELD
-    work.quota = "release" if drain.passed else "keep"
+    work.quota = Quota.RELEASE if drain.passed else Quota.KEEP
 
 
 def suspend(ctx: Context, work: Work) -> None:
@@ -39,4 +39,4 @@ def suspend(ctx: Context, work: Work) -> None:
     work.workload = ""
     work.message = drain.message()
     work.kind = Outcome.PROCEEDED if drain.passed else Outcome.HELD
-    work.quota = "release" if drain.passed else "keep"
+    work.quota = Quota.RELEASE if drain.passed else Quota.KEEP

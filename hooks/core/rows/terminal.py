@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from hooks.core import conditions as cond
 from hooks.core.children import keep
-from hooks.core.jobset import MAX_ATTEMPT
+from hooks.core.jobset import MAX_ATTEMPT, is_last_attempt
 from hooks.core.reads import count_pods
 from hooks.core.vocab import Outcome, Reason
 from hooks.core.work import FAILED, FAILED_CONDITION, Context, Work
@@ -23,7 +23,7 @@ def out_of_attempts(ctx: Context, work: Work) -> bool:
     """The one check of the attempt limit, before a step that starts attempt+1 (a resume, a restart,
     a requeue after an eviction): when ``work.attempt`` is already ``MAX_ATTEMPT``, the Job ends
     Failed (``attempt_limit``) and True is returned, so the caller starts nothing."""
-    if work.attempt < MAX_ATTEMPT:
+    if not is_last_attempt(work.attempt):
         return False
     attempt_limit(ctx, work)
     return True
@@ -37,7 +37,7 @@ def attempt_limit(ctx: Context, work: Work) -> None:
     work.message = ""
     work.conditions = cond.set_condition(
         work.conditions, FAILED_CONDITION, cond.TRUE, Reason.ATTEMPT_LIMIT_REACHED,
-        f"attempt {work.attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is left", ctx.now)
+        f"attempt {work.attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is left", ctx.stamp)
 
 
 def final(ctx: Context, work: Work) -> None:

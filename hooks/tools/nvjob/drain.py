@@ -17,6 +17,7 @@ from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core.barrier import barrier
+from hooks.core.history import deletion_times
 from hooks.core.observed import JOBSET_GROUP, InvalidRequest, Observed, parse_request
 from hooks.core.work import RESTARTING, SUSPENDING, TERMINATING, Context
 
@@ -91,8 +92,13 @@ def drain_view(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]], rea
 
 
 def pod_brief(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """A waited-on pod in a few fields: name, node, phase, and when its grace period ends if it is being deleted."""
+    """A waited-on pod in a few fields: name, node, phase and, if it is being deleted, when its
+    deletion started and when its grace period ends (``hooks.core.history.deletion_times``: the
+    facts ``status.attempts`` records of a failed pod; ``deletionStarted`` None when the pod does not
+    carry its grace period)."""
     metadata = pod.get("metadata") or {}
+    times = deletion_times(pod)
     return {"name": str(metadata.get("name", "")), "node": str((pod.get("spec") or {}).get("nodeName") or ""),
             "phase": str((pod.get("status") or {}).get("phase") or ""),
-            "gracePeriodEnds": metadata.get("deletionTimestamp") or None}
+            "deletionStarted": times.get("failedPodDeletionStarted"),
+            "gracePeriodEnds": times.get("failedPodGracePeriodEnds") or metadata.get("deletionTimestamp") or None}

@@ -147,9 +147,9 @@ def attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: d
             else None
         if row.get("drainStuck") is True:
             drain = f"{cell(drain)} (stuck)"
-        body.append([row.get("attempt"), row.get("jobSet"), age(row.get("created"), now),
-                     age(row.get("started"), now) if row.get("started") else None,
-                     age(row.get("ended"), now) if row.get("ended") else None,
+        created, started, ended = (age(row[key], now) if row.get(key) else None for key in ("created", "started",
+                                                                                             "ended"))
+        body.append([row.get("attempt"), row.get("jobSet"), created, started, ended,
                      row.get("outcome"), row.get("failedReplicatedJob"), row.get("failedPod"), row.get("node"),
                      exit_or_reason, row.get("cause"), drain])
     lines.append(table(["#", "JOBSET", "CREATED", "STARTED", "ENDED", "OUTCOME", "REPLICATED JOB", "FAILING POD",
@@ -157,6 +157,16 @@ def attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: d
     if dropped:
         lines.append(f"  ({dropped} earlier attempts counted, not kept)")
     return lines
+
+
+def terminating(pod: Mapping[str, Any]) -> str:
+    """``terminating since <deletion start>, grace period ends <deletionTimestamp>`` for a pod being
+    deleted (``since`` only when its grace period is known: ``deletionTimestamp`` is the delete
+    time plus the grace period, never when the deletion began), ``""`` for any other pod."""
+    if not pod.get("gracePeriodEnds"):
+        return ""
+    since = f" since {pod['deletionStarted']}" if pod.get("deletionStarted") else ""
+    return f"terminating{since}, grace period ends {pod['gracePeriodEnds']}"
 
 
 def drain_text(drain: Mapping[str, Any], phase: str) -> list[str]:
@@ -169,10 +179,9 @@ def drain_text(drain: Mapping[str, Any], phase: str) -> list[str]:
         state = f"waiting ({drain['reason']})"
     else:
         state = f"not draining (phase {phase or NONE}); a teardown now would wait ({drain['reason']})"
-    pods = [f"{p['name']} on {p['node'] or NONE}" + (f" (terminating, grace period ends {p['gracePeriodEnds']})"
-                                                     if p["gracePeriodEnds"] else f" ({p['phase']})")
-            for p in drain["pods"]]
-    launchers = [f"{p['name']} on {p['node'] or NONE}" for p in drain["launchers"]]
+    pods = [f"{p['name']} on {p['node'] or NONE} ({terminating(p) or p['phase']})" for p in drain["pods"]]
+    launchers = [f"{p['name']} on {p['node'] or NONE}" + (f" ({terminating(p)})" if terminating(p) else "")
+                 for p in drain["launchers"]]
     lines = ["Drain barrier:", "  " + _field("State", state, 14)]
     if not drain["error"]:
         lines += ["  " + _field("JobSets", ", ".join(drain["jobsets"]), 14),

@@ -1,7 +1,8 @@
 """``kubectl nvjob why``: one paragraph saying why a Job is in its phase and what would move it on.
 
 Pure. The words come from the status the hooks wrote (phase, attempt, restarts, the conditions and
-their reasons, ``message``, ``lastFailure``) and, while the Job drains, from the barrier's view read
+their reasons, ``message``, ``lastFailure``, and ``attempts``: the first failing pod, its node and
+exit code) and, while the Job drains, from the barrier's view read
 now (``drain.DrainView``).
 """
 
@@ -68,6 +69,34 @@ class _Facts:
         return _drain_words(self.job, self.drain)
 
 
+def _failing_pod(f: _Facts, attempt: Any) -> str:
+    """What ``status.attempts`` says of ``attempt``'s first failing pod: ``Its first failing pod was
+    P (replicated job R) on node N: exit code C (reason)``; ``""`` when the history names none."""
+    entries = f.status.get("attempts")
+    entry = next((as_map(e) for e in entries if as_map(e).get("attempt") == attempt), {}) \
+        if isinstance(entries, list) else {}
+    pod = entry.get("failedPod")
+    if not pod:
+        return ""
+    where = f" (replicated job {entry['failedReplicatedJob']})" if entry.get("failedReplicatedJob") else ""
+    where += f" on node {entry['node']}" if entry.get("node") else ""
+    how = [f"exit code {entry['exitCode']}"] if isinstance(entry.get("exitCode"), int) else []
+    how += [str(entry["reason"])] if entry.get("reason") else []
+    said = f": {', '.join(how)}" if how else ""
+    return f"Its first failing pod was {pod}{where}{said}"
+
+
+def _last_failure(f: _Facts) -> str:
+    """For a Job that restarted: the attempt before this one and its first failing pod, from
+    ``status.attempts``; ``""`` when that attempt did not fail or the history does not name its pod."""
+    if not isinstance(f.attempt, int) or f.attempt == 0 or not f.restarts:
+        return ""
+    failing = _failing_pod(f, f.attempt - 1)
+    if not failing:
+        return ""
+    return f"Attempt {f.attempt - 1} failed: its first failing pod" + failing.removeprefix("Its first failing pod")
+
+
 def _mismatch(f: _Facts) -> list[str]:
     mismatch = condition(f.status, "StatusMismatch")
     return [f"Job {f.name} is {f.phase} and holds: its status disagrees with what the API server shows "
@@ -115,14 +144,14 @@ def _running(f: _Facts) -> list[str]:
     return [f"Job {f.name} is Running at attempt {f.attempt} with {active} active pods{said}",
             f"It becomes Succeeded when JobSet {f.workload} reports Completed; when it reports Failed, it restarts "
             f"as attempt {_next(f.attempt)} after the drain barrier (restarts {f.restarts}{f.limit}) or, with no "
-            "restart left or a FailJob rule, becomes Failed"]
+            "restart left or a FailJob rule, becomes Failed", _last_failure(f)]
 
 
 def _restarting(f: _Facts) -> list[str]:
     failure = as_map(f.status.get("lastFailure"))
     why_failed = failure.get("message") or failure.get("cause") or "its JobSet failed"
     return [f"Job {f.name} is Restarting: attempt {f.attempt} failed ({why_failed}) and is being torn down "
-            f"(restarts {f.restarts}{f.limit})", f.waits(),
+            f"(restarts {f.restarts}{f.limit})", _failing_pod(f, f.attempt), f.waits(),
             f"Attempt {_next(f.attempt)} is created, Pending, only once nothing of attempt {f.attempt} is left"]
 
 
@@ -156,7 +185,7 @@ def _failed(f: _Facts) -> list[str]:
     failed = condition(f.status, "Failed")
     said = failed.get("message") or as_map(f.status.get("lastFailure")).get("message") or f.message or "it failed"
     return [f"Job {f.name} Failed ({failed.get('reason') or 'Failed'}) at attempt {f.attempt} after {f.restarts} "
-            f"restarts: {said}", _final_words(f.spec)]
+            f"restarts: {said}", _failing_pod(f, f.attempt), _final_words(f.spec)]
 
 
 PHASES: dict[str, Callable[[_Facts], list[str]]] = {

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from hooks.server.config import Settings
 from hooks.server.effects import Effects
+from hooks.server.freshness import ParentVersions
 from hooks.server.handler import Answer, HookResult
 from hooks.tools.record.call import Call, folder_name, scenario_files
 from hooks.tools.record.failures import WRITTEN, FailureLog
@@ -90,7 +91,8 @@ class Recorder:
         ``submit``ted. Returns ``answer``'s result unchanged."""
 
         def recorded(raw: bytes, hook: str, *, reader: Reader, clock: Callable[[], datetime], settings: Settings,
-                     keep_pods: bool = False, effects: Effects | None = None) -> HookResult:
+                     keep_pods: bool = False, effects: Effects | None = None,
+                     parents: ParentVersions | None = None) -> HookResult:
             seen: list[datetime] = []
 
             def noted_clock() -> datetime:
@@ -99,7 +101,7 @@ class Recorder:
                 return moment
 
             result = answer(raw, hook, reader=reader, clock=noted_clock, settings=settings, keep_pods=True,
-                            effects=effects)
+                            effects=effects, parents=parents)
             self.submit(hook, raw, result, now=seen[0] if seen else None, settings=settings)
             return result
 

@@ -1,0 +1,167 @@
+"""The parent checked against the API server before an answer that acts on it is sent.
+
+Metacontroller hands the hooks the Job from its informer cache and writes the answer's status over
+the *live* Job (``AtomicStatusUpdate`` GETs it and compares the answer with the live status, not
+the cached one). An answer computed from a Job older than the live one therefore overwrites a newer
+status, and when two versions each reproduce themselves (a fact the newer one learned and the older
+one had no chance to), each call from a lagging cache writes the other back: a status that never
+settles. So before a 200 that may change anything, the hooks read the Job's ``resourceVersion``
+live (``ParentVersions``) and refuse a request whose parent is not that version: 409
+``StaleRequest``, nothing written, no Event, no delete; Metacontroller calls again once its cache
+has the newer Job (it already holds the watch event that brought it).
+
+When (``needs_check``): the answer changes the status or the children (a JobSet or Workload
+created or left out), asks for writes of the hooks' own (a delete), or the parent's status was
+written in the last ``RECENT_STATUS_SECONDS`` (the newest ``managedFields`` entry of subresource
+``status``; a parent without managed fields counts as recent). A Job whose status settled long
+ago is answered from the cache alone: no read in the steady state.
+
+RBAC: ``get`` on ``nvcre.nvidia.com`` jobs (``manifests/rbac.yaml``, role ``nvcre-hooks-pod-reader``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from hooks.core.barrier import StaleRequest
+from hooks.core.claims import utc
+from hooks.core.deadlines import time_or_none
+from hooks.core.declared import InvalidRequest
+from hooks.core.observed import Observed
+from hooks.core.status import as_json
+from hooks.core.work import Decision
+from podread.environment import load_api_client
+
+GROUP, VERSION, PLURAL = "nvcre.nvidia.com", "v1alpha1", "jobs"
+RECENT_STATUS_SECONDS = 30.0
+"""How long after a status write every answer is checked: longer than any informer lag the hooks
+expect, so both versions of a status in flight are caught."""
+DEFAULT_TIMEOUT_SECONDS = 2.0
+
+
+class ParentReadError(InvalidRequest):
+    """The live Job could not be read: a 503, the hook holds and Metacontroller calls again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(503, message)
+
+
+class ParentVersions(Protocol):
+    """What tells the live version of a Job."""
+
+    def resource_version(self, namespace: str, name: str) -> str | None:
+        """The live Job's ``metadata.resourceVersion``; ``None`` when there is no such Job.
+        Raises ``ParentReadError`` when the API server cannot say."""
+        ...
+
+
+class LiveParentVersions:
+    """``GET /apis/nvcre.nvidia.com/v1alpha1/namespaces/<ns>/jobs/<name>`` through the kubernetes
+    client, straight to the API server (no ``resourceVersion``: a quorum read, never a cache's
+    answer), bounded by ``timeout_seconds``."""
+
+    def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        self._custom = k8s.CustomObjectsApi(api_client)
+        self._timeout = (timeout_seconds, timeout_seconds)
+
+    def resource_version(self, namespace: str, name: str) -> str | None:
+        try:
+            job = self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
+                                                           _request_timeout=self._timeout)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise ParentReadError(f"could not read Job {namespace}/{name} to check the request is current: "
+                                  f"the API server answered {exc.status} {exc.reason}") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ParentReadError(f"could not read Job {namespace}/{name} to check the request is current: "
+                                  f"{exc}") from exc
+        version = (job.get("metadata") or {}).get("resourceVersion") if isinstance(job, Mapping) else None
+        return version if isinstance(version, str) else None
+
+
+class FixedParentVersions:
+    """Versions given by hand (tests, replay): ``versions[(namespace, name)]``, ``None`` when absent;
+    every call is counted in ``reads``."""
+
+    def __init__(self, versions: Mapping[tuple[str, str], str] | None = None) -> None:
+        self.versions = dict(versions or {})
+        self.reads = 0
+
+    def resource_version(self, namespace: str, name: str) -> str | None:
+        self.reads += 1
+        return self.versions.get((namespace, name))
+
+
+def needs_check(observed: Observed, decision: Decision, now: datetime) -> bool:
+    """Whether ``decision`` (answering ``observed`` at ``now``) may only be sent once the parent is
+    known to be the live one: it changes the status or the children, asks for writes, or the
+    parent's status was written less than ``RECENT_STATUS_SECONDS`` before ``now``."""
+    response = decision.response
+    if decision.actions or response.get("status") != as_json(observed.status):
+        return True
+    observed_children = {("JobSet", _name(child)) for child in observed.jobsets} | {
+        ("Workload", _name(child)) for child in observed.workloads}
+    if _children(response.get("children") or []) != observed_children:
+        return True
+    if not observed.status_written:
+        return not observed.version_times  # no managed fields at all: when it was written is unknown
+    written = time_or_none(observed.status_written)
+    return written is None or utc(now) - written < timedelta(seconds=RECENT_STATUS_SECONDS)
+
+
+def check(observed: Observed, decision: Decision, parents: ParentVersions, now: datetime) -> None:
+    """Raises ``StaleRequest`` (409) when ``needs_check`` and the live Job is another version than
+    ``observed``'s (or is gone); ``ParentReadError`` (503) when it cannot be read. Returns otherwise."""
+    if not needs_check(observed, decision, now):
+        return
+    live = parents.resource_version(observed.namespace, observed.name)
+    if live == observed.resource_version and live:
+        return
+    shown = "gone" if live is None else f"at resourceVersion {live}"
+    raise StaleRequest(f"the request is behind the cluster: its Job is at resourceVersion "
+                       f"{observed.resource_version or '(none)'}, the live one is {shown}; nothing was "
+                       f"answered, Metacontroller calls again with the newer one")
+
+
+WATCHED_KINDS = frozenset({"JobSet", "Workload"})
+"""The children whose creation or removal counts as a change (others, such as a gang's PodGroup,
+follow the JobSet they belong to)."""
+
+
+def _children(children: Iterable[Any]) -> frozenset[tuple[str, str]]:
+    return frozenset((str(child.get("kind")), _name(child))
+                     for child in children if isinstance(child, Mapping) and child.get("kind") in WATCHED_KINDS)
+
+
+def _name(child: Mapping[str, Any]) -> str:
+    return str((child.get("metadata") or {}).get("name"))
+
+
+class UnreadableParentVersions:
+    """The parent check of a server without cluster configuration: every check fails (503),
+    saying why, so no answer that acts on a Job is sent unchecked."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def resource_version(self, namespace: str, name: str) -> str | None:
+        raise ParentReadError(f"could not read Job {namespace}/{name} to check the request is current: "
+                              f"no cluster configuration ({self.reason})")
+
+
+def parents_from_environment(env: Mapping[str, str] | None = None) -> ParentVersions:
+    """The production ``ParentVersions``: ``LiveParentVersions`` over the cluster configuration
+    podread loads (kubeconfig, then in-cluster), or ``UnreadableParentVersions`` saying why there
+    is none."""
+    api_client, where = load_api_client(os.environ if env is None else env)
+    if api_client is None:
+        return UnreadableParentVersions(where)
+    return LiveParentVersions(api_client)

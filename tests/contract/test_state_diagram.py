@@ -1,0 +1,187 @@
+"""The README's state diagram is the phases ``decide`` moves a Job through, no more and no fewer.
+
+Each case starts a Job in one phase, with what would move it on (a pod that runs, a JobSet that
+completed or failed, ``spec.suspend`` set or unset, the deadline passed, Kueue's admission or
+eviction, the Job deleted, the last attempt reached), and feeds the hooks' answers back as
+Metacontroller would for a few calls: a JobSet the answer keeps stays observed as it was, one it
+asks for is then observed (not yet started), one it leaves out is gone with its pods. Every phase
+change seen must be an arrow of the diagram, and every arrow of the diagram must be seen in some
+case, so an arrow added to the code and not the diagram (or the other way round) fails here.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hooks.core.decide import decide
+from hooks.core.observed import parse_request
+from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+EARLIER = "2025-12-31T22:00:00Z"
+QUEUE = {"kueue.x-k8s.io/queue-name": "team"}
+START = "[*]"
+DEADLINE = job_spec() | {"activeDeadlineSeconds": 60}
+PAST_DEADLINE = [{"type": "DeadlineExceeded", "status": "True", "reason": "DeadlineExceeded", "message": "",
+                  "lastTransitionTime": EARLIER}]
+
+
+def diagram_arrows() -> set[tuple[str, str]]:
+    """The arrows ``A --> B`` of the README's mermaid state diagram, self-loops left out."""
+    diagram = README.split("```mermaid", 1)[1].split("```", 1)[0]
+    arrows = {(a, b) for a, b in re.findall(r"^\s*(\S+) --> ([^:\s]+)", diagram, re.M)}
+    return {(a, b) for a, b in arrows if a != b}
+
+
+def pod(attempt: int, phase: str = "Running") -> dict[str, Any]:
+    return make_pod(f"train-{attempt}-worker-0-0", job="train", workload=f"train-{attempt}", replicated_job="worker",
+                    phase=phase)
+
+
+def status(phase: str, attempt: int = 0, **more: Any) -> dict[str, Any]:
+    """A status in ``phase`` as the hooks write it (``startTime`` long past: a deadline counts from it)."""
+    workload = f"train-{attempt}" if phase in ("Pending", "Running") else ""
+    return {"phase": phase, "attempt": attempt, "restarts": 0, "workload": workload, "startTime": EARLIER} | more
+
+
+def walk(spec: Mapping[str, Any], prior: Mapping[str, Any], jobsets: Sequence[dict[str, Any]] = (),
+         pods: Sequence[dict[str, Any]] = (), workloads: list[dict[str, Any]] | None = None,
+         labels: Mapping[str, str] | None = None, finalizing: bool = False,
+         calls: int = 3) -> Iterator[tuple[str, str]]:
+    """The phase changes of ``calls`` answers fed back (the module doc); ``[*]`` before a Job's first
+    status and after it is finalized."""
+    current: dict[str, Any] = copy.deepcopy(dict(prior))
+    observed, alive = list(jobsets), list(pods)
+    for call in range(calls):
+        body = job_request(spec=spec, status=current or None, jobsets=observed, workloads=workloads, labels=labels,
+                           finalizing=finalizing, deleting=EARLIER if finalizing else "")
+        answer = decide(parse_request(body, "finalize" if finalizing else "sync"), FakeReader(alive),
+                        NOW + timedelta(seconds=call)).response
+        before, after = current.get("phase") or START, answer["status"]["phase"]
+        yield before, after
+        if answer.get("finalized"):
+            yield after, START
+            return
+        current = answer["status"]
+        kept = {child["metadata"]["name"] for child in answer["children"] if child.get("kind") == "JobSet"}
+        by_name = {jobset["metadata"]["name"]: jobset for jobset in observed}
+        observed = [by_name.get(name) or jobset_child("train", int(name.rsplit("-", 1)[1])) for name in sorted(kept)]
+        alive = alive if kept else []
+
+
+CASES: dict[str, dict[str, Any]] = {
+    "a new Job": dict(spec=job_spec(), prior={}),
+    "a new Job created suspended": dict(spec=job_spec(suspend=True), prior={}),
+    "a new queue-managed Job": dict(spec=job_spec(), prior={}, workloads=[], labels=QUEUE),
+    "Queued, admitted": dict(spec=job_spec(), prior=status("Queued"),
+                             workloads=[workload_child("train", state="admitted")], labels=QUEUE),
+    "Queued, suspended": dict(spec=job_spec(suspend=True), prior=status("Queued"),
+                              workloads=[workload_child("train", state="pending")], labels=QUEUE),
+    "Queued, suspended, a pod of the last attempt still running": dict(
+        spec=job_spec(suspend=True), prior=status("Queued"), pods=[pod(0)],
+        workloads=[workload_child("train", state="pending")], labels=QUEUE),
+    "Queued after an eviction, past the deadline": dict(spec=DEADLINE, prior=status("Queued"),
+                                                        workloads=[workload_child("train", state="pending")],
+                                                        labels=QUEUE),
+    "Queued, deleted": dict(spec=job_spec(), prior=status("Queued"),
+                            workloads=[workload_child("train", state="pending")], labels=QUEUE, finalizing=True),
+    "Pending, a pod runs": dict(spec=job_spec(), prior=status("Pending"), jobsets=[jobset_child("train", 0)],
+                                pods=[pod(0)]),
+    "Pending, the JobSet completed": dict(spec=job_spec(), prior=status("Pending"),
+                                          jobsets=[jobset_child("train", 0, state="Completed")]),
+    "Pending, the JobSet failed, a restart left": dict(spec=job_spec(max_restarts=1), prior=status("Pending"),
+                                                       jobsets=[jobset_child("train", 0, state="Failed")]),
+    "Pending, the JobSet failed, none left": dict(spec=job_spec(max_restarts=0), prior=status("Pending"),
+                                                  jobsets=[jobset_child("train", 0, state="Failed")]),
+    "Pending, suspended": dict(spec=job_spec(suspend=True), prior=status("Pending"),
+                               jobsets=[jobset_child("train", 0)]),
+    "Pending, evicted by Kueue": dict(spec=job_spec(), prior=status("Pending"), jobsets=[jobset_child("train", 0)],
+                                      workloads=[workload_child("train", state="evicted")], labels=QUEUE),
+    "Pending, past the deadline": dict(spec=DEADLINE, prior=status("Pending"), jobsets=[jobset_child("train", 0)]),
+    "Pending, deleted": dict(spec=job_spec(), prior=status("Pending"), jobsets=[jobset_child("train", 0)],
+                             finalizing=True),
+    "Running, every pod finished, the JobSet silent": dict(spec=job_spec(), prior=status("Running"),
+                                                           jobsets=[jobset_child("train", 0)],
+                                                           pods=[pod(0, "Succeeded")]),
+    "Running, the JobSet completed": dict(spec=job_spec(), prior=status("Running"),
+                                          jobsets=[jobset_child("train", 0, state="Completed")]),
+    "Running, the JobSet failed, a restart left": dict(spec=job_spec(max_restarts=1), prior=status("Running"),
+                                                       jobsets=[jobset_child("train", 0, state="Failed")],
+                                                       pods=[pod(0, "Failed")]),
+    "Running, the JobSet failed, none left": dict(spec=job_spec(max_restarts=0), prior=status("Running"),
+                                                  jobsets=[jobset_child("train", 0, state="Failed")]),
+    "Running, suspended": dict(spec=job_spec(suspend=True), prior=status("Running"),
+                               jobsets=[jobset_child("train", 0)], pods=[pod(0)]),
+    "Running, evicted by Kueue": dict(spec=job_spec(), prior=status("Running"), jobsets=[jobset_child("train", 0)],
+                                      pods=[pod(0)], workloads=[workload_child("train", state="evicted")],
+                                      labels=QUEUE),
+    "Running, past the deadline": dict(spec=DEADLINE, prior=status("Running"), jobsets=[jobset_child("train", 0)],
+                                       pods=[pod(0)]),
+    "Running, deleted": dict(spec=job_spec(), prior=status("Running"), jobsets=[jobset_child("train", 0)],
+                             pods=[pod(0)], finalizing=True),
+    "Restarting, drained": dict(spec=job_spec(max_restarts=1), prior=status("Restarting", restarts=1)),
+    "Restarting at the last attempt": dict(spec=job_spec(max_restarts=1), prior=status("Restarting", 9999, restarts=1)),
+    "Restarting, suspended": dict(spec=job_spec(max_restarts=1, suspend=True), prior=status("Restarting", restarts=1)),
+    "Restarting, suspended, a pod still running": dict(spec=job_spec(max_restarts=1, suspend=True),
+                                                       prior=status("Restarting", restarts=1), pods=[pod(0)]),
+    "Restarting, past the deadline": dict(spec=DEADLINE | {"maxRestarts": 1}, prior=status("Restarting", restarts=1),
+                                          jobsets=[jobset_child("train", 0, state="Failed")]),
+    "Restarting, deleted": dict(spec=job_spec(max_restarts=1), prior=status("Restarting", restarts=1),
+                                finalizing=True),
+    "Suspending, drained": dict(spec=job_spec(suspend=True), prior=status("Suspending")),
+    "Suspending, resumed": dict(spec=job_spec(), prior=status("Suspending")),
+    "Suspending after an eviction, drained": dict(spec=job_spec(), prior=status("Suspending"),
+                                                  workloads=[workload_child("train", state="evicted")], labels=QUEUE),
+    "Suspending, deleted": dict(spec=job_spec(suspend=True), prior=status("Suspending"), finalizing=True),
+    "Suspended, resumed": dict(spec=job_spec(), prior=status("Suspended")),
+    "Suspended, resumed, queue-managed": dict(spec=job_spec(), prior=status("Suspended"), workloads=[], labels=QUEUE),
+    "Suspended, resumed past the deadline": dict(spec=DEADLINE, prior=status("Suspended")),
+    "Suspended, resumed at the last attempt": dict(spec=job_spec(), prior=status("Suspended", 9999)),
+    "Suspended, deleted": dict(spec=job_spec(suspend=True), prior=status("Suspended"), finalizing=True),
+    "Terminating past the deadline, drained": dict(spec=DEADLINE,
+                                                   prior=status("Terminating", conditions=PAST_DEADLINE)),
+    "Terminating past the deadline, suspended": dict(spec=DEADLINE | {"suspend": True},
+                                                     prior=status("Terminating", conditions=PAST_DEADLINE)),
+    "Terminating past the deadline, suspended, a pod still running": dict(
+        spec=DEADLINE | {"suspend": True}, prior=status("Terminating", conditions=PAST_DEADLINE), pods=[pod(0)]),
+    "Succeeded, deleted": dict(spec=job_spec(), prior=status("Succeeded", completionTime=EARLIER),
+                               jobsets=[jobset_child("train", 0, state="Completed")], finalizing=True),
+    "Failed, deleted": dict(spec=job_spec(max_restarts=0), prior=status("Failed", completionTime=EARLIER),
+                            jobsets=[jobset_child("train", 0, state="Failed")], finalizing=True),
+}
+
+
+def moves() -> dict[tuple[str, str], list[str]]:
+    """Every phase change the cases show, with the cases that show it."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, case in CASES.items():
+        for before, after in walk(**case):
+            if before != after:
+                found.setdefault((before, after), []).append(name)
+    return found
+
+
+def test_every_phase_change_the_hooks_make_is_an_arrow_of_the_diagram() -> None:
+    missing = {move: names for move, names in moves().items() if move not in diagram_arrows()}
+    assert not missing, f"phase changes the README's diagram does not show: {missing}"
+
+
+def test_every_arrow_of_the_diagram_is_a_phase_change_the_hooks_make() -> None:
+    never = diagram_arrows() - set(moves())
+    assert not never, f"arrows of the README's diagram no case takes: {sorted(never)}"
+
+
+@pytest.mark.parametrize("prior", ["Running", "Pending"])
+def test_an_attempt_whose_pods_all_finished_never_goes_back_to_pending(prior: str) -> None:
+    """Running stays Running while the JobSet has not said how it ended; Pending stays Pending."""
+    case = dict(spec=job_spec(), prior=status(prior), jobsets=[jobset_child("train", 0)], pods=[pod(0, "Succeeded")])
+    assert {after for _, after in walk(**case)} == {prior}

@@ -1,0 +1,148 @@
+"""The request's Job checked against the live one before an answer that acts on it (hooks/server/freshness.py).
+
+Metacontroller writes an answer's status over the live Job, whichever version of the Job the
+answer was computed from: a request from a lagging cache must not be answered with a 200 that acts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+import pytest
+from kubernetes import client as k8s
+
+from hooks.core.decide import decide
+from hooks.core.observed import parse_request
+from hooks.server.config import Settings
+from hooks.server.effects import Effects
+from hooks.server.freshness import (
+    RECENT_STATUS_SECONDS,
+    FixedParentVersions,
+    LiveParentVersions,
+    ParentReadError,
+    UnreadableParentVersions,
+    needs_check,
+)
+from hooks.server.handler import handle
+from hooks.server.writer import MemoryWriter
+from tests.fakekube import FakeKubeServer
+from tests.support import FakeReader, job_request, jobset_child, make_pod
+
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+KEY = ("default", "train")
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def running_request(*, status_written: datetime | None, status: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A Job whose attempt 0 runs, its status as the hooks wrote it ``status_written`` (managedFields)."""
+    body = job_request(status=status, jobsets=[jobset_child("train", 0)])
+    fields: list[dict[str, Any]] = [{"manager": "kubectl", "operation": "Update", "time": "2026-01-01T00:00:00Z"}]
+    if status_written is not None:
+        fields.append({"manager": "metacontroller", "operation": "Update", "subresource": "status",
+                       "time": stamp(status_written)})
+    body["parent"]["metadata"]["managedFields"] = fields
+    return body
+
+
+def reader() -> FakeReader:
+    return FakeReader([make_pod(f"train-0-worker-0-{i}", job="train", workload="train-0") for i in range(2)])
+
+
+def settled(written: datetime) -> dict[str, Any]:
+    """The request whose status is what the hooks answer for it (a fixed point), written at ``written``."""
+    first = decide(parse_request(running_request(status_written=written), "sync"), reader(), NOW)
+    return running_request(status_written=written, status=first.response["status"])
+
+
+def answer(body: dict[str, Any], parents: FixedParentVersions | UnreadableParentVersions,
+           effects: Effects | None = None) -> tuple[int, dict[str, Any]]:
+    result = handle(orjson.dumps(body), "sync", reader=reader(), clock=lambda: NOW, settings=Settings(),
+                    parents=parents, effects=effects)
+    return result.status_code, result.body
+
+
+def test_a_settled_status_written_long_ago_is_answered_from_the_cache_alone() -> None:
+    parents = FixedParentVersions({KEY: "41"})  # another version: would be refused if it were read
+    code, _ = answer(settled(NOW - timedelta(seconds=RECENT_STATUS_SECONDS + 5)), parents)
+    assert code == 200
+    assert parents.reads == 0
+
+
+def test_an_answer_that_changes_the_status_is_sent_only_for_the_live_job() -> None:
+    body = running_request(status_written=NOW - timedelta(hours=1))  # no status yet: the answer writes one
+    assert answer(body, FixedParentVersions({KEY: "42"}))[0] == 200
+    code, error = answer(body, FixedParentVersions({KEY: "43"}))
+    assert code == 409
+    assert all(words in error["error"] for words in ("behind the cluster", "resourceVersion 42", "resourceVersion 43"))
+
+
+def test_a_settled_status_written_moments_ago_is_checked_too() -> None:
+    """The self-reproducing stale answer: the request's status is a fixed point, so the answer
+    changes nothing against the request, but the live Job may hold a newer status that this answer
+    would overwrite (Metacontroller compares with the live one)."""
+    body = settled(NOW - timedelta(seconds=2))
+    parents = FixedParentVersions({KEY: "43"})
+    assert answer(body, parents)[0] == 409
+    assert parents.reads == 1
+    assert answer(body, FixedParentVersions({KEY: "42"}))[0] == 200
+
+
+def test_a_job_gone_from_the_api_server_is_refused() -> None:
+    code, error = answer(running_request(status_written=None), FixedParentVersions({}))
+    assert code == 409
+    assert "gone" in error["error"]
+
+
+def test_a_failed_read_holds_with_a_503_and_writes_nothing() -> None:
+    writer = MemoryWriter()
+    effects = Effects(writer)
+    code, error = answer(running_request(status_written=None), UnreadableParentVersions("no kubeconfig"), effects)
+    assert effects.flush()
+    assert code == 503
+    assert "no cluster configuration" in error["error"]
+    assert writer.writes == []
+
+
+def test_a_request_without_managed_fields_is_always_checked() -> None:
+    body = settled(NOW - timedelta(hours=1))
+    del body["parent"]["metadata"]["managedFields"]
+    observed = parse_request(body, "sync")
+    decision = decide(observed, reader(), NOW)
+    assert needs_check(observed, decision, NOW)
+
+
+def test_a_new_or_removed_child_is_checked_even_when_the_status_stays() -> None:
+    body = settled(NOW - timedelta(hours=1))
+    observed = parse_request(body, "sync")
+    decision = decide(observed, reader(), NOW)
+    assert not needs_check(observed, decision, NOW)
+    decision.response["children"] = []
+    assert needs_check(observed, decision, NOW)
+
+
+@pytest.fixture()
+def fake_kube() -> Iterator[FakeKubeServer]:
+    with FakeKubeServer() as server:
+        yield server
+
+
+def test_the_live_client_reads_the_version_from_the_api_server(fake_kube: FakeKubeServer) -> None:
+    live = LiveParentVersions(fake_kube.api_client(retries=False))
+    fake_kube.writes.jobs[KEY] = {"metadata": {"name": "train", "namespace": "default", "resourceVersion": "77"}}
+    assert live.resource_version(*KEY) == "77"
+    assert live.resource_version("default", "other") is None
+    assert fake_kube.writes.job_reads == 2
+
+
+def test_the_live_client_fails_clearly_when_the_server_is_unreachable() -> None:
+    configuration = k8s.Configuration()
+    configuration.host = "http://127.0.0.1:9"
+    live = LiveParentVersions(k8s.ApiClient(configuration), timeout_seconds=0.5)
+    with pytest.raises(ParentReadError, match="could not read Job default/train"):
+        live.resource_version(*KEY)
