@@ -301,7 +301,7 @@ def _say(ctx: Context, work: Work, status: str, reason: str, message: str, since
                             last_transition_time=since)
         work.conditions = cond.sort_conditions([*(c for c in work.conditions if c.type != CONDITION), updated])
         return
-    work.conditions = cond.set_condition(work.conditions, CONDITION, status, reason, bounded(message), ctx.now)
+    work.conditions = cond.set_condition(work.conditions, CONDITION, status, reason, bounded(message), ctx.stamp)
 
 
 def _rfc3339(text: str) -> bool:
