@@ -111,7 +111,12 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
     when; ``attempt``'s is ended (once) and its drain recorded (once). Then only the last ``limit``
     entries up to the later of the two are kept; the prior status' entries let go are counted in
     ``attemptsDropped``."""
-    entries = {int(entry["attempt"]): dict(entry) for entry in work.attempts}
+    # An entry past the prior status' attempt is none the hooks wrote (they write entries up to the
+    # attempt they write): written by hand. The claim check holds on it (``AttemptsDisagree``) except
+    # where a teardown row runs first; then it is let go uncounted, or the teardown would end it once
+    # the Job reached its number (and the next call would end it again: no fixed point).
+    written = [entry for entry in work.attempts if int(entry["attempt"]) <= ctx.observed.status.attempt]
+    entries = {int(entry["attempt"]): dict(entry) for entry in written}
     for number in sorted({attempt, work.attempt}):
         jobset = ctx.jobset(number)
         if number not in entries and (jobset is not None or _answered(work, workload_name(ctx.job, number))):
@@ -125,14 +130,10 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
         if _drains(entry) and "drainSeconds" not in entry:
             _drain(ctx, work, entry)
     most = limit(ctx.observed.spec)
-    # An entry past both attempts is none the hooks wrote (written by hand: the claim check holds on
-    # it, ``AttemptsDisagree``, except where a teardown row runs before that check): let go, or the
-    # teardown, which runs until it is over, would end it once the Job reached its number.
     kept = [number for number in sorted(entries) if number <= max(attempt, work.attempt)][-most:]
-    # Only entries the status held are counted when let go: one made in this call and not kept (a
-    # status holding a later attempt than this one: not what the hooks write) is not made at all, so
-    # the count cannot grow on every call.
-    work.attempts_dropped += sum(1 for entry in work.attempts if int(entry["attempt"]) not in kept)
+    # Only entries the hooks wrote are counted when let go: one made in this call and not kept is not
+    # made at all, and one written by hand is no attempt that ran, so the count cannot grow on every call.
+    work.attempts_dropped += sum(1 for entry in written if int(entry["attempt"]) not in kept)
     work.attempts = [_ordered(entries[number]) for number in kept]
 
 

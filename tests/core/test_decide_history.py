@@ -253,6 +253,20 @@ def test_a_kueue_eviction_is_named_with_kueues_reason_and_time() -> None:
     assert (entry["outcome"], entry["reason"], entry["ended"]) == ("Evicted", "Preempted", "2025-12-31T23:00:00Z")
 
 
+def test_an_entry_written_by_hand_past_the_attempt_is_let_go_uncounted_when_an_eviction_moves_on() -> None:
+    """The eviction's teardown runs before the claim check, and moves the Job to the attempt a
+    forged entry names: kept, the next call would end that entry too (no fixed point; found by
+    test_queueing_properties). It is no attempt that ran: let go, not counted as dropped."""
+    forged = [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T22:00:00Z"},
+              {"attempt": 1, "jobSet": "train-1", "created": "2025-12-31T22:00:00Z"}]
+    body = job_request(status={"phase": "Running", "attempt": 0, "workload": "train-0", "attempts": forged},
+                       labels={"kueue.x-k8s.io/queue-name": "team"},
+                       workloads=[workload_child("train", state="evicted", reason="Preempted")])
+    out = step(body, FakeReader([]))
+    assert [entry["attempt"] for entry in out["attempts"]] == [0]
+    assert out["attempts"][0]["outcome"] == "Evicted" and out.get("attemptsDropped", 0) == 0
+
+
 def test_a_status_that_disagrees_keeps_its_history_as_it_came() -> None:
     kept = [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T23:00:00Z"}]
     status = {"phase": "Running", "attempt": 0, "workload": "train-0", "attempts": kept}
