@@ -46,8 +46,10 @@ kwok:
 	@start=$$(date +%s); bash tests/cluster/kwok/build.sh >/dev/null; \
 	echo "kwok: ready in $$(( $$(date +%s) - start )) s (build or cache)"
 
+# Two pytest-xdist workers, each with its own control plane (a session fixture), test files kept
+# whole (module fixtures): the tier waits far more than it computes, so two halve its time.
 test-cluster: $(STAMP) control-plane kueue jobset kwok
-	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster tests/cluster; rc=$$?; \
+	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster -n 2 --dist loadfile tests/cluster; rc=$$?; \
 	echo "cluster tier: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 dev: $(STAMP) control-plane jobset kwok

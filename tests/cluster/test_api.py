@@ -121,9 +121,10 @@ def test_printer_columns_through_the_table_api(control_plane: ControlPlane, inst
     with urllib.request.urlopen(request, context=context, timeout=10) as response:
         table = json.loads(response.read())
     names = [c["name"] for c in table["columnDefinitions"]]
-    assert names == ["Name", "Phase", "Attempt", "Restarts", "Active", "Queue", "Age"]
+    assert names == ["Name", "Phase", "Attempt", "Restarts", "Active", "Queue", "Gang", "Age"]
     priorities = {c["name"]: c.get("priority", 0) for c in table["columnDefinitions"]}
     assert priorities["Queue"] == 1, "the queue shows with -o wide only"
+    assert priorities["Gang"] == 1, "the gang shows with -o wide only"
     assert table["rows"][0]["cells"][0] == body["metadata"]["name"]
 
 
@@ -145,8 +146,9 @@ def _subset_missing(sent: Any, got: Any, path: str = "") -> list[str]:
 
 
 def test_every_emitted_child_survives_its_crd(control_plane: ControlPlane, installed: dict) -> None:
-    """Every JobSet the recorded answers emit against the JobSet CRD, and every Workload (issue 14)
-    against Kueue's Workload CRD from its module (when the Kueue build is cached)."""
+    """Every JobSet the recorded answers emit against the JobSet CRD, every Workload (issue 14)
+    against Kueue's Workload CRD from its module (when the Kueue build is cached), and every PodGroup
+    (issue 22) against the API server's own scheduling.k8s.io/v1beta1 (the tier serves it)."""
     ensure_namespace(control_plane.api_client(), "emitted")
     custom = _custom(control_plane)
     try:
@@ -155,9 +157,10 @@ def test_every_emitted_child_survives_its_crd(control_plane: ControlPlane, insta
         workloads = True
     except KueueError:
         workloads = False
-    plurals = {"JobSet": ("jobset.x-k8s.io", "v1alpha2", "jobsets"), "Workload": ("kueue.x-k8s.io", "v1beta2",
-                                                                                 "workloads")}
-    checked = {"JobSet": 0, "Workload": 0}
+    plurals = {"JobSet": ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+               "Workload": ("kueue.x-k8s.io", "v1beta2", "workloads"),
+               "PodGroup": ("scheduling.k8s.io", "v1beta1", "podgroups")}
+    checked = {"JobSet": 0, "Workload": 0, "PodGroup": 0}
     for response_file in sorted(PAYLOADS.glob("*/response.json")):
         answer = json.loads(response_file.read_text())
         body = answer.get("body", answer)
@@ -180,6 +183,7 @@ def test_every_emitted_child_survives_its_crd(control_plane: ControlPlane, insta
             checked[child["kind"]] += 1
     assert checked["JobSet"] >= 10, "the payloads carry JobSets"
     assert not workloads or checked["Workload"] >= 5, "the payloads carry Workloads"
+    assert checked["PodGroup"] >= 2, "the gang payloads carry PodGroups"
 
 
 def test_every_recorded_status_is_kept_whole_by_the_status_subresource(control_plane: ControlPlane,
