@@ -74,6 +74,16 @@ def test_a_settled_status_written_long_ago_is_answered_from_the_cache_alone() ->
     assert parents.reads == 0
 
 
+def test_the_observed_generation_metacontroller_adds_is_no_change() -> None:
+    """Metacontroller writes ``observedGeneration`` into every status it writes; the hooks' answer
+    leaves it to Metacontroller: a settled Job is still answered without a read."""
+    body = settled(NOW - timedelta(hours=1))
+    body["parent"]["status"]["observedGeneration"] = body["parent"]["metadata"]["generation"]
+    parents = FixedParentVersions({KEY: "41"})
+    assert answer(body, parents)[0] == 200
+    assert parents.reads == 0
+
+
 def test_an_answer_that_changes_the_status_is_sent_only_for_the_live_job() -> None:
     body = running_request(status_written=NOW - timedelta(hours=1))  # no status yet: the answer writes one
     assert answer(body, FixedParentVersions({KEY: "42"}))[0] == 200
