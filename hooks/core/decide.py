@@ -75,9 +75,9 @@ words are ``hooks.core.wording``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from hooks.core import conditions as cond
 from hooks.core import gang, history, specpin
@@ -130,6 +130,9 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
     phase = prior.phase
     if attempt > prior.attempt:
         phase = PENDING  # the step that creates a newer attempt already happened; its status write was lost
+    elif tearing_down is None and phase in (SUSPENDED, SUSPENDING) and current.never_started(prior) \
+            and _standing(ctx.jobset(attempt)):
+        phase = PENDING  # the resume that created a never-started Job's first JobSet happened; its write was lost
     work = Work.of(prior, phase=phase, attempt=attempt, conditions=cond.sort_conditions(prior.conditions),
                    restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
                    attempts=[dict(entry) for entry in prior.attempts])
@@ -167,6 +170,11 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
     if ctx.queue:
         kueue.workload_child(ctx, work, hold=not trusted)
     return assemble(observed, work, resync_seconds)
+
+
+def _standing(jobset: Mapping[str, Any] | None) -> bool:
+    """Whether ``jobset`` is observed and not being deleted."""
+    return jobset is not None and not (jobset.get("metadata") or {}).get("deletionTimestamp")
 
 
 class OnThePhase(NamedTuple):

@@ -308,10 +308,22 @@ def test_resume_after_suspended_is_a_new_attempt_not_a_restart(keying: str) -> N
 
 
 def test_unsuspended_while_suspending_keeps_draining_then_resumes() -> None:
-    held = run(FakeReader(running(1)), status={"phase": "Suspending", "attempt": 0})
+    ran = {"phase": "Suspending", "attempt": 0, "startTime": "2025-12-31T00:00:00Z"}
+    held = run(FakeReader(running(1)), status=ran)
     assert (held.kind, status(held)["phase"], held.response["children"]) == ("held", "Suspending", [])
-    done = run(FakeReader([]), status={"phase": "Suspending", "attempt": 0})
+    done = run(FakeReader([]), status=ran)
     assert (done.kind, names(done), status(done)["attempt"]) == ("created", ["train-1"], 1)
+
+
+def test_a_job_created_suspended_starts_at_attempt_0_when_resumed() -> None:
+    """Issue 23: attempt 0 is the first workload, whether or not the Job was created suspended."""
+    suspended = run(FakeReader([]), spec=job_spec(suspend=True))
+    assert (status(suspended)["phase"], status(suspended)["attempt"], names(suspended)) == ("Suspended", 0, [])
+    resumed = run(FakeReader([]), status=status(suspended))
+    assert (resumed.kind, names(resumed), status(resumed)["attempt"]) == ("created", ["train-0"], 0)
+    assert status(resumed)["restarts"] == 0
+    held = run(FakeReader(running(1)), status=status(suspended))  # a pod of attempt 0 still active: the barrier
+    assert (held.kind, held.response["children"]) == ("held", [])
 
 
 # ---- rows 5 and 7: restart --------------------------------------------------------------------------

@@ -114,11 +114,15 @@ def test_a_pod_found_twice_counts_once() -> None:
 
 # ---- status is a claim, not a fact -----------------------------------------------------------------
 
+STARTED = [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T00:00:00Z"}]
+"""A history that says attempt 0 ran: a Suspended status with it over a running JobSet disagrees."""
+
+
 @pytest.mark.parametrize(("prior", "reason"), [
     ({"phase": "Running", "attempt": 1}, "WorkloadNotCurrent"),
     ({"phase": "Pending", "attempt": 3, "restarts": 1}, "WorkloadNotCurrent"),
-    ({"phase": "Suspended", "attempt": 0}, "PhaseDisagrees"),
-    ({"phase": "Suspending", "attempt": 0}, "PhaseDisagrees"),
+    ({"phase": "Suspended", "attempt": 0, "attempts": STARTED}, "PhaseDisagrees"),
+    ({"phase": "Suspending", "attempt": 0, "startTime": "2025-12-31T00:00:00Z"}, "PhaseDisagrees"),
     ({"phase": "Restarting", "attempt": 0, "restarts": 1}, "PhaseDisagrees"),
     ({"phase": "Restarting", "attempt": 0, "restarts": 0}, "PhaseDisagrees"),
     ({"phase": "Running", "attempt": 0, "restarts": 4}, "RestartsDisagree"),
@@ -135,6 +139,21 @@ def test_a_status_that_disagrees_never_drops_the_running_jobset(prior: dict[str,
     assert (status(d)["attempt"], status(d)["restarts"]) == (prior["attempt"], prior.get("restarts", 0))
     assert d.response["resyncAfterSeconds"] > 0
     assert status(fed_back(d, FakeReader(pods), **request)) == status(d)  # a fixed point: it holds, it does not drift
+
+
+@pytest.mark.parametrize("phase", ["Suspended", "Suspending"])
+def test_a_lost_first_resume_write_runs_the_jobset_it_created(phase: str) -> None:
+    """A Job created suspended and resumed: its first JobSet is attempt 0 (``current.never_started``).
+    Metacontroller creates children before it writes the status, so a lost write leaves that JobSet
+    under a status that never started one: the JobSet is the current attempt's, run, not held as
+    ``PhaseDisagrees``."""
+    request = {"jobsets": [jobset_child("train", 0)], "status": {"phase": phase, "attempt": 0},
+               "spec": job_spec(max_restarts=5)}
+    pods = [make_pod("train-0-worker-0-0", job="train")]
+    d = run(FakeReader(pods), **request)
+    assert names(d) == ["train-0"] and status(d)["attempt"] == 0 and status(d)["phase"] in ("Pending", "Running")
+    assert condition(d, "StatusMismatch") is None
+    assert status(fed_back(d, FakeReader(pods), **request)) == status(d)
 
 
 def test_an_extra_child_is_not_adopted_while_the_current_one_runs() -> None:

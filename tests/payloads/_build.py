@@ -165,8 +165,19 @@ for keying in ("v1", "v2"):
 
     @scenario(f"{k}-resume-after-suspended")
     def _(k: str = k) -> dict[str, Any]:
-        return case("row 4: unsuspended after Suspended: attempt 1 is created (a resume, restarts unchanged)",
+        return case("row 4: a Job created suspended, unsuspended: its first JobSet is attempt 0 (no attempt "
+                    "started before: no history, no startTime)",
                     keying=k, status={**running_status(phase="Suspended", active=0), "workload": ""})
+
+    @scenario(f"{k}-resume-after-a-run")
+    def _(k: str = k) -> dict[str, Any]:
+        ran = [{"attempt": 0, "jobSet": f"{JOB}-0", "created": "2025-12-31T22:00:00Z",
+                "started": "2025-12-31T22:00:05Z", "ended": "2025-12-31T23:00:00Z", "outcome": "Suspended",
+                "drainSeconds": 30, "drainStuck": False}]
+        return case("row 4: unsuspended after a run was suspended: attempt 1 is created (a resume, restarts "
+                    "unchanged)", keying=k,
+                    status={**running_status(phase="Suspended", active=0), "workload": "",
+                            "startTime": "2025-12-31T22:00:00Z", "attempts": ran})
 
     @scenario(f"{k}-restarting-held" if k == "v1" else f"{k}-restarting-proceeds")
     def _(k: str = k) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from hooks.core.reads import count_pods, read_failed
 from hooks.core.rows.kueue import admitted, queued
 from hooks.core.rows.terminal import out_of_attempts
 from hooks.core.spec import check_policies
+from hooks.core.status import Status
 from hooks.core.vocab import Outcome, Quota, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import (
@@ -51,9 +52,18 @@ from podread.selector import is_active
 
 def resume(ctx: Context, work: Work) -> None:
     """Row 5: unsuspended. Once the barrier passes (checked again even when already Suspended), the
-    next attempt starts: attempt+1, restarts unchanged. While holding, the phase stays as it was.
+    next attempt starts: attempt+1, restarts unchanged; a Job that never started one (created
+    suspended: ``never_started``) starts its first, attempt 0. While holding, the phase stays as it was.
     """
-    next_attempt(ctx, work, kind=Outcome.CREATED)
+    next_attempt(ctx, work, kind=Outcome.CREATED, step=0 if never_started(ctx.observed.status) else 1)
+
+
+def never_started(status: Status) -> bool:
+    """Whether the status shows a Job that never had a JobSet (created suspended, resumed before its
+    first): attempt 0, no restart, no workload, no start time, no history (every attempt whose
+    JobSet the hooks answer gets an entry, and the latest is always kept)."""
+    return (status.attempt == 0 and status.restarts == 0 and not status.workload and not status.start_time
+            and not status.attempts and not status.attempts_dropped)
 
 
 def restart(ctx: Context, work: Work) -> None:
@@ -62,8 +72,9 @@ def restart(ctx: Context, work: Work) -> None:
     next_attempt(ctx, work, kind=Outcome.PROCEEDED)
 
 
-def next_attempt(ctx: Context, work: Work, *, kind: Outcome) -> None:
-    """The drain barrier, then attempt+1 as Pending with its JobSet; ``kind`` names that step and is
+def next_attempt(ctx: Context, work: Work, *, kind: Outcome, step: int = 1) -> None:
+    """The drain barrier, then attempt+``step`` as Pending with its JobSet (``step`` 0: the first
+    attempt of a Job that never started one, ``resume``); ``kind`` names that step and is
     the call's outcome once the barrier passed, whatever the new attempt then waits for (Kueue's
     admission, a flavor: not a drain hold), unless its spec is invalid (``invalid-spec``).
 
@@ -74,10 +85,10 @@ def next_attempt(ctx: Context, work: Work, *, kind: Outcome) -> None:
     attempt back.
     """
     work.workload = ""
-    if out_of_attempts(ctx, work):
+    if step and out_of_attempts(ctx, work):
         return
-    drain = barrier(ctx, work.conditions, through=work.attempt + 1)
-    ahead = None if drain.passed else ahead_of(ctx, work.attempt, work.attempt + 1)
+    drain = barrier(ctx, work.conditions, through=work.attempt + step)
+    ahead = None if drain.passed else ahead_of(ctx, work.attempt, work.attempt + step)
     if ahead is not None:  # the step this row would take already happened: never take the attempt back
         raise StaleRequest(f"the request is behind the cluster: status.attempt is {work.attempt}, but pods or "
                            f"batch Jobs of attempt {ahead} exist (read live), which neither the status nor the "
@@ -88,7 +99,7 @@ def next_attempt(ctx: Context, work: Work, *, kind: Outcome) -> None:
         work.quota = Quota.KEEP  # queue-managed: no new Workload while the last attempt drains
         work.message = drain.message()
         return
-    work.attempt += 1
+    work.attempt += step
     work.phase = PENDING
     steady(ctx, work, passed=drain)
     if work.kind != Outcome.INVALID_SPEC:
