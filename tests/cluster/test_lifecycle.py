@@ -102,6 +102,20 @@ def test_suspend_then_resume(world: ClusterWorld) -> None:
     world.assert_safe()
 
 
+def test_a_job_created_suspended_starts_at_attempt_0_when_resumed(world: ClusterWorld) -> None:
+    """Issue 23: the first workload is attempt 0, whether or not the Job was created suspended."""
+    world.create_job("dormant", suspend=True)
+    world.run_until(lambda: world.phase("dormant") == "Suspended", "Suspended")
+    assert world.jobsets("dormant") == []
+    world.driver.patch_spec(world.namespace, "dormant", suspend=False)
+    world.run_until(lambda: world.jobsets("dormant") == ["dormant-0"], "resumed as attempt 0")
+    world.run_until_pods_run("dormant", 2)
+    world.run_until(lambda: world.phase("dormant") == "Running", "Running")
+    status = world.status("dormant")
+    assert (status["attempt"], status["restarts"], [e["attempt"] for e in status["attempts"]]) == (0, 0, [0])
+    world.assert_safe()
+
+
 def test_restarts_exhausted_ends_failed(world: ClusterWorld) -> None:
     world.create_job("broken")
     world.run_until_pods_run("broken", 2)

@@ -204,7 +204,8 @@ def test_real_bookmarks_come_before_the_timeout_only_when_the_watch_cache_moved(
     """The cacher sends a watch a bookmark only when its pods watch cache has moved past the version
     the watch started from. That cache is cluster-wide, and since ConsistentListFromCache any
     consistent pod list anywhere in the cluster asks etcd for progress and moves it too, so a watch
-    on quiet pods may still get one bookmark (CI saw it): never an event, and never an old version.
+    on quiet pods may still get one bookmark (CI saw it; once the same one twice): never an event,
+    and never an old version.
     A pod created elsewhere makes the bookmark certain."""
     pods = Pods(control_plane, "watch-bookmarks")
     other = Pods(control_plane, "watch-bookmarks-other")
@@ -215,7 +216,9 @@ def test_real_bookmarks_come_before_the_timeout_only_when_the_watch_cache_moved(
     started = time.monotonic()
     quiet = list(events(live.open_watch(selector, version, 4)))
     assert all(e["type"] == "BOOKMARK" for e in quiet), f"no pod of ours changed: bookmarks at most: {quiet}"
-    assert len(quiet) <= 1, f"one bookmark at most, 2 s before the timeout: {quiet}"
+    # one bookmark at most as a rule; the cacher once sent the same one twice (both at one version)
+    assert len({e["object"]["metadata"]["resourceVersion"] for e in quiet}) <= 1 and len(quiet) <= 2, \
+        f"one bookmark at most, 2 s before the timeout: {quiet}"
     assert all(int(e["object"]["metadata"]["resourceVersion"]) > int(version) for e in quiet), \
         f"a bookmark only when the watch cache moved past {version}: {quiet}"
     assert 3.5 <= time.monotonic() - started <= 6.0  # the server ends the watch at timeoutSeconds
