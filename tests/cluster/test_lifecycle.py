@@ -195,6 +195,16 @@ def test_etcd_outage_during_a_drain_holds(world: ClusterWorld) -> None:
     wait its timeout); Metacontroller's stand-in calls the hooks from its last snapshot, as its
     informers would, and each hook call must hold within its deadline."""
     calls_before = _draining_with_pods_held(world, "etcdout")
+
+    def cached_deleting() -> bool:
+        cached = world.driver.job(world.namespace, "etcdout") or {}
+        return bool((cached.get("metadata") or {}).get("deletionTimestamp"))
+
+    # The syncs below use the stand-in's cache as it is: it must hold the Job being deleted by then
+    # (a cached copy from before the finalizer was added makes the sync add it first: a write that
+    # hangs on etcd, so no hook call; seen in CI).
+    world.run_until(cached_deleting, "the stand-in's cache shows the deletion")
+    calls_before = len(world.driver.calls)
     plane = world.plane
     plane.stop_etcd()
     try:
@@ -203,7 +213,9 @@ def test_etcd_outage_during_a_drain_holds(world: ClusterWorld) -> None:
         plane.start_etcd()
         plane.wait_ready(timeout=120)
     during = world.driver.calls[calls_before:]
-    assert len(during) == 2, f"syncs {made}, sync errors {world.driver.sync_errors[-3:]}"
+    view = world.driver.job(world.namespace, "etcdout") or {}
+    seen = {k: (view.get("metadata") or {}).get(k) for k in ("deletionTimestamp", "finalizers", "resourceVersion")}
+    assert len(during) == 2, f"syncs {made}, sync errors {world.driver.sync_errors[-3:]}, cached parent {seen}"
     for call in during:
         assert call.reply.seconds < 10, f"a hook call took {call.reply.seconds:.1f}s: past Metacontroller's timeout"
     _held_then_completes(world, "etcdout", during, "etcd was away")
