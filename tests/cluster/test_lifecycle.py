@@ -200,9 +200,10 @@ def test_etcd_outage_during_a_drain_holds(world: ClusterWorld) -> None:
         cached = world.driver.job(world.namespace, "etcdout") or {}
         return bool((cached.get("metadata") or {}).get("deletionTimestamp"))
 
-    # The syncs below use the stand-in's cache as it is: it must hold the Job being deleted by then
-    # (a cached copy from before the finalizer was added makes the sync add it first: a write that
-    # hangs on etcd, so no hook call; seen in CI).
+    # The syncs below use the stand-in's cache as it is: it must hold the Job being deleted by then.
+    # The Job can reach Terminating within the cache's 0.6 s lag (seen: the cached copy was still its
+    # first version, without the finalizer, so the sync added it first: a write that hung on etcd,
+    # and no hook call).
     world.run_until(cached_deleting, "the stand-in's cache shows the deletion")
     calls_before = len(world.driver.calls)
     plane = world.plane
