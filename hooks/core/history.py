@@ -111,11 +111,12 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
     when; ``attempt``'s is ended (once) and its drain recorded (once). Then only the last ``limit``
     entries up to the later of the two are kept; the prior status' entries let go are counted in
     ``attemptsDropped``."""
-    # An entry past the prior status' attempt is none the hooks wrote (they write entries up to the
-    # attempt they write): written by hand. The claim check holds on it (``AttemptsDisagree``) except
-    # where a teardown row runs first; then it is let go uncounted, or the teardown would end it once
-    # the Job reached its number (and the next call would end it again: no fixed point).
-    written = [entry for entry in work.attempts if int(entry["attempt"]) <= ctx.observed.status.attempt]
+    # An entry past the attempt the rows started from (the prior status' attempt, or the newer one a
+    # lost write left, adopted) is none the hooks wrote (they write entries up to the attempt they
+    # write): written by hand. The claim check holds on it (``AttemptsDisagree``) except where a
+    # teardown row runs first; then it is let go uncounted, or the teardown would end it once the Job
+    # reached its number (and the next call would end it again: no fixed point).
+    written = [entry for entry in work.attempts if int(entry["attempt"]) <= attempt]
     entries = {int(entry["attempt"]): dict(entry) for entry in written}
     for number in sorted({attempt, work.attempt}):
         jobset = ctx.jobset(number)

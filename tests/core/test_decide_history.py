@@ -267,6 +267,18 @@ def test_an_entry_written_by_hand_past_the_attempt_is_let_go_uncounted_when_an_e
     assert out["attempts"][0]["outcome"] == "Evicted" and out.get("attemptsDropped", 0) == 0
 
 
+def test_the_entry_of_an_adopted_attempt_keeps_what_it_recorded() -> None:
+    """A lost write left JobSet train-1 while the status says attempt 0: train-1 is adopted, and the
+    entry the status already holds for it is the adopted attempt's, kept as it is (found by
+    test_decide_properties: it was let go and made again, losing its ``created``)."""
+    entries = [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T22:00:00Z"},
+               {"attempt": 1, "jobSet": "train-1", "created": "2025-12-31T22:00:00Z"}]
+    body = job_request(status={"phase": "Restarting", "attempt": 0, "attempts": entries},
+                       jobsets=[jobset_child("train", 1)], spec=job_spec(max_restarts=2))
+    out = run(body, FakeReader([])).response["status"]
+    assert out["attempt"] == 1 and out["attempts"][1] == entries[1]
+
+
 def test_a_status_that_disagrees_keeps_its_history_as_it_came() -> None:
     kept = [{"attempt": 0, "jobSet": "train-0", "created": "2025-12-31T23:00:00Z"}]
     status = {"phase": "Running", "attempt": 0, "workload": "train-0", "attempts": kept}
