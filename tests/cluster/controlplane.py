@@ -26,6 +26,7 @@ without the garbage collector).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -37,6 +38,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import kubernetes
 import yaml
@@ -52,6 +54,12 @@ GANG_FLAGS = ("--feature-gates=GenericWorkload=true",)
 ``--runtime-config``), kube-scheduler (the GangScheduling plugin) and kube-controller-manager (whose
 ``podgroup-protection-controller`` lets a deleted PodGroup go once its pods are gone)."""
 SERVICE_CIDR = "10.96.0.0/24"
+HOOKS_USER = "system:serviceaccount:nvcre-system:nvcre-hooks"
+"""The hooks' identity on the tier (manifests/rbac.yaml's ServiceAccount): the one user the API
+server's audit log records (``ControlPlane.audit_events``), so tests count the hooks' own requests
+as the API server saw them."""
+AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+                "rules": [{"level": "Metadata", "users": [HOOKS_USER]}, {"level": "None"}]}
 """Never routed: the API server only needs a range to allocate the kubernetes Service from."""
 
 
@@ -155,6 +163,9 @@ class ControlPlane:
         self.port = free_port()
         self.url = f"https://127.0.0.1:{self.port}"
         self.admin_token = os.urandom(16).hex()
+        self.audit_log = self.logs_dir / "audit.log"
+        """The API server's audit log of the hooks' requests (``AUDIT_POLICY``), one JSON event a line."""
+        (self.workdir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
         self.cert_dir = self.workdir / "certs"
         self.ca_file = self.cert_dir / "apiserver.crt"
         self.started_in: float | None = None
@@ -186,7 +197,9 @@ class ControlPlane:
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 # the loopback address cannot be published in the kubernetes Endpoints
                 "--endpoint-reconciler-type=none", "--profiling=false", "--v=1",
-                "--runtime-config=scheduling.k8s.io/v1beta1=true", *GANG_FLAGS, *self.apiserver_args]
+                "--runtime-config=scheduling.k8s.io/v1beta1=true", *GANG_FLAGS,
+                f"--audit-policy-file={self.workdir / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json", "--audit-log-mode=blocking", *self.apiserver_args]
 
     def _kcm_command(self, controllers: str = CONTROLLERS) -> list[str]:
         return [str(self.binaries / "kube-controller-manager"),
@@ -246,6 +259,18 @@ class ControlPlane:
         """Ends every process (controller manager, API server, etcd). Idempotent."""
         for process in (self._kcm, self._apiserver, self._etcd):
             process.stop()
+
+    def audit_events(self, start: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """The hooks' requests the API server finished (stage ``ResponseComplete``) from byte
+        ``start`` of the audit log on, and the offset to read from next time."""
+        if not self.audit_log.is_file():
+            return [], start
+        with self.audit_log.open("rb") as log:
+            log.seek(start)
+            data = log.read()
+        complete = data[:data.rfind(b"\n") + 1]
+        events = [json.loads(line) for line in complete.splitlines() if line.strip()]
+        return [e for e in events if e.get("stage") == "ResponseComplete"], start + len(complete)
 
     def close(self) -> None:
         """Stops and removes the working folder (kept when ``keep`` is set)."""
