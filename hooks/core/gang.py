@@ -32,7 +32,7 @@ from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core.jobset import KIND as JOBSET_KIND
-from hooks.core.jobset import InvalidSpec, json_copy
+from hooks.core.jobset import InvalidSpec, json_copy, kept_child
 from hooks.core.status import Condition
 from hooks.core.vocab import Outcome
 from hooks.core.wording import bounded
@@ -160,12 +160,7 @@ def build_podgroup(jobset: Mapping[str, Any]) -> dict[str, Any]:
 
 def as_observed(podgroup: Mapping[str, Any]) -> dict[str, Any]:
     """The child that keeps an observed PodGroup as it is: identity, labels and spec."""
-    metadata = podgroup["metadata"]
-    kept: dict[str, Any] = {"name": metadata["name"], "namespace": metadata["namespace"]}
-    if metadata.get("labels"):
-        kept["labels"] = dict(metadata["labels"])
-    return {"apiVersion": podgroup.get("apiVersion") or API_VERSION, "kind": podgroup.get("kind") or KIND,
-            "metadata": kept, "spec": json_copy(podgroup.get("spec") or {})}
+    return kept_child(podgroup, API_VERSION, KIND)
 
 
 def scheduled(podgroup: Mapping[str, Any] | None) -> tuple[str, str, str, str]:

@@ -57,6 +57,17 @@ def json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
     return orjson.loads(orjson.dumps(value))
 
 
+def kept_child(observed: Mapping[str, Any], api_version: str, kind: str) -> dict[str, Any]:
+    """The child that keeps an observed object as it is (a Workload, a PodGroup): its identity, its
+    labels and a copy of its spec; ``api_version``/``kind`` when the object names none."""
+    metadata = observed["metadata"]
+    kept: dict[str, Any] = {"name": metadata["name"], "namespace": metadata["namespace"]}
+    if metadata.get("labels"):
+        kept["labels"] = dict(metadata["labels"])
+    return {"apiVersion": observed.get("apiVersion") or api_version, "kind": observed.get("kind") or kind,
+            "metadata": kept, "spec": json_copy(observed.get("spec") or {})}
+
+
 def build_jobset(job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
     """Returns the JobSet for ``attempt`` of ``job`` (an NVCRE Job: ``metadata.name``,
     ``metadata.namespace``, ``spec``).

@@ -236,33 +236,28 @@ def _jobsets(group: Mapping[str, Any], namespace: str) -> tuple[Mapping[str, Any
 
 
 def _workloads(group: Mapping[str, Any], namespace: str) -> tuple[Mapping[str, Any], ...]:
-    """The observed Workloads under ``children[WORKLOAD_GROUP]`` (either key version), each checked as
-    a ``WorkloadChild`` and kept raw, sorted by name. The placement the admission carries is read by
-    ``hooks.core.queueing``, where a shape Kueue does not write holds the JobSet's creation."""
-    found: dict[str, Mapping[str, Any]] = {}
-    for key in sorted(group):
-        child = group[key]
-        where = f'children["{WORKLOAD_GROUP}"]["{key}"]'
-        declared = decode(child, WorkloadChild, where)
-        metadata = declared.metadata
-        name = (metadata.name if metadata else "") or key.rpartition("/")[2]
-        if not name:
-            raise InvalidRequest(400, f"{where}.metadata.name: missing")
-        raw_metadata = child.get("metadata") or {}
-        found.setdefault(name, {**child, "metadata": {**raw_metadata, "name": name,
-                                                      "namespace": raw_metadata.get("namespace") or namespace}})
-    return tuple(found[name] for name in sorted(found))
+    """The observed Workloads under ``children[WORKLOAD_GROUP]``, each checked as a ``WorkloadChild``
+    (``_named_children``). The placement the admission carries is read by ``hooks.core.queueing``,
+    where a shape Kueue does not write holds the JobSet's creation."""
+    return _named_children(group, WORKLOAD_GROUP, WorkloadChild, namespace)
 
 
 def _podgroups(group: Mapping[str, Any], namespace: str) -> tuple[Mapping[str, Any], ...]:
-    """The observed PodGroups under ``children[PODGROUP_GROUP]`` (either key version), each checked
-    as a ``PodGroupChild`` and kept raw, named and sorted by name."""
+    """The observed PodGroups under ``children[PODGROUP_GROUP]``, each checked as a ``PodGroupChild``
+    (``_named_children``)."""
+    return _named_children(group, PODGROUP_GROUP, PodGroupChild, namespace)
+
+
+def _named_children(group: Mapping[str, Any], group_name: str, declared_as: type[Any],
+                    namespace: str) -> tuple[Mapping[str, Any], ...]:
+    """The children of ``group`` (either key version), each checked as ``declared_as`` (a 400 naming
+    the field otherwise) and kept raw with its name (from the key when the object has none) and its
+    namespace (``namespace`` by default), sorted by name; the first of two of one name is kept."""
     found: dict[str, Mapping[str, Any]] = {}
     for key in sorted(group):
         child = group[key]
-        where = f'children["{PODGROUP_GROUP}"]["{key}"]'
-        declared = decode(child, PodGroupChild, where)
-        metadata = declared.metadata
+        where = f'children["{group_name}"]["{key}"]'
+        metadata = decode(child, declared_as, where).metadata
         name = (metadata.name if metadata else "") or key.rpartition("/")[2]
         if not name:
             raise InvalidRequest(400, f"{where}.metadata.name: missing")

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.core.jobset import JOBSET_CONTROLLER, InvalidSpec, count_of, json_copy
+from hooks.core.jobset import JOBSET_CONTROLLER, InvalidSpec, count_of, json_copy, kept_child
 from hooks.core.observed import Observed
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -300,12 +300,7 @@ def _add_tolerations(into: list[Any], tolerations: Any) -> None:
 def as_observed(workload: Mapping[str, Any]) -> dict[str, Any]:
     """The child that keeps an observed Workload: identity, labels and spec as they are (with
     ``OnDelete`` Metacontroller never updates it, so nothing fights Kueue's writes)."""
-    metadata = workload["metadata"]
-    kept: dict[str, Any] = {"name": metadata["name"], "namespace": metadata["namespace"]}
-    if metadata.get("labels"):
-        kept["labels"] = dict(metadata["labels"])
-    return {"apiVersion": workload.get("apiVersion") or API_VERSION, "kind": workload.get("kind") or KIND,
-            "metadata": kept, "spec": json_copy(workload.get("spec") or {})}
+    return kept_child(workload, API_VERSION, KIND)
 
 
 def customize_response() -> dict[str, Any]:
