@@ -22,14 +22,15 @@ log = logging.getLogger("podread")
 
 HOOK_TIMEOUT_SECONDS = 10.0
 """Metacontroller's default hook timeout: a live read must give up well before it."""
-CACHE_MODES = ("watch", "ttl")
+CACHE_MODES = ("watch", "ttl", "live")
 WATCH_LIST_TIMEOUT_SECONDS = 120.0
 """How long the watch's own list (of every NVCRE pod in its scope) may take: it runs in the watch's
 thread, not in a hook call, and the cache answers from TTL fills meanwhile."""
 
 
 def cache_mode(env: Mapping[str, str]) -> str:
-    """``NVCRE_CACHE_MODE``: ``watch`` (default) or ``ttl``; raises ``ValueError`` otherwise."""
+    """``NVCRE_CACHE_MODE``: ``watch`` (default), ``ttl`` or ``live`` (no cache: every read goes to the
+    API server, the baseline the benchmarks measure the cache against); raises ``ValueError`` otherwise."""
     mode = env.get("NVCRE_CACHE_MODE", "").strip().lower() or "watch"
     if mode not in CACHE_MODES:
         raise ValueError(f"NVCRE_CACHE_MODE={env.get('NVCRE_CACHE_MODE')!r} must be one of {', '.join(CACHE_MODES)}")
@@ -133,13 +134,14 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
 
     Reads ``NVCRE_CACHE_TTL_SECONDS`` (default 5), ``NVCRE_CACHE_MAX_ENTRIES`` (default 10000, the
     number of job and node keys kept), ``NVCRE_API_TIMEOUT_SECONDS`` (default 3, must be under
-    Metacontroller's 10 s hook timeout), ``NVCRE_CACHE_MODE`` (``watch``, the default, or ``ttl``;
+    Metacontroller's 10 s hook timeout), ``NVCRE_CACHE_MODE`` (``watch``, the default, ``ttl`` or ``live``;
     the ``watch`` argument, when given, decides instead: a one-shot command passes ``False``),
     ``NVCRE_WATCH_NAMESPACES`` (default: every namespace) and the cluster configuration (kubeconfig, then in-cluster).
     Returns ``Reader(PodCache(live), live)`` with a ``NodeClient`` and a ``JobClient`` (the
     barrier's Node and batch Job reads, live, same timeout); in watch mode the cache also has one ``PodWatch`` per
     watched scope, started by the cache's first read in that scope (so after gunicorn's fork) and
-    stopped by ``Reader.close``. With no cluster configuration the live client is ``None`` and the
+    stopped by ``Reader.close``; in live mode ``Reader(live, live)``: no cache at all. With no cluster
+    configuration the live client is ``None`` and the
     cache has no source and no watch: the Reader is still built, and every read raises a
     ``PodReadError`` that says why (logged once here). Raises ``ValueError`` naming the variable
     when one of the variables has a bad value.
@@ -164,6 +166,8 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
     nodes = NodeClient(api_client, timeout_seconds=timeout)  # node reads: live, by name
     access = AccessClient(api_client, timeout_seconds=timeout)  # may the hooks delete pods
     jobs = JobClient(api_client, timeout_seconds=timeout)  # batch Job reads: live, by JobSet label
+    if mode == "live":  # no cache: every read lists live (the benchmarks' baseline)
+        return Reader(live, live, nodes=nodes, access=access, jobs=jobs)
     watches: list[PodWatch] = []
     if mode == "watch":
         watch_live = LiveClient(api_client, timeout_seconds=WATCH_LIST_TIMEOUT_SECONDS)

@@ -8,6 +8,7 @@ import pytest
 
 import podread
 from podread import NoLiveReaderError, NoSourceError, PodReadError
+from podread.live import LiveClient
 
 NO_CLUSTER = {"HOME": "/nonexistent-home"}
 
@@ -21,7 +22,7 @@ NO_CLUSTER = {"HOME": "/nonexistent-home"}
     ("NVCRE_CACHE_MAX_ENTRIES", "0", "greater than 0"),
     ("NVCRE_API_TIMEOUT_SECONDS", "x", "is not a number"),
     ("NVCRE_API_TIMEOUT_SECONDS", "12", "less than 10"),
-    ("NVCRE_CACHE_MODE", "informer", "must be one of watch, ttl"),
+    ("NVCRE_CACHE_MODE", "informer", "must be one of watch, ttl, live"),
 ])
 def test_a_bad_value_is_a_startup_error_naming_the_variable(name: str, value: str, says: str) -> None:
     with pytest.raises(ValueError, match=name) as raised:
@@ -95,6 +96,8 @@ def test_the_cache_mode_is_watch_by_default_and_ttl_on_request(tmp_path: Path) -
     assert not any(w.running for w in default._cached.watches)  # started by the first read, after a fork
     assert podread.from_environment({**env, "NVCRE_CACHE_MODE": "ttl"})._cached.watches == ()
     assert podread.from_environment(env, watch=False)._cached.watches == ()
+    live = podread.from_environment({**env, "NVCRE_CACHE_MODE": "live"})
+    assert isinstance(live._cached, LiveClient) and live._cached is live._live  # no cache: every read is live
     scoped = podread.from_environment({**env, "NVCRE_WATCH_NAMESPACES": "team-a, team-b,team-a"})
     assert [w.store.namespace for w in scoped._cached.watches] == ["team-a", "team-b"]
     assert default._cached.watches[0].watch_seconds == 3  # TTL 5 s: a bookmark every ~3 s
