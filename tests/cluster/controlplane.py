@@ -149,11 +149,13 @@ class ControlPlane:
     """
 
     def __init__(self, binaries: Path | None = None, workdir: Path | None = None, *, keep: bool = False,
-                 apiserver_args: Sequence[str] = ()) -> None:
+                 apiserver_args: Sequence[str] = (), controller_manager_args: Sequence[str] = ()) -> None:
         self.binaries = binaries or binaries_dir()
         self.apiserver_args = list(apiserver_args)
         """Flags added to kube-apiserver's command line (a test that needs, say, a short
         ``--etcd-compaction-interval``)."""
+        self.controller_manager_args = list(controller_manager_args)
+        """Flags added to kube-controller-manager's (the scale benchmark raises its client's QPS)."""
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="nvcre-cluster-"))
         self.keep = keep
@@ -206,7 +208,8 @@ class ControlPlane:
                 f"--kubeconfig={self.workdir / 'kcm.kubeconfig'}", f"--controllers={controllers}",
                 f"--service-account-private-key-file={self.workdir / 'sa.key'}",
                 f"--root-ca-file={self.ca_file}", "--leader-elect=false", "--secure-port=0",
-                "--concurrent-gc-syncs=10", "--concurrent-job-syncs=10", "--v=1", *GANG_FLAGS]
+                "--concurrent-gc-syncs=10", "--concurrent-job-syncs=10", "--v=1", *GANG_FLAGS,
+                *self.controller_manager_args]
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

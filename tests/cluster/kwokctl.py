@@ -91,9 +91,9 @@ def stages(folder: Path, complete_after: float | None = None) -> list[dict[str, 
     return chosen
 
 
-def node_body(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    """A Node kwok manages, with GPUs and ``labels``."""
-    resources = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": str(GPUS_PER_NODE)}
+def node_body(name: str, labels: dict[str, str] | None = None, gpus: int = GPUS_PER_NODE) -> dict[str, Any]:
+    """A Node kwok manages, with ``gpus`` GPUs and ``labels``."""
+    resources = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {**(labels or {}), NODE_LABEL[0]: NODE_LABEL[1],
                                                   "kubernetes.io/hostname": name}},
@@ -104,8 +104,9 @@ class Kwok:
     """kwok and its node pool against ``plane`` (module doc). Use as a context manager."""
 
     def __init__(self, plane: ControlPlane, folder: Path | None = None, *, nodes: int = 8,
-                 complete_after: float | None = None) -> None:
+                 complete_after: float | None = None, gpus_per_node: int = GPUS_PER_NODE) -> None:
         self.plane = plane
+        self.gpus_per_node = gpus_per_node
         self.folder = folder or kwok_dir()
         self.workdir = plane.workdir / "kwok"
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -160,7 +161,7 @@ class Kwok:
         controller runs here to do it). ``taints`` are set at creation (a node of a test's own: nothing
         else is placed there). Returns its name."""
         name = f"kwok-node-{next(self._numbers)}"
-        body = node_body(name, labels)
+        body = node_body(name, labels, self.gpus_per_node)
         if taints:
             body["spec"] = {"taints": list(taints)}
         self.core.create_node(body, _request_timeout=TIMEOUT)

@@ -238,17 +238,19 @@ class ApiBackend:
 
     ``snapshot`` is what the informers' watches deliver (a full list; not throttled, as a watch
     is one long request); every other method is one of Metacontroller's own API calls, each
-    taken through ``throttle`` (client-go QPS 5, burst 10) and raising ``BackendError`` when
-    the server refuses it or is away (a 404 says so where the caller must know)."""
+    taken through ``throttle`` (client-go's ``qps`` and ``burst``: Metacontroller's defaults 5 and
+    10) and raising ``BackendError`` when the server refuses it or is away
+    (a 404 says so where the caller must know)."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient, namespaces: Iterable[str], *,
-                 workloads: bool = False, podgroups: bool = False) -> None:
+                 workloads: bool = False, podgroups: bool = False, qps: float = CLIENT_QPS,
+                 burst: int = CLIENT_BURST) -> None:
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
         self.core = kubernetes.client.CoreV1Api(api_client)
         self.namespaces = sorted(namespaces)
         self.with_workloads = workloads
         self.with_podgroups = podgroups
-        self.throttle = TokenBucket(CLIENT_QPS, CLIENT_BURST)
+        self.throttle = TokenBucket(qps, burst)
         self._lock = threading.Lock()
         self.api_calls = 0
 
@@ -414,7 +416,7 @@ class Metacontroller:
         self.clock = clock
         self.parent_cache: LaggedCache[dict[Key, Obj]] = LaggedCache(staleness.lag, staleness.restart_lag)
         self.child_cache: LaggedCache[Snapshot] = LaggedCache(staleness.child_lag, staleness.restart_lag)
-        self.queue: WorkQueue[Key] = WorkQueue()
+        self.queue: WorkQueue[Key] = WorkQueue(clock)
         self.limiter = RequeueLimiter()
         self.resync = ResyncTimer(resync_period, clock())
         self.customize = CustomizeCache()
@@ -548,6 +550,39 @@ class Metacontroller:
                     outcomes = list(pool.map(self._process, keys))
             made += len(outcomes)
         return made
+
+    def serve(self, stop: threading.Event, *, refresh_every: float = 1.0) -> None:
+        """Runs as Metacontroller does, until ``stop`` is set: an informer thread refreshes the
+        caches every ``refresh_every`` seconds (their events and the resync timer enqueue parents),
+        and ``workers`` threads each take one ready parent at a time and sync it, each on its own
+        (``reconcile_due``'s rounds wait for their slowest sync; these do not). An error no sync
+        expects (a read of the invariants failing, say) is recorded in ``sync_errors`` and the
+        worker goes on. Returns once every thread has ended (within about one sync of ``stop``)."""
+        def informer() -> None:
+            while not stop.is_set():
+                self.refresh()
+                stop.wait(refresh_every)
+
+        def worker() -> None:
+            while not stop.is_set():
+                keys = self.queue.take(self.clock(), 1)
+                if not keys:
+                    stop.wait(0.02)
+                    continue
+                try:
+                    self._process(keys[0])
+                except Exception as exc:  # a worker must outlive one broken sync
+                    with self._lock:
+                        self.sync_errors.append((keys[0], f"unexpected: {exc!r}"))
+                    self.queue.done(keys[0])
+
+        threads = [threading.Thread(target=informer, name="metacontroller-informer", daemon=True)]
+        threads += [threading.Thread(target=worker, name=f"metacontroller-worker-{n}", daemon=True)
+                    for n in range(self.workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
     def reconcile(self, namespace: str, name: str) -> Call | None:
         """Syncs the Job now, from the caches as they are (no read of the server first); returns

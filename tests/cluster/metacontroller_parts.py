@@ -31,8 +31,10 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
+import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -271,43 +273,62 @@ class RequeueLimiter:
 class WorkQueue(Generic[T]):
     """client-go's rate-limiting work queue over keys ``T`` (time passed in): ``add`` makes a key
     ready now, ``add_after`` keeps the earliest pending time per key; ``take`` hands out ready keys
-    not being processed (each at most once), ``done`` ends their processing."""
+    not being processed (each at most once), ``done`` ends their processing. Safe to share between
+    threads (``Metacontroller.serve``'s workers and informer).
 
-    def __init__(self) -> None:
-        self.ready: dict[T, None] = {}
+    ``waits`` is the queue wait of every key taken: seconds from when it became ready (added, or its
+    ``add_after`` time came; a key added again while ready keeps its first time) to when a worker
+    took it, by ``clock``. Metacontroller's ``workqueue_queue_duration_seconds``."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ready: dict[T, float] = {}
         self.waiting: dict[T, float] = {}
         self.processing: set[T] = set()
+        self.waits: list[float] = []
+        self.clock = clock
+        self._lock = threading.RLock()
 
     def add(self, key: T) -> None:
-        self.ready[key] = None
+        with self._lock:
+            self.ready.setdefault(key, self.clock())
 
     def add_after(self, key: T, delay: float, now: float) -> None:
         if delay <= 0:
             self.add(key)
             return
         at = now + delay
-        if key not in self.waiting or at < self.waiting[key]:
-            self.waiting[key] = at
+        with self._lock:
+            if key not in self.waiting or at < self.waiting[key]:
+                self.waiting[key] = at
 
     def take(self, now: float, limit: int) -> list[T]:
         """Moves the keys whose time came to ready; returns up to ``limit`` ready keys that no
         worker is processing, marked as processing."""
-        for key, at in sorted(self.waiting.items(), key=lambda pair: pair[1]):
-            if at <= now:
-                del self.waiting[key]
-                self.add(key)
-        taken = [key for key in self.ready if key not in self.processing][:limit]
-        for key in taken:
-            del self.ready[key]
-            self.processing.add(key)
-        return taken
+        with self._lock:
+            for key, at in sorted(self.waiting.items(), key=lambda pair: pair[1]):
+                if at <= now:
+                    del self.waiting[key]
+                    self.ready.setdefault(key, at)
+            taken = [key for key in self.ready if key not in self.processing][:limit]
+            taken_at = self.clock()
+            for key in taken:
+                self.waits.append(max(0.0, taken_at - self.ready.pop(key)))
+                self.processing.add(key)
+            return taken
 
     def done(self, key: T) -> None:
-        self.processing.discard(key)
+        with self._lock:
+            self.processing.discard(key)
 
     def next_time(self) -> float:
         """The earliest time a waiting key becomes ready (``inf`` when none waits)."""
-        return min(self.waiting.values(), default=math.inf)
+        with self._lock:
+            return min(self.waiting.values(), default=math.inf)
+
+    def __len__(self) -> int:
+        """Keys ready or waiting (the queue's depth)."""
+        with self._lock:
+            return len(self.ready) + len(self.waiting)
 
 
 class ResyncTimer:

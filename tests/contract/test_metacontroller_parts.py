@@ -184,6 +184,21 @@ def test_the_work_queue_dedups_keeps_the_earliest_time_and_never_hands_a_key_twi
     assert queue.next_time() == math.inf
 
 
+def test_the_work_queue_measures_each_key_s_wait_from_when_it_became_ready() -> None:
+    now = [10.0]
+    queue: WorkQueue[str] = WorkQueue(lambda: now[0])
+    queue.add("a")
+    now[0] = 11.0
+    queue.add("a")  # added again while ready: it keeps its first time
+    queue.add_after("b", 3.0, now=10.0)  # ready at 13
+    now[0] = 12.5
+    assert queue.take(now[0], 5) == ["a"] and queue.waits == [2.5]
+    assert len(queue) == 1, "b still waits"
+    now[0] = 14.0
+    assert queue.take(now[0], 5) == ["b"] and queue.waits == [2.5, 1.0], "from its add_after time, not the add call"
+    assert len(queue) == 0
+
+
 def test_the_work_queue_hands_at_most_limit_keys() -> None:
     queue: WorkQueue[int] = WorkQueue()
     for key in range(8):
