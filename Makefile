@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: venv test lint run bench soak demo image clean control-plane kueue jobset kwok test-cluster dev
+.PHONY: venv test lint run bench bench-cluster soak demo image clean control-plane kueue jobset kwok test-cluster dev
 
 venv: $(STAMP)
 
@@ -60,6 +60,12 @@ run: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# The scale benchmark on the real control plane (bench/cluster_scale.py): 1,000 Jobs of 8 pods in four
+# passes by default; BENCH_ARGS="--quick" runs 100, "--jobs N" any size. Writes bench/results.json and
+# BENCHMARKS.md.
+bench-cluster: $(STAMP) control-plane jobset kwok
+	$(PY) -m bench.cluster_scale $(BENCH_ARGS)
 
 soak: $(STAMP)
 	$(PY) -m tests.soak

@@ -1,6 +1,7 @@
 """``python -m bench [--quick] [name ...]``: run the benchmarks, print every figure, write results.json.
 
-Without names every benchmark runs (``make bench``); ``--quick`` runs each at a small size. The
+Without names every benchmark runs (``make bench``) but ``cluster_scale``, which brings up the real
+control plane and runs only when named (``make bench-cluster``); ``--quick`` runs each at a small size. The
 full run writes ``bench/results.json``; a quick or partial run writes only with ``--out``.
 """
 
@@ -25,7 +26,10 @@ BENCHMARKS = {
     "sync_profile": "bench.sync_profile",
     "raw_json": "bench.raw_json",
     "cache_memory": "bench.cache_memory",
+    "cluster_scale": "bench.cluster_scale",
 }
+ON_A_CLUSTER = ("cluster_scale",)
+"""Benchmarks that bring up the real control plane (``make bench-cluster``): run only when named."""
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
 
@@ -63,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the results here (default: bench/results.json for a "
                                                  "full run of every benchmark, nowhere otherwise)")
     args = parser.parse_args(argv)
-    names = args.names or list(BENCHMARKS)
+    names = args.names or [name for name in BENCHMARKS if name not in ON_A_CLUSTER]
     out = args.out or (RESULTS if not args.quick and not args.names else None)
     started = time.perf_counter()
     results = []

@@ -1,0 +1,124 @@
+"""What the scale benchmark reads off the running parts: the API server's audit log of the hooks, the
+hooks' own metrics, the workers' memory.
+
+- ``count_requests``: the hooks' requests as the API server counts them, from its audit log of the
+  hooks' ServiceAccount (``ControlPlane.audit_events``; the tier's audit policy logs that user
+  only). ``apiserver_request_total`` on the API server's ``/metrics`` has no label for the user or
+  the user agent, so it cannot tell the hooks from the JobSet controller, the scheduler and kwok on
+  the same server; the audit log is the API server's own record, one event per request.
+- ``HookMetrics``: one scrape of the hooks' ``/metrics`` (gunicorn's master, every worker summed):
+  the hook calls answered and their latency histogram (``nvcre_hook_request_duration_seconds``),
+  and the pods the watch-fed caches hold (``podread_watch_pods``).
+- ``quantile``: a quantile of a Prometheus histogram, interpolated in its bucket as PromQL's
+  ``histogram_quantile`` does.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+HOOK_DURATION = "nvcre_hook_request_duration_seconds"
+HOOK_REQUESTS = "nvcre_hook_requests_total"
+WATCH_PODS = "podread_watch_pods"
+
+
+def request_key(event: Mapping[str, Any]) -> str:
+    """``verb resource`` of one audit event, ``(all namespaces)`` added to a request that names no
+    namespace (the watch's list and watch, its one-pod nudges); ``nvcre.nvidia.com``'s Jobs are
+    ``nvjobs``, ``batch``'s are ``jobs``."""
+    ref = event.get("objectRef") or {}
+    resource = "nvjobs" if ref.get("apiGroup") == "nvcre.nvidia.com" else str(ref.get("resource") or "?")
+    if ref.get("subresource"):
+        resource += f"/{ref['subresource']}"
+    scope = "" if ref.get("namespace") else " (all namespaces)"
+    return f"{event.get('verb')} {resource}{scope}"
+
+
+def count_requests(events: Iterable[Mapping[str, Any]]) -> Counter[str]:
+    """The hooks' requests by ``request_key`` (audit events of the stage ``ResponseComplete`` only,
+    so a long watch is one request, counted when it ends)."""
+    counted: Counter[str] = Counter()
+    for event in events:
+        if event.get("stage", "ResponseComplete") == "ResponseComplete":
+            counted[request_key(event)] += 1
+    return counted
+
+
+@dataclass
+class HookMetrics:
+    """One scrape of the hooks' metrics (module doc)."""
+
+    calls: float = 0.0
+    buckets: list[tuple[float, float]] = field(default_factory=list)
+    """The latency histogram's cumulative buckets, every hook summed: (upper bound, count)."""
+    watch_pods: float = 0.0
+
+    @classmethod
+    def scrape(cls, url: str, timeout: float = 10.0) -> HookMetrics:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return cls.parse(response.read().decode())
+
+    @classmethod
+    def parse(cls, text: str) -> HookMetrics:
+        calls = 0.0
+        buckets: dict[float, float] = {}
+        watch_pods = 0.0
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == HOOK_REQUESTS:
+                    calls += sample.value
+                elif sample.name == f"{HOOK_DURATION}_bucket":
+                    bound = float(sample.labels["le"])
+                    buckets[bound] = buckets.get(bound, 0.0) + sample.value
+                elif sample.name == WATCH_PODS:
+                    watch_pods += sample.value
+        return cls(calls, sorted(buckets.items()), watch_pods)
+
+    def minus(self, earlier: HookMetrics) -> HookMetrics:
+        """What happened between ``earlier`` and this scrape (the gauge kept as now)."""
+        before = dict(earlier.buckets)
+        return HookMetrics(self.calls - earlier.calls,
+                           [(bound, count - before.get(bound, 0.0)) for bound, count in self.buckets],
+                           self.watch_pods)
+
+    @property
+    def observed(self) -> float:
+        """Calls in the histogram (its ``+Inf`` bucket)."""
+        return self.buckets[-1][1] if self.buckets else 0.0
+
+    def quantile(self, q: float) -> float | None:
+        return quantile(self.buckets, q)
+
+    def share_over(self, seconds: float) -> float | None:
+        """The share of calls slower than ``seconds`` (a bucket bound), or ``None`` with no calls."""
+        total = self.observed
+        if not total:
+            return None
+        within = dict(self.buckets).get(seconds)
+        if within is None:
+            raise ValueError(f"{seconds} s is not a bucket bound of {HOOK_DURATION}")
+        return (total - within) / total
+
+
+def quantile(buckets: Sequence[tuple[float, float]], q: float) -> float | None:
+    """The ``q`` quantile of a cumulative histogram, interpolated linearly within its bucket (the
+    first bucket from 0; a quantile in ``+Inf`` is the highest finite bound); ``None`` when empty."""
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    rank = q * buckets[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower_bound
+            if count == lower_count:
+                return bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (count - lower_count)
+        lower_bound, lower_count = bound, count
+    return lower_bound

@@ -1,0 +1,707 @@
+"""``python -m bench cluster_scale`` / ``make bench-cluster``: the hooks at scale on the real control plane.
+
+What a platform team asks before installing a controller: what it costs their API server and how it
+behaves at their size. This benchmark runs, on one real control plane (etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler, the real JobSet controller, kwok's GPU nodes; the parts of
+the cluster tier, tests/cluster/), the hooks under gunicorn as deployed (hooks/server/gunicorn.conf.py,
+the hooks' ServiceAccount and RBAC, the production defaults of docs/operations.md) driven by the
+Metacontroller stand-in (tests/cluster/metacontroller.py: informer caches, one resync timer for all
+parents, independent workers, client-go's QPS/burst on its own calls), in passes (``PASSES``):
+
+- ``defaults``: Metacontroller's defaults (5 workers, QPS 5, burst 10, resync 30 s), the hooks as shipped
+  (watch-fed pod cache, 2 gunicorn workers x 4 threads, ``resyncAfterSeconds`` 5);
+- ``ttl-cache`` and ``live-only``: the same with ``NVCRE_CACHE_MODE=ttl`` and ``=live``, the baselines
+  every figure is compared with, measured in the same run on the same machine;
+- ``large-install``: the flags docs/operations.md recommends for a large install.
+
+Each pass runs in a namespace of its own: it creates N Jobs of 8 one-GPU pods (``PODS_PER_JOB``),
+waits until every one runs, holds them steady for a resync period and more (``steady``), then, at
+once (``transitions``): fails one pod of one Job in ten (a restart, ``maxRestarts: 1``), suspends one
+in ten and resumes it once Suspended, deletes one in ten, and completes the pods of the rest (and of
+the restarted and resumed ones once their new attempt runs). It ends when every Job has Succeeded
+or is gone, or at its deadline (then the figures say it did not finish).
+
+Figures, per pass (``PassResult``), as printed and written to bench/results.json and BENCHMARKS.md:
+
+- the hooks' requests to the API server by verb and resource, as its audit log counts them
+  (``bench.cluster_measures``), per hook call and per Job-minute, in the steady window and in the
+  transitions window (where every drain waits);
+- hook latency p50/p99 and the share of calls over 1 s, from the hooks' own histogram;
+- each gunicorn worker's RSS at the end of the steady window, against the pods its cache holds;
+- restart latency (the old attempt's last pod gone -> the next JobSet added) and delete latency
+  (the last pod gone -> the Job gone), p50/p99, from watches (``bench.cluster_timeline``);
+- Metacontroller's queue wait (a parent ready -> a worker takes it), as the stand-in measures it;
+- the invariants of the tier (no JobSet created or deleted, no ``finalized``, while a pod of
+  another attempt is active; status never backwards): violations must be 0 at any scale.
+
+The run stops by itself (each pass has a deadline; the whole run is bounded by ``--budget``) and
+stops every process it started (context managers), also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import secrets
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+
+from bench.cluster_measures import HookMetrics, count_requests
+from bench.cluster_timeline import Timeline, wait_for
+from bench.common import BenchResult, Figure, fmt, percentile, render_table
+from hooks.server.config import Settings
+from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.dev import PRODUCTION_ENV
+from tests.cluster.jobsetctl import JobSetManager
+from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS, Applier, ensure_namespace, kustomized_manifests
+from tests.cluster.kube import service_account_token as sa_token
+from tests.cluster.kwokctl import COMPLETE_LABEL, EXIT_CODE_ANNOTATION, FAIL_LABEL, Kwok
+from tests.cluster.metacontroller import ApiBackend, Metacontroller, token_secret
+from tests.cluster.metacontroller_parts import FRESH
+from tests.cluster.scheduler import Scheduler
+from tests.cluster.world import KubeconfigSource, ServerView
+from tests.e2e.driver import HttpTransport
+from tests.e2e.harness import job_spec
+from tests.e2e.invariants import Invariants
+from tests.e2e.server import HookServer
+
+RESULTS = Path(__file__).resolve().parent / "results.json"
+REPORT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
+REPORT_BEGIN, REPORT_END = "<!-- cluster_scale: begin (written by make bench-cluster) -->", \
+    "<!-- cluster_scale: end -->"
+DEFAULT_JOBS, QUICK_JOBS = 1000, 100
+PODS_PER_JOB = 8
+GPUS_PER_NODE = 64
+"""kwok nodes are large (64 GPUs, 110 pods): N Jobs of 8 one-GPU pods need N/8 nodes, few enough
+for kwok's heartbeats not to load the 2-core machine."""
+NAMESPACE_PREFIX = "scale-"
+HOOK_TOKEN_BYTES = 32
+SLOW_CALL_SECONDS = 1.0
+CONTROLLER_MANAGER_ARGS = ("--kube-api-qps=200", "--kube-api-burst=400")
+"""The Job controller creates every pod and the garbage collector deletes them: at its default client
+QPS (20) 8,000 pods take minutes to appear, which the benchmark would measure instead of the hooks."""
+
+
+@dataclass(frozen=True)
+class Install:
+    """What one pass runs with: the hooks' pod cache and gunicorn workers and threads,
+    ``resyncAfterSeconds``, and Metacontroller's workers, client QPS and burst, and resync period."""
+
+    name: str
+    cache_mode: str = "watch"
+    hook_workers: int = 2
+    hook_threads: int = 4
+    resync_after: float = Settings().resync_seconds
+    mc_workers: int = 5
+    mc_qps: float = 5.0
+    mc_burst: int = 10
+    resync_period: float = 30.0
+    about: str = ""
+
+    def hook_env(self, namespace: str) -> dict[str, str]:
+        """The hooks' environment: the production defaults, this cache mode and resync, and one
+        watch scope (the pass's namespace: an earlier pass's pods, still being collected, stay out
+        of this pass's cache and memory figure)."""
+        return {**PRODUCTION_ENV, "NVCRE_CACHE_MODE": self.cache_mode, "NVCRE_RESYNC_SECONDS": f"{self.resync_after:g}",
+                "NVCRE_WATCH_NAMESPACES": namespace, "NVCRE_LOG_LEVEL": "WARNING"}
+
+    def flags(self) -> str:
+        return (f"cache={self.cache_mode} gunicorn={self.hook_workers}x{self.hook_threads} "
+                f"resyncAfter={self.resync_after:g}s | metacontroller workers={self.mc_workers} "
+                f"qps={self.mc_qps:g} burst={self.mc_burst} resync={self.resync_period:g}s")
+
+
+DEFAULTS = Install("defaults", about="Metacontroller's defaults; the hooks as shipped (watch cache)")
+PASSES: dict[str, Install] = {
+    "defaults": DEFAULTS,
+    "ttl-cache": replace(DEFAULTS, name="ttl-cache", cache_mode="ttl", about="baseline: the TTL cache"),
+    "live-only": replace(DEFAULTS, name="live-only", cache_mode="live", about="baseline: no cache, every read live"),
+    "large-install": replace(DEFAULTS, name="large-install", hook_threads=10, mc_workers=20, mc_qps=50.0,
+                             mc_burst=100, about="docs/operations.md's large-install flags"),
+}
+
+
+@dataclass
+class Window:
+    """One stretch of a pass: its seconds, the hook calls answered in it (the hooks' counter), the
+    hooks' requests to the API server (audit log) and the latency histogram's change."""
+
+    seconds: float = 0.0
+    calls: float = 0.0
+    requests: Counter[str] = field(default_factory=Counter)
+    metrics: HookMetrics = field(default_factory=HookMetrics)
+    queue_waits: list[float] = field(default_factory=list)
+
+    def per_call(self, key: str | None = None) -> float | None:
+        total = self.requests[key] if key else sum(self.requests.values())
+        return total / self.calls if self.calls else None
+
+    def per_job_minute(self, jobs: int, key: str | None = None) -> float | None:
+        total = self.requests[key] if key else sum(self.requests.values())
+        return total / (jobs * self.seconds / 60) if self.seconds and jobs else None
+
+
+@dataclass
+class PassResult:
+    """What one pass measured (module doc)."""
+
+    install: Install
+    jobs: int
+    finished: bool = False
+    windows: dict[str, Window] = field(default_factory=dict)
+    rss_kib: list[int] = field(default_factory=list)
+    watched_pods: float = 0.0
+    restart_latencies: list[float] = field(default_factory=list)
+    delete_latencies: list[float] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    sync_errors: int = 0
+    stale_refusals: int = 0
+    unfinished: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def row(self) -> dict[str, Any]:
+        """The pass as one table row (the figures the report compares)."""
+        steady, busy = self.windows.get("steady", Window()), self.windows.get("transitions", Window())
+        every = self._all()
+        return {
+            "pass": self.install.name, "jobs": self.jobs, "finished": "yes" if self.finished else "NO",
+            "steady pod lists/call": _num(steady.per_call("list pods")),
+            "steady req/call": _num(steady.per_call()),
+            "steady req/Job-min": _num(steady.per_job_minute(self.jobs)),
+            "drain req/call": _num(busy.per_call()),
+            "drain req/Job-min": _num(busy.per_job_minute(self.jobs)),
+            "hook p50 ms": _ms(every.metrics.quantile(0.5)), "hook p99 ms": _ms(every.metrics.quantile(0.99)),
+            "calls >1s %": _pct(every.metrics.share_over(SLOW_CALL_SECONDS) if every.metrics.buckets else None),
+            "RSS/worker MiB": _num(max(self.rss_kib) / 1024 if self.rss_kib else None),
+            "pods watched": int(self.watched_pods),
+            "restart p50/p99 s": _pair(self.restart_latencies),
+            "delete p50/p99 s": _pair(self.delete_latencies),
+            "queue wait p50/p99 s": _pair(every.queue_waits),
+            "violations": len(self.violations),
+        }
+
+    def _all(self) -> Window:
+        whole = Window()
+        empty = HookMetrics()
+        buckets: dict[float, float] = {}
+        for window in self.windows.values():
+            whole.seconds += window.seconds
+            whole.calls += window.calls
+            whole.requests.update(window.requests)
+            whole.queue_waits += window.queue_waits
+            for bound, count in window.metrics.buckets:
+                buckets[bound] = buckets.get(bound, 0.0) + count
+        whole.metrics = replace(empty, buckets=sorted(buckets.items()))
+        return whole
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"install": asdict(self.install), "jobs": self.jobs, "finished": self.finished,
+                "seconds": round(self.seconds, 1), "row": self.row(),
+                "windows": {name: {"seconds": round(w.seconds, 1), "hook_calls": w.calls,
+                                   "requests": dict(sorted(w.requests.items())),
+                                   "latency_buckets": w.metrics.buckets,
+                                   "queue_wait_p50": percentile(w.queue_waits, 0.5),
+                                   "queue_wait_p99": percentile(w.queue_waits, 0.99)}
+                            for name, w in self.windows.items()},
+                "rss_kib": self.rss_kib, "watched_pods": self.watched_pods,
+                "restart_latencies": [round(x, 3) for x in sorted(self.restart_latencies)],
+                "delete_latencies": [round(x, 3) for x in sorted(self.delete_latencies)],
+                "violations": self.violations[:20], "sync_errors": self.sync_errors,
+                "stale_refusals": self.stale_refusals, "unfinished": self.unfinished[:20]}
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else fmt(value)
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else fmt(seconds * 1000)
+
+
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{share * 100:.1f}"
+
+
+def _pair(values: Sequence[float]) -> str:
+    if not values:
+        return "-"
+    return f"{fmt(percentile(values, 0.5))} / {fmt(percentile(values, 0.99))}"
+
+
+# -- the cluster -----------------------------------------------------------------------------------
+
+@dataclass
+class Cluster:
+    """The running parts a pass needs: the control plane, kwok's nodes, the hook token the stand-in
+    sends and the hooks' ServiceAccount token."""
+
+    plane: ControlPlane
+    hook_token: str
+    sa_token: str
+
+
+@contextmanager
+def cluster(jobs: int, log: Callable[[str], None]) -> Iterator[Cluster]:
+    """Starts the control plane (with ``CONTROLLER_MANAGER_ARGS``), JobSet's CRD and controller,
+    manifests/ (the CompositeController aside: the stand-in plays Metacontroller), the hook token
+    Secret, kube-scheduler and kwok with enough GPU nodes for ``jobs`` Jobs; stops them all on exit."""
+    with ExitStack() as stack:
+        began = time.monotonic()
+        plane = stack.enter_context(ControlPlane(controller_manager_args=CONTROLLER_MANAGER_ARGS))
+        admin = plane.api_client()
+        applier = Applier(admin)
+        jobset = JobSetManager(plane)
+        jobset.install_crds()
+        applier.apply_all([o for o in kustomized_manifests() if o["kind"] != "CompositeController"])
+        plane.restart_controller_manager()
+        hook_token = secrets.token_hex(HOOK_TOKEN_BYTES)
+        applier.apply(token_secret(hook_token))
+        token = sa_token(admin, "nvcre-system", "nvcre-hooks", seconds=24 * 3600)
+        stack.enter_context(Scheduler(plane))
+        stack.enter_context(jobset)
+        nodes = math.ceil(jobs * PODS_PER_JOB / GPUS_PER_NODE) + 1
+        stack.enter_context(Kwok(plane, nodes=nodes, gpus_per_node=GPUS_PER_NODE))
+        log(f"cluster up in {time.monotonic() - began:.0f} s: {nodes} kwok nodes of {GPUS_PER_NODE} GPUs; "
+            f"logs in {plane.logs_dir}")
+        yield Cluster(plane, hook_token, token)
+
+
+# -- one pass --------------------------------------------------------------------------------------
+
+class ScaleView(ServerView):
+    """``ServerView`` for the invariants at scale: a Job's pods listed by label (its job label, its
+    launcher label, JobSet's name label of its first attempts), not by reading every pod."""
+
+    ATTEMPTS = 6
+
+    def job_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        names = ",".join(f"{job}-{n}" for n in range(self.ATTEMPTS))
+        found: dict[str, dict[str, Any]] = {}
+        for selector in (f"{JOB_LABEL}={job}", f"{LAUNCHER_LABEL}={job}", f"{JOBSET_NAME_LABEL} in ({names})"):
+            raw = self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False,
+                                               _request_timeout=(5, 30))
+            for pod in json.loads(raw.data)["items"]:
+                found[pod["metadata"]["uid"]] = pod
+        return list(found.values())
+
+
+def scale_spec(pods: int = PODS_PER_JOB) -> dict[str, Any]:
+    """An NVCRE Job of ``pods`` one-GPU workers that may restart once."""
+    spec = job_spec(pods, max_restarts=1)
+    for replicated in spec["replicatedJobs"]:
+        container = replicated["template"]["spec"]["template"]["spec"]["containers"][0]
+        container["resources"] = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
+    return spec
+
+
+class Scenario:
+    """The user's side of one pass (module doc): what is done to which Job, and when it is done."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+        self.fail = set(names[0::10])
+        self.suspend = set(names[1::10])
+        self.delete = set(names[2::10])
+        self.from_attempt: dict[str, int] = {}
+        """For a failed or suspended Job: the attempt it ran when acted on (its pods are not completed)."""
+        self.resumed: set[str] = set()
+        self.completed: set[str] = set()
+        """Pods labelled to complete (names)."""
+
+
+def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: Install, jobs: int, *,
+             pods: int = PODS_PER_JOB, steady_seconds: float | None = None, deadline: float = 900.0,
+             log: Callable[[str], None] = print) -> PassResult:
+    """Runs one pass (module doc) in namespace ``scale-<install.name>`` with ``jobs`` Jobs of ``pods``
+    pods and returns its figures; the
+    hooks and the stand-in it started are stopped, and its Jobs deleted, before it returns. The
+    steady window lasts ``steady_seconds`` (default: the resync period plus 10 s, so that every Job is
+    synced by the resync timer at least once in it); the pass gives up at ``deadline`` seconds."""
+    began = time.monotonic()
+    namespace = f"{NAMESPACE_PREFIX}{install.name}"
+    admin = plane.api_client()
+    ensure_namespace(admin, namespace)
+    custom = kubernetes.client.CustomObjectsApi(admin)
+    core = kubernetes.client.CoreV1Api(admin)
+    result = PassResult(install, jobs)
+    names = [f"train-{n:04d}" for n in range(jobs)]
+    scenario = Scenario(names)
+    steady_seconds = install.resync_period + 10 if steady_seconds is None else steady_seconds
+    source = KubeconfigSource(plane, service_token, "nvcre-hooks")
+    args = ["--workers", str(install.hook_workers), "--threads", str(install.hook_threads)]
+    stop = threading.Event()
+    with Timeline(admin, namespace) as timeline, \
+            HookServer(source, token=hook_token, env=install.hook_env(namespace), args=args) as hooks:
+        backend = ApiBackend(admin, [namespace], qps=install.mc_qps, burst=install.mc_burst)
+        view = ScaleView(admin, namespace)
+        invariants = Invariants(view)
+        driver = Metacontroller(backend, HttpTransport("127.0.0.1", hooks.port), invariants, token=hooks.token,
+                                resync_period=install.resync_period, staleness=FRESH, workers=install.mc_workers)
+        driver.keep_calls = False
+        serving = threading.Thread(target=driver.serve, args=(stop,), kwargs={"refresh_every": 1.0}, daemon=True)
+        serving.start()
+        clock = Clocked(plane, hooks, driver)
+        try:
+            clock.mark()
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda name: _create(custom, namespace, name, pods), names))
+            log(f"  {install.name}: {jobs} Jobs created in {time.monotonic() - began:.0f} s")
+            running = wait_for(lambda: _all_running(driver, namespace, names, timeline, pods), deadline / 2,
+                               every=1.0)
+            result.windows["start"] = clock.mark()
+            log(f"  {install.name}: {'every Job running' if running else 'NOT every Job running'} after "
+                f"{time.monotonic() - began:.0f} s")
+            check_steps(invariants, timeline, names)
+            _hold(steady_seconds, lambda: check_steps(invariants, timeline, names))
+            result.rss_kib = sorted(hooks.rss_kib().values())
+            result.windows["steady"] = clock.mark()
+            result.watched_pods = result.windows["steady"].metrics.watch_pods
+            log(f"  {install.name}: steady for {steady_seconds:g} s")
+            result.finished = _transitions(scenario, namespace, custom, core, driver, timeline, invariants,
+                                           deadline - (time.monotonic() - began))
+            result.windows["transitions"] = clock.mark()
+            result.unfinished = sorted(n for n in names if not _done(scenario, driver, namespace, n))
+        finally:
+            stop.set()
+            serving.join(60)
+        result.restart_latencies = [x for n in sorted(scenario.fail) if (x := timeline.restart_latency(n, 0))
+                                    is not None]
+        result.delete_latencies = [x for n in sorted(scenario.delete) if (x := timeline.delete_latency(n))
+                                   is not None]
+        result.violations = list(invariants.violations)
+        result.sync_errors = len(driver.sync_errors)
+        result.stale_refusals = driver.stale_refusals
+    _clean_up(custom, namespace, timeline)
+    result.seconds = time.monotonic() - began
+    log(f"  {install.name}: done in {result.seconds:.0f} s ({'finished' if result.finished else 'NOT finished'})")
+    return result
+
+
+class Clocked:
+    """Cuts a pass into windows: ``mark()`` ends the window since the last mark and returns it."""
+
+    def __init__(self, plane: ControlPlane, hooks: HookServer, driver: Metacontroller) -> None:
+        self.plane, self.hooks, self.driver = plane, hooks, driver
+        self.at = time.monotonic()
+        self.audit_offset = plane.audit_log.stat().st_size if plane.audit_log.is_file() else 0
+        """Counted from here on: an earlier pass's (or test's) requests are not this pass's."""
+        self.metrics = HookMetrics()
+        self.waits = 0
+
+    def mark(self) -> Window:
+        time.sleep(0.3)  # the audit log is written as each request completes
+        now = time.monotonic()
+        events, offset = self.plane.audit_events(self.audit_offset)
+        metrics = HookMetrics.scrape(self.hooks.metrics_url)
+        waits = list(self.driver.queue.waits)
+        window = Window(now - self.at, metrics.calls - self.metrics.calls, count_requests(events),
+                        metrics.minus(self.metrics), waits[self.waits:])
+        self.at, self.audit_offset, self.metrics, self.waits = now, offset, metrics, len(waits)
+        return window
+
+
+def _create(custom: kubernetes.client.CustomObjectsApi, namespace: str, name: str, pods: int) -> None:
+    body = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace}, "spec": scale_spec(pods)}
+    custom.create_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", body,
+                                           _request_timeout=(5, 30))
+
+
+def _status(driver: Metacontroller, namespace: str, name: str) -> dict[str, Any]:
+    job = driver.job(namespace, name)
+    return dict((job or {}).get("status") or {})
+
+
+def _all_running(driver: Metacontroller, namespace: str, names: Sequence[str], timeline: Timeline,
+                 pods: int) -> bool:
+    return all(_status(driver, namespace, n).get("phase") == "Running"
+               and len(timeline.running(n)) >= pods for n in names)
+
+
+def _hold(seconds: float, every_second: Callable[[], None]) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        every_second()
+        time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+
+
+def check_steps(invariants: Invariants, timeline: Timeline, names: Sequence[str]) -> None:
+    """The tier's per-step invariant from the watches: a Job's active pods are of one attempt."""
+    for name in names:
+        attempts = {p.attempt for p in timeline.pods_of(name)
+                    if p.gone is None and p.phase not in ("Succeeded", "Failed")}
+        if len(attempts) > 1:
+            invariants.fail(f"{name}: pods of attempts {sorted(attempts)} are active at once")
+
+
+def _transitions(scenario: Scenario, namespace: str, custom: kubernetes.client.CustomObjectsApi,
+                 core: kubernetes.client.CoreV1Api, driver: Metacontroller, timeline: Timeline,
+                 invariants: Invariants, seconds: float) -> bool:
+    """Acts on every Job at once (module doc), then follows each until it is done; returns whether
+    all are done within ``seconds``."""
+    def patch_spec(name: str, suspend: bool) -> None:
+        custom.patch_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", name,
+                                              {"spec": {"suspend": suspend}}, _request_timeout=(5, 30))
+
+    def fail_one(name: str) -> None:
+        pods = timeline.running(name)
+        if pods:
+            core.patch_namespaced_pod(pods[0].name, namespace, {"metadata": {
+                "labels": {FAIL_LABEL: "true"}, "annotations": {EXIT_CODE_ANNOTATION: "1"}}},
+                _request_timeout=(5, 30))
+
+    def start(name: str) -> None:
+        scenario.from_attempt[name] = int(_status(driver, namespace, name).get("attempt") or 0)
+        if name in scenario.fail:
+            fail_one(name)
+        elif name in scenario.suspend:
+            patch_spec(name, True)
+        elif name in scenario.delete:
+            custom.delete_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", name,
+                                                   _request_timeout=(5, 30))
+
+    def follow(name: str) -> None:
+        status = _status(driver, namespace, name)
+        phase = status.get("phase")
+        if name in scenario.suspend and name not in scenario.resumed:
+            if phase == "Suspended":
+                patch_spec(name, False)
+                scenario.resumed.add(name)
+            return
+        if name in scenario.delete or phase != "Running":
+            return
+        after = scenario.from_attempt[name] if name in scenario.fail | scenario.suspend else -1
+        for pod in timeline.running(name, after_attempt=after):
+            if pod.name not in scenario.completed:
+                core.patch_namespaced_pod(pod.name, namespace, {"metadata": {"labels": {COMPLETE_LABEL: "true"}}},
+                                          _request_timeout=(5, 30))
+                scenario.completed.add(pod.name)
+
+    def guarded(action: Callable[[str], None]) -> Callable[[str], None]:
+        def run(name: str) -> None:
+            with suppress(*SERVER_ERRORS):  # tried again on the next round
+                action(name)
+        return run
+
+    end = time.monotonic() + seconds
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(guarded(start), scenario.names))
+        while time.monotonic() < end:
+            pending = [n for n in scenario.names if not _done(scenario, driver, namespace, n)]
+            if not pending:
+                return True
+            list(pool.map(guarded(follow), pending))
+            check_steps(invariants, timeline, scenario.names)
+            time.sleep(1.0)
+    return False
+
+
+def _done(scenario: Scenario, driver: Metacontroller, namespace: str, name: str) -> bool:
+    if name in scenario.delete:
+        return driver.job(namespace, name) is None
+    return _status(driver, namespace, name).get("phase") == "Succeeded"
+
+
+def _clean_up(custom: kubernetes.client.CustomObjectsApi, namespace: str, timeline: Timeline,
+              timeout: float = 300.0) -> None:
+    """Deletes the pass's Jobs (their finalizer removed: the stand-in has stopped) and JobSets, and
+    waits until the garbage collector has removed their pods, so the next pass starts on a quiet
+    server."""
+    jobs = custom.list_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs",
+                                                _request_timeout=(5, 60))["items"]
+    for job in jobs:
+        name = job["metadata"]["name"]
+        try:
+            custom.patch_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", name,
+                                                  {"metadata": {"finalizers": None}}, _request_timeout=REQUEST_TIMEOUT)
+            custom.delete_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", name,
+                                                   _request_timeout=REQUEST_TIMEOUT)
+        except SERVER_ERRORS:
+            pass
+    for jobset in custom.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace, "jobsets",
+                                                       _request_timeout=(5, 60))["items"]:
+        with suppress(*SERVER_ERRORS):
+            custom.delete_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace, "jobsets",
+                                                   jobset["metadata"]["name"], _request_timeout=REQUEST_TIMEOUT)
+    core = kubernetes.client.CoreV1Api(custom.api_client)
+    wait_for(lambda: not core.list_namespaced_pod(namespace, limit=1, _request_timeout=(5, 30)).items, timeout,
+             every=2.0)
+
+
+# -- figures and the report ------------------------------------------------------------------------
+
+def figures(results: Mapping[str, PassResult]) -> list[Figure]:
+    """The headline figures of ``defaults`` against the baselines of the same run (``live-only``
+    and ``ttl-cache``), and of ``large-install`` against ``defaults``."""
+    out: list[Figure] = []
+    ours = results.get("defaults")
+    if ours is None:
+        return out
+
+    def steady(r: PassResult, key: str | None = None) -> float | None:
+        return r.windows.get("steady", Window()).per_call(key)
+
+    def busy(r: PassResult) -> float | None:
+        return r.windows.get("transitions", Window()).per_call()
+
+    def p(r: PassResult, q: float) -> float | None:
+        return r._all().metrics.quantile(q)
+
+    def rss(r: PassResult) -> float | None:
+        return max(r.rss_kib) / 1024 if r.rss_kib else None
+
+    measures: list[tuple[str, Callable[[PassResult], float | None], str, str]] = [
+        ("steady: pod LISTs per hook call", lambda r: steady(r, "list pods"), "req/call", "== 0"),
+        ("steady: the hooks' API requests per hook call", steady, "req/call", ""),
+        ("transitions (drains): API requests per hook call", busy, "req/call", ""),
+        ("hook latency p50", lambda r: p(r, 0.5), "s", ""),
+        ("hook latency p99", lambda r: p(r, 0.99), "s", ""),
+        ("gunicorn worker RSS (largest)", rss, "MiB", ""),
+        ("restart latency p50", lambda r: percentile(r.restart_latencies, 0.5) if r.restart_latencies else None,
+         "s", ""),
+        ("delete latency p50", lambda r: percentile(r.delete_latencies, 0.5) if r.delete_latencies else None,
+         "s", ""),
+        ("Metacontroller queue wait p99", lambda r: percentile(r._all().queue_waits, 0.99), "s", ""),
+    ]
+    for baseline_name in ("live-only", "ttl-cache"):
+        baseline = results.get(baseline_name)
+        if baseline is None:
+            continue
+        for name, measure, unit, target in measures:
+            value, base = measure(ours), measure(baseline)
+            if value is None:
+                continue
+            met = (value == 0) if target == "== 0" and baseline_name == "live-only" else None
+            out.append(Figure(f"{name} (watch cache)", value, unit, base, baseline_name,
+                              target=target if met is not None else "", met=met))
+    large = results.get("large-install")
+    if large is not None:
+        for name, measure, unit, _target in measures:
+            value, base = measure(large), measure(ours)
+            if value is not None:
+                out.append(Figure(f"{name} (large-install flags)", value, unit, base, "defaults"))
+    return out
+
+
+def request_table(results: Mapping[str, PassResult]) -> list[dict[str, Any]]:
+    """The hooks' requests by verb and resource, per hook call, in each pass's steady and transitions windows."""
+    keys = sorted({key for r in results.values() for w in r.windows.values() for key in w.requests})
+    rows = []
+    for key in keys:
+        row: dict[str, Any] = {"request": key}
+        for name, r in results.items():
+            for window in ("steady", "transitions"):
+                row[f"{name} {window[:6]}"] = _num(r.windows.get(window, Window()).per_call(key))
+        rows.append(row)
+    return rows
+
+
+def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] = tuple(PASSES),
+        budget: float = 1200.0, record: bool = True, log: Callable[[str], None] = print) -> BenchResult:
+    """The benchmark (module doc): brings the cluster up, runs ``passes`` in order with ``jobs`` Jobs
+    (default ``DEFAULT_JOBS``; ``QUICK_JOBS`` when ``quick``), each within its share of ``budget``
+    seconds, and returns the figures; with ``record``, also writes them to bench/results.json and
+    BENCHMARKS.md."""
+    jobs = jobs or (QUICK_JOBS if quick else DEFAULT_JOBS)
+    began = time.monotonic()
+    results: dict[str, PassResult] = {}
+    with cluster(jobs, log) as parts:
+        for index, name in enumerate(passes):
+            left = budget - (time.monotonic() - began)
+            share = left / (len(passes) - index)
+            log(f"pass {name} ({PASSES[name].flags()}), {jobs} Jobs, within {share:.0f} s")
+            results[name] = run_pass(parts.plane, parts.hook_token, parts.sa_token, PASSES[name], jobs,
+                                     deadline=share, log=log)
+    result = BenchResult("cluster_scale", f"{jobs} Jobs of {PODS_PER_JOB} pods on the real control plane",
+                         figures=figures(results))
+    result.tables["passes"] = [r.row() for r in results.values()]
+    result.tables["the hooks' requests per hook call, by verb and resource (audit log)"] = request_table(results)
+    result.scale = {"jobs": jobs, "pods": jobs * PODS_PER_JOB, "passes": list(passes),
+                    "flags": {name: PASSES[name].flags() for name in passes}}
+    result.notes = _notes(results)
+    result.seconds = time.monotonic() - began
+    if record:
+        write_results(result, {name: r.as_dict() for name, r in results.items()})
+    return result
+
+
+def _notes(results: Mapping[str, PassResult]) -> list[str]:
+    notes = []
+    for name, r in results.items():
+        if not r.finished:
+            notes.append(f"{name}: did not finish within its deadline; unfinished Jobs: {r.unfinished[:10]}")
+        if r.violations:
+            notes.append(f"{name}: {len(r.violations)} invariant violations, first: {r.violations[0]}")
+        notes.append(f"{name}: {r.sync_errors} failed syncs (stand-in), {r.stale_refusals} answers refused as "
+                     f"behind the cluster (409), {len(r.restart_latencies)} restarts and "
+                     f"{len(r.delete_latencies)} deletes timed")
+    return notes
+
+
+def write_results(result: BenchResult, passes: Mapping[str, Any]) -> None:
+    """Puts this run into bench/results.json (its ``cluster_scale`` entry replaced, the other
+    benchmarks kept) and its tables into BENCHMARKS.md between ``REPORT_BEGIN`` and ``REPORT_END``."""
+    document: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {"benchmarks": []}
+    entry = {**result.as_dict(), "passes": passes, "cpus": os.cpu_count(),
+             "date": datetime.now(UTC).isoformat(timespec="seconds")}
+    document["benchmarks"] = [b for b in document.get("benchmarks", []) if b.get("name") != "cluster_scale"]
+    document["benchmarks"].append(entry)
+    RESULTS.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    section = "\n".join([
+        REPORT_BEGIN,
+        f"Measured {entry['date']} on {os.cpu_count()} cores, {result.scale['jobs']} Jobs of {PODS_PER_JOB} pods, "
+        f"{result.seconds:.0f} s in all.",
+        "", "```", render_table(result.tables["passes"]), "```", "",
+        "The hooks' requests per hook call, by verb and resource (the API server's audit log):", "",
+        "```", render_table(request_table_from(result)), "```", "",
+        *[f"- {note}" for note in result.notes],
+        REPORT_END])
+    text = REPORT.read_text() if REPORT.is_file() else ""
+    if REPORT_BEGIN in text and REPORT_END in text:
+        head, rest = text.split(REPORT_BEGIN, 1)
+        text = head + section + rest.split(REPORT_END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    REPORT.write_text(text)
+
+
+def request_table_from(result: BenchResult) -> list[dict[str, Any]]:
+    return result.tables["the hooks' requests per hook call, by verb and resource (audit log)"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.cluster_scale", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_JOBS} Jobs instead of {DEFAULT_JOBS}")
+    parser.add_argument("--jobs", type=int, help="Jobs per pass (overrides --quick)")
+    parser.add_argument("--passes", default=",".join(PASSES), help=f"comma-separated, of {', '.join(PASSES)}")
+    parser.add_argument("--budget", type=float, default=1200.0, help="seconds for every pass together")
+    parser.add_argument("--no-record", action="store_true", help="print only; write neither results.json "
+                                                                 "nor BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    passes = [p.strip() for p in args.passes.split(",") if p.strip()]
+    unknown = [p for p in passes if p not in PASSES]
+    if unknown:
+        parser.error(f"unknown passes {unknown}; known: {', '.join(PASSES)}")
+    from bench.__main__ import report  # the same printing as every benchmark
+    result = run(args.quick, jobs=args.jobs, passes=passes, budget=args.budget, record=not args.no_record,
+                 log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(report(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

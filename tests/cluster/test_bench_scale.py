@@ -1,0 +1,41 @@
+"""The scale benchmark (bench/cluster_scale.py) at a tiny size on the tier's control plane: a smoke test.
+
+One pass with Metacontroller's defaults and the hooks as shipped, three Jobs of two pods: one fails a
+pod and restarts, one is suspended and resumed, one is deleted. No timing is asserted (the machine is
+shared); that the pass finishes, that every figure it reports was measured (requests counted by the
+API server, hook calls and their histogram, worker memory, a restart and a delete timed, the queue
+wait) and that no invariant of the tier broke on the way.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.cluster_scale import PASSES, run_pass
+from tests.cluster.conftest import HOOK_TOKEN
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.kwokctl import Kwok
+
+pytestmark = pytest.mark.cluster
+
+
+def test_the_scale_benchmark_runs_a_tiny_pass_end_to_end(control_plane: ControlPlane, hooks_token: str,
+                                                         kwok: Kwok) -> None:
+    result = run_pass(control_plane, HOOK_TOKEN, hooks_token, PASSES["defaults"], 3, pods=2, steady_seconds=3,
+                      deadline=150, log=print)
+    print(result.row())
+    assert result.finished, f"unfinished: {result.unfinished}"
+    assert not result.violations, result.violations
+    assert [w for w in ("start", "steady", "transitions") if w in result.windows] == ["start", "steady", "transitions"]
+    start, steady, transitions = (result.windows[w] for w in ("start", "steady", "transitions"))
+    assert start.calls > 0 and transitions.calls > 0 and steady.seconds >= 3
+    assert start.requests["get nvjobs"] >= 1, f"the API server counted the hooks' Job checks: {dict(start.requests)}"
+    assert transitions.requests["list pods"] >= 1, f"the drains' live pod lists: {dict(transitions.requests)}"
+    assert transitions.metrics.observed == transitions.calls, "every call answered is in the histogram"
+    assert result.rss_kib and all(kib > 10_000 for kib in result.rss_kib), result.rss_kib
+    assert len(result.restart_latencies) == 1 and result.restart_latencies[0] > 0, \
+        "the restart waited for the last pod of attempt 0, then attempt 1 was created"
+    assert len(result.delete_latencies) == 1 and result.delete_latencies[0] >= 0
+    assert start.queue_waits, "the stand-in measured its queue"
+    row = result.row()
+    assert row["violations"] == 0 and row["finished"] == "yes"

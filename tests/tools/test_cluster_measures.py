@@ -1,0 +1,57 @@
+"""bench.cluster_measures: the audit log's count of the hooks' requests, the hooks' histogram read as
+PromQL's ``histogram_quantile`` reads it."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from bench.cluster_measures import HookMetrics, count_requests, quantile, request_key
+
+
+def test_quantiles_interpolate_within_their_bucket() -> None:
+    buckets = [(0.1, 50.0), (1.0, 90.0), (10.0, 100.0), (float("inf"), 100.0)]
+    assert quantile(buckets, 0.5) == pytest.approx(0.1)
+    assert quantile(buckets, 0.25) == pytest.approx(0.05), "the first bucket starts at 0"
+    assert quantile(buckets, 0.7) == pytest.approx(0.1 + 0.9 * 20 / 40)
+    assert quantile(buckets, 0.99) == pytest.approx(1.0 + 9.0 * 9 / 10)
+    assert quantile([(1.0, 0.0), (float("inf"), 4.0)], 0.5) == 1.0, "in +Inf: the highest finite bound"
+    assert quantile([(1.0, 0.0), (float("inf"), 0.0)], 0.5) is None
+
+
+def test_a_scrape_sums_every_hook_and_a_window_is_the_difference() -> None:
+    registry = CollectorRegistry()
+    requests = Counter("nvcre_hook_requests_total", "", ["hook", "code"], registry=registry)
+    duration = Histogram("nvcre_hook_request_duration_seconds", "", ["hook"], buckets=(0.1, 1.0),
+                         registry=registry)
+    pods = Gauge("podread_watch_pods", "", ["scope"], registry=registry)
+    for seconds in (0.05, 0.05, 0.5):
+        requests.labels("sync", "200").inc()
+        duration.labels("sync").observe(seconds)
+    before = HookMetrics.parse(generate_latest(registry).decode())
+    requests.labels("finalize", "200").inc()
+    duration.labels("finalize").observe(2.0)
+    pods.labels("team-a").set(16)
+    after = HookMetrics.parse(generate_latest(registry).decode())
+    assert (before.calls, after.calls, after.watch_pods) == (3, 4, 16)
+    assert after.share_over(1.0) == pytest.approx(0.25)
+    window = after.minus(before)
+    assert window.calls == 1 and window.observed == 1 and window.share_over(1.0) == 1.0
+    with pytest.raises(ValueError, match="not a bucket bound"):
+        after.share_over(0.3)
+
+
+def test_requests_are_keyed_by_verb_resource_and_scope() -> None:
+    def event(verb: str, resource: str, namespace: str = "ns", group: str = "", sub: str = "") -> dict[str, object]:
+        ref = {"resource": resource, "apiGroup": group, **({"namespace": namespace} if namespace else {}),
+               **({"subresource": sub} if sub else {})}
+        return {"verb": verb, "objectRef": ref, "stage": "ResponseComplete"}
+
+    events = [event("list", "pods"), event("list", "pods"), event("list", "pods", namespace=""),
+              event("watch", "pods", namespace=""), event("get", "jobs", group="nvcre.nvidia.com"),
+              event("list", "jobs", group="batch"), event("create", "pods", sub="eviction"),
+              {**event("list", "pods"), "stage": "ResponseStarted"}]
+    assert request_key(events[4]) == "get nvjobs"
+    assert count_requests(events) == {"list pods": 2, "list pods (all namespaces)": 1,
+                                      "watch pods (all namespaces)": 1, "get nvjobs": 1, "list jobs": 1,
+                                      "create pods/eviction": 1}
