@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -30,14 +31,24 @@ WATCH_PODS = "podread_watch_pods"
 
 def request_key(event: Mapping[str, Any]) -> str:
     """``verb resource`` of one audit event, ``(all namespaces)`` added to a request that names no
-    namespace (the watch's list and watch, its one-pod nudges); ``nvcre.nvidia.com``'s Jobs are
-    ``nvjobs``, ``batch``'s are ``jobs``."""
+    namespace; ``nvcre.nvidia.com``'s Jobs are ``nvjobs``, ``batch``'s are ``jobs``. A pod list is
+    ``list pods`` when it reads one Job's pods (a label selector with a value: the per-Job reads of
+    the cache fills and the drain barrier) and ``list pods (watch)`` otherwise (the watch's own list
+    and its one-pod nudges, of every NVCRE pod of its scope)."""
     ref = event.get("objectRef") or {}
     resource = "nvjobs" if ref.get("apiGroup") == "nvcre.nvidia.com" else str(ref.get("resource") or "?")
     if ref.get("subresource"):
         resource += f"/{ref['subresource']}"
+    if event.get("verb") == "list" and resource == "pods" and not _selects_one_job(str(event.get("requestURI", ""))):
+        resource += " (watch)"
     scope = "" if ref.get("namespace") else " (all namespaces)"
     return f"{event.get('verb')} {resource}{scope}"
+
+
+def _selects_one_job(uri: str) -> bool:
+    """Whether a request's label selector compares a label with a value (``key=value``, ``key in (...)``)."""
+    selectors = parse_qs(urlsplit(uri).query).get("labelSelector", [])
+    return any("=" in s or " in " in s for s in selectors)
 
 
 def count_requests(events: Iterable[Mapping[str, Any]]) -> Counter[str]:

@@ -41,17 +41,22 @@ def test_a_scrape_sums_every_hook_and_a_window_is_the_difference() -> None:
         after.share_over(0.3)
 
 
+ONE_JOB = "/api/v1/namespaces/ns/pods?labelSelector=nvcre.nvidia.com%2Fjob%3Dtrain-1"
+
+
 def test_requests_are_keyed_by_verb_resource_and_scope() -> None:
-    def event(verb: str, resource: str, namespace: str = "ns", group: str = "", sub: str = "") -> dict[str, object]:
+    def event(verb: str, resource: str, namespace: str = "ns", group: str = "", sub: str = "",
+              uri: str = ONE_JOB) -> dict[str, object]:
         ref = {"resource": resource, "apiGroup": group, **({"namespace": namespace} if namespace else {}),
                **({"subresource": sub} if sub else {})}
-        return {"verb": verb, "objectRef": ref, "stage": "ResponseComplete"}
+        return {"verb": verb, "objectRef": ref, "stage": "ResponseComplete", "requestURI": uri}
 
-    events = [event("list", "pods"), event("list", "pods"), event("list", "pods", namespace=""),
+    watch_list = "/api/v1/pods?labelSelector=nvcre.nvidia.com%2Fjob&limit=1"
+    events = [event("list", "pods"), event("list", "pods"), event("list", "pods", namespace="", uri=watch_list),
               event("watch", "pods", namespace=""), event("get", "jobs", group="nvcre.nvidia.com"),
               event("list", "jobs", group="batch"), event("create", "pods", sub="eviction"),
               {**event("list", "pods"), "stage": "ResponseStarted"}]
     assert request_key(events[4]) == "get nvjobs"
-    assert count_requests(events) == {"list pods": 2, "list pods (all namespaces)": 1,
+    assert count_requests(events) == {"list pods": 2, "list pods (watch) (all namespaces)": 1,
                                       "watch pods (all namespaces)": 1, "get nvjobs": 1, "list jobs": 1,
                                       "create pods/eviction": 1}
