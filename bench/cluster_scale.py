@@ -88,8 +88,6 @@ from tests.e2e.server import HookServer
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
 REPORT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
-REPORT_BEGIN, REPORT_END = "<!-- cluster_scale: begin (written by make bench-cluster) -->", \
-    "<!-- cluster_scale: end -->"
 DEFAULT_JOBS, QUICK_JOBS = 1000, 100
 PODS_PER_JOB = 8
 GPUS_PER_NODE = 64
@@ -98,9 +96,11 @@ for kwok's heartbeats not to load the 2-core machine."""
 NAMESPACE_PREFIX = "scale-"
 HOOK_TOKEN_BYTES = 32
 REFRESH_SECONDS = 0.2
-"""The stand-in's informers list every this many seconds (plus the list's own time): Metacontroller's
-watches lag by milliseconds; a cache older than a status the last sync wrote makes the hooks refuse
-the next sync as behind the cluster (409), which a slow refresh would turn into a measure of itself."""
+"""The stand-in's informers list every this many seconds (plus the list's own time), or every
+``jobs / 1000`` seconds when that is longer (each list of Jobs and JobSets grows with them; at 1,000
+Jobs, 1 s). Metacontroller's watches lag by milliseconds; a cache older than a status the last sync
+wrote makes the hooks refuse the next sync as behind the cluster (409), so the stand-in's lag shows
+in the count of refusals (``stale_refusals``) and in the latencies."""
 SETTLE_SECONDS = RECENT_STATUS_SECONDS + 2
 """After every Job runs, the statuses settle: until then a sync checks the Job live (its status was
 written less than ``RECENT_STATUS_SECONDS`` ago, hooks.server.freshness); the steady window starts after."""
@@ -376,7 +376,8 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
         driver = Metacontroller(backend, HttpTransport("127.0.0.1", hooks.port), invariants, token=hooks.token,
                                 resync_period=install.resync_period, staleness=FRESH, workers=install.mc_workers)
         driver.keep_calls = False
-        serving = threading.Thread(target=driver.serve, args=(stop,), kwargs={"refresh_every": REFRESH_SECONDS},
+        refresh = max(REFRESH_SECONDS, jobs / 1000)
+        serving = threading.Thread(target=driver.serve, args=(stop,), kwargs={"refresh_every": refresh},
                                    daemon=True)
         serving.start()
         clock = Clocked(plane, hooks, driver)
@@ -646,11 +647,12 @@ def request_table(results: Mapping[str, PassResult]) -> list[dict[str, Any]]:
 
 
 def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] = tuple(PASSES),
-        budget: float = 1200.0, record: bool = True, log: Callable[[str], None] = print) -> BenchResult:
+        budget: float = 1200.0, record: bool = True, record_as: str = "cluster_scale",
+        log: Callable[[str], None] = print) -> BenchResult:
     """The benchmark (module doc): brings the cluster up, runs ``passes`` in order with ``jobs`` Jobs
     (default ``DEFAULT_JOBS``; ``QUICK_JOBS`` when ``quick``), each within its share of ``budget``
     seconds, and returns the figures; with ``record``, also writes them to bench/results.json and
-    BENCHMARKS.md."""
+    BENCHMARKS.md under ``record_as``."""
     jobs = jobs or (QUICK_JOBS if quick else DEFAULT_JOBS)
     began = time.monotonic()
     results: dict[str, PassResult] = {}
@@ -661,7 +663,7 @@ def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] =
             log(f"pass {name} ({PASSES[name].flags()}), {jobs} Jobs, within {share:.0f} s")
             results[name] = run_pass(parts.plane, parts.hook_token, parts.sa_token, PASSES[name], jobs,
                                      deadline=share, log=log)
-    result = BenchResult("cluster_scale", f"{jobs} Jobs of {PODS_PER_JOB} pods on the real control plane",
+    result = BenchResult(record_as, f"{jobs} Jobs of {PODS_PER_JOB} pods on the real control plane",
                          figures=figures(results))
     result.tables["passes"] = [r.row() for r in results.values()]
     result.tables["the hooks' requests per hook call, by verb and resource (audit log)"] = request_table(results)
@@ -671,6 +673,7 @@ def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] =
     result.seconds = time.monotonic() - began
     if record:
         write_results(result, {name: r.as_dict() for name, r in results.items()})
+
     return result
 
 
@@ -688,27 +691,30 @@ def _notes(results: Mapping[str, PassResult]) -> list[str]:
 
 
 def write_results(result: BenchResult, passes: Mapping[str, Any]) -> None:
-    """Puts this run into bench/results.json (its ``cluster_scale`` entry replaced, the other
-    benchmarks kept) and its tables into BENCHMARKS.md between ``REPORT_BEGIN`` and ``REPORT_END``."""
+    """Puts this run into bench/results.json (its entry, named ``result.name``, replaced; the other
+    benchmarks kept) and its tables into BENCHMARKS.md between the markers of that name (appended
+    at the end the first time)."""
+    begin = f"<!-- {result.name}: begin (written by make bench-cluster) -->"
+    end = f"<!-- {result.name}: end -->"
     document: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {"benchmarks": []}
     entry = {**result.as_dict(), "passes": passes, "cpus": os.cpu_count(),
              "date": datetime.now(UTC).isoformat(timespec="seconds")}
-    document["benchmarks"] = [b for b in document.get("benchmarks", []) if b.get("name") != "cluster_scale"]
+    document["benchmarks"] = [b for b in document.get("benchmarks", []) if b.get("name") != result.name]
     document["benchmarks"].append(entry)
     RESULTS.write_text(json.dumps(document, indent=2, default=str) + "\n")
     section = "\n".join([
-        REPORT_BEGIN,
+        begin,
         f"Measured {entry['date']} on {os.cpu_count()} cores, {result.scale['jobs']} Jobs of {PODS_PER_JOB} pods, "
         f"{result.seconds:.0f} s in all.",
         "", "```", render_table(result.tables["passes"]), "```", "",
         "The hooks' requests per hook call, by verb and resource (the API server's audit log):", "",
         "```", render_table(request_table_from(result)), "```", "",
         *[f"- {note}" for note in result.notes],
-        REPORT_END])
+        end])
     text = REPORT.read_text() if REPORT.is_file() else ""
-    if REPORT_BEGIN in text and REPORT_END in text:
-        head, rest = text.split(REPORT_BEGIN, 1)
-        text = head + section + rest.split(REPORT_END, 1)[1]
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + section + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     REPORT.write_text(text)
@@ -726,6 +732,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=1200.0, help="seconds for every pass together")
     parser.add_argument("--no-record", action="store_true", help="print only; write neither results.json "
                                                                  "nor BENCHMARKS.md")
+    parser.add_argument("--record-as", default="cluster_scale",
+                        help="the name of this run's entry in results.json and section of BENCHMARKS.md")
     args = parser.parse_args(argv)
     passes = [p.strip() for p in args.passes.split(",") if p.strip()]
     unknown = [p for p in passes if p not in PASSES]
@@ -733,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown passes {unknown}; known: {', '.join(PASSES)}")
     from bench.__main__ import report  # the same printing as every benchmark
     result = run(args.quick, jobs=args.jobs, passes=passes, budget=args.budget, record=not args.no_record,
-                 log=lambda line: print(line, file=sys.stderr, flush=True))
+                 record_as=args.record_as, log=lambda line: print(line, file=sys.stderr, flush=True))
     print(report(result))
     return 0
 

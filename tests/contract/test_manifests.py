@@ -916,3 +916,31 @@ def test_the_kueue_overlay_lets_kueue_read_nvcre_jobs_only() -> None:
     assert role["rules"] == [{"apiGroups": ["nvcre.nvidia.com"], "resources": ["jobs"],
                               "verbs": ["get", "list", "watch"]}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
+
+
+# ---- manifests-large: the sizing of a large install (issue 24) --------------------------------------
+
+LARGE_OVERLAY = MANIFESTS.parent / "manifests-large"
+
+
+def test_the_large_install_overlay_gives_each_replica_a_thread_per_metacontroller_worker(objects: dict) -> None:
+    from bench.cluster_scale import PASSES
+
+    kustomization = load_one(LARGE_OVERLAY / "kustomization.yaml")
+    assert kustomization["resources"] == ["../manifests"]
+    [patch_ref] = kustomization["patches"]
+    assert patch_ref["target"] == {"group": "apps", "version": "v1", "kind": "Deployment", "name": "nvcre-hooks"}
+    patch = load_one(LARGE_OVERLAY / patch_ref["path"])
+    base = objects[("Deployment", "nvcre-hooks")]
+    assert (patch["metadata"]["name"], patch["metadata"]["namespace"]) == (base["metadata"]["name"],
+                                                                           base["metadata"]["namespace"])
+    [container] = patch["spec"]["template"]["spec"]["containers"]
+    assert container["name"] == base["spec"]["template"]["spec"]["containers"][0]["name"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    threads = int(env["GUNICORN_CMD_ARGS"].split("--threads")[1].split()[0])
+    measured = PASSES["large-install"]
+    assert threads == measured.hook_threads, "the overlay ships what make bench-cluster measured"
+    flags = (LARGE_OVERLAY / "kustomization.yaml").read_text()  # Metacontroller's, named in its comment
+    assert f"--workers={measured.mc_workers}" in flags and f"--client-go-qps={measured.mc_qps:g}" in flags \
+        and f"--client-go-burst={measured.mc_burst}" in flags
+    assert measured.hook_workers * threads >= measured.mc_workers, "a thread per Metacontroller worker"
