@@ -341,6 +341,8 @@ class Scenario:
         self.delete = set(names[2::10])
         self.from_attempt: dict[str, int] = {}
         """For a failed or suspended Job: the attempt it ran when acted on (its pods are not completed)."""
+        self.failed: set[str] = set()
+        """Jobs whose pod was told to fail."""
         self.resumed: set[str] = set()
         self.completed: set[str] = set()
         """Pods labelled to complete (names)."""
@@ -492,6 +494,7 @@ def _transitions(scenario: Scenario, namespace: str, custom: kubernetes.client.C
             core.patch_namespaced_pod(pods[0].name, namespace, {"metadata": {
                 "labels": {FAIL_LABEL: "true"}, "annotations": {EXIT_CODE_ANNOTATION: "1"}}},
                 _request_timeout=(5, 30))
+            scenario.failed.add(name)
 
     def start(name: str) -> None:
         scenario.from_attempt[name] = int(_status(driver, namespace, name).get("attempt") or 0)
@@ -510,6 +513,9 @@ def _transitions(scenario: Scenario, namespace: str, custom: kubernetes.client.C
             if phase == "Suspended":
                 patch_spec(name, False)
                 scenario.resumed.add(name)
+            return
+        if name in scenario.fail and name not in scenario.failed:
+            fail_one(name)  # no pod was running when the transitions began: try again
             return
         if name in scenario.delete or phase != "Running":
             return

@@ -82,6 +82,8 @@ class Timeline:
         self.api_client, self.namespace, self.clock = api_client, namespace, clock
         self.pods: dict[str, PodRecord] = {}
         """Every pod seen, by uid."""
+        self._by_job: dict[str, dict[str, PodRecord]] = {}
+        """The same records by Job name, then uid: a Job's pods without a scan of every pod."""
         self.jobsets_added: dict[str, float] = {}
         self.jobs_gone: dict[str, float] = {}
         self.restarts = 0
@@ -165,6 +167,7 @@ class Timeline:
                 record = PodRecord(metadata["name"], labels.get(JOB_LABEL, ""),
                                    int(attempt) if attempt.isdigit() else -1, "", False, labels, now)
                 self.pods[metadata["uid"]] = record
+                self._by_job.setdefault(record.job, {})[metadata["uid"]] = record
             record.phase = str((pod.get("status") or {}).get("phase") or "")
             record.deleting = "deletionTimestamp" in metadata
             record.labels = labels
@@ -186,7 +189,7 @@ class Timeline:
     def pods_of(self, job: str) -> list[PodRecord]:
         """The pods of ``job`` seen so far, gone ones included."""
         with self._lock:
-            return [record for record in self.pods.values() if record.job == job]
+            return list(self._by_job.get(job, {}).values())
 
     def running(self, job: str, *, after_attempt: int = -1) -> list[PodRecord]:
         """The pods of ``job`` Running now (not deleting), of an attempt after ``after_attempt``."""
