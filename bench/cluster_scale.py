@@ -52,7 +52,6 @@ import argparse
 import json
 import math
 import os
-import secrets
 import sys
 import threading
 import time
@@ -74,12 +73,10 @@ from hooks.server.config import Settings
 from hooks.server.freshness import RECENT_STATUS_SECONDS
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.dev import PRODUCTION_ENV
-from tests.cluster.jobsetctl import JobSetManager
-from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS, Applier, ensure_namespace, kustomized_manifests
-from tests.cluster.kube import service_account_token as sa_token
+from tests.cluster.dev import PRODUCTION_ENV, Installed, install
+from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS, ensure_namespace
 from tests.cluster.kwokctl import COMPLETE_LABEL, EXIT_CODE_ANNOTATION, FAIL_LABEL, Kwok
-from tests.cluster.metacontroller import ApiBackend, Metacontroller, token_secret
+from tests.cluster.metacontroller import ApiBackend, Metacontroller
 from tests.cluster.metacontroller_parts import FRESH
 from tests.cluster.scheduler import Scheduler
 from tests.cluster.world import KubeconfigSource, ServerView
@@ -96,7 +93,7 @@ GPUS_PER_NODE = 64
 """kwok nodes are large (64 GPUs, 110 pods): N Jobs of 8 one-GPU pods need N/8 nodes, few enough
 for kwok's heartbeats not to load the 2-core machine."""
 NAMESPACE_PREFIX = "scale-"
-HOOK_TOKEN_BYTES = 32
+REQUESTS_TABLE = "the hooks' requests per hook call, by verb and resource (audit log)"
 REFRESH_SECONDS = 0.2
 """The stand-in's informers list every this many seconds (plus the list's own time), or every
 ``jobs / 1000`` seconds when that is longer (each list of Jobs and JobSets grows with them; at 1,000
@@ -220,7 +217,6 @@ class PassResult:
     def everything(self) -> Window:
         """Every window of the pass together."""
         whole = Window()
-        empty = HookMetrics()
         buckets: dict[float, float] = {}
         for window in self.windows.values():
             whole.seconds += window.seconds
@@ -229,7 +225,7 @@ class PassResult:
             whole.queue_waits += window.queue_waits
             for bound, count in window.metrics.buckets:
                 buckets[bound] = buckets.get(bound, 0.0) + count
-        whole.metrics = replace(empty, buckets=sorted(buckets.items()))
+        whole.metrics = HookMetrics(buckets=sorted(buckets.items()))
         return whole
 
     def as_dict(self) -> dict[str, Any]:
@@ -269,40 +265,22 @@ def _pair(values: Sequence[float]) -> str:
 
 # -- the cluster -----------------------------------------------------------------------------------
 
-@dataclass
-class Cluster:
-    """The running parts a pass needs: the control plane, kwok's nodes, the hook token the stand-in
-    sends and the hooks' ServiceAccount token."""
-
-    plane: ControlPlane
-    hook_token: str
-    sa_token: str
-
-
 @contextmanager
-def cluster(jobs: int, log: Callable[[str], None]) -> Iterator[Cluster]:
-    """Starts the control plane (with ``CONTROLLER_MANAGER_ARGS``), JobSet's CRD and controller,
-    manifests/ (the CompositeController aside: the stand-in plays Metacontroller), the hook token
-    Secret, kube-scheduler and kwok with enough GPU nodes for ``jobs`` Jobs; stops them all on exit."""
+def cluster(jobs: int, log: Callable[[str], None]) -> Iterator[tuple[ControlPlane, Installed]]:
+    """Starts the control plane (with ``CONTROLLER_MANAGER_ARGS``), installs what the hooks and the
+    stand-in need (``tests.cluster.dev.install``), starts kube-scheduler, the JobSet controller and kwok
+    with enough GPU nodes for ``jobs`` Jobs; stops them all on exit."""
     with ExitStack() as stack:
         began = time.monotonic()
         plane = stack.enter_context(ControlPlane(controller_manager_args=CONTROLLER_MANAGER_ARGS))
-        admin = plane.api_client()
-        applier = Applier(admin)
-        jobset = JobSetManager(plane)
-        jobset.install_crds()
-        applier.apply_all([o for o in kustomized_manifests() if o["kind"] != "CompositeController"])
-        plane.restart_controller_manager()
-        hook_token = secrets.token_hex(HOOK_TOKEN_BYTES)
-        applier.apply(token_secret(hook_token))
-        token = sa_token(admin, "nvcre-system", "nvcre-hooks", seconds=24 * 3600)
+        installed = install(plane, token_seconds=24 * 3600)
         stack.enter_context(Scheduler(plane))
-        stack.enter_context(jobset)
+        stack.enter_context(installed.jobset)
         nodes = math.ceil(jobs * PODS_PER_JOB / GPUS_PER_NODE) + 1
         stack.enter_context(Kwok(plane, nodes=nodes, gpus_per_node=GPUS_PER_NODE))
         log(f"cluster up in {time.monotonic() - began:.0f} s: {nodes} kwok nodes of {GPUS_PER_NODE} GPUs; "
             f"logs in {plane.logs_dir}")
-        yield Cluster(plane, hook_token, token)
+        yield plane, installed
 
 
 # -- one pass --------------------------------------------------------------------------------------
@@ -664,17 +642,17 @@ def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] =
     jobs = jobs or (QUICK_JOBS if quick else DEFAULT_JOBS)
     began = time.monotonic()
     results: dict[str, PassResult] = {}
-    with cluster(jobs, log) as parts:
+    with cluster(jobs, log) as (plane, installed):
         for index, name in enumerate(passes):
             left = budget - (time.monotonic() - began)
             share = left / (len(passes) - index)
-            log(f"pass {name} ({PASSES[name].flags()}), {jobs} Jobs, within {share:.0f} s")
-            results[name] = run_pass(parts.plane, parts.hook_token, parts.sa_token, PASSES[name], jobs,
+            log(f"pass {name}, {PASSES[name].about} ({PASSES[name].flags()}), {jobs} Jobs, within {share:.0f} s")
+            results[name] = run_pass(plane, installed.hook_token, installed.service_token, PASSES[name], jobs,
                                      deadline=share, log=log)
     result = BenchResult(record_as, f"{jobs} Jobs of {PODS_PER_JOB} pods on the real control plane",
                          figures=figures(results))
     result.tables["passes"] = [r.row() for r in results.values()]
-    result.tables["the hooks' requests per hook call, by verb and resource (audit log)"] = request_table(results)
+    result.tables[REQUESTS_TABLE] = request_table(results)
     result.scale = {"jobs": jobs, "pods": jobs * PODS_PER_JOB, "passes": list(passes),
                     "flags": {name: PASSES[name].flags() for name in passes}}
     result.notes = _notes(results)
@@ -716,7 +694,7 @@ def write_results(result: BenchResult, passes: Mapping[str, Any]) -> None:
         f"{result.seconds:.0f} s in all.",
         "", "```", render_table(result.tables["passes"]), "```", "",
         "The hooks' requests per hook call, by verb and resource (the API server's audit log):", "",
-        "```", render_table(request_table_from(result)), "```", "",
+        "```", render_table(result.tables[REQUESTS_TABLE]), "```", "",
         *[f"- {note}" for note in result.notes],
         end])
     text = REPORT.read_text() if REPORT.is_file() else ""
@@ -726,10 +704,6 @@ def write_results(result: BenchResult, passes: Mapping[str, Any]) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     REPORT.write_text(text)
-
-
-def request_table_from(result: BenchResult) -> list[dict[str, Any]]:
-    return result.tables["the hooks' requests per hook call, by verb and resource (audit log)"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 ``Timeline`` follows three watches of one namespace with admin credentials (not the hooks', so the
 API server's count of the hooks' requests is untouched): pods, JobSets and NVCRE Jobs. It records,
-by ``clock`` (``time.monotonic``), when each pod was added and deleted (with its Job and attempt,
+by ``clock`` (``time.monotonic``), when each pod was deleted (with its Job and attempt,
 read from its labels), its phase, when each JobSet was added and when each NVCRE Job was deleted.
 From these come the latencies the benchmark reports:
 
@@ -47,8 +47,6 @@ class PodRecord:
     attempt: int
     phase: str
     deleting: bool
-    labels: dict[str, str]
-    added: float
     gone: float | None = None
 
 
@@ -86,8 +84,6 @@ class Timeline:
         """The same records by Job name, then uid: a Job's pods without a scan of every pod."""
         self.jobsets_added: dict[str, float] = {}
         self.jobs_gone: dict[str, float] = {}
-        self.restarts = 0
-        """Watches that had to start again with a fresh list (410 Gone)."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -144,8 +140,6 @@ class Timeline:
                     if kind == "ERROR":
                         if obj.get("code") == 410:
                             version = ""
-                            with self._lock:
-                                self.restarts += 1
                         break
                     version = (obj.get("metadata") or {}).get("resourceVersion") or version
                     if kind != "BOOKMARK":
@@ -165,12 +159,11 @@ class Timeline:
             record = self.pods.get(metadata["uid"])
             if record is None:
                 record = PodRecord(metadata["name"], labels.get(JOB_LABEL, ""),
-                                   int(attempt) if attempt.isdigit() else -1, "", False, labels, now)
+                                   int(attempt) if attempt.isdigit() else -1, "", False)
                 self.pods[metadata["uid"]] = record
                 self._by_job.setdefault(record.job, {})[metadata["uid"]] = record
             record.phase = str((pod.get("status") or {}).get("phase") or "")
             record.deleting = "deletionTimestamp" in metadata
-            record.labels = labels
             if kind == "DELETED" and record.gone is None:
                 record.gone = now
 
@@ -218,11 +211,6 @@ class Timeline:
         with self._lock:
             job_gone = self.jobs_gone.get(job)
         return None if gone is None or job_gone is None else job_gone - gone
-
-    def pod_count(self) -> int:
-        """Pods in the namespace now (not gone)."""
-        with self._lock:
-            return sum(1 for p in self.pods.values() if p.gone is None)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, every: float = 0.5) -> bool:

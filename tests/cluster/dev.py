@@ -35,6 +35,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -105,6 +106,34 @@ def startup_lines(hooks: HookServer, env: Mapping[str, str]) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class Installed:
+    """What ``install`` made: the JobSet controller (not started), the hook token Metacontroller's
+    stand-in sends, a token of the hooks' ServiceAccount."""
+
+    jobset: JobSetManager
+    hook_token: str
+    service_token: str
+
+
+def install(plane: ControlPlane, *, token_seconds: int = 3600) -> Installed:
+    """Installs what the hooks and the Metacontroller stand-in need on ``plane``: JobSet's CRD,
+    manifests/ without the CompositeController (the stand-in plays Metacontroller), a restart of
+    kube-controller-manager (its garbage collector then watches the new kinds at once), the hook
+    token Secret with a token of its own (``secrets.token_hex(32)``, as ``openssl rand -hex 32``) and
+    a TokenRequest token of the hooks' ServiceAccount valid ``token_seconds``."""
+    admin = plane.api_client()
+    applier = Applier(admin)
+    jobset = JobSetManager(plane)
+    jobset.install_crds()
+    applier.apply_all([o for o in kustomized_manifests() if o["kind"] != "CompositeController"])
+    plane.restart_controller_manager()
+    hook_token = secrets.token_hex(32)
+    applier.apply(token_secret(hook_token))
+    token = service_account_token(admin, "nvcre-system", "nvcre-hooks", seconds=token_seconds)
+    return Installed(jobset, hook_token, token)
+
+
 def all_namespaces(api_client: kubernetes.client.ApiClient) -> list[str]:
     """Every namespace on the server now."""
     found = kubernetes.client.CoreV1Api(api_client).list_namespace(_request_timeout=REQUEST_TIMEOUT)
@@ -142,13 +171,8 @@ def run(kubeconfig: str, run_seconds: float | None, nodes: int = DEV_NODES) -> N
         print(f"control plane up in {plane.started_in:.1f}s; logs in {plane.logs_dir}", file=sys.stderr)
         admin = plane.api_client()
         applier = Applier(admin)
-        jobset = JobSetManager(plane)
-        jobset.install_crds()
-        applier.apply_all([o for o in kustomized_manifests() if o["kind"] != "CompositeController"])
-        plane.restart_controller_manager()
-        hook_token = secrets.token_hex(32)
-        applier.apply(token_secret(hook_token))
-        token = service_account_token(admin, "nvcre-system", "nvcre-hooks")
+        installed = install(plane)
+        jobset, hook_token, token = installed.jobset, installed.hook_token, installed.service_token
         Path(kubeconfig).parent.mkdir(parents=True, exist_ok=True)
         plane.write_kubeconfig(kubeconfig)
         env = hook_env(os.environ)
