@@ -151,20 +151,33 @@ class Reader:
         return [pod for pod in self._read("active_attempt_pods", LIVE, selector) if is_active(pod) and own(pod)]
 
     def attempt_jobs(self, namespace: str, job: str, last_attempt: int) -> list[Job]:
-        """The ``batch/v1`` Jobs of a Job's workloads, from the API server: Jobs in namespace whose
-        ``jobset.sigs.k8s.io/jobset-name`` label is one of ``<job>-0`` ... ``<job>-<last_attempt>``
-        (the names, and past MAX_SET_VALUES the fallback, of ``active_attempt_pods``). Every such
-        Job counts, finished or not, a Job being deleted too: it still exists. Sorted by name.
+        """The ``batch/v1`` Jobs of a Job's workloads, of every attempt, from the API server: Jobs in
+        namespace labelled JOB_LABEL=job (the hooks stamp it on every replicated job's Job template,
+        so JobSet writes it on every batch Job of every attempt: no attempt bound, whatever the
+        status says or once said), together with those whose ``jobset.sigs.k8s.io/jobset-name``
+        label is one of ``<job>-0`` ... ``<job>-<last_attempt>`` (the names, and past
+        MAX_SET_VALUES the fallback, of ``active_attempt_pods``: batch Jobs made before the label
+        was stamped, or whose label was removed). Two lists; each Job once (by uid, else name).
+        Every such Job counts, finished or not, a Job being deleted too: it still exists (the
+        caller decides which may still create a pod). Sorted by name.
 
         Metacontroller deletes a JobSet in the background; the garbage collector deletes its Jobs
         later, and until then such a Job can still create a pod (a retry under ``backoffLimit``,
         the next completions). Live, not cached: the pod cache holds pods only, and a caller acts on
         "none left" (the drain barrier lets teardown proceed), so it must be the server's current
-        state. An empty list means the API server holds no Job JobSet labelled with any of those
-        names in namespace. Raises ``PodReadError`` (method ``attempt_jobs``, source ``live``);
-        without a ``JobLister`` ``NoLiveReaderError``.
+        state. An empty list means the API server holds no such Job in namespace. Raises
+        ``PodReadError`` (method ``attempt_jobs``, source ``live``) when either list fails; without
+        a ``JobLister`` ``NoLiveReaderError``.
         """
+        labelled = self._list_jobs(PodSelector(namespace=namespace, labels={JOB_LABEL: job}))
         selector, own = attempt_selector(namespace, job, last_attempt)
+        named = [found for found in self._list_jobs(selector) if own(found)]
+        unique = {_object_key(found): found for found in (*labelled, *named)}
+        return sorted(unique.values(), key=lambda found: str((found.get("metadata") or {}).get("name", "")))
+
+    def _list_jobs(self, selector: PodSelector) -> list[Job]:
+        """One live list of batch Jobs for ``attempt_jobs``, counted, timed, logged and traced as a
+        pod read is; raises ``PodReadError``."""
         started = time.perf_counter()
         try:
             if self._jobs is None:
@@ -177,8 +190,7 @@ class Reader:
         except Exception as exc:
             self._failed("attempt_jobs", LIVE, selector, started, exc)
         self._finish("attempt_jobs", LIVE, selector, started, pods=jobs)
-        return sorted((found for found in jobs if own(found)),
-                      key=lambda found: str((found.get("metadata") or {}).get("name", "")))
+        return jobs
 
     def attempt_failure_pods(self, namespace: str, workload: str) -> list[Pod]:
         """The pods of a failed workload that say why it failed, from the API server: pods JobSet
@@ -279,6 +291,12 @@ class Reader:
                 items=tuple(pods) if pods is not None and trace.keeping_pods() else None,
             ))
 
+
+
+def _object_key(obj: Mapping[str, Any]) -> str:
+    """What tells two listed objects apart: the uid, else the name."""
+    metadata = obj.get("metadata") or {}
+    return str(metadata.get("uid") or metadata.get("name", ""))
 
 
 def attempt_selector(namespace: str, job: str,

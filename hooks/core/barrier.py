@@ -4,13 +4,16 @@ while a batch Job that could still create one is left.
 The barrier reads, live, every pod that may belong to the Job by any identity it carries:
 JOB_LABEL (``Reader.active_job_pods``, cache then live), LAUNCHER_LABEL of every attempt
 (``active_launcher_pods``), and JobSet's own ``jobset-name`` label for ``<job>-0`` up to one past the
-highest attempt in the status, the children and those pods (``active_attempt_pods``); and, for
-the same attempts, the ``batch/v1`` Jobs JobSet labelled with those names (``attempt_jobs``,
-issue 20): Metacontroller deletes a JobSet in the background, and until the garbage collector
-deletes its Jobs such a Job can create a pod after every pod had finished. It passes only when no
-pod is active, no such batch Job exists (one being deleted included) and no JobSet of the Job is
-observed. All reads of one call share one deadline (``hooks.server.handler``) and are made once
-per call (``drain_reads``, through ``Context.once``: the adoption's reads are the barrier's); a
+highest attempt in the status, the children, those pods and the batch Jobs (``active_attempt_pods``);
+and the ``batch/v1`` Jobs of every attempt (``attempt_jobs``, issue 20): those carrying JOB_LABEL,
+which the hooks stamp on every Job template, with no attempt bound (issue 31: no status value,
+wiped history or re-created parent can narrow it), and those JobSet labelled ``<job>-0`` up to that
+bound. Metacontroller deletes a JobSet in the background, and until the garbage collector deletes
+its Jobs such a Job can create a pod after every pod had finished. It passes only when no pod is
+active, no such batch Job may still create a pod (``may_create_pods``: one that finished or is
+being deleted creates none) and no JobSet of the Job is observed. All reads of one call share
+one deadline (``hooks.server.handler``) and are made once per call (``drain_reads``, through
+``Context.once``: the adoption's reads are the barrier's); a
 failed or late read holds (``Drained=Unknown``, ``ReadFailed``), never "none". While it waits,
 ``hooks.core.stuckwait`` says whether the pods are stuck on dead nodes.
 
@@ -54,17 +57,21 @@ PASSED_WORDS = "no active pod (confirmed with the API server)"
 def drain_reads(ctx: Context, attempt: int) -> tuple[list[Pod], list[Pod]]:
     """Every active pod that may belong to the Job, by any identity it carries, and every batch Job
     of its attempts, all confirmed live: ``active_job_pods`` (JOB_LABEL, cache then live),
-    ``active_launcher_pods`` (LAUNCHER_LABEL), then for ``<job>-0`` up to one past the highest
-    attempt (``attempt`` and the evidence, ``last_attempt``) ``attempt_jobs`` and
-    ``active_attempt_pods`` (JobSet's ``jobset-name`` label). The Jobs are read before the pods by
-    that label: a Job gone at its read cannot make a pod the pod read then misses. Each read is
-    made once per call (``Context.once``): a second caller, or the same attempts asked again, gets
-    the first answer, or its error. Returns (pods, batch Jobs), new lists; raises ``PodReadError``
-    from any read."""
+    ``active_launcher_pods`` (LAUNCHER_LABEL), ``attempt_jobs`` (JOB_LABEL, which the hooks stamp
+    on every batch Job of every attempt, with no attempt bound; and JobSet's ``jobset-name`` label
+    for ``<job>-0`` up to one past the highest attempt ``attempt`` and those pods name,
+    ``last_attempt``), then ``active_attempt_pods`` (``jobset-name``) up to one past the highest
+    attempt the pods and the batch Jobs name. No status value, wiped history or re-created parent
+    narrows what is found: the batch Jobs are found by the Job's name, and the pods' bound grows
+    with every attempt they name. The Jobs are read before the pods by that label: a Job gone at its
+    read cannot make a pod the pod read then misses. Each read is made once per call
+    (``Context.once``): a second caller, or the same attempts asked again, gets the first answer, or
+    its error. Returns (pods, batch Jobs), new lists; raises ``PodReadError`` from any read."""
     found = list(ctx.once.get("active_job_pods", lambda: ctx.reader.active_job_pods(ctx.namespace, ctx.job)))
     found += ctx.once.get("active_launcher_pods", lambda: ctx.reader.active_launcher_pods(ctx.namespace, ctx.job))
     last = last_attempt(ctx, attempt, found) + 1
     jobs = list(ctx.once.get(("attempt_jobs", last), lambda: ctx.reader.attempt_jobs(ctx.namespace, ctx.job, last)))
+    last = max(last, last_attempt(ctx, attempt, jobs) + 1)
     found += ctx.once.get(("active_attempt_pods", last),
                           lambda: ctx.reader.active_attempt_pods(ctx.namespace, ctx.job, last))
     return found, jobs
@@ -75,7 +82,8 @@ class Drain:
     """What the drain barrier found, all read live, and what it makes of it.
 
     Found: ``jobsets`` (the names of the observed JobSets), ``workers`` and ``launchers`` (the
-    active pods, without duplicates, sorted by name: ``split_launchers``), ``batch_jobs`` (names);
+    active pods, without duplicates, sorted by name: ``split_launchers``), ``batch_jobs`` (the names
+    of those that may still create a pod);
     or ``error``, the read that failed (then nothing else is known). ``stuck``: whether the pods it
     waits on are stuck on dead nodes (``hooks.core.stuckwait``). ``passed`` when nothing was found
     and no read failed; ``reason`` why it holds (``Drained``'s reason: the first thing waited for)
@@ -119,7 +127,7 @@ class Drain:
             waiting.append(f"launcher pod {list_pods(list(self.launchers))} to finish")
         if self.batch_jobs:
             noun = "batch Job" if len(self.batch_jobs) == 1 else "batch Jobs"
-            waiting.append(f"{noun} {list_names(list(self.batch_jobs))} to be deleted")
+            waiting.append(f"{noun} {list_names(list(self.batch_jobs))} to finish or be deleted")
         return waiting
 
     def words(self) -> str:
@@ -152,10 +160,14 @@ def barrier(ctx: Context, conditions: cond.Conditions, *, through: int) -> Drain
     ``spec.launcher``), ``attempt_jobs`` and ``active_attempt_pods`` (JobSet's ``jobset-name``
     label, for ``<job>-0`` up to one past the highest attempt known: ``through``, the status, the
     children, and those pods' attempt and ``jobset-name`` labels). ``through`` is the attempt the
-    row works on: the current one for a teardown, the next one before starting it. A batch Job
-    counts whatever its state, one being deleted too: until the garbage collector removes it, it
-    may create a pod. Waiting, ``Drained`` is False with the reason of the first thing waited
-    for: ``WorkloadPresent``, ``PodsActive``, ``LauncherActive``, ``BatchJobsPresent``; a failed
+    row works on: the current one for a teardown, the next one before starting it; the batch Jobs
+    are found for every attempt, whatever ``through``. A batch Job counts while it may still
+    create a pod (``may_create_pods``: the Job controller's own rule): until the garbage collector
+    removes it, a Job that has not finished can replace a pod after every pod had ended; one that
+    finished (``Complete``, ``Failed``) or is being deleted creates none, so an orphaned JobSet's
+    finished Jobs, which no one deletes, never hold a teardown for ever. Waiting, ``Drained`` is
+    False with the reason of the first thing waited for: ``WorkloadPresent``, ``PodsActive``,
+    ``LauncherActive``, ``BatchJobsPresent``; a failed
     read holds with ``ReadFailed`` (Unknown). While it waits, asks ``hooks.core.stuckwait`` whether
     the pods are stuck, counting from when ``Drained`` turned False in ``conditions``. Returns the
     ``Drain``; a failed read is a ``Drain`` whose ``error`` is set, never "none"."""
@@ -165,7 +177,7 @@ def barrier(ctx: Context, conditions: cond.Conditions, *, through: int) -> Drain
         return Drain(error=error, stuck=NOT_KNOWN)
     workers, launchers = split_launchers(ctx, found)
     jobsets = tuple(sorted(str(jobset["metadata"]["name"]) for jobset in ctx.observed.jobsets))
-    drain = Drain(jobsets, tuple(workers), tuple(launchers), tuple(job_names(jobs)))
+    drain = Drain(jobsets, tuple(workers), tuple(launchers), tuple(job_names([j for j in jobs if may_create_pods(j)])))
     if drain.passed:
         return drain
     return replace(drain, stuck=stuckwait.wait(ctx, stuckwait.waiting_since(conditions, evidence_time(ctx)),
@@ -247,11 +259,9 @@ def leftovers(ctx: Context, attempt: int) -> Leftovers:
     """Whether a pod of the Job is active by any identity, or a batch Job of it can still create
     one (the barrier's reads, live, ``drain_reads``), for a terminal Job that keeps its JobSet.
 
-    Unlike the barrier it does not wait for every batch Job: the kept JobSet keeps its finished
-    Jobs until it is deleted, so that would hold the quota for as long as the Job exists. Safety
-    needs only that nothing runs outside the quota, now or later: a batch Job whose
-    ``Complete``/``Failed`` (or ``SuccessCriteriaMet``/``FailureTarget``) condition is True, or
-    that is being deleted, creates no pod (the Job controller's rule), so only the others count.
+    As in the barrier, only the batch Jobs that may still create a pod count (``may_create_pods``):
+    the kept JobSet keeps its finished Jobs until it is deleted, and safety needs only that nothing
+    runs outside the quota, now or later.
     """
     try:
         found, jobs = drain_reads(ctx, attempt)
@@ -263,12 +273,17 @@ def leftovers(ctx: Context, attempt: int) -> Leftovers:
 
 
 FINISHED_JOB_CONDITIONS = frozenset({"Complete", "Failed", "SuccessCriteriaMet", "FailureTarget"})
-"""A batch Job with one of these conditions True creates no more pods."""
+"""A batch Job with one of these conditions True creates no more pods: kube-controller-manager's Job
+controller (``pkg/controller/job/job_controller.go``, v1.37) returns before managing pods once the
+Job is finished (``Complete``, ``Failed``), and with ``SuccessCriteriaMet``/``FailureTarget`` only
+deletes the active ones."""
 
 
 def may_create_pods(job: Mapping[str, Any]) -> bool:
-    """Whether a batch Job may still create a pod: it is not being deleted and no finishing
-    condition (``FINISHED_JOB_CONDITIONS``) is True."""
+    """Whether a batch Job may still create a pod: it is not being deleted (the Job controller
+    calls ``manageJob``, the only place it creates pods, only while ``deletionTimestamp`` is unset)
+    and no finishing condition (``FINISHED_JOB_CONDITIONS``) is True. The one rule the barrier and
+    a terminal Job's quota (``leftovers``) apply."""
     if (job.get("metadata") or {}).get("deletionTimestamp"):
         return False
     conditions = (job.get("status") or {}).get("conditions") or ()
@@ -395,7 +410,8 @@ def _attempt_of(ctx: Context, obj: Mapping[str, Any], *, named: bool) -> int | N
 
 def last_attempt(ctx: Context, attempt: int, pods: list[Mapping[str, Any]]) -> int:
     """The highest attempt the evidence names: ``attempt``, ``status.attempt``, the observed
-    JobSets named ``<job>-<n>``, and the attempt and ``jobset-name`` labels of ``pods``."""
+    JobSets named ``<job>-<n>``, and the attempt and ``jobset-name`` labels of ``pods`` (pods or
+    batch Jobs)."""
     best = max(attempt, ctx.observed.status.attempt)
     names = [str(js["metadata"]["name"]) for js in ctx.observed.jobsets]
     for pod in pods:

@@ -194,12 +194,15 @@ def _check_managed_by(raw: object, path: str, own: str) -> None:
 
 def _check_template_shape(template: Mapping[str, Any], path: str, name: str) -> None:
     """Checks the parts of a replicated job's template the hooks read or write, when present: the
+    Job template's ``metadata`` is an object and its ``labels`` a map of strings; the
     Job spec, the pod template, its ``metadata`` and the pod spec are objects; the pod template's
     ``labels`` and ``annotations`` and the pod spec's ``nodeSelector`` are maps of strings; its
     ``tolerations`` a list of objects. Labelling (and Kueue's admission) then never replaces user
     data, never fails on a wrong type, and never emits a JobSet its API would refuse for them.
     Raises ``InvalidSpec`` (``InvalidReplicatedJob``) naming the field.
     """
+    job_metadata = _object_at(template, "metadata", f"{path}.metadata", name)
+    _string_map_at(job_metadata, "labels", f"{path}.metadata.labels", name)
     job_spec = _object_at(template, "spec", f"{path}.spec", name)
     pod_template = _object_at(job_spec, "template", f"{path}.spec.template", name)
     where = f"{path}.spec.template"
@@ -296,10 +299,17 @@ def _check_length(kind: str, name: str) -> None:
 
 
 def _label_pod_template(replicated: dict[str, Any], *, job: str, attempt: str, is_launcher: bool) -> None:
-    """Adds this controller's labels to ``replicated``'s pod template (a copy, modified in place):
-    JOB_LABEL (or, for the launcher, LAUNCHER_LABEL instead) and ATTEMPT_LABEL; user labels stay.
+    """Adds this controller's labels to ``replicated`` (a copy, modified in place): on its Job
+    template JOB_LABEL, which JobSet copies onto every batch Job it makes, so the drain barrier
+    finds the batch Jobs of every attempt by the Job's name alone (``podread.Reader.attempt_jobs``;
+    batch Job labels reach no pod); on its pod template JOB_LABEL (or, for the launcher,
+    LAUNCHER_LABEL instead) and ATTEMPT_LABEL. User labels stay.
     """
     template = replicated.setdefault("template", {})
+    job_metadata = template.get("metadata")
+    if job_metadata is None:
+        job_metadata = template["metadata"] = {}
+    job_metadata["labels"] = {**(job_metadata.get("labels") or {}), JOB_LABEL: job}
     job_spec = template.get("spec")
     if job_spec is None:
         job_spec = template["spec"] = {}

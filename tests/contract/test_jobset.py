@@ -54,6 +54,22 @@ def test_launcher_gets_launcher_label_instead_of_job_label() -> None:
     assert out["spec"]["successPolicy"] == {"operator": "Any", "targetReplicatedJobs": ["launcher"]}
 
 
+def test_every_batch_job_template_carries_the_jobs_label() -> None:
+    """JobSet copies a replicated job's template labels onto each batch Job it makes, so every batch
+    Job of every attempt, the launcher's too, carries JOB_LABEL=<job>: the barrier finds them by the
+    Job's name, whatever the status says (issue 31). User labels on the Job template stay."""
+    spec = job_spec(launcher="launcher")
+    spec["replicatedJobs"][0]["template"]["metadata"] = {"labels": {"tier": "a", "nvcre.nvidia.com/job": "x"}}
+    out = build_jobset(job(spec), 7)
+    assert [rj["template"]["metadata"]["labels"] for rj in out["spec"]["replicatedJobs"]] == [
+        {"tier": "a", "nvcre.nvidia.com/job": "train"}, {"nvcre.nvidia.com/job": "train"}]
+    assert schema_errors(out) == []
+    bad = job_spec()
+    bad["replicatedJobs"][0]["template"]["metadata"] = {"labels": {"tier": 1}}
+    with pytest.raises(InvalidSpec, match=r"template\.metadata\.labels"):
+        build_jobset(job(bad), 0)
+
+
 def test_input_is_not_mutated_and_user_fields_pass_through() -> None:
     spec = job_spec()
     spec["replicatedJobs"][0]["groupName"] = "g"

@@ -164,8 +164,8 @@ LAUNCHER = make_pod("train-0-launcher-0-0", launcher="train")
     (Drain(jobsets=("train-0",), workers=(POD,)), "WorkloadPresent",
      "waiting for JobSet train-0 to be deleted and 1 active pod: train-0-worker-0-0"),
     (Drain(launchers=(LAUNCHER,), batch_jobs=("train-0-worker-0",)), "LauncherActive",
-     "waiting for launcher pod train-0-launcher-0-0 to finish and batch Job train-0-worker-0 to be deleted"),
-    (Drain(batch_jobs=("a", "b")), "BatchJobsPresent", "waiting for batch Jobs a, b to be deleted"),
+     "waiting for launcher pod train-0-launcher-0-0 to finish and batch Job train-0-worker-0 to finish or be deleted"),
+    (Drain(batch_jobs=("a", "b")), "BatchJobsPresent", "waiting for batch Jobs a, b to finish or be deleted"),
     (Drain(jobsets=("x",), error=PodReadError("boom", method="attempt_jobs", code="timeout")), "ReadFailed",
      "waiting for a batch Job read to succeed: the API server did not answer in time"),
 ])

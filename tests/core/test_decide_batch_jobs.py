@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hooks.core.barrier import may_create_pods
+from hooks.core.barrier import StaleRequest, may_create_pods
 from hooks.core.decide import Decision, decide
 from hooks.core.observed import parse_request
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_batch_job, make_pod, workload_child
@@ -35,9 +35,9 @@ def names(d: Decision) -> list[str]:
 
 @pytest.mark.parametrize("left", [
     make_batch_job("train-1", namespace="default"),
-    make_batch_job("train-0", namespace="default", deleting="2025-12-31T23:59:00Z"),
-    make_batch_job("train-1", namespace="default", finished="Failed"),
-], ids=["of-attempt-1", "of-attempt-0-being-deleted", "finished"])
+    make_batch_job("train-0", namespace="default"),
+    make_batch_job("train-1", namespace="default", job="train"),
+], ids=["of-attempt-1", "of-attempt-0", "labelled"])
 def test_a_restart_holds_while_a_batch_job_of_an_attempt_is_left_even_with_no_pod(left: dict[str, Any]) -> None:
     reader = FakeReader([], jobs=[left])
     d = run(reader, status=RESTARTING)
@@ -51,6 +51,68 @@ def test_a_restart_holds_while_a_batch_job_of_an_attempt_is_left_even_with_no_po
     # the same range as active_attempt_pods: <job>-0 up to one past the next attempt (2)
     assert ("attempt_jobs", "live", ("default", "train", 3)) in reader.calls
     assert ("active_attempt_pods", "live", ("default", "train", 3)) in reader.calls
+
+
+@pytest.mark.parametrize("left", [
+    make_batch_job("train-0", namespace="default", deleting="2025-12-31T23:59:00Z"),
+    make_batch_job("train-1", namespace="default", finished="Failed"),
+    make_batch_job("train-1", namespace="default", finished="Complete", job="train"),
+], ids=["being-deleted", "failed", "complete"])
+def test_a_batch_job_that_can_create_no_pod_does_not_hold(left: dict[str, Any]) -> None:
+    """The Job controller creates no pod for a Job that finished or is being deleted (issue 31,
+    item 7): an orphaned JobSet's finished Jobs, which nobody deletes, must not hold a teardown for ever."""
+    d = run(FakeReader([], jobs=[left]), status=RESTARTING)
+    assert names(d) == ["train-2"]
+    assert drained(d)["reason"] == "NoActivePods"
+
+
+# ---- every attempt's batch Jobs, whatever the status says (issue 31, item 1) -----------------------
+
+@pytest.mark.parametrize("status", [
+    {"phase": "Running", "attempt": 0},                 # written back by a jobs/status writer or a restore
+    {},                                                 # the Job deleted by hand and created again
+], ids=["status-attempt-0", "recreated"])
+def test_a_batch_job_of_a_later_attempt_holds_whatever_the_status_says(status: dict[str, Any]) -> None:
+    """``train-3-worker-0`` is left (a retry between pods, or the garbage collector's window) and no
+    pod is active: the status names attempt 0 (or nothing), yet no JobSet is created. The batch Job
+    is found by the Job's own label, which no attempt bound narrows."""
+    left = make_batch_job("train-3", namespace="default", job="train")
+    reader = FakeReader([], jobs=[left])
+    d = run(reader, status=status)
+    assert [c for c in names(d) if c.startswith("train-")] == [], "no JobSet while a later attempt's Job is left"
+    condition = drained(d)
+    assert (condition["status"], condition["reason"]) == ("False", "BatchJobsPresent")
+    assert "train-3-worker-0" in condition["message"]
+    assert d.response.get("resyncAfterSeconds")
+    gone = run(FakeReader([]), status=d.response["status"])
+    assert [c for c in names(gone) if c.startswith("train-")], "created once the batch Job is gone"
+
+
+def test_a_restart_written_back_to_attempt_0_is_refused_while_a_later_attempts_job_is_left() -> None:
+    """Restarting from attempt 0 would create ``train-1`` while ``train-3-worker-0`` may still create a
+    pod: the live reads show an attempt past the status', so the request is refused (409), nothing
+    created, as for a parent behind the cluster."""
+    left = make_batch_job("train-3", namespace="default", job="train")
+    with pytest.raises(StaleRequest, match="attempt 3"):
+        run(FakeReader([], jobs=[left]), status={"phase": "Restarting", "attempt": 0, "restarts": 1})
+
+
+def test_the_pods_bound_grows_with_the_attempts_the_batch_jobs_name() -> None:
+    """A pod of attempt 5 that lost the Job's label is still found by JobSet's label: the attempt
+    bound of the pod read comes from the batch Jobs too, not from the status alone."""
+    pod = make_pod("train-5-worker-0-0", workload="train-5")            # JOB_LABEL removed by hand
+    job = make_batch_job("train-5", namespace="default", job="train", finished="Failed")
+    reader = FakeReader([pod], jobs=[job])
+    d = run(reader, status={"phase": "Running", "attempt": 0})
+    assert [c for c in names(d) if c.startswith("train-")] == []
+    assert drained(d)["reason"] == "PodsActive" and "train-5-worker-0-0" in drained(d)["message"]
+    assert ("active_attempt_pods", "live", ("default", "train", 6)) in reader.calls
+
+
+def test_another_jobs_labelled_batch_jobs_do_not_hold() -> None:
+    others = [make_batch_job("gpt-3", namespace="default", job="gpt"),
+              make_batch_job("train-3", namespace="team-b", job="train")]
+    assert names(run(FakeReader([], jobs=others), status=RESTARTING)) == ["train-2"]
 
 
 def test_the_restart_goes_on_once_the_batch_jobs_are_gone() -> None:
@@ -84,13 +146,26 @@ def test_pods_and_batch_jobs_are_both_named_and_the_pods_reason_comes_first() ->
 
 
 def test_finalize_keeps_the_finalizer_while_a_batch_job_is_left() -> None:
-    left = make_batch_job("train-0", namespace="default", deleting="2025-12-31T23:59:00Z")
+    left = make_batch_job("train-0", namespace="default")
     d = run(FakeReader([], jobs=[left]), finalizing=True, deleting="2025-12-31T23:58:00Z",
             status={"phase": "Running", "attempt": 0})
     assert d.response.get("finalized") is not True
     assert drained(d)["reason"] == "BatchJobsPresent"
     assert run(FakeReader([]), finalizing=True, deleting="2025-12-31T23:58:00Z",
                status={"phase": "Running", "attempt": 0}).response.get("finalized") is True
+
+
+def test_an_orphan_delete_finalizes_once_the_orphaned_jobsets_jobs_finished() -> None:
+    """``kubectl delete --cascade=orphan``: the garbage collector takes the JobSet's owner reference
+    off (so it is no child of the request) and nobody deletes its batch Jobs; once its pods ended,
+    its Jobs finished: the Job is finalized (issue 31, item 7). Its still running Job holds."""
+    request = {"finalizing": True, "deleting": "2025-12-31T23:58:00Z", "status": {"phase": "Running", "attempt": 0}}
+    done = [make_batch_job("train-0", name=f"train-0-worker-{i}", job="train", finished="Complete") for i in (0, 1)]
+    assert run(FakeReader([], jobs=done), **request).response.get("finalized") is True
+    running = [*done[:1], make_batch_job("train-0", name="train-0-worker-1", job="train")]
+    held = run(FakeReader([], jobs=running), **request)
+    assert held.response.get("finalized") is not True
+    assert drained(held)["reason"] == "BatchJobsPresent" and "train-0-worker-1" in drained(held)["message"]
 
 
 def test_many_batch_jobs_are_listed_bounded() -> None:

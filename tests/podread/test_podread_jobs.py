@@ -53,12 +53,16 @@ def put_attempts(server: FakeKubeServer) -> None:
 def test_attempt_jobs_lists_the_attempts_batch_jobs_live_by_jobsets_label(fake_kube: FakeKubeServer) -> None:
     put_attempts(fake_kube)
     fake_kube.put_batch_job(make_batch_job("llama-1", namespace="team-a", deleting="2026-01-01T00:00:00Z"))
+    fake_kube.put_batch_job(make_batch_job("llama-7", namespace="team-a", job="llama"))  # past the bound
+    fake_kube.put_batch_job(make_batch_job("llama-2", name="llama-2-worker-1", namespace="team-a", job="llama"))
     found = reader(fake_kube).attempt_jobs("team-a", "llama", 2)
-    # a Job being deleted counts: it still exists, and may still create a pod
-    assert names(found) == ["llama-0-worker-0", "llama-0-worker-1", "llama-1-worker-0", "llama-2-worker-0"]
-    (request,) = [r for r in fake_kube.requests if r.path == JOBS_PATH]
-    assert request.query["labelSelector"] == f"{JOBSET_NAME_LABEL} in (llama-0,llama-1,llama-2)"
-    assert "resourceVersion" not in request.query, "a consistent read: never from a cache"
+    # a Job being deleted counts: it still exists (the barrier decides which may create a pod); each Job once
+    assert names(found) == ["llama-0-worker-0", "llama-0-worker-1", "llama-1-worker-0", "llama-2-worker-0",
+                            "llama-2-worker-1", "llama-7-worker-0"]
+    labelled, named = [r for r in fake_kube.requests if r.path == JOBS_PATH]
+    assert labelled.query["labelSelector"] == "nvcre.nvidia.com/job=llama", "every attempt, no bound"
+    assert named.query["labelSelector"] == f"{JOBSET_NAME_LABEL} in (llama-0,llama-1,llama-2)"
+    assert not {"resourceVersion"} & {*labelled.query, *named.query}, "consistent reads: never from a cache"
 
 
 def test_no_batch_job_left_is_an_empty_list(fake_kube: FakeKubeServer) -> None:
@@ -84,7 +88,8 @@ def test_the_list_is_paged_and_restarts_after_an_expired_continue(fake_kube: Fak
     found = reader(fake_kube, page_size=3).attempt_jobs("team-a", "llama", 0)
     assert len(found) == 7
     pages = [r for r in fake_kube.requests if r.path == JOBS_PATH]
-    assert [r.query.get("limit") for r in pages] == ["3", "3", "3"] and "continue" in pages[1].query
+    # the labelled list (none carry the label: one page), then the named one in three
+    assert [r.query.get("limit") for r in pages] == ["3", "3", "3", "3"] and "continue" in pages[2].query
     fake_kube.clear_requests()
     fake_kube.inject(Fault(path=JOBS_PATH, status=410, times=1))
     # the first page answered 410 is not a continued list: it fails, never "no Jobs"
@@ -110,7 +115,7 @@ def test_an_expired_continue_token_restarts_the_list_from_the_first_page(fake_ku
     found = Reader(FakeLister(), FakeLister(), jobs=client).attempt_jobs("team-a", "llama", 0)
     assert len(found) == 4 and expired == [1]
     firsts = [r for r in fake_kube.requests if r.path == JOBS_PATH and "continue" not in r.query]
-    assert len(firsts) == 2, "the list started again from its first page"
+    assert len(firsts) == 3, "the labelled list, then the named one started again from its first page"
 
 
 @pytest.mark.parametrize(("fault", "code"), [
@@ -159,12 +164,13 @@ def test_counted_timed_and_traced_as_a_reader_read(fake_kube: FakeKubeServer) ->
     metrics = ReadMetrics(CollectorRegistry())
     with podread.recording(keep_pods=True) as reads:
         found = reader(fake_kube, metrics).attempt_jobs("team-a", "llama", 0)
-    assert metrics.reads.labels("attempt_jobs", "live", "ok")._value.get() == 1
-    assert metrics.job_api_requests.labels("namespace", "ok")._value.get() == 1
+    assert metrics.reads.labels("attempt_jobs", "live", "ok")._value.get() == 2, "the labelled and the named list"
+    assert metrics.job_api_requests.labels("namespace", "ok")._value.get() == 2
     assert metrics.api_requests.labels("namespace", "ok")._value.get() == 0, "no pod list was sent"
-    (record,) = reads
-    assert (record.method, record.source, record.outcome, record.pods) == ("attempt_jobs", "live", "ok", 2)
-    assert record.items == tuple(found)
+    labelled, named = reads
+    assert (labelled.method, labelled.source, labelled.outcome, labelled.pods) == ("attempt_jobs", "live", "ok", 0)
+    assert (named.method, named.source, named.outcome, named.pods) == ("attempt_jobs", "live", "ok", 2)
+    assert named.items == tuple(found)
 
 
 def test_without_a_job_lister_the_read_fails_never_none() -> None:

@@ -57,12 +57,13 @@ def make_pod(name: str, *, job: str = "", namespace: str = "default", phase: str
 
 
 def make_batch_job(workload: str, *, name: str = "", namespace: str = "default", deleting: str = "",
-                   finished: str = "") -> dict[str, Any]:
+                   finished: str = "", job: str = "") -> dict[str, Any]:
     """Builds a ``batch/v1`` Job dict as JobSet makes them for ``workload`` (``<workload>-worker-0``
-    unless ``name``), labelled ``jobset.sigs.k8s.io/jobset-name=<workload>``; ``finished`` adds that
+    unless ``name``), labelled ``jobset.sigs.k8s.io/jobset-name=<workload>``, and JOB_LABEL=``job``
+    when given (as the hooks stamp it on the Job template, issue 31); ``finished`` adds that
     condition (``Complete``, ``Failed``) with status True, ``deleting`` a ``deletionTimestamp``."""
-    metadata: dict[str, Any] = {"name": name or f"{workload}-worker-0", "namespace": namespace,
-                                "labels": {JOBSET_NAME_LABEL: workload, REPLICATED_JOB_LABEL: "worker"}}
+    labels = {JOBSET_NAME_LABEL: workload, REPLICATED_JOB_LABEL: "worker", **({JOB_LABEL: job} if job else {})}
+    metadata: dict[str, Any] = {"name": name or f"{workload}-worker-0", "namespace": namespace, "labels": labels}
     if deleting:
         metadata["deletionTimestamp"] = deleting
     status: dict[str, Any] = {"conditions": [{"type": finished, "status": "True"}]} if finished else {}
