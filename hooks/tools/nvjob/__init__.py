@@ -9,7 +9,8 @@ Installed with the project (``pip install .``) as the console command ``kubectl-
 - ``drain``: what the drain barrier waits for now, from ``hooks.core.barrier`` itself over that Reader;
 - ``view``: pure, from objects to the facts ``get`` and ``describe`` show (rows, the spec in short, the attempts);
 - ``why``: pure, the paragraph of ``why`` from the status and the barrier's view;
-- ``rendering``: those facts as kubectl-style tables and text, or JSON/YAML;
+- ``rendering``: those facts as kubectl-style tables and text, the cluster's text in them escaped
+  (``rendering.escape``: no control character reaches the terminal), or JSON/YAML, exact;
 - ``commands``: the click commands ``get``, ``describe``, ``why``, and kubectl's errors and exit codes.
 
 Nothing here writes to the cluster.

@@ -5,7 +5,8 @@ namespace), ``-A/--all-namespaces`` (``get``), ``-o/--output`` (``json`` or ``ya
 by default), accepted before or after the command name. Exit 0 on success; 1 for anything that
 fails, as kubectl: a missing Job (``Error from server (NotFound): jobs.nvcre.nvidia.com "x" not
 found``), a server that cannot be reached or refuses, a bad flag or argument (the error and the
-usage on stderr).
+usage on stderr). What comes from the cluster is printed through ``rendering``'s human renderers and
+``rendering.error_line``, which escape it (control characters, bidi controls); ``-o json|yaml`` keep it exact.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -26,7 +26,6 @@ from podread.errors import PodReadError
 
 OUTPUTS = ("json", "yaml")
 PROG = "kubectl nvjob"
-WHY_WIDTH = 100
 
 
 @dataclasses.dataclass
@@ -127,9 +126,10 @@ def get_command(ctx: click.Context, names: tuple[str, ...], all_namespaces: bool
     elif rows:
         click.echo(rendering.get_table(rows, all_namespaces))
     elif not failed:
-        click.echo("No resources found" + ("" if all_namespaces else f" in {ns} namespace") + ".", err=True)
+        click.echo(rendering.error_line("No resources found" + ("" if all_namespaces else f" in {ns} namespace") + "."),
+                   err=True)
     for message in failed:
-        click.echo(message, err=True)
+        click.echo(rendering.error_line(message), err=True)
     if failed:
         sys.exit(1)
 
@@ -226,7 +226,7 @@ def why_command(ctx: click.Context, name: str, kubeconfig: str | None, context: 
         click.echo(rendering.dump({"namespace": summary["namespace"], "name": summary["name"],
                                    "phase": summary["phase"], "why": paragraph}, options.output))
     else:
-        click.echo(textwrap.fill(paragraph, WHY_WIDTH, break_long_words=False, break_on_hyphens=False))
+        click.echo(rendering.why_text(paragraph))
 
 
 def run(args: Sequence[str], connector: Connector | None = None,
@@ -241,17 +241,17 @@ def run(args: Sequence[str], connector: Connector | None = None,
     try:
         cli.main(list(args), prog_name=PROG, standalone_mode=False, obj=options)
     except client.CommandError as exc:
-        click.echo(exc.message, err=True)
+        click.echo(rendering.error_line(exc.message), err=True)
         return exc.code
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx is not None else PROG
-        click.echo(f"error: {exc.format_message()}", err=True)
+        click.echo(rendering.error_line(f"error: {exc.format_message()}"), err=True)
         if exc.ctx is not None:
             click.echo(exc.ctx.get_usage(), err=True)
         click.echo(f"See '{command} --help' for usage.", err=True)
         return 1
     except click.ClickException as exc:
-        click.echo(f"error: {exc.format_message()}", err=True)
+        click.echo(rendering.error_line(f"error: {exc.format_message()}"), err=True)
         return 1
     except click.Abort:
         return 1

@@ -1,11 +1,20 @@
 """What ``kubectl nvjob`` prints: kubectl-style tables and ``describe`` text, or JSON/YAML documents.
 
 Pure: documents in (the dicts ``view`` builds), text out.
+
+Every string read from the cluster (names, labels, messages, reasons, Event notes, node names, the
+API server's error text) reaches a terminal only through ``escape`` (as kubectl does since
+CVE-2021-25743, and more): the human renderers ``get_table``, ``describe_text``, ``why_text`` and
+``error_line`` escape what they are given before laying it out, so no field can miss it. ``dump``
+keeps the strings exact: JSON escapes every control and non-ASCII character, YAML every control
+character, and ``_TerminalSafeDumper`` the bidi controls YAML would write raw.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -18,12 +27,81 @@ NONE = "<none>"
 WAITING_WIDTH = 60
 """The widest ``WAITING FOR`` cell of ``get``; the whole sentence is in ``describe``, ``why`` and ``-o json``."""
 MESSAGE_WIDTH = 100
+WHY_WIDTH = 100
+"""The width ``why``'s paragraph is wrapped to."""
+
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+"""The Unicode bidi marks, embeddings, overrides and isolates (as a regex class body): they reorder the
+text that follows them on a terminal that does bidi, so a message could show another order than it has."""
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff{BIDI_CONTROLS}]")
+"""What ``escape`` replaces: the C0 controls (ESC, CR, LF, TAB, BS, BEL...), DEL, the C1 controls
+(8-bit CSI U+009B, OSC U+009D, NEL U+0085...), the line and paragraph separators, the bidi controls, and
+lone surrogates (a JSON string may hold one; it cannot be written as UTF-8)."""
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
+_NAMED = {"\x1b": "^[", "\r": "\\r", "\n": "\\n", "\t": "\\t"}
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group()
+    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x80 else f"\\u{ord(char):04x}")
+
+
+def escape(text: str) -> str:
+    """``text`` as a terminal may show it: every character of ``_UNSAFE`` written visibly instead of
+    acted on: ESC as ``^[`` and CR as ``\\r`` (kubectl's ``printers.EscapeTerminal``), LF and TAB as
+    ``\\n`` and ``\\t`` (a field or a cell is one line), any other below U+0080 as ``\\xNN`` (BEL
+    ``\\x07``, DEL ``\\x7f``), the rest as ``\\uNNNN`` (8-bit CSI ``\\u009b``, RLO ``\\u202e``). Other
+    text, ``é`` or ``中`` too, is unchanged. The result holds none of them, so escaping twice is once."""
+    return _UNSAFE.sub(_visible, text) if _UNSAFE.search(text) else text
+
+
+def terminal_safe(value: Any) -> Any:
+    """``value`` with every string in it ``escape``d, through mappings (their values), lists and
+    tuples; anything else as it is. What the human renderers do first with what they are given."""
+    if isinstance(value, str):
+        return escape(value)
+    if isinstance(value, Mapping):
+        return {key: terminal_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [terminal_safe(item) for item in value]
+    return value
+
+
+def error_line(message: str) -> str:
+    """A line for stderr (kubectl's error words, the API server's message in them), ``escape``d."""
+    return escape(message)
+
+
+class _TerminalSafeDumper(yaml.SafeDumper):
+    """YAML's safe dumper, but a string holding a bidi control is written double-quoted with every
+    non-ASCII character escaped (``"\\u202E"``): with ``allow_unicode`` YAML writes those raw. It
+    already escapes the C0 and C1 controls, DEL and the line separators; ``yaml.safe_load`` reads
+    back the exact string either way."""
+
+    def analyze_scalar(self, scalar: str) -> Any:
+        analysis = super().analyze_scalar(scalar)
+        if _BIDI.search(scalar):
+            analysis.allow_flow_plain = analysis.allow_block_plain = False
+            analysis.allow_single_quoted = analysis.allow_block = False
+        return analysis
+
+    def write_double_quoted(self, text: str, split: bool = True) -> None:
+        if not _BIDI.search(text):
+            super().write_double_quoted(text, split)
+            return
+        allow_unicode, self.allow_unicode = self.allow_unicode, False
+        try:
+            super().write_double_quoted(text, split)
+        finally:
+            self.allow_unicode = allow_unicode
 
 
 def dump(document: Any, output: str) -> str:
-    """``document`` as indented JSON (sorted keys) or YAML."""
+    """``document`` as indented JSON (sorted keys) or YAML, its strings exact and still safe to show
+    on a terminal (``_TerminalSafeDumper``)."""
     if output == "yaml":
-        return yaml.safe_dump(document, sort_keys=True, default_flow_style=False, allow_unicode=True).rstrip("\n")
+        return yaml.dump(document, Dumper=_TerminalSafeDumper, sort_keys=True, default_flow_style=False,
+                         allow_unicode=True).rstrip("\n")
     return json.dumps(document, indent=2, sort_keys=True)
 
 
@@ -49,7 +127,9 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "
 
 
 def get_table(rows: Sequence[Mapping[str, Any]], all_namespaces: bool) -> str:
-    """``get``'s table: NAME, PHASE, ATTEMPT, RESTARTS, ACTIVE, WAITING FOR, AGE (NAMESPACE first with ``-A``)."""
+    """``get``'s table: NAME, PHASE, ATTEMPT, RESTARTS, ACTIVE, WAITING FOR, AGE (NAMESPACE first with
+    ``-A``), from the rows of ``view.summary``, ``escape``d."""
+    rows = terminal_safe(rows)
     columns = ["NAME", "PHASE", "ATTEMPT", "RESTARTS", "ACTIVE", "WAITING FOR", "AGE"]
     body = []
     for row in rows:
@@ -70,7 +150,9 @@ def _field(label: str, value: Any, width: int = 22) -> str:
 
 def describe_text(doc: Mapping[str, Any], now: datetime) -> str:
     """``describe``'s text, section by section: the Job, the spec in short, the attempts, the current
-    attempt's pods, what the drain barrier waits for now, the conditions, the recent Events."""
+    attempt's pods, what the drain barrier waits for now, the conditions, the recent Events. Every
+    string of ``doc`` is ``escape``d first: a field or a cell is one line, the line breaks are the layout's."""
+    doc = terminal_safe(doc)
     job = doc["job"]
     lines = [
         _field("Name", job["name"]),
@@ -101,7 +183,7 @@ def describe_text(doc: Mapping[str, Any], now: datetime) -> str:
         "  " + _field("Force delete stuck after", _seconds(spec["forceDeleteStuckPodsAfterSeconds"]), 28),
         "  " + _field("Queue", spec["queue"], 28),
     ]
-    lines += attempts_text(doc.get("attempts"), doc.get("attemptsDropped", 0), now)
+    lines += _attempts_text(doc.get("attempts"), doc.get("attemptsDropped", 0), now)
     lines.append(f"Pods (JobSet {doc['workload']}):")
     if doc.get("podsError"):
         lines.append(f"  unknown: {doc['podsError']}")
@@ -111,7 +193,7 @@ def describe_text(doc: Mapping[str, Any], now: datetime) -> str:
                             for p in doc["pods"]], indent="  "))
     else:
         lines.append("  none")
-    lines += drain_text(doc["drain"], job["phase"])
+    lines += _drain_text(doc["drain"], job["phase"])
     lines.append("Conditions:")
     if doc["conditions"]:
         lines.append(table(["TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"],
@@ -131,7 +213,7 @@ def describe_text(doc: Mapping[str, Any], now: datetime) -> str:
     return "\n".join(lines)
 
 
-def attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: datetime) -> list[str]:
+def _attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: datetime) -> list[str]:
     """The attempts table (rows of ``view.attempt_rows``: the keys of ``status.attempts``), or "no
     attempt history recorded" when the status has none; then how many older ones it no longer keeps."""
     lines = ["Attempts:"]
@@ -159,7 +241,7 @@ def attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: d
     return lines
 
 
-def terminating(pod: Mapping[str, Any]) -> str:
+def _terminating(pod: Mapping[str, Any]) -> str:
     """``terminating since <deletion start>, grace period ends <deletionTimestamp>`` for a pod being
     deleted (``since`` only when its grace period is known: ``deletionTimestamp`` is the delete
     time plus the grace period, never when the deletion began), ``""`` for any other pod."""
@@ -169,7 +251,7 @@ def terminating(pod: Mapping[str, Any]) -> str:
     return f"terminating{since}, grace period ends {pod['gracePeriodEnds']}"
 
 
-def drain_text(drain: Mapping[str, Any], phase: str) -> list[str]:
+def _drain_text(drain: Mapping[str, Any], phase: str) -> list[str]:
     """What the drain barrier waits for now (or, when the Job is not draining, what a teardown would wait for)."""
     if drain["error"]:
         state = f"unknown: {drain['error']} (the barrier holds)"
@@ -179,8 +261,8 @@ def drain_text(drain: Mapping[str, Any], phase: str) -> list[str]:
         state = f"waiting ({drain['reason']})"
     else:
         state = f"not draining (phase {phase or NONE}); a teardown now would wait ({drain['reason']})"
-    pods = [f"{p['name']} on {p['node'] or NONE} ({terminating(p) or p['phase']})" for p in drain["pods"]]
-    launchers = [f"{p['name']} on {p['node'] or NONE}" + (f" ({terminating(p)})" if terminating(p) else "")
+    pods = [f"{p['name']} on {p['node'] or NONE} ({_terminating(p) or p['phase']})" for p in drain["pods"]]
+    launchers = [f"{p['name']} on {p['node'] or NONE}" + (f" ({_terminating(p)})" if _terminating(p) else "")
                  for p in drain["launchers"]]
     lines = ["Drain barrier:", "  " + _field("State", state, 14)]
     if not drain["error"]:
@@ -190,3 +272,9 @@ def drain_text(drain: Mapping[str, Any], phase: str) -> list[str]:
                   "  " + _field("Batch Jobs", ", ".join(drain["batchJobs"]), 14),
                   "  " + _field("Stuck", drain["stuck"], 14)]
     return lines
+
+
+def why_text(paragraph: str) -> str:
+    """``why``'s paragraph (``why.why``: the hooks' words and the cluster's in one line) ``escape``d,
+    then wrapped to ``WHY_WIDTH`` at spaces only (never inside a word, a name or an escape)."""
+    return textwrap.fill(escape(paragraph), WHY_WIDTH, break_long_words=False, break_on_hyphens=False)
