@@ -50,10 +50,13 @@ def sync_body() -> bytes:
 
 @contextmanager
 def gunicorn(app: str, env: dict[str, str], log: Path) -> Any:
-    """Serves ``app`` with ``hooks/server/gunicorn.conf.py`` on a free port; yields the port."""
+    """Serves ``app`` with ``hooks/server/gunicorn.conf.py`` on a free port; yields the port. Its
+    master's ``/metrics`` takes a free port too (``NVCRE_METRICS_PORT``), never the default 9090 a
+    ``make run`` beside the benchmark may hold."""
     port = free_port()
     command = [str(Path(sys.executable).parent / "gunicorn"), "--config", "hooks/server/gunicorn.conf.py",
                "--bind", f"127.0.0.1:{port}", app]
+    env = {**env, "NVCRE_METRICS_PORT": str(free_port())}
     with open(log, "wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:

@@ -1,9 +1,11 @@
 """``tests.support.ports.free_port``: the ports handed to the test servers stay out of the kernel's ephemeral
 range (where outgoing connections could take them before the server binds), are never handed out twice
-and can be bound when returned."""
+and can be bound when returned. ``hold_default_ports``: the hook server's default ports stay busy for the
+whole test session, so no test server can take them."""
 
 from __future__ import annotations
 
+import errno
 import socket
 from pathlib import Path
 
@@ -53,3 +55,39 @@ def test_the_ephemeral_range_is_read_from_the_kernel_or_defaults(monkeypatch: py
     assert ports.ephemeral_range() == (40_000, 50_000)
     monkeypatch.setattr(ports, "_EPHEMERAL_RANGE", tmp_path / "missing")
     assert ports.ephemeral_range() == (32_768, 60_999)
+
+
+def _bind_error(host: str, port: int) -> int | None:
+    """The errno of binding ``host:port`` as gunicorn and ``http.server`` do (``SO_REUSEADDR``), or None."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            return exc.errno
+    return None
+
+
+def test_the_default_ports_are_busy_for_the_whole_session(default_ports_held: dict[int, str]) -> None:
+    """tests/conftest.py holds 8080 and 9090 (or finds them held by another worker or a make run): a
+    test server bound to either, on loopback or on every address, fails to start."""
+    assert ports.default_ports() == (8080, 9090)
+    assert set(default_ports_held) == {8080, 9090}
+    assert set(default_ports_held.values()) <= {"held", "busy"}
+    for port in ports.default_ports():
+        for host in ("127.0.0.1", "0.0.0.0"):
+            assert _bind_error(host, port) == errno.EADDRINUSE, f"{host}:{port} could be bound"
+
+
+def test_hold_default_ports_holds_what_is_free_and_lets_go_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A free port is held ("held") until the block ends; one something else listens on is "busy"."""
+    free, taken = ports.free_port(), ports.free_port()
+    monkeypatch.setattr(ports, "default_ports", lambda: (free, taken))
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", taken))
+        other.listen()
+        with ports.hold_default_ports() as states:
+            assert states == {free: "held", taken: "busy"}
+            assert _bind_error("127.0.0.1", free) == errno.EADDRINUSE
+    assert _bind_error("127.0.0.1", free) is None
+    assert _bind_error("127.0.0.1", taken) is None

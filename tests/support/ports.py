@@ -11,14 +11,23 @@ to etcd, Kueue to kube-apiserver). CI saw exactly that: Kueue died on ``bind: ad
 random (so two test processes rarely pick alike), never hands out the same port twice in one process,
 and checks the port can be bound right now. When the range below is too small it falls back to the
 kernel's choice.
+
+``hold_default_ports`` keeps the hook server's default ports (8080 and 9090) busy for a whole test
+session (``tests/conftest.py``): no test may bind them, since ``make run`` may be serving on them beside
+``make test``, so a test server started on a default port fails at once instead of only on such a machine.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import random
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+
+from hooks.server.config import Settings
 
 LOWEST = 20_000
 """Below this are well-known and registered ports local services use (the kubelet and control plane
@@ -71,3 +80,40 @@ def free_port() -> int:
             if port not in _handed_out:
                 _handed_out.add(port)
                 return port
+
+
+def default_ports() -> tuple[int, int]:
+    """The ports a hook server binds when told none: the hook port (``PORT``) and the metrics port
+    (``NVCRE_METRICS_PORT``), as ``hooks.server.config.Settings`` defaults them."""
+    defaults = Settings()
+    return defaults.port, defaults.metrics_port
+
+
+@contextlib.contextmanager
+def hold_default_ports() -> Iterator[dict[int, str]]:
+    """Listens on ``127.0.0.1`` at each of ``default_ports()`` until the block ends, so anything else
+    binding one of them (on 127.0.0.1 or on every address) fails with "address already in use".
+
+    Yields, for each port, ``"held"`` (this process listens) or ``"busy"`` (another process does:
+    another pytest-xdist worker holding it too, or a ``make run``; it is busy either way). Any other
+    failure to bind is raised."""
+    holders: list[socket.socket] = []
+    states: dict[int, str] = {}
+    try:
+        for port in default_ports():
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.bind(("127.0.0.1", port))
+                sock.listen()
+            except OSError as exc:
+                sock.close()
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                states[port] = "busy"
+                continue
+            holders.append(sock)
+            states[port] = "held"
+        yield states
+    finally:
+        for sock in holders:
+            sock.close()

@@ -6,16 +6,23 @@
 #   tests/cluster/controlplane/build.sh          # prints the binaries' folder on its last line
 #
 # NVCRE_CONTROL_PLANE_DIR overrides the folder; the Go caches go to $NVCRE_CACHE_HOME/go.
+# Two callers at once (make dev beside make test-cluster, two clones): one builds, the other waits for
+# it and prints its folder (tests/cluster/build-lock.sh); a failed build leaves nothing behind.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/../build-lock.sh"  # build_lock, build_dir, publish
 kube_version="v1.37.2"
 cache_home="${NVCRE_CACHE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcre-hooks}"
 out="${NVCRE_CONTROL_PLANE_DIR:-$cache_home/control-plane/$kube_version}"
 stamp_value="$(cat "$here/go.mod" "$here/go.sum" "$here/tools.go" "$here/build.sh" | sha256sum | cut -c1-16)"
 
-if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp_value" ]] \
-   && [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]] \
-   && [[ -x "$out/etcd" ]]; then
+built() {  # the stamp matches and every output is there
+  [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp_value" ]] \
+    && [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]] \
+    && [[ -x "$out/etcd" ]]
+}
+
+if built; then
   echo "control plane: cached in $out" >&2
   echo "$out"
   exit 0
@@ -30,7 +37,13 @@ export GOMODCACHE="${GOMODCACHE_OVERRIDE:-$cache_home/go/mod}"
 export GOCACHE="${GOCACHE_OVERRIDE:-$cache_home/go/build}"
 export GOFLAGS="-mod=readonly -buildvcs=false"
 export CGO_ENABLED=0
-mkdir -p "$out.tmp"
+build_lock "control plane" "$out"
+if built; then
+  echo "control plane: built meanwhile by another caller in $out" >&2
+  echo "$out"
+  exit 0
+fi
+build_dir "$out"
 started=$(date +%s)
 cd "$here"
 version_pkg="k8s.io/component-base/version"
@@ -38,11 +51,11 @@ minor="${kube_version#v1.}"; minor="${minor%%.*}"
 ldflags="-s -w -X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=$minor"
 ldflags+=" -X $version_pkg.gitTreeState=clean -X $version_pkg.buildDate=1970-01-01T00:00:00Z"
 echo "control plane: building $kube_version into $out (Go caches in $cache_home/go)" >&2
-go build -trimpath -ldflags "$ldflags" -o "$out.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-go build -trimpath -ldflags "$ldflags" -o "$out.tmp/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
-go build -trimpath -ldflags "$ldflags" -o "$out.tmp/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
-go build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3
-echo "$stamp_value" > "$out.tmp/.stamp"
-rm -rf "$out" && mv "$out.tmp" "$out"
+go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
+go build -trimpath -ldflags "-s -w" -o "$build_tmp/etcd" go.etcd.io/etcd/server/v3
+echo "$stamp_value" > "$build_tmp/.stamp"
+publish "$out"
 echo "control plane: built in $(( $(date +%s) - started )) s" >&2
 echo "$out"

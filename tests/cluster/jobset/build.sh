@@ -9,15 +9,22 @@
 #
 # NVCRE_JOBSET_DIR overrides the folder; NVCRE_JOBSET_NO_BUILD=1 fails (exit 4) instead of building.
 # The Go caches are the control plane's: $NVCRE_CACHE_HOME/go/{mod,build}.
+# Two callers at once (make dev beside make test-cluster, two clones): one builds, the other waits for
+# it and prints its folder (tests/cluster/build-lock.sh); a failed build leaves nothing behind.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/../build-lock.sh"  # build_lock, build_dir, publish
 jobset_version="v0.12.0"
 cache_home="${NVCRE_CACHE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcre-hooks}"
 out="${NVCRE_JOBSET_DIR:-$cache_home/jobset/$jobset_version}"
 stamp_value="$(cat "$here/go.mod" "$here/go.sum" "$here/tools.go" "$here/build.sh" | sha256sum | cut -c1-16)"
 
-if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp_value" ]] \
-   && [[ -x "$out/jobset-manager" && -d "$out/crd" && -d "$out/webhook" ]]; then
+built() {  # the stamp matches and every output is there
+  [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp_value" ]] \
+    && [[ -x "$out/jobset-manager" && -d "$out/crd" && -d "$out/webhook" ]]
+}
+
+if built; then
   echo "jobset: cached in $out" >&2
   echo "$out"
   exit 0
@@ -32,17 +39,24 @@ export GOMODCACHE="${GOMODCACHE_OVERRIDE:-$cache_home/go/mod}"
 export GOCACHE="${GOCACHE_OVERRIDE:-$cache_home/go/build}"
 export GOFLAGS="-mod=readonly -buildvcs=false"
 export CGO_ENABLED=0
-rm -rf "$out.tmp" && mkdir -p "$out.tmp/webhook"
+build_lock "jobset" "$out"
+if built; then
+  echo "jobset: built meanwhile by another caller in $out" >&2
+  echo "$out"
+  exit 0
+fi
+build_dir "$out"
+mkdir "$build_tmp/webhook"
 started=$(date +%s)
 cd "$here"
 echo "jobset: building $jobset_version into $out (Go caches in $cache_home/go)" >&2
-go build -trimpath -ldflags "-s -w" -o "$out.tmp/jobset-manager" sigs.k8s.io/jobset
+go build -trimpath -ldflags "-s -w" -o "$build_tmp/jobset-manager" sigs.k8s.io/jobset
 module_dir="$(go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)"
-cp -r "$module_dir/config/components/crd/bases" "$out.tmp/crd"
-cp "$module_dir/config/components/webhook/manifests.yaml" "$out.tmp/webhook/manifests.yaml"
-cp "$module_dir"/config/components/webhook/patches/*.yaml "$out.tmp/webhook/"
-chmod -R u+w "$out.tmp"
-echo "$stamp_value" > "$out.tmp/.stamp"
-rm -rf "$out" && mv "$out.tmp" "$out"
+cp -r "$module_dir/config/components/crd/bases" "$build_tmp/crd"
+cp "$module_dir/config/components/webhook/manifests.yaml" "$build_tmp/webhook/manifests.yaml"
+cp "$module_dir"/config/components/webhook/patches/*.yaml "$build_tmp/webhook/"
+chmod -R u+w "$build_tmp"
+echo "$stamp_value" > "$build_tmp/.stamp"
+publish "$out"
 echo "jobset: built in $(( $(date +%s) - started )) s" >&2
 echo "$out"

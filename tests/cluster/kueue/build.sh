@@ -8,15 +8,22 @@
 #
 # NVCRE_KUEUE_DIR overrides the folder; NVCRE_KUEUE_NO_BUILD=1 fails (exit 4) instead of building.
 # The Go caches are the control plane's: $NVCRE_CACHE_HOME/go/{mod,build}.
+# Two callers at once (make dev beside make test-cluster, two clones): one builds, the other waits for
+# it and prints its folder (tests/cluster/build-lock.sh); a failed build leaves nothing behind.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/../build-lock.sh"  # build_lock, build_dir, publish
 kueue_version="v0.17.0"
 cache_home="${NVCRE_CACHE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcre-hooks}"
 out="${NVCRE_KUEUE_DIR:-$cache_home/kueue/$kueue_version}"
 stamp_value="$(cat "$here/go.mod" "$here/go.sum" "$here/tools.go" "$here/build.sh" | sha256sum | cut -c1-16)"
 
-if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp_value" ]] \
-   && [[ -x "$out/kueue" && -d "$out/crd" && -f "$out/webhook.yaml" ]]; then
+built() {  # the stamp matches and every output is there
+  [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp_value" ]] \
+    && [[ -x "$out/kueue" && -d "$out/crd" && -f "$out/webhook.yaml" ]]
+}
+
+if built; then
   echo "kueue: cached in $out" >&2
   echo "$out"
   exit 0
@@ -31,18 +38,24 @@ export GOMODCACHE="${GOMODCACHE_OVERRIDE:-$cache_home/go/mod}"
 export GOCACHE="${GOCACHE_OVERRIDE:-$cache_home/go/build}"
 export GOFLAGS="-mod=readonly -buildvcs=false"
 export CGO_ENABLED=0
-rm -rf "$out.tmp" && mkdir -p "$out.tmp"
+build_lock "kueue" "$out"
+if built; then
+  echo "kueue: built meanwhile by another caller in $out" >&2
+  echo "$out"
+  exit 0
+fi
+build_dir "$out"
 started=$(date +%s)
 cd "$here"
 version_pkg="sigs.k8s.io/kueue/pkg/version"
 ldflags="-s -w -X $version_pkg.GitVersion=$kueue_version -X $version_pkg.BuildDate=1970-01-01T00:00:00Z"
 echo "kueue: building $kueue_version into $out (Go caches in $cache_home/go)" >&2
-go build -trimpath -ldflags "$ldflags" -o "$out.tmp/kueue" sigs.k8s.io/kueue/cmd/kueue
+go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kueue" sigs.k8s.io/kueue/cmd/kueue
 module_dir="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"
-cp -r "$module_dir/config/components/crd/bases" "$out.tmp/crd"
-cp "$module_dir/config/components/webhook/manifests.yaml" "$out.tmp/webhook.yaml"
-chmod -R u+w "$out.tmp/crd" "$out.tmp/webhook.yaml"
-echo "$stamp_value" > "$out.tmp/.stamp"
-rm -rf "$out" && mv "$out.tmp" "$out"
+cp -r "$module_dir/config/components/crd/bases" "$build_tmp/crd"
+cp "$module_dir/config/components/webhook/manifests.yaml" "$build_tmp/webhook.yaml"
+chmod -R u+w "$build_tmp/crd" "$build_tmp/webhook.yaml"
+echo "$stamp_value" > "$build_tmp/.stamp"
+publish "$out"
 echo "kueue: built in $(( $(date +%s) - started )) s" >&2
 echo "$out"
