@@ -67,9 +67,9 @@ instead (``rows.terminal.out_of_attempts``). Terminal comes after suspend only f
 terminal, so suspending a finished Job never moves it out of its final phase. Only rows 1, 2, 2a,
 3a, 5 (while draining), 6 (while holding) and the failed JobSet of row 8 on the next call leave the
 current JobSet out. The drain barrier is ``hooks.core.barrier``: it passes only when no JobSet of the
-Job is observed, no pod of it is active and no batch Job of its attempts is left (the garbage
-collector deletes them after the JobSet, and until then they may create pods), all read live, once
-per call; it returns a value (``Drain``) that ``barrier.record`` writes into the status. The status
+Job is observed, no pod of it is active and no batch Job of any of its attempts may still create a
+pod (the garbage collector deletes them after the JobSet, and until then one that has not finished
+may; they are found by the Job's own label, whatever the status says), all read live, once per call; it returns a value (``Drain``) that ``barrier.record`` writes into the status. The status
 words are ``hooks.core.wording``.
 """
 

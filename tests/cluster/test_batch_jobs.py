@@ -13,8 +13,10 @@ only once that Job and its pod are gone (the garbage collector restored).
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
+import kubernetes
 import pytest
 
 from podread import JOBSET_NAME_LABEL, is_active
@@ -96,4 +98,110 @@ def test_the_next_attempt_waits_for_a_batch_job_the_garbage_collector_has_not_re
         f"attempt 1 created while a batch Job or an active pod of attempt 0 was left: {created_with}"
     assert not [p for p in attempt_pods(world, "orphan-0") if p["metadata"]["name"] in replacement and is_active(p)]
     world.run_until_pods_run("orphan", 1)
+    world.assert_safe()
+
+
+def jobset_named(world: ClusterWorld, name: str) -> dict[str, Any] | None:
+    """JobSet ``name`` as the server holds it now, or ``None``."""
+    items = world.view.custom.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", world.namespace, "jobsets",
+                                                            _request_timeout=REQUEST_TIMEOUT)["items"]
+    return next((js for js in items if js["metadata"]["name"] == name), None)
+
+
+def delete_job(world: ClusterWorld, name: str, **options: Any) -> None:
+    """Deletes NVCRE Job ``name`` with admin credentials and ``options`` (``propagation_policy``)."""
+    body = kubernetes.client.V1DeleteOptions(**options)
+    world.view.custom.delete_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", world.namespace, "jobs", name,
+                                                      body=body, _request_timeout=REQUEST_TIMEOUT)
+
+
+@pytest.mark.timeout(480)
+def test_a_recreated_job_waits_for_a_later_attempts_batch_job_the_status_no_longer_names(world: ClusterWorld) -> None:
+    """Issue 31, item 1: the barrier's reach never comes from a status claim. The Job runs attempt 2;
+    with the garbage collector stopped it is deleted with its finalizer removed by hand and created
+    again under the same name (its status now says nothing: attempt 0), while ``again-2-worker-0``
+    is between pods (its pod failed, the Job controller's back-off before the replacement) and no
+    pod is active. No JobSet may be created until that batch Job can create no pod and its pods are
+    gone: the barrier finds it by the Job's own label, not up to a bound from the status."""
+    name = "again"
+    spec = job_spec(workers=1)
+    spec["replicatedJobs"][0]["template"]["spec"]["backoffLimit"] = 3  # the Job replaces a failed pod
+    world.create_job(name, spec)
+    world.run_until_pods_run(name, 1)
+    for attempt in (1, 2):  # each resume is attempt+1, behind the barrier
+        world.driver.patch_spec(world.namespace, name, suspend=True)
+        world.run_until(lambda: world.phase(name) == "Suspended", f"attempt {attempt - 1} suspended", timeout=90)
+        world.driver.patch_spec(world.namespace, name, suspend=False)
+        world.run_until(lambda a=attempt: world.jobsets(name) == [f"{name}-{a}"], f"attempt {attempt} created",
+                        timeout=90)
+        world.run_until_pods_run(name, 1)
+    labels = batch_jobs(world, f"{name}-2")[0]["metadata"]["labels"]
+    assert labels.get("nvcre.nvidia.com/job") == name, "JobSet copies the Job template's labels to its batch Job"
+    plane = world.plane
+    plane.restart_controller_manager(WITHOUT_GARBAGE_COLLECTOR)
+    try:
+        assert world.pods.finish(f"{JOBSET_NAME_LABEL}={name}-2", phase="Failed", exit_code=1)
+        old = world.job(name)
+        assert old is not None
+        world.backend.custom.patch_namespaced_custom_object(
+            "nvcre.nvidia.com", "v1alpha1", world.namespace, "jobs", name, {"metadata": {"finalizers": None}},
+            _request_timeout=REQUEST_TIMEOUT)
+        delete_job(world, name)
+        deadline = time.monotonic() + 10
+        while world.job(name) is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        world.created.pop(name)
+        world.create_job(name, spec)  # a new uid, no status: attempt 0
+        calls_before = len(world.driver.calls)
+        world.run_until(lambda: any(p["metadata"]["name"].startswith(f"{name}-2-") for p in world.active_pods(name)),
+                        "the batch Job's replacement pod", timeout=90)
+        assert world.jobsets(name) == [], "no JobSet while a batch Job of attempt 2 was left"
+        waited = held_for_batch_jobs(world, world.driver.calls[calls_before:])
+        assert waited, "while no pod was active, the hooks held for the batch Job"
+        message = next(c for c in waited[-1].body["status"]["conditions"] if c["type"] == "Drained")["message"]
+        assert f"{name}-2-worker-0" in message
+        world.run_for(3)
+        assert world.jobsets(name) == [], "no JobSet while the replacement pod runs"
+    finally:
+        plane.restart_controller_manager(CONTROLLERS)  # the garbage collector back: JobSet, Job and pod go
+    created_with: list[tuple[list[str], list[str]]] = []
+
+    def attempt_zero() -> bool:
+        if not world.jobsets(name):
+            return False
+        created_with.append(([j["metadata"]["name"] for j in batch_jobs(world, f"{name}-2")],
+                             [p["metadata"]["name"] for p in attempt_pods(world, f"{name}-2") if is_active(p)]))
+        return True
+
+    world.run_until(attempt_zero, "the new Job's first JobSet once attempt 2's batch Job and pods are gone",
+                    timeout=180)
+    assert created_with == [([], [])], f"a JobSet created while attempt 2's batch Job or pod was left: {created_with}"
+    assert world.jobsets(name) == [f"{name}-0"]
+    world.run_until_pods_run(name, 1)
+    world.assert_safe()
+
+
+@pytest.mark.timeout(300)
+def test_an_orphan_delete_finishes_once_the_orphaned_jobsets_pods_ended(world: ClusterWorld) -> None:
+    """Issue 31, item 7: ``kubectl delete nvjob NAME --cascade=orphan``. The garbage collector takes
+    the Job's owner reference off JobSet ``keep-0`` (it is kept, and no child any more); the barrier
+    waits while its pods run, and once they ended its batch Jobs are ``Complete``: they can create
+    no pod, nobody deletes them, and the Job is finalized. What the orphan delete keeps stays."""
+    name = "keep"
+    world.create_job(name, job_spec(workers=2))
+    world.run_until_pods_run(name, 2)
+    delete_job(world, name, propagation_policy="Orphan")
+    world.run_until(lambda: not (jobset_named(world, f"{name}-0") or {}).get("metadata", {}).get("ownerReferences"),
+                    "the garbage collector orphaned the JobSet", timeout=60)
+    world.run_for(3)
+    assert not world.gone(name), "the orphaned JobSet's pods still run: the barrier holds"
+    assert world.condition(name, "Drained").get("reason") == "PodsActive"
+    world.pods.finish(f"{JOBSET_NAME_LABEL}={name}-0")
+    world.run_until(lambda: world.gone(name), "the Job finalized once the orphaned JobSet's pods ended", timeout=90)
+    kept = batch_jobs(world, f"{name}-0")
+    assert kept and all(any(c.get("type") == "Complete" and c.get("status") == "True"
+                            for c in j["status"].get("conditions") or []) for j in kept), kept
+    assert jobset_named(world, f"{name}-0") is not None, "an orphan delete keeps the JobSet"
+    world.view.custom.delete_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", world.namespace, "jobsets",
+                                                      f"{name}-0", _request_timeout=REQUEST_TIMEOUT)
     world.assert_safe()
