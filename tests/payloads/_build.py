@@ -682,11 +682,33 @@ def _() -> dict[str, Any]:
 @scenario("v2-restart-holds-while-a-batch-job-is-left")
 def _() -> dict[str, Any]:
     return case("issue 20: Restarting, no pod of attempt 0 active and its JobSet gone, but its batch Job is left "
-                "(being deleted: the garbage collector has not removed it yet, and until then it may create a "
-                "pod): the barrier holds, Drained False BatchJobsPresent naming the Job, no JobSet created",
+                "(not finished, not yet deleted by the garbage collector: until then it may create a pod, a retry "
+                "under backoffLimit): the barrier holds, Drained False BatchJobsPresent naming the Job, no JobSet "
+                "created (issue 31: a finished one, or one being deleted, creates no pod and holds nothing)",
                 keying="v2", status=running_status(phase="Restarting", restarts=1, active=0),
                 cache=workers(0, phase="Failed"),
-                batch_jobs=[make_batch_job(f"{JOB}-0", namespace=NS, deleting="2025-12-31T23:59:00Z")])
+                batch_jobs=[make_batch_job(f"{JOB}-0", namespace=NS, job=JOB)])
+
+
+@scenario("v2-recreated-job-waits-for-a-later-attempts-batch-job")
+def _() -> dict[str, Any]:
+    return case("issue 31: a Job deleted with its finalizer removed by hand and created again under the same name "
+                "(no status: attempt 0) while batch Job llama-3-worker-0 of the old Job's attempt 3 is between pods "
+                "and no pod is active: it is found by the Job's own label, whatever the status says; Drained False "
+                "BatchJobsPresent naming it, JobSet llama-0 not created",
+                keying="v2", status={},
+                batch_jobs=[make_batch_job(f"{JOB}-3", namespace=NS, job=JOB)])
+
+
+@scenario("v2-orphan-delete-finalizes-once-the-batch-jobs-finished")
+def _() -> dict[str, Any]:
+    return case("issue 31: kubectl delete --cascade=orphan: the garbage collector took the owner reference off "
+                "JobSet llama-0 (no child any more), its pods ended and its batch Jobs are Complete; nobody deletes "
+                "them, and they can create no pod: the Job is finalized",
+                keying="v2", finalizing=True, status={**running_status(phase="Terminating", active=0), "workload": ""},
+                cache=workers(0, phase="Succeeded"),
+                batch_jobs=[make_batch_job(f"{JOB}-0", name=f"{JOB}-0-worker-{i}", namespace=NS, job=JOB,
+                                           finished="Complete") for i in (0, 1)])
 
 
 @scenario("v2-restart-holds-when-the-batch-job-read-fails")
