@@ -235,12 +235,14 @@ def test_replay_live_with_every_pod_finished_lets_the_finalizer_go(fake_kube: Fa
     document = json.loads(result.stdout)
     assert document["response"]["finalized"] is True
     # A fresh process's cache misses: the one list it sends to fill it is the live check of the job
-    # label; the launcher label, the batch Jobs and JobSet's label are read live too.
+    # label; the launcher label, the batch Jobs (by the Job's label, then JobSet's) and JobSet's label
+    # are read live too.
     assert [(r["method"], r["source"], r["filled"], r["outcome"]) for r in document["reads"]] == [
         ("active_job_pods", "cache", True, "ok"), ("active_launcher_pods", "live", False, "ok"),
-        ("attempt_jobs", "live", False, "ok"), ("active_attempt_pods", "live", False, "ok")]
+        ("attempt_jobs", "live", False, "ok"), ("attempt_jobs", "live", False, "ok"),
+        ("active_attempt_pods", "live", False, "ok")]
     assert sum(r.path == "/api/v1/namespaces/team-a/pods" for r in fake_kube.requests) == 3
-    assert sum(r.path == "/apis/batch/v1/namespaces/team-a/jobs" for r in fake_kube.requests) == 1
+    assert sum(r.path == "/apis/batch/v1/namespaces/team-a/jobs" for r in fake_kube.requests) == 2
     text = run("replay", str(STALE), "--live", env={"KUBECONFIG": kubeconfig}).stdout
     assert "active_job_pods from cache, filled from the API server" in text
 

@@ -1,6 +1,7 @@
 """``kubectl nvjob`` over objects recorded from the real control plane tier: a Job whose attempt 0
-failed and is Restarting, held by its MPI launcher, which the kubelet keeps terminating, and by the
-attempt's batch Jobs, which the garbage collector has not deleted yet (the JobSet is gone).
+failed and is Restarting, held by its MPI launcher, which the kubelet keeps terminating. The attempt's
+batch Jobs, which the garbage collector has not deleted yet (the JobSet is gone), held it too when it
+was recorded; since issue 31 they hold nothing (one Failed, one being deleted: neither can create a pod).
 
 ``tests/nvjob_recorded/restarting-launcher-held.json`` holds what the API server answered then
 (the NVCRE Job with the status the hooks wrote, JobSets, pods, batch Jobs, Nodes and Events, as raw
@@ -47,7 +48,7 @@ def test_describe_says_the_launcher_and_the_batch_jobs_hold_the_restart(capsys: 
     assert drain["jobsets"] == [] and drain["pods"] == []
     assert [(p["name"], p["deletionStarted"], p["gracePeriodEnds"]) for p in drain["launchers"]] == [
         (LAUNCHER, "2026-12-04T20:44:01Z", "2026-12-04T20:44:31Z")], "deleted at :01 with 30 s grace: not 'since :31'"
-    assert drain["batchJobs"] == ["retry-0-launcher-0", "retry-0-worker-0"]
+    assert drain["batchJobs"] == [], "one Failed, one being deleted: neither can create a pod (issue 31)"
     assert document["workload"] == "retry-0"
     assert [(p["name"], p["phase"]) for p in document["pods"]] == [(LAUNCHER, "Terminating"),
                                                                    ("retry-0-worker-0-0-t2sjd", "Failed")]
@@ -66,7 +67,7 @@ def test_describe_text_reads_like_kubectl_describe(capsys: pytest.CaptureFixture
     assert "State:        waiting (LauncherActive)" in out
     assert f"Launchers:    {LAUNCHER} on {NS}-node-0 (terminating since 2026-12-04T20:44:01Z, grace period ends " \
            "2026-12-04T20:44:31Z)" in out
-    assert "Batch Jobs:   retry-0-launcher-0, retry-0-worker-0" in out
+    assert "Batch Jobs:   <none>" in out
     assert "Restarts:             1 of 1" in out
 
 
@@ -74,7 +75,7 @@ def test_why_says_what_failed_and_what_the_restart_waits_for(capsys: pytest.Capt
     text = json.loads(ok(recorded(), "why", "retry", "-n", NS, "-o", "json", capsys=capsys))["why"]
     assert text.startswith("Job retry is Restarting: attempt 0 failed (JobSet failed (FailedJobs))")
     assert f"launcher pod {LAUNCHER} (terminating, grace period ends 2026-12-04T20:44:31Z) to finish" in text
-    assert "batch Jobs retry-0-launcher-0, retry-0-worker-0 to be deleted" in text
+    assert "batch Job" not in text, "a Failed batch Job and one being deleted hold nothing (issue 31)"
     assert text.endswith("Attempt 1 is created, Pending, only once nothing of attempt 0 is left.")
 
 

@@ -138,7 +138,7 @@ def test_a_recorded_folder_has_the_payloads_layout(tmp_path: Path, recorders: li
     assert meta["settings"] == {"resync_seconds": 5.0, "max_body_bytes": 4 * 1024 * 1024, "max_json_depth": 64}
     assert [(r["method"], r["source"], r["pods"]) for r in meta["reads"]] == [
         ("active_job_pods", "cache", 2), ("active_job_pods", "live", 2), ("active_launcher_pods", "live", 0),
-        ("attempt_jobs", "live", 0), ("active_attempt_pods", "live", 2)]
+        ("attempt_jobs", "live", 0), ("attempt_jobs", "live", 0), ("active_attempt_pods", "live", 2)]
     # pods.json: what each source answered, the cache's stale view and the API server's apart
     assert json.loads((folder / "pods.json").read_text()) == json.loads((STALE / "pods.json").read_text())
     assert json.loads((folder / "request.json").read_text()) == json.loads((STALE / "request.json").read_text())
