@@ -140,7 +140,15 @@ def test_a_recreated_job_waits_for_a_later_attempts_batch_job_the_status_no_long
     plane = world.plane
     plane.restart_controller_manager(WITHOUT_GARBAGE_COLLECTOR)
     try:
-        assert world.pods.finish(f"{JOBSET_NAME_LABEL}={name}-2", phase="Failed", exit_code=1)
+        # Fail the pod twice: the Job controller's back-off doubles (10 s, then 20 s), so the second
+        # wait leaves the re-created Job many calls while no pod of the old attempt is active.
+        first = world.pods.finish(f"{JOBSET_NAME_LABEL}={name}-2", phase="Failed", exit_code=1)
+        assert first
+        world.run_until(lambda: any(p["metadata"]["name"] not in first and p["status"].get("phase") == "Running"
+                                    for p in world.active_pods(name)), "the first replacement pod runs", timeout=90)
+        ended = world.pods.finish(f"{JOBSET_NAME_LABEL}={name}-2", phase="Failed", exit_code=1)
+        assert ended
+        world.run_until(lambda: world.active_pods(name) == [], "the first replacement pod failed")
         old = world.job(name)
         assert old is not None
         world.backend.custom.patch_namespaced_custom_object(
@@ -151,13 +159,16 @@ def test_a_recreated_job_waits_for_a_later_attempts_batch_job_the_status_no_long
         while world.job(name) is not None and time.monotonic() < deadline:
             time.sleep(0.1)
         world.created.pop(name)
-        world.create_job(name, spec)  # a new uid, no status: attempt 0
         calls_before = len(world.driver.calls)
-        world.run_until(lambda: any(p["metadata"]["name"].startswith(f"{name}-2-") for p in world.active_pods(name)),
-                        "the batch Job's replacement pod", timeout=90)
+        world.create_job(name, spec)  # a new uid, no status: attempt 0
+        world.run_until(lambda: any(p["metadata"]["name"] not in [*first, *ended] for p in world.active_pods(name)),
+                        "the batch Job's second replacement pod", timeout=120)
         assert world.jobsets(name) == [], "no JobSet while a batch Job of attempt 2 was left"
-        waited = held_for_batch_jobs(world, world.driver.calls[calls_before:])
-        assert waited, "while no pod was active, the hooks held for the batch Job"
+        calls = [c for c in world.driver.calls[calls_before:] if c.job == name]
+        waited = held_for_batch_jobs(world, calls)
+        assert waited, "while no pod was active, the hooks held for the batch Job: " + repr(
+            [(c.hook, c.reply.status, (c.body or {}).get("status", {}).get("message") if c.body else c.reply.body[:200])
+             for c in calls])
         message = next(c for c in waited[-1].body["status"]["conditions"] if c["type"] == "Drained")["message"]
         assert f"{name}-2-worker-0" in message
         world.run_for(3)
@@ -191,8 +202,22 @@ def test_an_orphan_delete_finishes_once_the_orphaned_jobsets_pods_ended(world: C
     world.create_job(name, job_spec(workers=2))
     world.run_until_pods_run(name, 2)
     delete_job(world, name, propagation_policy="Orphan")
-    world.run_until(lambda: not (jobset_named(world, f"{name}-0") or {}).get("metadata", {}).get("ownerReferences"),
-                    "the garbage collector orphaned the JobSet", timeout=60)
+    # The stand-in is not stepped until the garbage collector has orphaned the JobSet and taken its
+    # ``orphan`` finalizer off the Job, and both of its caches hold that (its lists are polled, and a
+    # parent list newer than a children list would make it delete the JobSet it still sees as owned:
+    # Metacontroller manages children once no garbage-collector finalizer is on the parent).
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        orphaned = not (jobset_named(world, f"{name}-0") or {"metadata": {"ownerReferences": [1]}})["metadata"].get(
+            "ownerReferences")
+        if orphaned and "orphan" not in ((world.job(name) or {}).get("metadata", {}).get("finalizers") or []):
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("the garbage collector did not orphan the JobSet")
+    for _ in range(2):
+        world.driver.refresh()
+        time.sleep(1.0)
     world.run_for(3)
     assert not world.gone(name), "the orphaned JobSet's pods still run: the barrier holds"
     assert world.condition(name, "Drained").get("reason") == "PodsActive"
