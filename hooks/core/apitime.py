@@ -28,12 +28,13 @@ Pure: the standard library only, so every reader of a request (``hooks.core.stat
 
 from __future__ import annotations
 
-import calendar
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
 SHOWN = 40
 """How many characters of a time a message repeats."""
+DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+"""The days of each month outside a leap year."""
 
 _SPLIT = re.compile("[tT]")
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
@@ -109,5 +110,5 @@ def _date(text: str) -> tuple[int, int, int] | None:
     if not 1 <= month <= 12:
         return None
     leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    days = 29 if month == 2 and leap else calendar.monthrange(2001, month)[1]
+    days = 29 if month == 2 and leap else DAYS[month - 1]
     return (year, month, day) if 1 <= day <= days else None
