@@ -32,7 +32,7 @@ def parse_time(text: str) -> datetime | None:
     nothing else) for anything else: a text the API server refuses (``apitime.NotAdmitted``, a
     time without an offset included) or one it admits that names no instant (``apitime.Unreadable``:
     ``0001-01-01T00:00:00+23:59`` is in year 0 in UTC)."""
-    if isinstance(text, str) and not text:
+    if not text:
         return None
     return apitime.read(text)
 
