@@ -144,7 +144,7 @@ def test_a_stored_status_is_answered_and_a_deleted_drained_job_finalizes(
     answer = ask(hooks, deleted)
     assert answer["finalized"] is True and answer["children"] == [], answer
     custom(control_plane).patch_namespaced_custom_object(  # as Metacontroller does once finalized
-        GROUP, VERSION, NAMESPACE, PLURAL, "spelled", [{"op": "remove", "path": "/metadata/finalizers"}])
+        GROUP, VERSION, NAMESPACE, PLURAL, "spelled", {"metadata": {"finalizers": None}})
     with pytest.raises(ApiException) as gone:
         stored(control_plane, "spelled")
     assert gone.value.status == 404
