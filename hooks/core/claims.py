@@ -5,8 +5,10 @@ Pure: reads an ``Observed`` (its status, spec, JobSets and the Job's own ``creat
 the decision's ``now``; never the wall clock, never a pod. ``disagreement`` says, naming the field,
 when a claim of the status disagrees with the evidence, so that the decision holds (row 3,
 ``StatusMismatch``) instead of ending a run, dropping a JobSet or deleting the Job on the status'
-word. A time that cannot be counted with (unparsable, or out of range) is a claim that disagrees:
-never a 5xx, and never a 4xx either (a 4xx would stop every sync, suspend included).
+word. A time is read as the API server admits it (``hooks.core.apitime``: lower-case ``t``/``z``,
+any fraction, any offset); one that cannot be counted with (it names no instant, or is out of range)
+is a claim that disagrees: never a 5xx, and never a 4xx either (a 4xx would stop every sync,
+suspend included).
 
 The claims and their evidence:
 
@@ -68,13 +70,10 @@ def disagreement(observed: Observed, attempt: int, phase: str, now: datetime) ->
 
 
 def moment(text: str) -> datetime | None:
-    """An RFC 3339 time as an aware datetime in UTC; ``None`` for ``""``. Raises ``ValueError`` for
-    a text that is not one, or a time out of datetime's range once in UTC."""
-    try:
-        parsed = deadlines.parse_time(text)
-        return None if parsed is None else parsed.astimezone(UTC)
-    except OverflowError:
-        raise ValueError(f"{text[:SHOWN]!r} is out of range") from None
+    """A time as the API server admits it (``hooks.core.deadlines.parse_time``), as an aware
+    datetime in UTC; ``None`` for ``""``. Raises ``ValueError`` for a text the API server refuses
+    and for one it admits that names no instant (``hooks.core.apitime.Unreadable``)."""
+    return deadlines.parse_time(text)
 
 
 def job_created(observed: Observed) -> datetime | None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hooks.core import apitime
 from hooks.core.conditions import format_time
 from hooks.core.jobset import InvalidSpec
 
@@ -25,26 +26,21 @@ STUCK_AFTER_DEFAULT = 300
 
 
 def parse_time(text: str) -> datetime | None:
-    """An RFC 3339 time of the status (``2026-01-01T00:00:00Z``) as an aware datetime in UTC; ``None``
-    for ``""``. A time without an offset is taken as UTC. Raises ``ValueError`` (and nothing else)
-    for anything that is not such a time, and for a time whose UTC moment is outside ``datetime``'s
-    range (``0001-01-01T00:00:00+23:59`` is in year 0 in UTC)."""
+    """A time of the status or of an object the API server stamped, read as the API server admits
+    it (``hooks.core.apitime``: ``2026-01-01T00:00:00Z``, ``2026-01-01t00:00:00.5z``,
+    ``...+02:00``), as an aware datetime in UTC; ``None`` for ``""``. Raises ``ValueError`` (and
+    nothing else) for anything else: a text the API server refuses (``apitime.NotAdmitted``, a
+    time without an offset included) or one it admits that names no instant (``apitime.Unreadable``:
+    ``0001-01-01T00:00:00+23:59`` is in year 0 in UTC)."""
     if not text:
         return None
-    if not isinstance(text, str):
-        raise ValueError(f"expected an RFC 3339 time, got {type(text).__name__}")
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    try:
-        return moment.astimezone(UTC)
-    except OverflowError:
-        raise ValueError(f"{text[:40]!r} is outside the range of times in UTC") from None
+    return apitime.read(text)
 
 
 def time_or_none(text: object) -> datetime | None:
     """``text`` as ``parse_time`` reads it, ``None`` for anything that is not such a time (evidence
-    read from objects the hooks do not own: a bad time there is no time, never an error)."""
+    read from objects the hooks do not own, and the status' informative times: a bad time there is
+    no time, never an error)."""
     try:
         return parse_time(text) if isinstance(text, str) else None
     except ValueError:

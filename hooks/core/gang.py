@@ -27,9 +27,9 @@ creates nothing and waits; ``StartWithoutGang`` creates the JobSet without a gro
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
+from hooks.core import apitime
 from hooks.core import conditions as cond
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.jobset import InvalidSpec, json_copy, kept_child
@@ -290,18 +290,10 @@ def _say(ctx: Context, work: Work, status: str, reason: str, message: str, since
     evidence that is the same in every call (a status from a stale parent never moves it back and
     forth); else it moves only when the status changes (``conditions.set_condition``)."""
     previous = cond.get_condition(work.conditions, CONDITION)
-    if since and _rfc3339(since) and (previous is None or previous.status != status
-                                      or previous.last_transition_time != since):
+    if since and apitime.admitted(since) and (previous is None or previous.status != status
+                                              or previous.last_transition_time != since):
         updated = Condition(type=CONDITION, status=status, reason=reason, message=bounded(message),
                             last_transition_time=since)
         work.conditions = cond.sort_conditions([*(c for c in work.conditions if c.type != CONDITION), updated])
         return
     work.conditions = cond.set_condition(work.conditions, CONDITION, status, reason, bounded(message), ctx.stamp)
-
-
-def _rfc3339(text: str) -> bool:
-    """Whether ``text`` is a time the status may carry (the CRD's ``date-time``)."""
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).tzinfo is not None
-    except ValueError:
-        return False

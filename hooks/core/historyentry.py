@@ -1,15 +1,16 @@
 """The shape of a ``status.attempts`` entry: its keys, their types and bounds, and how a
 prior history is read. What goes into an entry is ``hooks.core.history``'s.
 
-Pure, and the standard library only, so that whatever reads the prior status (``hooks.core.observed``)
-can check a history without the decision's modules.
+Pure, and the standard library only (with ``hooks.core.apitime``, which is too), so that whatever
+reads the prior status (``hooks.core.observed``) can check a history without the decision's modules.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
+
+from hooks.core import apitime
 
 ENTRY_KEYS = ("attempt", "jobSet", "created", "started", "ended", "outcome", "failedReplicatedJob", "failedPod",
               "node", "exitCode", "reason", "cause", "drainSeconds", "drainStuck", "failedPodDeletionStarted",
@@ -26,8 +27,9 @@ MAX_ENTRIES = 100
 def entries_of(value: object) -> tuple[dict[str, Any], ...]:
     """A prior ``status.attempts``: absent (``None``) or an array of at most ``MAX_ENTRIES`` objects,
     each with an ``attempt`` (an integer >= 0) and its other keys of the CRD's types (strings,
-    RFC 3339 times, integers, ``drainSeconds`` >= 0, ``drainStuck`` a boolean; null and ``""`` as
-    absent).
+    times the API server admits as ``date-time``, ``hooks.core.apitime``, kept as they came even
+    when they name no instant; integers, ``drainSeconds`` >= 0, ``drainStuck`` a boolean; null and
+    ``""`` as absent).
     Returns the entries with their known keys only (the API server prunes the others), one per
     attempt (the first), sorted by attempt. Raises ``ValueError`` whose message starts with the
     field's path (``attempts[0].node: expected a string, got integer``) for anything the CRD refuses."""
@@ -64,11 +66,8 @@ def _checked(key: str, value: object, path: str) -> Any:
         return value
     if not isinstance(value, str):
         raise ValueError(f"{path}: expected a string, got {_json_type(value)}")
-    if key in TIME_KEYS and value:
-        try:
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"{path}: {value[:40]!r} is not an RFC 3339 time") from None
+    if key in TIME_KEYS and value and not apitime.admitted(value):
+        raise ValueError(f"{path}: {value[:apitime.SHOWN]!r} is not a date-time the API server admits")
     return value
 
 

@@ -6,7 +6,8 @@ left raw (``Any``) or not read at all: the JobSet templates (``spec.replicatedJo
 ``hooks.core.spec.check_spec`` judges as ``InvalidSpec``), a child's spec, the Workload's admission
 placement (``hooks.core.queueing`` reads it, holding on a shape Kueue does not write). A wrong JSON
 type in a declared field, a name that could not go into a label selector, a UID that is not a UUID
-and a time that is not RFC 3339 are a 400 naming the field (``hooks.core.declared.decode``).
+and a time the API server would refuse as a ``date-time`` (``hooks.core.apitime``) are a 400 naming
+the field (``hooks.core.declared.decode``).
 Pure: msgspec and the standard library.
 """
 

@@ -8,18 +8,23 @@ which ``tests/contract/test_declared_crd.py`` holds it to) and the row that sets
 own (``observedGeneration``, Metacontroller's) are not read and not written.
 
 "null means absent" (``hooks.core.declared.Declared``); a wrong type is a 400 naming the field; a
-negative count or a time that is not RFC 3339 is a 400 too (the CRD has always refused them).
+negative count or a time the API server would not admit as a ``date-time`` is a 400 too (the CRD has
+always refused them, so no real API server sends one). A time it admits is never a 400, however
+spelled (``2025-06-01t00:00:00.5z``, ``...+02:00``: ``hooks.core.apitime``), nor when it names no
+instant the hooks can tell (``0000-01-01T00:00:00Z``): it is kept as it came, and whoever counts
+with it finds it ``Unreadable`` (``hooks.core.claims`` holds on such a ``startTime`` or
+``completionTime``).
 Pure: msgspec and the standard library.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from hooks.core import apitime
 from hooks.core.declared import Declared
 from hooks.core.historyentry import entries_of
 
@@ -45,12 +50,10 @@ class Condition(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 def _time(name: str, text: str) -> None:
-    """Raises ``ValueError`` naming field ``name`` unless ``text`` is empty or an RFC 3339 time."""
-    if text:
-        try:
-            datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"{name}: {text[:40]!r} is not an RFC 3339 time") from None
+    """Raises ``ValueError`` naming field ``name`` unless ``text`` is empty or a ``date-time`` the
+    API server admits (``hooks.core.apitime.admitted``), whether or not it names an instant."""
+    if text and not apitime.admitted(text):
+        raise ValueError(f"{name}: {text[:apitime.SHOWN]!r} is not a date-time the API server admits")
 
 
 class StatusFields(Declared, rename="camel"):

@@ -23,12 +23,13 @@ def test_parse_time_gives_utc() -> None:
     assert deadlines.parse_time("2026-01-01T01:00:00+01:00") == NOW
     assert deadlines.parse_time("2026-01-01T01:00:00+01:00").tzinfo == UTC  # type: ignore[union-attr]
     assert deadlines.parse_time("2026-01-01T00:00:00Z") == NOW
-    assert deadlines.parse_time("2026-01-01T00:00:00") == NOW  # no offset: UTC
+    assert deadlines.parse_time("2026-01-01t00:00:00.999999999z") == NOW + timedelta(microseconds=999999)
     assert deadlines.parse_time("") is None
 
 
 @pytest.mark.parametrize("text", ["0001-01-01T00:00:00+23:59", "9999-12-31T23:59:59-23:59", "x",
-                                  "2026-13-01T00:00:00Z"])
+                                  "2026-13-01T00:00:00Z", "2026-01-01T00:00:00", "2026-01-01",
+                                  "2026-01-01 00:00:00Z", "0000-01-01T00:00:00Z"])
 def test_a_time_outside_the_utc_range_or_not_a_time_is_a_value_error(text: str) -> None:
     with pytest.raises(ValueError):
         deadlines.parse_time(text)

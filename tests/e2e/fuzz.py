@@ -22,12 +22,14 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
+from hooks.core.historyentry import TIME_KEYS as HISTORY_TIMES
 from podread import ATTEMPT_LABEL, JOB_LABEL, reader_from_snapshot
 from tests.e2e.cluster import clone
 from tests.e2e.harness import job_spec
 from tests.e2e.invariants import TEARDOWN_PHASES
 from tests.fakekube import make_job_pods
 from tests.support import JOB_CREATED
+from tests.support.timespellings import ADMITTED, REFUSED
 from tests.support.uids import uid
 
 GROUP = "JobSet.jobset.x-k8s.io/v1alpha2"
@@ -108,7 +110,8 @@ PATHS: tuple[tuple[Any, ...], ...] = (
     ("parent", "status", "restarts"), ("parent", "status", "workload"), ("parent", "status", "activePods"),
     ("parent", "status", "message"), ("parent", "status", "conditions"), ("parent", "status", "conditions", 0),
     ("parent", "status", "conditions", 0, "type"), ("parent", "status", "conditions", 0, "status"),
-    ("parent", "status", "conditions", 0, "lastTransitionTime"),
+    ("parent", "status", "conditions", 0, "lastTransitionTime"), ("parent", "status", "startTime"),
+    ("parent", "status", "completionTime"), ("parent", "status", "attempts"),
     ("children",), ("children", GROUP), _CHILD, (*_CHILD, "metadata"), (*_CHILD, "metadata", "name"),
     (*_CHILD, "metadata", "namespace"), (*_CHILD, "metadata", "labels"),
     (*_CHILD, "metadata", "labels", ATTEMPT_LABEL), (*_CHILD, "metadata", "deletionTimestamp"),
@@ -130,7 +133,11 @@ SPECIAL_VALUES: tuple[Any, ...] = (
     None, True, False, 0, -1, 1, 2**63 - 1, -(2**63), 1.5, -0.0, 1e308, "", "x" * 70, "a" * 300_000,
     "Ünïcødé-名前-🚀", "\u0000\u202e\ud7ff", "fz-1", "Failed", "Completed", "True", "../../etc", "fz",
     [], [None], [{}], {}, {"": None}, {"name": 7}, _deep(40), _deep(200), [[[[[[]]]]]],
+    *ADMITTED.values(), *REFUSED.values(),
+    [{"attempt": 1, "jobSet": f"{JOB}-1", **dict.fromkeys(HISTORY_TIMES, text)} for text in ADMITTED.values()],
 )
+"""Besides the odd values: every status time spelling the API server admits (``timespellings``),
+and a history whose entries carry each of them in every time key."""
 
 json_leaf = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**63), max_value=2**64 - 1),

@@ -16,6 +16,12 @@ maps are collapsed into a pattern (``children.<group>.*.status.conditions[].type
 variant of each pattern is tried in up to ``SCENARIOS_PER_PATTERN`` scenarios (the first that has
 it, then others drawn with a fixed seed, so the variants spread over the scenarios): about 30,000
 cases, always the same, in well under a minute on two cores. The count is printed.
+
+Every time field of the status (each the CRD declares ``format: date-time``) is also set to every
+spelling the API server admits (``tests.support.timespellings.ADMITTED``: lower-case ``t``/``z``,
+fractions, offsets, and those that name no instant), where a scenario has it or added where it
+lacks it, in sync and finalize scenarios whose own request is answered 200: each must be answered
+200 too, never a 4xx or a 5xx (issue 31: a status the API server admitted is always answered).
 """
 
 from __future__ import annotations
@@ -39,11 +45,16 @@ from hooks.server.handler import handle
 from hooks.server.writer import MemoryWriter
 from tests.record_payloads import load, post, scenario_dirs
 from tests.support import crdschema
+from tests.support.timespellings import ADMITTED
 
 SEED = 20
 SCENARIOS_PER_PATTERN = 8
 ADDED_SCENARIOS = 8
 """How many scenarios lacking an optional CRD field get it added."""
+TIME_SCENARIOS = 4
+"""For each status time field and admitted spelling, how many sync and how many finalize scenarios."""
+LIST_ITEMS = {"attempts": {"attempt": 0, "jobSet": "fuzzed-0"}, "conditions": {"type": "Fuzzed", "status": "True"}}
+"""An item of each status list a time is in, for a scenario that has no such list."""
 DELETE = object()
 LONG = "x" * 100_000
 VARIANTS: tuple[tuple[str, Any], ...] = (
@@ -161,6 +172,31 @@ def crd_paths() -> list[Path]:
     return found
 
 
+def crd_time_paths() -> list[Path]:
+    """Every field the CRD declares ``format: date-time`` under ``status`` (list items as index 0)."""
+    schema = crdschema.crd_schema(crdschema.REPO_ROOT / "manifests" / "crd-job.yaml", "v1alpha1")
+
+    def at(path: Path) -> Mapping[str, Any]:
+        node = schema
+        for key in path[1:]:
+            node = node["items"] if isinstance(key, int) else node["properties"][key]
+        return node
+
+    return [path for path in crd_paths() if path[1] == "status" and at(path).get("format") == "date-time"]
+
+
+def present(request: Any, path: Path) -> bool:
+    """Whether ``path`` is in ``request``."""
+    node = request
+    for key in path:
+        found = key < len(node) if isinstance(node, list) and isinstance(key, int) else (
+            isinstance(node, Mapping) and key in node)
+        if not found:
+            return False
+        node = node[key]
+    return True
+
+
 def addable(request: Any, path: Path) -> bool:
     """Whether ``path`` is missing from ``request`` and can be added (its parents are objects, or
     missing; a list index only into an existing list with that index)."""
@@ -208,6 +244,35 @@ def all_cases() -> tuple[Case, ...]:
 
 
 
+def answer_code(case: Case) -> int:
+    """The HTTP code ``handle`` answers ``case`` with."""
+    return handle(case.body(), case.scenario.hook, reader=case.scenario.reader, clock=lambda: case.scenario.now,
+                  settings=Settings()).status_code
+
+
+@cache
+def time_cases() -> tuple[Case, ...]:
+    """Each status time field (``crd_time_paths``) in each admitted spelling, in up to
+    ``TIME_SCENARIOS`` sync and as many finalize scenarios that have it or can have it added, of
+    those whose own request is answered 200; the same cases every run."""
+    rng = random.Random(SEED)
+    answered = [s for s in scenarios() if answer_code(Case(s, ("controller",), "unchanged", {})) == 200]
+    cases: list[Case] = []
+    for path in crd_time_paths():
+        for hook in ("sync", "finalize"):
+            fits = [s for s in answered if s.hook == hook and (present(s.request, path) or addable(s.request, path))]
+            for scenario in rng.sample(fits, min(len(fits), TIME_SCENARIOS)):
+                cases.extend(Case(scenario, path, f"admitted {name}", text) for name, text in ADMITTED.items())
+            if not fits and 0 in path:  # no such list in these scenarios: a list of one item is added
+                listed = path[:path.index(0)]
+                fits = [s for s in answered if s.hook == hook and addable(s.request, listed)]
+                for scenario in rng.sample(fits, min(len(fits), TIME_SCENARIOS)):
+                    cases.extend(Case(scenario, listed, f"added one item, {path[-1]} admitted {name}",
+                                      [{**LIST_ITEMS[str(listed[-1])], str(path[-1]): text}])
+                                 for name, text in ADMITTED.items())
+    return tuple(cases)
+
+
 def problem(case: Case, effects: Effects | None = None) -> str | None:
     """What is wrong with the answer to ``case`` (``None``: nothing); with ``effects``, a 200's
     Events and writes are queued there too (``Effects.submit`` logs what it cannot queue)."""
@@ -239,6 +304,20 @@ def test_every_field_of_every_recorded_request_gets_no_5xx(capsys: pytest.Captur
         print(f"\ntype fuzz: {len(cases)} cases over {len({pattern(c.path) for c in cases})} field patterns of "
               f"{len(scenarios())} recorded requests, {len(failures)} failed")
     assert len(cases) > 5000
+    assert failures == [], f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures[:60])
+
+
+def test_every_admitted_spelling_of_every_status_time_is_answered(capsys: pytest.CaptureFixture[str]) -> None:
+    cases = time_cases()
+    failures = [f"{case}: {code}" for case in cases if (code := answer_code(case)) != 200]
+    with capsys.disabled():
+        print(f"\ntype fuzz of the status times: {len(cases)} cases over {len(crd_time_paths())} fields, "
+              f"{len(failures)} not answered 200")
+    for hook in ("sync", "finalize"):  # every field, in either hook: set, or in an item added
+        fields = {(*case.path, *((0, *set(case.value[0]) - set(LIST_ITEMS[str(case.path[-1])]))
+                                  if isinstance(case.value, list) else ())) for case in cases
+                  if case.scenario.hook == hook}
+        assert fields == set(crd_time_paths()), (hook, fields)
     assert failures == [], f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures[:60])
 
 
