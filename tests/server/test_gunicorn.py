@@ -206,7 +206,7 @@ def test_workers_replaced_under_keepalive_load_drop_no_call(tmp_path: Path) -> N
     connections, as Metacontroller's workers do: every call is answered. A retiring worker answers
     its last requests with ``Connection: close`` and serves what arrives on its idle connections
     while it stops (gunicorn 27's gthread worker), so no client writes to a closed connection."""
-    clients, seconds = 5, 3.0
+    clients, seconds = 5, 2.0
     with started(tmp_path, "--max-requests", "40") as running:
         first_workers = set(_children(running.process.pid))
         errors: list[str] = []
