@@ -80,7 +80,6 @@ from tests.cluster.metacontroller import ApiBackend, Metacontroller
 from tests.cluster.metacontroller_parts import FRESH
 from tests.cluster.scheduler import Scheduler
 from tests.cluster.world import KubeconfigSource, ServerView
-from tests.e2e.driver import HttpTransport
 from tests.e2e.harness import job_spec
 from tests.e2e.invariants import Invariants
 from tests.e2e.server import HookServer
@@ -355,7 +354,7 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
         backend = ApiBackend(admin, [namespace], qps=install.mc_qps, burst=install.mc_burst)
         view = ScaleView(admin, namespace)
         invariants = Invariants(view)
-        driver = Metacontroller(backend, HttpTransport("127.0.0.1", hooks.port), invariants, token=hooks.token,
+        driver = Metacontroller(backend, hooks.transport(), invariants, token=hooks.token,
                                 resync_period=install.resync_period, staleness=FRESH, workers=install.mc_workers)
         driver.keep_calls = False
         refresh = max(REFRESH_SECONDS, jobs / 1000)

@@ -62,6 +62,22 @@ def _nullable(cls: type) -> tuple[Callable[[Any], Any] | None, tuple[tuple[str, 
     return _NULLABLE[cls]
 
 
+def prepare(*types: type) -> None:
+    """Builds msgspec's conversion info for ``types`` (and every type they nest) now, in the thread
+    importing the module that declares them; returns nothing.
+
+    msgspec (0.22.0) builds a type's info on the first conversion into it, and two threads making
+    that first conversion at once can crash the process: a gunicorn worker serves calls on 4
+    threads, and under load one died of a SIGSEGV in ``msgspec.convert`` (a NULL field type in
+    ``convert_dict_to_struct``; 18 of 30 fresh processes of 8 threads crashed so, none once the info
+    was built first: tests/core/test_declared_threads.py). Every module that declares a type
+    ``decode`` (or ``msgspec.convert``) converts into calls this on it, so the info exists before
+    any thread converts.
+    """
+    for declared in types:
+        msgspec.json.Decoder(declared)  # builds the type's info, as a first conversion would
+
+
 def decode(value: object, into: type[T], path: str = "") -> T:
     """``value`` (decoded JSON) as the declared type ``into``; ``path`` names ``value`` in the request
     (``""`` for the request itself). Raises ``InvalidRequest`` (400) naming the field that is wrong."""

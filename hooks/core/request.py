@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from hooks.core.declared import Declared
+from hooks.core.declared import Declared, prepare
 from hooks.core.status import Condition, Count, Status, _time
 
 MAX_LABEL_VALUE = 63
@@ -227,5 +227,8 @@ class PriorityClass(Checked, frozen=True):
     metadata: Named | None = None
     value: int | None = None
 
+
+# the types hooks.core.observed decodes into, built before any thread converts (declared.prepare)
+prepare(Request, JobSetChild, PodGroupChild, WorkloadChild, Flavor, PriorityClass)
 
 __all__ = ["Condition", "Request", "Status"]

@@ -25,7 +25,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from hooks.core import apitime
-from hooks.core.declared import Declared
+from hooks.core.declared import Declared, prepare
 from hooks.core.historyentry import entries_of
 
 Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -111,3 +111,6 @@ def as_json(status: StatusFields) -> dict[str, Any]:
         if not written[name]:
             del written[name]
     return written
+
+
+prepare(Status)  # hooks.core.work converts the decided status into it (declared.prepare)

@@ -35,6 +35,37 @@ address) from a thread of its own, and a scrape sees every worker through promet
 multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, a fresh temporary directory when unset). The hook
 port serves no /metrics, so the NetworkPolicy can admit Metacontroller to one port and Prometheus
 to the other.
+
+Keep-alive (issue 31). Metacontroller v4.17.2 calls the hooks with Go's ``http.Client`` over the
+default transport: connections are kept alive, and an idle one is closed by the client after
+``IdleConnTimeout`` = 90 s (``DefaultTransport``, net/http/transport.go; at most 2 stay idle per
+host). A POST without an ``Idempotency-Key`` header is not ``isReplayable``, so when the server
+closes a reused connection just as the client writes a call on it, Go does not retry: the sync
+fails with ``Post ".../sync": EOF`` and is requeued with backoff. With ``keepalive = 5`` that
+happened 5 times in one 12-Job run, at resync ticks: a Job resynced every 5 s
+(``NVCRE_RESYNC_SECONDS``) reused its connection after about 5 s idle, when gunicorn (which looks
+once a second) was closing it. Only the side that closes an idle connection cannot race with
+itself, so that side must be the client: ``keepalive = 120`` > 90 s, and no call is ever written
+to a connection the server is closing for idleness. The cost is nothing to speak of: Go keeps at
+most 2 idle connections per Metacontroller replica, a gthread worker holds up to
+``worker_connections - threads`` (996) idle ones without a thread each, and kubelet's probes do
+not keep theirs alive.
+
+Worker replacement. Nothing here recycles workers (no ``max_requests``: ``git log -S max_requests``
+finds none, and gunicorn's default is 0). A planned stop (SIGTERM at the pod's end, a HUP, or
+``--max-requests`` should an operator add it) is clean in gunicorn 27's gthread worker: it stops
+accepting, finishes the calls in flight within ``graceful_timeout``, answers every call from then
+on with ``Connection: close``, and keeps its idle kept-alive connections 2 s more, answering (with
+``Connection: close``) a call that arrives on one, so a busy client moves to another worker
+without a dropped call (tests/server/test_gunicorn.py replaces workers under keep-alive load). A
+connection still idle after those 2 s is closed: a Go client sees the FIN and dials anew, except
+for a call written in that very instant, which fails with ``EOF`` and is requeued as above. A
+crash (a SIGSEGV, the OOM killer, a ``WORKER TIMEOUT`` kill) cannot be made clean: the calls in
+flight on that worker fail with ``EOF`` or ``connection reset by peer``, its idle connections are
+closed by the kernel (the client dials anew), Metacontroller requeues those syncs with backoff,
+and the master starts a new worker. The one crash seen under load (threads making their first
+msgspec conversion at once, which replaced a worker in tests/server/test_load.py) is gone:
+``hooks.core.declared.prepare``.
 """
 
 from __future__ import annotations
@@ -61,7 +92,8 @@ worker_class = "gthread"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 threads = 4
 preload_app = False
-keepalive = 5  # seconds; Metacontroller's Go client reuses connections
+# Idle keep-alive connections: the client must be the one to close them (see "Keep-alive" above).
+keepalive = 120  # seconds; above Go's 90 s IdleConnTimeout, with 30 s to spare
 
 # Above NVCRE_API_TIMEOUT_SECONDS (under 10 s) and Metacontroller's 10 s hook timeout: a worker is
 # only killed when it is truly stuck, never while a read may still time out on its own.

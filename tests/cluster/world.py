@@ -36,7 +36,6 @@ from tests.cluster.kwokctl import Kwok, PodScript
 from tests.cluster.metacontroller import ApiBackend, Metacontroller
 from tests.cluster.metacontroller_parts import Staleness
 from tests.e2e.cluster import names
-from tests.e2e.driver import HttpTransport
 from tests.e2e.harness import RESYNC_PERIOD_SECONDS, job_spec
 from tests.e2e.invariants import Invariants, attempt_of
 from tests.e2e.server import HookServer
@@ -147,7 +146,7 @@ class ClusterWorld:
         self.backend = ApiBackend(admin, [namespace], workloads=workloads, podgroups=podgroups)
         self.view = ServerView(admin, namespace)
         self.invariants = Invariants(self.view)
-        self.driver = Metacontroller(self.backend, HttpTransport("127.0.0.1", hooks.port), self.invariants,
+        self.driver = Metacontroller(self.backend, hooks.transport(), self.invariants,
                                      version=version, token=hooks.token, resync_period=resync_period,
                                      workloads=workloads, staleness=TIER_STALENESS, podgroups=podgroups)
         self.created: dict[str, str] = {}

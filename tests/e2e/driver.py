@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import http.client
 import math
+import select
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -74,26 +76,86 @@ class Transport(Protocol):
     def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> Reply: ...
 
 
-class HttpTransport:
-    """POSTs to a real server over HTTP (a fresh connection per call), with the hook timeout."""
+GO_IDLE_CONN_TIMEOUT = 90.0
+"""Go's ``http.DefaultTransport.IdleConnTimeout``: an idle connection is closed by the client after this."""
+GO_MAX_IDLE_CONNS_PER_HOST = 2
+"""Go's ``http.DefaultMaxIdleConnsPerHost``: idle connections kept per host; one more is closed."""
 
-    def __init__(self, host: str, port: int, *, timeout: float = HOOK_TIMEOUT_SECONDS) -> None:
+
+class HttpTransport:
+    """POSTs to a real server over HTTP as Metacontroller's hook client does: Go's ``http.Client``
+    over the default transport (net/http/transport.go), with the hook timeout.
+
+    Connections are kept alive and reused, the most recently used first; at most
+    ``GO_MAX_IDLE_CONNS_PER_HOST`` stay idle (a connection given back beyond that is closed), and one
+    idle ``GO_IDLE_CONN_TIMEOUT`` seconds is closed by the client. One the server has closed is
+    dropped before reuse (Go's read loop sees the FIN first). A call that fails on a reused
+    connection is not retried (a POST is not replayable): it is a failed call, as Go's ``EOF``.
+    Thread-safe: Metacontroller's workers share one. ``dials`` counts the connections opened.
+    ``close`` closes the idle connections (``HookServer.stop`` does, so gunicorn has none to wait for).
+    """
+
+    def __init__(self, host: str, port: int, *, timeout: float = HOOK_TIMEOUT_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.host, self.port, self.timeout = host, port, timeout
+        self.dials = 0
+        self._clock = clock
+        self._idle: list[tuple[http.client.HTTPConnection, float]] = []
+        self._lock = threading.Lock()
 
     def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> Reply:
         """One call; a timeout or connection error is a ``Reply`` with ``status=None``."""
         started = time.perf_counter()
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        connection, reused = self._take()
         try:
             connection.request("POST", path, body=body, headers={"Content-Type": "application/json", **headers})
             response = connection.getresponse()
             data = response.read()
-            return Reply(response.status, data, time.perf_counter() - started,
-                         {k.lower(): v for k, v in response.getheaders()})
         except (OSError, http.client.HTTPException) as exc:
-            return Reply(None, b"", time.perf_counter() - started, error=repr(exc))
-        finally:
             connection.close()
+            where = "a reused" if reused else "a new"
+            return Reply(None, b"", time.perf_counter() - started, error=f"{exc!r} on {where} connection")
+        if response.will_close:
+            connection.close()
+        else:
+            self._give_back(connection)
+        return Reply(response.status, data, time.perf_counter() - started,
+                     {k.lower(): v for k, v in response.getheaders()})
+
+    def close(self) -> None:
+        """Closes every idle connection; one in use goes back to the pool when its call ends."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection, _ in idle:
+            connection.close()
+
+    def _take(self) -> tuple[http.client.HTTPConnection, bool]:
+        """The most recently used idle connection still open (closing the timed-out and the
+        server-closed ones on the way), else a new one; and whether it is reused."""
+        now = self._clock()
+        with self._lock:
+            while self._idle:
+                connection, since = self._idle.pop()
+                if now - since < GO_IDLE_CONN_TIMEOUT and not _closed_by_server(connection):
+                    return connection, True
+                connection.close()
+            self.dials += 1
+        return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout), False
+
+    def _give_back(self, connection: http.client.HTTPConnection) -> None:
+        """Keeps ``connection`` idle for reuse, or closes it when enough are idle (``tryPutIdleConn``)."""
+        with self._lock:
+            if len(self._idle) < GO_MAX_IDLE_CONNS_PER_HOST:
+                self._idle.append((connection, self._clock()))
+                return
+        connection.close()
+
+
+def _closed_by_server(connection: http.client.HTTPConnection) -> bool:
+    """Whether an idle connection is unusable: no socket, or one that reads (the server's FIN, or
+    bytes nobody asked for)."""
+    sock = connection.sock
+    return sock is None or bool(select.select([sock], [], [], 0)[0])
 
 
 class AppTransport:

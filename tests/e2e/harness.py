@@ -22,7 +22,7 @@ from hooks.server.app import create_app
 from hooks.server.config import Settings
 from podread import PodCache, Reader
 from tests.e2e.cluster import EPOCH, Cluster, ClusterLister
-from tests.e2e.driver import AppTransport, Driver, HttpTransport, Transport
+from tests.e2e.driver import AppTransport, Driver, Transport
 from tests.e2e.invariants import Invariants
 from tests.e2e.server import HookServer
 from tests.fakekube import FakeKubeServer
@@ -103,7 +103,7 @@ class Harness:
     ) -> Harness:
         """Against the real gunicorn ``server``, whose pods come from ``fake``."""
         cluster = Cluster(fake, grace_steps=grace_steps, launcher_grace_steps=launcher_grace_steps)
-        transport = HttpTransport("127.0.0.1", server.port)
+        transport = server.transport()
         harness = cls(cluster, transport, namespace=namespace, version=version, token=token,
                       wall_wait=wall_wait, fake=fake)
         # The hooks check a request's Job against the live one (hooks.server.freshness): the fake

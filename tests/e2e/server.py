@@ -22,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
+from tests.e2e.driver import HttpTransport
 from tests.fakekube import FakeKubeServer
 from tests.support.ports import free_port
 
@@ -86,6 +87,7 @@ class HookServer:
         self._startup_timeout = startup_timeout
         self.process: subprocess.Popen[bytes] | None = None
         self._log_handle: object | None = None
+        self._transports: list[HttpTransport] = []
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -119,6 +121,8 @@ class HookServer:
     def stop(self) -> int | None:
         """SIGTERM to the master, wait for a graceful exit (SIGKILL after 20 s); returns the exit code."""
         code = None
+        for transport in self._transports:
+            transport.close()  # else each stopping worker keeps its idle connections 2 s more
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -181,6 +185,13 @@ class HookServer:
             return ""
 
     # -- HTTP --------------------------------------------------------------------------------------
+
+    def transport(self) -> HttpTransport:
+        """Metacontroller's hook client to this server (``tests.e2e.driver.HttpTransport``: kept-alive
+        connections, as Go's transport); its idle connections are closed when the server stops."""
+        transport = HttpTransport("127.0.0.1", self.port)
+        self._transports.append(transport)
+        return transport
 
     def connection(self, timeout: float = 10.0) -> http.client.HTTPConnection:
         """A new HTTP connection to the server."""

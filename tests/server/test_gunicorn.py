@@ -6,13 +6,17 @@ SIGTERM and reads its logs.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import re
+import runpy
+import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -75,15 +79,16 @@ def no_cluster_env(tmp: Path, metrics_port: int) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    tmp = tmp_path_factory.mktemp("gunicorn")
+@contextlib.contextmanager
+def started(tmp: Path, *args: str) -> Iterator[Server]:
+    """gunicorn with the production config and extra command-line ``args``, no cluster, ready
+    (``/readyz`` 200); killed on exit if it still runs."""
     port, metrics_port = free_port(), free_port()
     log = tmp / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--config", "hooks/server/gunicorn.conf.py",
-             "--bind", f"127.0.0.1:{port}", "hooks.wsgi:production_app()"],
+             "--bind", f"127.0.0.1:{port}", *args, "hooks.wsgi:production_app()"],
             cwd=ROOT, env=no_cluster_env(tmp, metrics_port), stdout=out, stderr=subprocess.STDOUT,
         )
     running = Server(process, port, log, metrics_port)
@@ -103,6 +108,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with started(tmp_path_factory.mktemp("gunicorn")) as running:
+        yield running
 
 
 def test_a_sync_without_a_cluster_is_not_answered(server: Server) -> None:
@@ -145,6 +156,104 @@ def test_metrics_see_every_worker(server: Server) -> None:
         assert _sample(text, "nvcre_hook_auth_failures_total") == 2.0
         assert _sample(text, "nvcre_hook_request_duration_seconds_count", hook="sync") >= 1.0
         assert _sample(text, "podread_reads_total", method="active_job_pods", source="cache", outcome="error") >= 1
+
+
+GO_IDLE_CONN_TIMEOUT = 90.0
+"""Go's ``http.DefaultTransport.IdleConnTimeout``: how long Metacontroller's hook client keeps an idle
+connection before it closes it itself (/usr/local/go/src/net/http/transport.go)."""
+OLD_KEEPALIVE = 5.0
+"""The keep-alive the conf had before issue 31: gunicorn closed a connection idle this long (checked
+once a second), the very moment a 5 s resync reused it."""
+
+
+def closed_by_server(connection: http.client.HTTPConnection) -> bool:
+    """Whether the server has closed this idle connection (its socket reads EOF), as Go's transport
+    notices before it reuses one."""
+    sock = connection.sock
+    return sock is None or bool(select.select([sock], [], [], 0)[0])
+
+
+def test_an_idle_keepalive_connection_outlives_the_clients_idle_timeout(server: Server) -> None:
+    """The server keeps an idle connection open longer than Go's client does (the client closes
+    first, so it never writes to a connection the server is closing), and connections idle around
+    and past the old 5 s keep-alive are reused, each answered on the same socket."""
+    conf = runpy.run_path(str(ROOT / "hooks" / "server" / "gunicorn.conf.py"))
+    assert conf["keepalive"] > GO_IDLE_CONN_TIMEOUT
+    idles = [OLD_KEEPALIVE + extra for extra in (0.0, 0.5, 1.0, 1.5)]  # gunicorn looks every 1 s
+    connections = [http.client.HTTPConnection("127.0.0.1", server.port, timeout=10) for _ in idles]
+    try:
+        for connection in connections:
+            connection.request("GET", "/readyz")
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200 and response.getheader("Connection", "").lower() != "close"
+        went_idle = time.monotonic()
+        for idle, connection in zip(idles, connections, strict=True):
+            time.sleep(max(0.0, went_idle + idle - time.monotonic()))
+            sock = connection.sock
+            assert not closed_by_server(connection), f"the server closed a connection idle {idle} s"
+            connection.request("GET", "/readyz")
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200 and connection.sock is sock, f"idle {idle} s: not answered on it"
+    finally:
+        for connection in connections:
+            connection.close()
+
+
+def test_workers_replaced_under_keepalive_load_drop_no_call(tmp_path: Path) -> None:
+    """Planned worker replacements (every 40 requests, and a HUP) while 5 clients post on kept-alive
+    connections, as Metacontroller's workers do: every call is answered. A retiring worker answers
+    its last requests with ``Connection: close`` and serves what arrives on its idle connections
+    while it stops (gunicorn 27's gthread worker), so no client writes to a closed connection."""
+    clients, seconds = 5, 2.0
+    with started(tmp_path, "--max-requests", "40") as running:
+        first_workers = set(_children(running.process.pid))
+        errors: list[str] = []
+        answered: list[int] = []
+        closes: list[int] = []
+        deadline = time.monotonic() + seconds
+
+        def client() -> None:
+            connection = http.client.HTTPConnection("127.0.0.1", running.port, timeout=10)
+            try:
+                while time.monotonic() < deadline:
+                    try:
+                        connection.request("POST", "/sync", b"{}", {"Content-Type": "application/json"})
+                        response = connection.getresponse()
+                        response.read()
+                        answered.append(response.status)
+                        if response.getheader("Connection", "").lower() == "close":
+                            closes.append(1)  # http.client opens a new connection for the next call
+                    except (OSError, http.client.HTTPException) as exc:
+                        errors.append(repr(exc))
+                        connection.close()
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=client) for _ in range(clients)]
+        for thread in threads:
+            thread.start()
+        time.sleep(seconds / 2)
+        running.process.send_signal(signal.SIGHUP)  # a reload: every worker replaced at once
+        for thread in threads:
+            thread.join()
+        last_workers = set(_children(running.process.pid))
+        log = running.log.read_text()
+    assert errors == [], errors[:5]
+    assert len(answered) > 40 and set(answered) == {401}, (len(answered), set(answered))  # no token sent
+    assert closes, "no worker retired during the load"
+    assert not first_workers & last_workers, log[-3000:]
+    assert "SIGSEGV" not in log and "WORKER TIMEOUT" not in log
+
+
+def _children(pid: int) -> list[int]:
+    """The pids of ``pid``'s child processes (gunicorn's workers)."""
+    children: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            children += [int(child) for child in (task / "children").read_text().split()]
+    return children
 
 
 def test_sigterm_stops_cleanly_and_every_log_line_is_json(server: Server) -> None:

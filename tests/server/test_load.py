@@ -2,7 +2,7 @@
 workers x 4 threads), against 200 running Jobs with 64 pods each (12,800 pods) in the fake API
 server: concurrency 5, then 20, then 20 with some API reads slower than NVCRE_API_TIMEOUT_SECONDS.
 
-Zero errors, zero dropped JobSets (every running Job keeps its JobSet in every answer), p99 well
+Zero errors, no worker replaced, zero dropped JobSets (every running Job keeps its JobSet in every answer), p99 well
 under Metacontroller's 10 s hook timeout even with the slow API server (the reads time out first and
 the hook answers a hold), and the workers' RSS flat after warm-up. The figures are printed
 (``pytest -s``) for BENCHMARKS/README. These phases run in TTL mode (the slow-API phase slows the
@@ -122,6 +122,16 @@ def run_phase(server: HookServer, name: str, concurrency: int, seconds: float, b
     return phase
 
 
+def assert_same_workers(server: HookServer, workers: list[int]) -> None:
+    """No worker was replaced since ``workers`` were read: a replaced worker drops the calls on its
+    connections, and the RSS readings compare other processes. The message carries gunicorn's lines
+    about workers (a crash shows as ``Worker (pid:N) was sent SIGSEGV!``: threads making the first
+    msgspec conversion at once did that, before ``hooks.core.declared.prepare``)."""
+    now = server.worker_pids()
+    lines = [line for line in server.logs().splitlines() if "orker" in line and "gunicorn" in line]
+    assert now == workers, f"workers {workers} became {now}:\n" + "\n".join(lines[-20:])
+
+
 @pytest.fixture(scope="module")
 def loaded() -> Iterator[tuple[FakeKubeServer, HookServer]]:
     """12,800 pods in the fake API server; gunicorn with the production config and a 1 s API timeout."""
@@ -140,6 +150,7 @@ def loaded() -> Iterator[tuple[FakeKubeServer, HookServer]]:
 def test_load_is_error_free_fast_and_flat(loaded: tuple[FakeKubeServer, HookServer]) -> None:
     fake, server = loaded
     bodies = [running_request(index) for index in range(JOBS)]
+    workers = server.worker_pids()
     run_phase(server, "warm-up c=5", 5, 3, bodies)
     rss_start = server.rss_kib()
     phases = [run_phase(server, "c=5", 5, 7, bodies)]
@@ -153,6 +164,7 @@ def test_load_is_error_free_fast_and_flat(loaded: tuple[FakeKubeServer, HookServ
     rss_end = server.rss_kib()
     print(f"RSS KiB per worker: after warm-up {rss_start}, middle {rss_middle}, end {rss_end}")
     print(f"slow API reads: {slow.hits}")
+    assert_same_workers(server, workers)
     for phase in phases:
         assert not phase.errors, phase.errors[:5]
         assert phase.percentile(0.99) < 5.0, phase.summary()
@@ -189,7 +201,8 @@ def watch_lists(server: HookServer) -> float:
 def test_watch_mode_load_lists_almost_no_pods(watched: tuple[FakeKubeServer, HookServer]) -> None:
     fake, server = watched
     bodies = [running_request(index) for index in range(JOBS)]
-    workers = len(server.worker_pids())
+    pids = server.worker_pids()
+    workers = len(pids)
     for _ in range(10):  # until every worker has had a read, so its watch has listed once and watches
         run_phase(server, "watch warm-up c=5", 5, 2, bodies)
         if watch_lists(server) >= workers:
@@ -201,6 +214,7 @@ def test_watch_mode_load_lists_almost_no_pods(watched: tuple[FakeKubeServer, Hoo
     lists = [r for r in fake.requests if r.path.endswith("/pods") and r.query.get("watch") != "true"]
     print(f"watch mode: {len(phase.latencies)} syncs sent {len(lists)} pod lists "
           f"({sum(r.query.get('limit') == '1' for r in lists)} one-pod nudges); RSS KiB {server.rss_kib()}")
+    assert_same_workers(server, pids)
     assert not phase.errors, phase.errors[:5]
     assert len(phase.latencies) > 100, phase.summary()
     assert phase.percentile(0.99) < 5.0, phase.summary()
