@@ -227,7 +227,7 @@ def test_a_squatter_podgroup_holds_the_jobset_until_it_is_gone(gang_world: Clust
     Metacontroller neither lists nor adopts it and ignores the ``AlreadyExists`` of its own create.
     A JobSet created beside it would have its pods name the squatter, and the scheduler would place
     them by its rules (before issue 31, on this tier: one worker bound on the one node, the other
-    Pending, ``GangScheduled`` never saying so). The hooks create their group first: no JobSet, no pod,
+    Pending, the Job Running with ``PlacementNotReported``). The hooks create their group first: no JobSet, no pod,
     the Job Pending saying why; once the squatter is deleted, their own group, then the JobSet, and the
     gang placed whole."""
     world = gang_world
