@@ -12,7 +12,8 @@ Transitions: ``AttemptCreated`` (created attempt N), ``Restarting`` (restarting 
 ``DrainWaiting`` (waiting on N pods), ``DrainPassed``, ``Suspended``, ``Resumed``,
 ``DeadlineExceeded``, ``DrainStuck``, ``Failed``, ``Succeeded``, ``Deleting`` (TTL),
 ``ForceDeletingPod`` and, for a gang (issue 22, ``hooks.core.gang``), ``GangUnschedulable`` (the
-scheduler cannot place it), ``GangScheduled`` (placed) and ``GangUnavailable``.
+scheduler cannot place it), ``GangScheduled`` (placed), ``GangUnavailable`` and ``GangMismatch`` (its
+PodGroup is not the gang the hooks build).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from hooks.core.vocab import ConditionStatus, ConditionType, Phase
 NORMAL, WARNING = "Normal", "Warning"
 GANG_CONDITION = "GangScheduled"
 """``hooks.core.gang.CONDITION`` (named here too: the events import no decision module)."""
-GANG_WARNINGS = {"Unschedulable": "GangUnschedulable", "GangUnavailable": "GangUnavailable"}
+GANG_WARNINGS = {"Unschedulable": "GangUnschedulable", "GangUnavailable": "GangUnavailable",
+                 "GangMismatch": "GangMismatch"}
 """The ``GangScheduled=False`` reasons that make a Warning Event, and its reason."""
 MAX_NOTE = 1024
 """events.k8s.io/v1 refuses a note over 1 kB."""

@@ -8,10 +8,21 @@ and every pod template of that JobSet names it in ``spec.schedulingGroup.podGrou
 kube-scheduler then binds all of them in one cycle or none.
 
 The PodGroup lives and goes with its JobSet (``apply``, run once on the children the rows decided):
-an answer holds the PodGroup of every JobSet it holds whose gang is on, and no other, so the drain
-barrier that gates the JobSet gates its group too: the next attempt's group is created with the
-next JobSet, once no pod of an earlier attempt is active, and an attempt's group is deleted with
-its JobSet (kube-controller-manager's podgroup-protection keeps it until its pods are gone).
+an answer holds the PodGroup of every JobSet it holds (or is about to create) whose gang is on, and
+no other, so the drain barrier that gates the JobSet gates its group too, and an attempt's group is
+deleted with its JobSet (kube-controller-manager's podgroup-protection keeps it until its pods are
+gone). The group comes first: a new attempt's JobSet is created only once its PodGroup is among the
+Job's children and is the gang the hooks build (``mismatch``). Until then the answer holds the
+PodGroup alone and the Job waits ``Pending`` (``WaitingForPodGroup``), because a JobSet's pods name
+their group by name, for life: created beside a PodGroup of that name that someone else made (a
+squatter, which Metacontroller does not list, and whose ``AlreadyExists`` it ignores), they would be
+placed by the squatter's rules, one by one if its ``minCount`` is 1.
+
+A PodGroup among the children that is not that gang (another ``minCount``, another policy, a field the
+hooks never set, another controller) is never claimed: ``GangScheduled=False`` reason ``GangMismatch``
+names the field. Before its JobSet exists the JobSet is held (the hooks neither delete nor change the
+group: fix it or delete it); with its JobSet running, the attempt runs on (its pods name the group
+for life, and podgroup-protection keeps it while they exist: it can be neither replaced nor dropped).
 
 Whether an attempt's gang is on is fixed when its JobSet is created: an observed JobSet keeps what
 its templates say (a later change of the spec or of the default applies to the next attempt).
@@ -59,6 +70,15 @@ NOT_REPORTED = "PlacementNotReported"
 scheduling group was dropped (``GenericWorkload`` off on the API server) or not used by the scheduler."""
 NOT_REQUESTED = "NotRequested"
 """``GangScheduled=False`` for an attempt that runs without a gang after one that had one."""
+WAITING_FOR_PODGROUP = "WaitingForPodGroup"
+"""``GangScheduled=False`` while a new attempt's JobSet waits for its PodGroup among the Job's children."""
+MISMATCH = "GangMismatch"
+"""``GangScheduled=False``: the attempt's PodGroup is not the gang the hooks build (``mismatch``)."""
+NEVER_SET = ("workloadRef", "parentCompositePodGroupName", "schedulingConstraints", "resourceClaims")
+"""PodGroup ``spec`` fields the hooks never set, each of which changes what the group is (a Workload's
+template, a parent group, topology, shared devices): set, the group is not the hooks' gang."""
+DEFAULT_DISRUPTION = {"single": {}}
+"""``spec.disruptionMode`` as the API server defaults it (the hooks set none)."""
 PODGROUP_SCHEDULED = ("PodGroupInitiallyScheduled", "PodGroupScheduled")
 """The PodGroup condition types the scheduler writes (v1.37: ``PodGroupInitiallyScheduled``)."""
 NOT_LISTED = ("the CompositeController nvcre-jobs lists no PodGroup children (scheduling.k8s.io/v1beta1 "
@@ -163,6 +183,41 @@ def as_observed(podgroup: Mapping[str, Any]) -> dict[str, Any]:
     return kept_child(podgroup, API_VERSION, KIND)
 
 
+def mismatch(podgroup: Mapping[str, Any], count: int, job_uid: str) -> tuple[str, ...]:
+    """Where observed ``podgroup`` (any shape) is not the gang ``build_podgroup`` makes for an attempt
+    of ``count`` pods, in words naming each field: a controller ownerReference that is not the Job's
+    (``job_uid``), ``spec.schedulingPolicy`` not a gang of exactly ``count`` (a smaller ``minCount``
+    lets the scheduler place the pods apart, a larger one never places them), a field of ``NEVER_SET``
+    set, a ``disruptionMode`` other than the default. What the API server fills in (``priority``,
+    ``priorityClassName`` and ``preemptionPolicy`` by priority admission, ``disruptionMode`` by its
+    default) and the labels are not judged. ``()``: the gang the hooks build."""
+    found: list[str] = []
+    owners = _at(podgroup, "metadata", "ownerReferences")
+    for owner in owners if isinstance(owners, list) else []:
+        if isinstance(owner, Mapping) and owner.get("controller") is True and owner.get("uid") != job_uid:
+            found.append(f"not owned by this Job (its controller is {owner.get('kind')} {owner.get('name')})")
+    policy_ = _at(podgroup, "spec", "schedulingPolicy")
+    gang = _at(policy_, "gang")
+    if not isinstance(gang, Mapping):
+        shown = "basic" if isinstance(policy_, Mapping) and "basic" in policy_ else "unset"
+        found.append(f"spec.schedulingPolicy.gang is {shown}, want a gang of minCount {count}")
+    elif gang.get("minCount") != count:
+        found.append(f"spec.schedulingPolicy.gang.minCount is {gang.get('minCount')}, want {count}")
+    spec = _at(podgroup, "spec")
+    for key in NEVER_SET:
+        if _at(spec, key) not in (None, [], {}):
+            found.append(f"spec.{key} is set, the hooks set none")
+    disruption = _at(spec, "disruptionMode")
+    if disruption not in (None, DEFAULT_DISRUPTION):
+        shown = next(iter(disruption)) if isinstance(disruption, Mapping) and disruption else str(disruption)
+        found.append(f"spec.disruptionMode is {shown}, want single (the default)")
+    return tuple(found)
+
+
+def _deleting(podgroup: Mapping[str, Any]) -> bool:
+    return bool(_at(podgroup, "metadata", "deletionTimestamp"))
+
+
 def scheduled(podgroup: Mapping[str, Any] | None) -> tuple[str, str, str, str]:
     """What ``podgroup`` says of its placement as ``(status, reason, message, lastTransitionTime)``
     of its scheduling condition (``PODGROUP_SCHEDULED``); all ``""`` when it says nothing yet."""
@@ -183,7 +238,6 @@ def apply(ctx: Context, work: Work) -> None:
     had = cond.get_condition(work.conditions, CONDITION) is not None
     if not (wanted or groups or had):
         return
-    current = False
     children: list[dict[str, Any]] = []
     gangs: list[dict[str, Any]] = []
     jobsets = {js["metadata"]["name"]: js for js in observed.jobsets}
@@ -202,15 +256,17 @@ def apply(ctx: Context, work: Work) -> None:
             _say(ctx, work, cond.FALSE, STARTED_WITHOUT_GANG,
                  f"started JobSet {name} without a gang: {_unavailable_words(ctx)}")
             children.append(child)
-            current = current or is_current
             continue
         if on:
             child = child if names_group(child) else with_group(child)
             observed_group = groups.get(name)
+            wrong = mismatch(observed_group, min_count(child), observed.uid) if observed_group is not None else ()
             gangs.append(as_observed(observed_group) if observed_group is not None else build_podgroup(child))
+            if existing is None and (observed_group is None or wrong or _deleting(observed_group)):
+                _hold_for_group(ctx, work, child, observed_group, wrong)  # the group first: no JobSet yet
+                continue
             if is_current:
-                current = True
-                _report(ctx, work, child, observed_group)
+                _report(ctx, work, child, observed_group, wrong)
         elif is_current and had:
             reason = (cond.get_condition(work.conditions, CONDITION) or _NO_CONDITION).reason
             if reason != STARTED_WITHOUT_GANG:
@@ -229,8 +285,33 @@ def _unavailable_words(ctx: Context) -> str:
 
 def _wait(ctx: Context, work: Work, name: str) -> None:
     """``whenUnavailable: Wait``: the JobSet that would be created is not; the Job stays Pending."""
-    words = f"not creating JobSet {name}: the Job asks for a gang and {_unavailable_words(ctx)}"
-    _say(ctx, work, cond.FALSE, UNAVAILABLE, words)
+    _hold(ctx, work, UNAVAILABLE, f"not creating JobSet {name}: the Job asks for a gang and {_unavailable_words(ctx)}")
+
+
+def _hold_for_group(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mapping[str, Any] | None,
+                    wrong: tuple[str, ...]) -> None:
+    """The new JobSet ``jobset`` is not created yet: its PodGroup (``podgroup``, observed or not) is
+    not among the Job's children, is being deleted, or is not the gang the hooks build (``wrong``,
+    ``mismatch``'s words). The Job stays Pending and says which (module doc)."""
+    name, count = jobset["metadata"]["name"], min_count(jobset)
+    if podgroup is None:
+        _hold(ctx, work, WAITING_FOR_PODGROUP,
+              f"creating PodGroup {name} (gang of {count} pods) before JobSet {name}: the JobSet comes once the "
+              f"PodGroup is among this Job's children; if it never comes, a PodGroup {name} this Job does not "
+              "own is in the way (Metacontroller ignores AlreadyExists): delete it")
+    elif wrong:
+        _hold(ctx, work, MISMATCH,
+              f"not creating JobSet {name}: PodGroup {name} is not the gang of {count} pods the hooks build "
+              f"({'; '.join(wrong)}) and the JobSet's pods would name it: fix it or delete it")
+    else:
+        _hold(ctx, work, WAITING_FOR_PODGROUP,
+              f"PodGroup {name} is being deleted: JobSet {name} and its own PodGroup come once it is gone")
+
+
+def _hold(ctx: Context, work: Work, reason: str, words: str) -> None:
+    """Nothing of the attempt is created but what the answer already holds: ``GangScheduled=False``
+    ``reason`` saying ``words``, the Job Pending, no workload, a resync."""
+    _say(ctx, work, cond.FALSE, reason, words)
     work.kind = Outcome.HELD
     work.workload = ""
     work.phase = work.phase if work.phase == PENDING else PENDING
@@ -238,12 +319,21 @@ def _wait(ctx: Context, work: Work, name: str) -> None:
     work.message = bounded(f"waiting: {words}")
 
 
-def _report(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mapping[str, Any] | None) -> None:
-    """``GangScheduled`` for the current attempt from its PodGroup. While the gang is not placed and
-    none of the attempt's pods is bound (the cached pods' ``spec.nodeName``), the Job is ``Pending``
-    (its pods exist, but wait for the scheduler: not ``Running``) and its message says why."""
+def _report(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mapping[str, Any] | None,
+            wrong: tuple[str, ...] = ()) -> None:
+    """``GangScheduled`` for the current attempt from its PodGroup. A PodGroup that is not the gang
+    the hooks build (``wrong``: ``mismatch``'s words) is never claimed, whatever it says: ``GangMismatch``
+    and the attempt runs on. While the gang is not placed and none of the attempt's pods is bound (the
+    cached pods' ``spec.nodeName``), the Job is ``Pending`` (its pods exist, but wait for the
+    scheduler: not ``Running``) and its message says why."""
     name = jobset["metadata"]["name"]
     count = min_count(jobset)
+    if wrong:
+        _say(ctx, work, cond.FALSE, MISMATCH,
+             f"PodGroup {name} is not the gang of {count} pods the hooks build ({'; '.join(wrong)}): the scheduler "
+             f"may place its pods apart; JobSet {name} runs on (its pods name the group for life: the hooks "
+             "neither replace nor change it)")
+        return
     status, reason, message, since = scheduled(podgroup)
     if status == cond.TRUE:
         _say(ctx, work, cond.TRUE, reason or SCHEDULED,

@@ -220,3 +220,43 @@ def test_a_restarts_gang_comes_only_after_the_last_attempts_pods_are_gone(gang_w
                     "attempt 1's gang placed", timeout=PLACED_SECONDS)
     assert len(bound(world, "again")) == 2
     world.assert_safe()
+
+
+def test_a_squatter_podgroup_holds_the_jobset_until_it_is_gone(gang_world: ClusterWorld, pool: Pool) -> None:
+    """Someone else's PodGroup ``sq-0`` (minCount 1, none of the Job's labels) made before the Job:
+    Metacontroller neither lists nor adopts it and ignores the ``AlreadyExists`` of its own create.
+    A JobSet created beside it would have its pods name the squatter, and the scheduler would place
+    them by its rules (before issue 31, on this tier: one worker bound on the one node, the other
+    Pending, the Job Running with ``PlacementNotReported``). The hooks create their group first: no JobSet, no pod,
+    the Job Pending saying why; once the squatter is deleted, their own group, then the JobSet, and the
+    gang placed whole."""
+    world = gang_world
+    pool.add(1)
+    api = kubernetes.client.CustomObjectsApi(world.plane.api_client())
+    squatter = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                "metadata": {"name": "sq-0", "namespace": world.namespace},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}}
+    api.create_namespaced_custom_object("scheduling.k8s.io", "v1beta1", world.namespace, "podgroups", squatter,
+                                        _request_timeout=REQUEST_TIMEOUT)
+    world.create_job("sq", spec(2, pool.tag))
+    world.run_until(lambda: world.condition("sq", "GangScheduled").get("reason") == "WaitingForPodGroup",
+                    "GangScheduled False WaitingForPodGroup", timeout=30)
+    world.run_for(3)
+    assert world.jobsets("sq") == [] and world.view.job_pods(world.namespace, "sq") == [], \
+        "no JobSet, hence no pod, over a PodGroup that is not the Job's"
+    assert world.phase("sq") == "Pending"
+    assert "a PodGroup sq-0 this Job does not own is in the way" in world.condition("sq", "GangScheduled")["message"]
+    left = podgroup(world, "sq-0")
+    assert left is not None and left["spec"]["schedulingPolicy"] == {"gang": {"minCount": 1}}
+    assert not left["metadata"].get("ownerReferences"), "the squatter is left as it is"
+
+    api.delete_namespaced_custom_object("scheduling.k8s.io", "v1beta1", world.namespace, "podgroups", "sq-0",
+                                        _request_timeout=REQUEST_TIMEOUT)
+    pool.add(1)
+    world.run_until(lambda: world.jobsets("sq") == ["sq-0"], "JobSet sq-0 once the squatter is gone", timeout=30)
+    group = podgroup(world, "sq-0")
+    assert group is not None and group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+    world.run_until(lambda: world.condition("sq", "GangScheduled").get("status") == "True",
+                    "GangScheduled True", timeout=PLACED_SECONDS)
+    assert len(bound(world, "sq")) == 2
+    world.assert_safe()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +15,7 @@ from hooks.core.decide import Decision, decide
 from hooks.core.jobset import build_jobset
 from hooks.core.observed import GangCluster, parse_request
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, podgroup_child
+from tests.support.uids import uid
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 GANG = {"policy": "Gang"}
@@ -61,20 +63,42 @@ def test_without_a_gang_the_answer_is_the_same_with_or_without_the_podgroup_grou
     assert all("schedulingGroup" not in s for s in pod_specs(children(plain, "JobSet")[0]))
 
 
+def owned(podgroup: dict[str, Any], job: str = "train", **spec_changes: Any) -> dict[str, Any]:
+    """``podgroup`` as Metacontroller lists it once it created it for Job ``job`` (its controller
+    ownerReference), ``spec_changes`` merged into its spec."""
+    found = copy.deepcopy(podgroup)
+    found["metadata"] = {**found["metadata"], "uid": uid(f"podgroup/{found['metadata']['name']}"),
+                         "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": job,
+                                              "uid": uid(f"job/{job}"), "controller": True,
+                                              "blockOwnerDeletion": True}]}
+    found["spec"] = {**found["spec"], **spec_changes}
+    return found
+
+
 @pytest.mark.parametrize("launcher", ["", "launcher"])
-def test_a_new_gang_job_creates_its_jobset_with_its_podgroup(launcher: str) -> None:
-    d = run(spec=spec(launcher=launcher), podgroups=[])
-    (jobset,) = children(d, "JobSet")
-    (group,) = children(d, "PodGroup")
+def test_a_new_gang_job_creates_its_podgroup_first_then_its_jobset(launcher: str) -> None:
+    count = 3 if launcher else 2
+    first = run(spec=spec(launcher=launcher), podgroups=[])
+    assert children(first, "JobSet") == [], "no JobSet before its PodGroup is the Job's"
+    (group,) = children(first, "PodGroup")
     assert group == {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
                      "metadata": {"name": "train-0", "namespace": "default",
                                   "labels": {"nvcre.nvidia.com/job": "train", "nvcre.nvidia.com/attempt": "0"}},
-                     "spec": {"schedulingPolicy": {"gang": {"minCount": 3 if launcher else 2}}}}
+                     "spec": {"schedulingPolicy": {"gang": {"minCount": count}}}}
+    assert first.kind == "held" and first.response["status"]["phase"] == "Pending"
+    assert first.response["status"]["workload"] == "" and first.response["resyncAfterSeconds"] == 5.0
+    found = condition(first)
+    assert found is not None and (found["status"], found["reason"]) == ("False", "WaitingForPodGroup")
+    assert found["message"].startswith(f"creating PodGroup train-0 (gang of {count} pods) before JobSet train-0")
+    assert "AlreadyExists" in found["message"]
+
+    d = run(spec=spec(launcher=launcher), podgroups=[owned(group)], status=first.response["status"])
+    (jobset,) = children(d, "JobSet")
+    assert children(d, "PodGroup") == [group]
     assert [s["schedulingGroup"] for s in pod_specs(jobset)] == [{"podGroupName": "train-0"}] * (2 if launcher else 1)
-    assert d.kind == "created"
+    assert d.kind == "created" and d.response["status"]["workload"] == "train-0"
     assert condition(d) == {"type": "GangScheduled", "status": "False", "reason": "WaitingForScheduler",
-                            "message": "PodGroup train-0 (gang of 2 pods) waits for the scheduler".replace(
-                                "2", "3" if launcher else "2"),
+                            "message": f"PodGroup train-0 (gang of {count} pods) waits for the scheduler",
                             "lastTransitionTime": "2026-01-01T00:00:00Z"}
 
 
@@ -154,11 +178,17 @@ def test_the_podgroup_goes_with_its_attempt_and_the_next_comes_with_the_next_job
     busy = FakeReader([make_pod("train-0-worker-0-0", job="train")])
     held = run(busy, spec=s, jobsets=[failed], podgroups=[group], status=first.response["status"])
     assert held.kind == "held" and held.response["children"] == []
-    # the barrier passed: attempt 1's JobSet and its own group, nothing of attempt 0
+    # the barrier passed: attempt 1's own group first, nothing of attempt 0
     passed = run(spec=s, podgroups=[], status=held.response["status"])
-    assert sorted((c["kind"], c["metadata"]["name"]) for c in passed.response["children"]) == \
-        [("JobSet", "train-1"), ("PodGroup", "train-1")]
+    assert passed.response["status"]["attempt"] == 1 and passed.response["status"]["phase"] == "Pending"
+    assert [(c["kind"], c["metadata"]["name"]) for c in passed.response["children"]] == [("PodGroup", "train-1")]
     found = condition(passed)
+    assert found is not None and found["reason"] == "WaitingForPodGroup" and "train-1" in found["message"]
+    # then its JobSet, once the group is the Job's
+    created = run(spec=s, podgroups=[owned(children(passed, "PodGroup")[0])], status=passed.response["status"])
+    assert sorted((c["kind"], c["metadata"]["name"]) for c in created.response["children"]) == \
+        [("JobSet", "train-1"), ("PodGroup", "train-1")]
+    found = condition(created)
     assert found is not None and found["reason"] == "WaitingForScheduler" and "train-1" in found["message"]
 
 
@@ -241,6 +271,141 @@ def test_behind_kueue_the_gang_comes_after_admission() -> None:
     assert queued.response["status"]["phase"] == "Queued" and condition(queued) is None
     admitted = run(spec=spec(), labels=queue, workloads=[workload_child("train", state="admitted")], podgroups=[],
                    status=queued.response["status"])
+    assert sorted(c["kind"] for c in admitted.response["children"]) == ["PodGroup", "Workload"]
+    admitted = run(spec=spec(), labels=queue, workloads=[workload_child("train", state="admitted")],
+                   podgroups=[owned(children(admitted, "PodGroup")[0])], status=admitted.response["status"])
     assert sorted(c["kind"] for c in admitted.response["children"]) == ["JobSet", "PodGroup", "Workload"]
     (jobset,) = children(admitted, "JobSet")
     assert [s["schedulingGroup"] for s in pod_specs(jobset)] == [{"podGroupName": "train-0"}]
+
+
+# ---- a PodGroup that is not the gang the hooks build (issue 31) ---------------------------------------
+
+def test_a_running_attempts_podgroup_with_a_smaller_min_count_is_never_claimed() -> None:
+    """An edited (or adopted) PodGroup train-0 of minCount 1 for 2 pods: the scheduler may place the
+    pods one by one, so even its own "scheduled" never becomes GangScheduled=True; the running
+    attempt is kept, its JobSet and the group as they are."""
+    s = spec()
+    group = owned(podgroup_child("train", 0, state="scheduled", min_count=1))
+    reader = FakeReader([make_pod(f"train-0-worker-0-{i}", job="train", workload="train-0") for i in range(2)])
+    d = run(reader, spec=s, jobsets=[grouped_jobset(s)], podgroups=[group],
+            status={"phase": "Running", "attempt": 0, "workload": "train-0"})
+    found = condition(d)
+    assert found is not None and (found["status"], found["reason"]) == ("False", "GangMismatch")
+    assert "spec.schedulingPolicy.gang.minCount is 1, want 2" in found["message"]
+    assert "JobSet train-0 runs on" in found["message"]
+    assert d.response["status"]["phase"] == "Running"
+    assert [c["kind"] for c in d.response["children"]] == ["JobSet", "PodGroup"]
+    assert children(d, "PodGroup")[0]["spec"] == group["spec"], "kept as observed: never changed"
+
+
+def test_a_mismatch_makes_a_warning_event() -> None:
+    from hooks.core.events import transition_events
+    from hooks.core.observed import PriorStatus
+
+    s = spec()
+    d = run(spec=s, jobsets=[grouped_jobset(s)], podgroups=[owned(podgroup_child("train", 0, min_count=1))],
+            status={"phase": "Running", "attempt": 0, "workload": "train-0"})
+    events = transition_events(PriorStatus(phase="Running", attempt=0, workload="train-0"), d.response["status"])
+    assert [(e.reason, e.type) for e in events] == [("GangMismatch", "Warning")]
+    assert "minCount is 1, want 2" in events[0].note
+
+
+@pytest.mark.parametrize(("changes", "words"), [
+    ({"schedulingPolicy": {"basic": {}}}, "spec.schedulingPolicy.gang is basic, want a gang of minCount 2"),
+    ({"schedulingPolicy": {"gang": {"minCount": 3}}}, "spec.schedulingPolicy.gang.minCount is 3, want 2"),
+    ({"workloadRef": {"workloadName": "other", "templateName": "workers"}}, "spec.workloadRef is set"),
+    ({"schedulingConstraints": {"topology": [{"key": "rack"}]}}, "spec.schedulingConstraints is set"),
+    ({"disruptionMode": {"all": {}}}, "spec.disruptionMode is all, want single"),
+])
+def test_a_podgroup_that_differs_before_its_jobset_holds_the_jobset(changes: dict[str, Any], words: str) -> None:
+    """An attempt not created yet whose PodGroup among the children differs from what the hooks
+    build (policy, minCount, a Workload's template, topology, disruption): no JobSet (its pods
+    would name that group), the group neither deleted nor changed, and the field named."""
+    group = owned(podgroup_child("train", 0), **changes)
+    d = run(spec=spec(), podgroups=[group])
+    assert children(d, "JobSet") == []
+    assert children(d, "PodGroup") == [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                                        "metadata": {"name": "train-0", "namespace": "default",
+                                                     "labels": group["metadata"]["labels"]},
+                                        "spec": group["spec"]}]
+    assert d.kind == "held" and d.response["status"]["phase"] == "Pending" and d.response["status"]["workload"] == ""
+    found = condition(d)
+    assert found is not None and (found["status"], found["reason"]) == ("False", "GangMismatch")
+    assert found["message"].startswith("not creating JobSet train-0: PodGroup train-0 is not the gang of 2 pods")
+    assert words in found["message"] and "fix it or delete it" in found["message"]
+    assert d.response["status"]["message"] == f"waiting: {found['message']}"
+    again = run(spec=spec(), podgroups=[group], status=d.response["status"])
+    assert again.response == d.response, "a fixed point"
+
+
+def test_a_squatter_of_the_next_attempt_holds_its_jobset() -> None:
+    """After a restart, PodGroup train-1 made by someone else: not among the Job's children (no
+    controller-uid label: Metacontroller neither lists nor adopts it, and ignores the AlreadyExists
+    of its own create). The JobSet never comes while the group is not the Job's; the Job says why."""
+    s = spec(max_restarts=3)
+    restarting = {"phase": "Restarting", "attempt": 0, "restarts": 1, "workload": "train-0"}
+    d = run(spec=s, podgroups=[], status=restarting)
+    assert d.response["status"]["attempt"] == 1
+    assert [(c["kind"], c["metadata"]["name"]) for c in d.response["children"]] == [("PodGroup", "train-1")]
+    found = condition(d)
+    assert found is not None and found["reason"] == "WaitingForPodGroup"
+    assert "a PodGroup train-1 this Job does not own is in the way (Metacontroller ignores AlreadyExists)" \
+        in found["message"]
+    again = run(spec=s, podgroups=[], status=d.response["status"])
+    assert [(c["kind"], c["metadata"]["name"]) for c in again.response["children"]] == [("PodGroup", "train-1")]
+    assert again.response["status"] == d.response["status"], "held until the squatter is gone"
+
+
+def test_a_podgroup_another_controller_owns_is_never_the_jobs_gang() -> None:
+    """A PodGroup of the attempt's name whose controller is not this Job (listed, as a stand-in or a
+    later Metacontroller might): before the JobSet, held; with the JobSet running, not claimed."""
+    s = spec()
+    foreign = owned(podgroup_child("train", 0, state="scheduled"))
+    foreign["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "other",
+                                               "uid": uid("job/other"), "controller": True}]
+    held = run(spec=s, podgroups=[foreign])
+    assert children(held, "JobSet") == []
+    found = condition(held)
+    assert found is not None and found["reason"] == "GangMismatch"
+    assert "not owned by this Job (its controller is Job other)" in found["message"]
+    running = run(spec=s, jobsets=[grouped_jobset(s)], podgroups=[foreign],
+                  status={"phase": "Running", "attempt": 0, "workload": "train-0"})
+    found = condition(running)
+    assert found is not None and (found["status"], found["reason"]) == ("False", "GangMismatch")
+    assert children(running, "JobSet") != []
+
+
+def test_a_podgroup_being_deleted_holds_the_jobset_until_it_is_gone() -> None:
+    group = owned(podgroup_child("train", 0))
+    group["metadata"]["deletionTimestamp"] = "2025-12-31T23:59:00Z"
+    d = run(spec=spec(), podgroups=[group])
+    assert children(d, "JobSet") == []
+    found = condition(d)
+    assert found is not None and found["reason"] == "WaitingForPodGroup"
+    assert "PodGroup train-0 is being deleted" in found["message"]
+
+
+def test_the_matching_gang_is_still_claimed_with_what_the_api_server_fills_in() -> None:
+    """The hooks' own PodGroup as the API server keeps it (priority admission's priority, the default
+    disruptionMode, the podgroup-protection finalizer): the same gang, claimed once placed."""
+    s = spec()
+    group = owned(podgroup_child("train", 0, state="scheduled"), priority=0, disruptionMode={"single": {}})
+    reader = FakeReader([make_pod(f"train-0-worker-0-{i}", job="train", workload="train-0") for i in range(2)])
+    d = run(reader, spec=s, jobsets=[grouped_jobset(s)], podgroups=[group],
+            status={"phase": "Pending", "attempt": 0, "workload": "train-0"})
+    found = condition(d)
+    assert found is not None and (found["status"], found["reason"]) == ("True", "Scheduled")
+    assert found["message"] == "PodGroup train-0 placed: the scheduler bound its gang of 2 pods together"
+    first = run(spec=s, podgroups=[group])
+    assert [c["kind"] for c in first.response["children"]] == ["JobSet", "PodGroup"], "created over its own group"
+
+
+def test_mismatch_names_every_field_that_differs() -> None:
+    group = {"metadata": {"ownerReferences": [{"kind": "Job", "name": "x", "uid": "u2", "controller": True}]},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}, "resourceClaims": [{"name": "gpu"}]}}
+    assert gang.mismatch(group, 2, "u1") == ("not owned by this Job (its controller is Job x)",
+                                             "spec.schedulingPolicy.gang.minCount is 1, want 2",
+                                             "spec.resourceClaims is set, the hooks set none")
+    assert gang.mismatch({"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}, 2, "u1") == ()
+    assert gang.mismatch({"spec": None}, 2, "u1") == ("spec.schedulingPolicy.gang is unset, want a gang of minCount 2",)
