@@ -832,12 +832,29 @@ def gang_group(attempt: int, state: str = "") -> dict[str, Any]:
     return podgroup_child(JOB, attempt, namespace=NS, min_count=3, state=state)
 
 
-@scenario("v2-gang-new-job-creates-its-jobset-and-podgroup")
+@scenario("v2-gang-new-job-creates-its-podgroup-first")
 def _() -> dict[str, Any]:
-    return case("issue 22: a new MPI Job with spec.gang.policy Gang, the PodGroup child type listed: JobSet llama-0 "
-                "whose every pod template names PodGroup llama-0, and that PodGroup (gang minCount 3: two "
-                "workers and the launcher); GangScheduled False WaitingForScheduler", keying="v2", spec=GANG_MPI,
-                podgroups=[])
+    return case("issues 22, 31: a new MPI Job with spec.gang.policy Gang, the PodGroup child type listed: PodGroup "
+                "llama-0 (gang minCount 3: two workers and the launcher) alone; its JobSet comes once the PodGroup "
+                "is among the Job's children (a squatter of that name would otherwise get its pods); Pending, "
+                "GangScheduled False WaitingForPodGroup", keying="v2", spec=GANG_MPI, podgroups=[])
+
+
+@scenario("v2-gang-podgroup-observed-creates-the-jobset")
+def _() -> dict[str, Any]:
+    return case("issue 31: the Job's own PodGroup llama-0 is observed and is the gang the hooks build: JobSet "
+                "llama-0, whose every pod template names it, is created beside it", keying="v2", spec=GANG_MPI,
+                podgroups=[podgroup_child(JOB, 0, namespace=NS, min_count=3)],
+                status={"phase": "Pending", "attempt": 0, "restarts": 0})
+
+
+@scenario("v2-gang-mismatched-podgroup-holds-the-jobset")
+def _() -> dict[str, Any]:
+    return case("issue 31: PodGroup llama-0 is observed with gang minCount 1 for an attempt of 3 pods (adopted or "
+                "edited): the scheduler could place the pods one by one, so the gang is never claimed and no JobSet "
+                "is created over it; GangScheduled False GangMismatch names the field", keying="v2", spec=GANG_MPI,
+                podgroups=[podgroup_child(JOB, 0, namespace=NS, min_count=1)],
+                status={"phase": "Pending", "attempt": 0, "restarts": 0})
 
 
 @scenario("v2-gang-unschedulable-stays-pending")
@@ -866,10 +883,10 @@ def _() -> dict[str, Any]:
                 status={**running_status(phase="Restarting", restarts=1), "startTime": "2025-12-31T23:00:00Z"})
 
 
-@scenario("v2-gang-restart-drained-creates-the-next-gang")
+@scenario("v2-gang-restart-drained-creates-the-next-podgroup")
 def _() -> dict[str, Any]:
-    return case("issue 22: Restarting, attempt 0 drained (its JobSet and PodGroup gone, no pod left): JobSet "
-                "llama-1 and PodGroup llama-1 come together", keying="v2", spec=GANG_MPI, podgroups=[],
+    return case("issues 22, 31: Restarting, attempt 0 drained (its JobSet and PodGroup gone, no pod left): "
+                "attempt 1, PodGroup llama-1 first; JobSet llama-1 comes once that PodGroup is observed", keying="v2", spec=GANG_MPI, podgroups=[],
                 cache=workers(0, phase="Failed"),
                 status={**running_status(phase="Restarting", restarts=1, active=0), "workload": "",
                         "startTime": "2025-12-31T23:00:00Z"})
