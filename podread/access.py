@@ -96,7 +96,7 @@ def read_permission(reviewer: AccessReviewer | None, namespace: str, metrics: Re
 def _note(namespace: str, started: float, *, allowed: bool | None = None, error: PodReadError | None = None) -> None:
     if trace.recording_open():
         trace.note(trace.ReadRecord(
-            method=METHOD, source="live", selector=f"delete pods in {namespace}",
+            method=METHOD, source="live", query=f"delete pods in {namespace}",
             outcome="ok" if error is None else "error", pods=0, seconds=time.perf_counter() - started,
             error=None if error is None else str(error), error_code=None if error is None else error.code,
             items=({"namespace": namespace, "allowed": allowed},) if allowed is not None and trace.keeping_pods()

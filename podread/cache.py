@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable, Sequence
 import cachetools
 
 from podread import calldeadline
+from podread.cached import CachedRead
 from podread.constants import JOB_INDEX_FIELD, JOB_LABEL, NODE_NAME_INDEX_FIELD
 from podread.errors import CacheScopeError, DeadlineExceeded, NoSourceError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
@@ -59,7 +60,9 @@ class PodCache:
       (NODE_NAME_INDEX_FIELD, node); the fill lists ``JOB_LABEL`` (exists) with ``spec.nodeName=<node>``
       in all namespaces.
     Any other selector raises ``CacheScopeError``: the cache never goes to the API server for pods it
-    cannot hold. The pods returned are the entry's pods that match the whole selector.
+    cannot hold. The pods returned are the entry's pods that match the whole selector. It is the
+    Reader's ``CachedLister`` (``podread.cached``): ``read`` answers the same pods in a
+    ``CachedRead`` that also names ``source`` when this very call listed them.
 
     Sources, in order (``watches`` empty is TTL mode, ``NVCRE_CACHE_MODE=ttl``):
     - the watch (``watches``: ``PodWatch``es, one per scope): a key in a watch's scope is answered
@@ -117,18 +120,20 @@ class PodCache:
 
     def list_pods(self, selector: PodSelector) -> list[Pod]:
         """Returns the cached pods ``selector`` selects, filling its key first when absent or expired."""
-        return self.read(selector)[0]
+        return self.read(selector).pods
 
-    def read(self, selector: PodSelector) -> tuple[list[Pod], bool]:
-        """Like ``list_pods``, and says whether this very call listed the pods from the source (it
-        filled the entry itself), rather than answering from an entry listed earlier or by a fill
-        another thread had started. The Reader uses it to skip a second, identical API read.
+    def read(self, selector: PodSelector) -> CachedRead:
+        """Like ``list_pods`` (``CachedLister``), and says whether this very call listed the pods from
+        the source (it filled the entry itself: ``listed_from`` is ``source``), rather than answering
+        from the watch, an entry listed earlier or a fill another thread had started (``None``). The
+        Reader uses it to skip a second, identical API read.
         """
         key, fill_selector = self._key(selector)
         pods, filled = self._get(key, fill_selector)
-        if selector == fill_selector:  # every job read the Reader makes: the entry is the answer
-            return list(pods), filled
-        return [pod for pod in pods if selector.matches(pod)], filled
+        listed_from = self._source if filled else None
+        if selector is fill_selector or selector == fill_selector:  # every job read: the entry is the answer
+            return CachedRead(list(pods), listed_from)
+        return CachedRead([pod for pod in pods if selector.matches(pod)], listed_from)
 
     @property
     def source(self) -> PodLister | None:
@@ -141,11 +146,15 @@ class PodCache:
 
     @staticmethod
     def _key(selector: PodSelector) -> tuple[tuple[str, ...], PodSelector]:
+        """The entry ``selector`` is answered from and the selector that fills it (``selector``
+        itself when it selects exactly that); raises ``CacheScopeError`` for any other selector."""
         job = selector.labels.get(JOB_LABEL)
         if job is not None:
-            return (JOB_INDEX_FIELD, selector.namespace or "", job), PodSelector(
-                namespace=selector.namespace, labels={JOB_LABEL: job}
-            )
+            key = (JOB_INDEX_FIELD, selector.namespace or "", job)
+            if len(selector.labels) == 1 and not selector.has_labels and not selector.label_in \
+                    and selector.node_name is None:
+                return key, selector  # already the fill's selector (every job read): no second one built
+            return key, PodSelector(namespace=selector.namespace, labels={JOB_LABEL: job})
         if selector.node_name is not None and JOB_LABEL in selector.has_labels:
             return (NODE_NAME_INDEX_FIELD, selector.node_name), PodSelector(
                 has_labels=(JOB_LABEL,), node_name=selector.node_name
@@ -163,22 +172,22 @@ class PodCache:
                 watch.start()
                 watched = watch.store.answer(key)
                 if watched is not None:
-                    self._metrics.cache_lookups.labels(index, "watch").inc()
+                    self._metrics.lookup(index, "watch").inc()
                     return watched, False
                 break
         with self._lock:
             pods = self._entries.get(key)
             if pods is not None:
-                self._metrics.cache_lookups.labels(index, "hit").inc()
+                self._metrics.lookup(index, "hit").inc()
                 return pods, False
             fill = self._fills.get(key)
             leader = fill is None
             if fill is None:
                 fill = self._fills[key] = _Fill()
         if not leader:
-            self._metrics.cache_lookups.labels(index, "shared").inc()
+            self._metrics.lookup(index, "shared").inc()
             return fill.wait(), False
-        self._metrics.cache_lookups.labels(index, "miss").inc()
+        self._metrics.lookup(index, "miss").inc()
         pods, error = None, None
         try:
             pods = self._list(fill_selector)
@@ -194,7 +203,7 @@ class PodCache:
         # Waiters get copies of the error as it is now: the Reader names its own method on the one
         # it raises, and each waiter's Reader must name its own.
         fill.finish(pods, copy.copy(error) if error is not None else None)
-        self._metrics.cache_fills.labels(index, "ok" if error is None else "error").inc()
+        self._metrics.fill(index, "ok" if error is None else "error").inc()
         if error is not None:
             raise error
         assert pods is not None

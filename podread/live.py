@@ -6,7 +6,8 @@ import gc
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import orjson
 import urllib3
@@ -24,6 +25,24 @@ LARGE_BODY_BYTES = 1 << 20
 """Answers at least this large are decoded with the cyclic GC paused (see ``_loads``)."""
 MAX_LIST_RESTARTS = 2
 """How many times a paged list restarts from the first page after 410 Gone (an expired continue)."""
+
+
+@dataclass(frozen=True)
+class ListVersion:
+    """The ``resourceVersion`` a consistent list was read at (its first page's), and when the
+    request was sent (``sent_at``, on the listing client's clock)."""
+
+    resource_version: str
+    sent_at: float
+
+
+class VersionedLister(Protocol):
+    """A client whose consistent lists tell the API server's resourceVersion: ``last_version`` is
+    the newest one it got (``None`` before any), what a pod watch may confirm itself with
+    (``podread.watch.PodWatch.nudge``)."""
+
+    @property
+    def last_version(self) -> ListVersion | None: ...
 
 
 class PagedList:
@@ -55,9 +74,10 @@ class PagedList:
         self._page_size = page_size
         self._metrics = metrics or default_metrics()
         self._clock = clock
-        self.last_version: tuple[str, float] | None = None
+        self.last_version: ListVersion | None = None
         """The resourceVersion of the last consistent list (a first page) this client got, and when
-        (on ``clock``) it was sent: what the pod watch may confirm itself with (``PodWatch.nudge``)."""
+        (on ``clock``) it was sent: what the pod watch may confirm itself with (``PodWatch.nudge``);
+        a ``VersionedLister``."""
 
     def _call(self, selector: PodSelector, kwargs: dict[str, Any]) -> Any:
         """Sends one list request with ``kwargs``; returns the raw urllib3 response."""
@@ -144,7 +164,7 @@ class PagedList:
         self._requests().labels(scope, "ok").inc()
         metadata = body.get("metadata")
         if token is None and isinstance(metadata, dict) and metadata.get("resourceVersion"):
-            self.last_version = (str(metadata["resourceVersion"]), sent_at)
+            self.last_version = ListVersion(str(metadata["resourceVersion"]), sent_at)
         return body
 
     def list_snapshot(

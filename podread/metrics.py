@@ -3,10 +3,36 @@
 from __future__ import annotations
 
 import threading
+from typing import Generic, TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
+M = TypeVar("M", Counter, Gauge, Histogram)
+
 READ_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Bound(Generic[M]):
+    """The children of one labelled metric, each bound once: ``bound(*values)`` is
+    ``metric.labels(*values)``, looked up in a dict after the first call for those values.
+
+    ``labels()`` checks its arguments, takes the metric's lock and builds a key on every call: on
+    the hot path of every read that was a third of the Reader's own bookkeeping. A child is the
+    same object ``labels()`` returns (prometheus_client keeps it until ``remove``/``clear``, which
+    nothing here calls), so counting through it is counting through the metric; the label values
+    a caller passes are the metric's own (bounded) label values, so this holds no more children than
+    the metric does. Thread-safe: a race binds the same child twice, and keeps one.
+    """
+
+    def __init__(self, metric: M) -> None:
+        self.metric = metric
+        self._children: dict[tuple[str, ...], M] = {}
+
+    def __call__(self, *values: str) -> M:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self.metric.labels(*values)
+        return child
 
 
 class ReadMetrics:
@@ -26,7 +52,8 @@ class ReadMetrics:
 
     The Reader's own metrics (``podread_reads_total`` and the two below it) count every Reader
     read by method: pod reads, and the batch Job read ``attempt_jobs`` and the Node read
-    ``node_states`` that the drain barrier makes beside them.
+    ``node_states`` that the drain barrier makes beside them. ``observe_read`` counts one such read
+    (its children bound once, ``Bound``); ``lookup`` and ``fill`` are the cache's bound children.
 
     The watch (``NVCRE_CACHE_MODE=watch``), by ``scope`` (a namespace, or ``all-namespaces``):
     - ``podread_watch_restarts_total{scope,reason}``: watch requests that ended: ``ended`` (the server
@@ -110,6 +137,21 @@ class ReadMetrics:
             "podread_watch_bytes", "Compact JSON size of the slim pods the watch-fed cache holds.", ["scope"],
             registry=registry, multiprocess_mode="livesum",
         )
+        self._reads = Bound(self.reads)
+        self._read_seconds = Bound(self.read_seconds)
+        self._read_errors = Bound(self.read_errors)
+        self.lookup = Bound(self.cache_lookups)
+        """``cache_lookups`` by (index, result), bound once."""
+        self.fill = Bound(self.cache_fills)
+        """``cache_fills`` by (index, outcome), bound once."""
+
+    def observe_read(self, method: str, source: str, seconds: float, error_code: str | None = None) -> None:
+        """Counts one Reader read of ``method`` on ``source`` that took ``seconds``: outcome ``ok``
+        when ``error_code`` is ``None``, else ``error`` and one more error of that class."""
+        self._reads(method, source, "ok" if error_code is None else "error").inc()
+        self._read_seconds(method, source).observe(seconds)
+        if error_code is not None:
+            self._read_errors(method, source, error_code).inc()
 
 
 _default: ReadMetrics | None = None

@@ -141,7 +141,7 @@ def _note(names: list[str], started: float, *, nodes: list[Node] | None = None,
           error: PodReadError | None = None) -> None:
     if trace.recording_open():
         trace.note(trace.ReadRecord(
-            method="node_states", source="live", selector="nodes=" + ",".join(names),
+            method="node_states", source="live", query="nodes=" + ",".join(names),
             outcome="ok" if error is None else "error", pods=len(nodes or ()),
             seconds=time.perf_counter() - started, error=None if error is None else str(error),
             error_code=None if error is None else error.code,

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 from podread import calldeadline, trace
 from podread.access import AccessReviewer, read_permission
 from podread.attempts import attempt_in_name, workload_name
-from podread.cache import PodCache
+from podread.cached import CachedLister, as_cached
 from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.jobs import Job, JobLister
@@ -31,8 +31,10 @@ whatever the attempt)."""
 class Reader:
     """Reads Pods from the job-scoped cache or from the API server, whichever the read needs.
 
-    ``cached`` reads through the job-scoped cache (a ``PodCache``); ``live`` reads the API server
-    (a ``LiveClient``). A unit test may pass the same fake lister for both.
+    ``cached`` reads through the job-scoped cache: a ``CachedLister`` (``podread.cached``; in
+    production a ``PodCache``), or a plain ``PodLister``, wrapped once in ``Uncached`` (every read
+    lists from it; a live-only Reader, a snapshot). ``live`` reads the API server (a
+    ``LiveClient``). A unit test may pass the same fake lister for both.
 
     A ``live`` of ``None`` is not replaced by ``cached``: the live reads exist because the cache
     cannot answer them, and ``active_job_pods``' check against the API server would quietly become
@@ -44,7 +46,8 @@ class Reader:
     Pods read from the cache are slim: only the fields in ``podread.slim.KEPT`` (name, namespace,
     uid, resourceVersion, labels, creation and deletion timestamps, ``spec.nodeName``,
     ``status.phase``); a caller of a cached read that needs another field adds it there.
-    Each read is counted and timed in ``metrics`` and noted in an open ``trace.recording()``.
+    Each read is counted and timed in ``metrics`` and noted in an open ``trace.recording()``; the
+    note holds the selector itself, and describes it only when something reads its ``selector``.
 
     Beside the pods, the drain barrier reads two other kinds through here, each live and each
     failing like a pod read: the batch Jobs of a Job's attempts (``attempt_jobs``, through
@@ -52,10 +55,10 @@ class Reader:
     ``nodes`` those reads raise ``NoLiveReaderError``: never "none".
     """
 
-    def __init__(self, cached: PodLister, live: PodLister | None, *, metrics: ReadMetrics | None = None,
-                 nodes: NodeLister | None = None, access: AccessReviewer | None = None,
-                 jobs: JobLister | None = None) -> None:
-        self._cached = cached
+    def __init__(self, cached: CachedLister | PodLister, live: PodLister | None, *,
+                 metrics: ReadMetrics | None = None, nodes: NodeLister | None = None,
+                 access: AccessReviewer | None = None, jobs: JobLister | None = None) -> None:
+        self._cached = as_cached(cached)
         self._live = live
         self._metrics = metrics or default_metrics()
         self._nodes = nodes
@@ -64,9 +67,7 @@ class Reader:
 
     def close(self) -> None:
         """Stops what the cache runs in the background (its watch, in watch mode). Reads still work."""
-        close = getattr(self._cached, "close", None)
-        if close is not None:
-            close()
+        self._cached.close()
 
     @property
     def has_live(self) -> bool:
@@ -235,28 +236,27 @@ class Reader:
 
         Returns the pods and whether the answer is a list this very call sent to the live client:
         a cached read whose entry was missing, filled by this call (not by a fill another thread had
-        started), from a cache whose source is this Reader's ``live``. Such a list is already the API
-        server's current answer.
+        started), from this Reader's ``live`` (``CachedRead.listed_from``). Such a list is already
+        the API server's current answer.
         """
-        lister = self._cached if source == CACHE else self._live
         started = time.perf_counter()
-        filled = False
+        listed_from = None
         try:
-            if lister is None:
-                raise NoLiveReaderError("no live client: this Reader was built without one, so it cannot "
-                                        "read the API server")
-            left = calldeadline.remaining()
-            if source == LIVE and left is not None and left <= 0:
-                raise DeadlineExceeded("not sent: the hook call's deadline for reads had passed")
-            if isinstance(lister, PodCache):
-                pods, filled = lister.read(selector)
+            if source == CACHE:
+                answer = self._cached.read(selector)
+                pods, listed_from = answer.pods, answer.listed_from
             else:
-                pods = lister.list_pods(selector)
+                if self._live is None:
+                    raise NoLiveReaderError("no live client: this Reader was built without one, so it cannot "
+                                            "read the API server")
+                left = calldeadline.remaining()
+                if left is not None and left <= 0:
+                    raise DeadlineExceeded("not sent: the hook call's deadline for reads had passed")
+                pods = self._live.list_pods(selector)
         except Exception as exc:
             self._failed(method, source, selector, started, exc)
-        self._finish(method, source, selector, started, pods=pods, filled=filled)
-        listed_live = filled and self._live is not None and isinstance(lister, PodCache) and lister.source is self._live
-        return pods, listed_live
+        self._finish(method, source, selector, started, pods=pods, filled=listed_from is not None)
+        return pods, listed_from is not None and listed_from is self._live
 
     def _failed(self, method: str, source: str, selector: PodSelector, started: float, exc: Exception) -> NoReturn:
         """Counts, times, logs and traces a failed read, and raises it as a ``PodReadError`` that
@@ -277,20 +277,17 @@ class Reader:
         self, method: str, source: str, selector: PodSelector, started: float,
         *, pods: list[Pod] | None = None, error: PodReadError | None = None, filled: bool = False,
     ) -> None:
+        """Counts and times one read (``ReadMetrics.observe_read``: children bound once) and notes
+        it in the open recording, if any, with ``selector`` itself (described only when read)."""
         seconds = time.perf_counter() - started
-        outcome = "ok" if error is None else "error"
-        self._metrics.reads.labels(method, source, outcome).inc()
-        self._metrics.read_seconds.labels(method, source).observe(seconds)
-        if error is not None:
-            self._metrics.read_errors.labels(method, source, error.code).inc()
+        self._metrics.observe_read(method, source, seconds, None if error is None else error.code)
         if trace.recording_open():
             trace.note(trace.ReadRecord(
-                method=method, source=source, selector=selector.describe(), outcome=outcome,
+                method=method, source=source, query=selector, outcome="ok" if error is None else "error",
                 pods=len(pods or ()), seconds=seconds, error=None if error is None else str(error), filled=filled,
                 error_code=None if error is None else error.code,
                 items=tuple(pods) if pods is not None and trace.keeping_pods() else None,
             ))
-
 
 
 def _object_key(obj: Mapping[str, Any]) -> str:

@@ -10,14 +10,25 @@ import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Protocol
 
 from podread.selector import Pod
 
 
+class Describable(Protocol):
+    """What a read asked for, able to say it in words (``PodSelector``)."""
+
+    def describe(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class ReadRecord:
-    """One read: the Reader method, its source (``cache``/``live``), the selector, and how it went.
+    """One read: the Reader method, its source (``cache``/``live``), what it asked for, and how it went.
 
+    ``query`` is what the read asked for: its text (``"nodes=a,b"``), or the ``PodSelector`` itself,
+    which the Reader notes so that a read costs no text when nobody asks for it; ``selector`` is
+    the text either way (``PodSelector.describe()``, computed on first use and kept).
     ``items`` holds the pods read when the recording asked to keep them, else ``None``. ``filled``
     marks a cached read that missed and was answered by the list this read sent to fill the cache.
     ``error`` is a failed read's full text, ``error_code`` its class (``podread.errors.CAUSES``).
@@ -25,7 +36,7 @@ class ReadRecord:
 
     method: str
     source: str
-    selector: str
+    query: str | Describable
     outcome: str
     pods: int
     seconds: float
@@ -33,6 +44,11 @@ class ReadRecord:
     items: tuple[Pod, ...] | None = None
     filled: bool = False
     error_code: str | None = None
+
+    @cached_property
+    def selector(self) -> str:
+        """What the read asked for, in words: ``query`` itself when it is text, else its ``describe()``."""
+        return self.query if isinstance(self.query, str) else self.query.describe()
 
 
 @dataclass

@@ -23,7 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import urllib3
@@ -33,6 +33,9 @@ from podread.errors import ApiError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
 from podread.selector import Pod, PodSelector
 from podread.slim import slim
+
+if TYPE_CHECKING:  # the watch takes its live client as given: importing it would load the kubernetes client
+    from podread.live import VersionedLister
 
 log = logging.getLogger("podread")
 
@@ -395,7 +398,7 @@ class PodWatch:
         backoff: Backoff | None = None,
         metrics: ReadMetrics | None = None,
         nudge_every: float | None = 1.0,
-        peers: Sequence[Any] = (),
+        peers: Sequence[VersionedLister] = (),
     ) -> None:
         self._live = live
         self._peers = tuple(peers)
@@ -463,14 +466,17 @@ class PodWatch:
         1 s and one ``nudge_every`` tick, at least half the TTL: late enough that a watch with any
         traffic needs none, early enough that the answer comes before the TTL passes): one
         consistent list of at most one pod, then ``WatchedPods.progress``. Returns whether that
-        confirmed the store, or ``None`` when no list was needed or it failed."""
+        confirmed the store, or ``None`` when no list was needed or it failed. Before listing, each
+        of ``peers`` (``VersionedLister``: the Reader's live client) whose ``last_version`` was sent
+        after the store's last confirmation is offered to the store (``by-peer``: no request)."""
         age = self.store.staleness()
         if age is None or age < self.nudge_after:
             return None
         confirmed_at = self.store.now() - age
         for peer in self._peers:
-            seen = getattr(peer, "last_version", None)
-            if seen is not None and seen[1] > confirmed_at and self.store.progress(seen[0], seen[1]):
+            seen = peer.last_version
+            if seen is not None and seen.sent_at > confirmed_at and self.store.progress(seen.resource_version,
+                                                                                       seen.sent_at):
                 self._metrics.watch_nudges.labels(self.store.scope, "by-peer").inc()
                 if (self.store.staleness() or 0.0) < self.nudge_after:
                     return True

@@ -34,6 +34,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from hooks.core.deadlines import parse_time
 from hooks.core.observed import HOOKS
 from hooks.core.work import DRAINED, PHASES
+from podread.metrics import Bound
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0)
 """Up to Metacontroller's default 10 s hook timeout: a call slower than that has already failed."""
@@ -91,20 +92,26 @@ for _reason in DRAIN_REASONS:
     DRAIN_HOLDS.labels(reason=_reason)
 
 
+# The children counted on every hook call, each bound once (``labels()`` on every call cost more than
+# the count itself): by (hook, code), (hook,), (kind,) and (phase,), in the metrics' label order.
+_REQUESTS, _DURATION = Bound(REQUESTS), Bound(DURATION)
+_DECISIONS, _PHASE_DECISIONS = Bound(DECISIONS), Bound(PHASE_DECISIONS)
+
+
 def observe_request(hook: str, code: int, seconds: float) -> None:
     """Counts one answered hook request and records how long it took."""
-    REQUESTS.labels(hook=hook, code=str(code)).inc()
-    DURATION.labels(hook=hook).observe(seconds)
+    _REQUESTS(hook, str(code)).inc()
+    _DURATION(hook).observe(seconds)
 
 
 def count_decision(kind: str) -> None:
     """Counts one decision of ``kind`` (``created``, ``held``, ...) that was answered."""
-    DECISIONS.labels(kind=kind).inc()
+    _DECISIONS(kind).inc()
 
 
 def count_phase(phase: str) -> None:
     """Counts one answered decision that leaves its Job in ``phase``."""
-    PHASE_DECISIONS.labels(phase=phase).inc()
+    _PHASE_DECISIONS(phase).inc()
 
 
 def count_drain_hold(status: Mapping[str, object], now: datetime) -> None:

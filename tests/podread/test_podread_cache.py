@@ -9,6 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from podread import JOB_LABEL, CacheScopeError, NoSourceError, PodCache, PodReadError, PodSelector, ReadMetrics
+from podread.cached import CachedLister, CachedRead
 from tests.support.fake_lister import FakeLister, failing, pod
 
 JOB = PodSelector(namespace="team-a", labels={JOB_LABEL: "llama"})
@@ -189,10 +190,15 @@ def test_a_fill_keeps_only_what_its_selector_selects() -> None:
     assert [p["metadata"]["name"] for p in cache.list_pods(JOB)] == ["w-0"]
 
 
-def test_read_says_whether_this_call_filled_the_entry() -> None:
-    cache = make(FakeLister([pod("w-0")]))
-    assert cache.read(JOB)[1] is True
-    assert cache.read(JOB)[1] is False
+def test_read_says_whether_this_call_filled_the_entry_and_from_which_source() -> None:
+    source = FakeLister([pod("w-0")])
+    cache = make(source)
+    filled = cache.read(JOB)
+    assert isinstance(cache, CachedLister)
+    assert filled == CachedRead(filled.pods, listed_from=source) and filled.filled
+    assert [p["metadata"]["name"] for p in filled.pods] == ["w-0"]
+    hit = cache.read(JOB)
+    assert hit.listed_from is None and not hit.filled and hit.pods == filled.pods
 
 
 def test_each_reader_waiting_on_a_failed_fill_names_its_own_method() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 import podread
 from podread import NoLiveReaderError, NoSourceError, PodReadError
+from podread.cached import Uncached
 from podread.live import LiveClient
 
 NO_CLUSTER = {"HOME": "/nonexistent-home"}
@@ -97,7 +98,9 @@ def test_the_cache_mode_is_watch_by_default_and_ttl_on_request(tmp_path: Path) -
     assert podread.from_environment({**env, "NVCRE_CACHE_MODE": "ttl"})._cached.watches == ()
     assert podread.from_environment(env, watch=False)._cached.watches == ()
     live = podread.from_environment({**env, "NVCRE_CACHE_MODE": "live"})
-    assert isinstance(live._cached, LiveClient) and live._cached is live._live  # no cache: every read is live
+    # no cache: the cached side is the live client itself, adapted once (every read is live)
+    assert isinstance(live._cached, Uncached) and live._cached.lister is live._live
+    assert isinstance(live._live, LiveClient)
     scoped = podread.from_environment({**env, "NVCRE_WATCH_NAMESPACES": "team-a, team-b,team-a"})
     assert [w.store.namespace for w in scoped._cached.watches] == ["team-a", "team-b"]
     assert default._cached.watches[0].watch_seconds == 3  # TTL 5 s: a bookmark every ~3 s

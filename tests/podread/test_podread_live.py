@@ -19,6 +19,7 @@ from podread import (
     Reader,
     ReadMetrics,
 )
+from podread.live import ListVersion
 from tests.fakekube import FakeKubeServer, Fault, make_job_pods, make_pod
 
 PODS_PATH = "/api/v1/namespaces/team-a/pods"
@@ -57,6 +58,31 @@ def test_paging_reads_every_pod_once_across_pages(fake_kube: FakeKubeServer) -> 
     requests = list_requests(fake_kube)
     assert [r.query.get("limit") for r in requests] == ["3"] * 4
     assert "continue" not in requests[0].query and all("continue" in r.query for r in requests[1:])
+
+
+def test_a_consistent_list_tells_its_version_as_a_typed_value(fake_kube: FakeKubeServer) -> None:
+    """``last_version``: the first page's resourceVersion and when it was sent, a ``ListVersion``
+    (what a pod watch confirms itself with); continued pages do not replace it."""
+    fake_kube.put_pods(make_job_pods("llama", 5, "team-a"))
+    now = [100.0]
+
+    def clock() -> float:
+        now[0] += 0.01  # every look at the clock is 10 ms later
+        return now[0]
+
+    client = live_client(fake_kube, page_size=2, clock=clock)
+    assert client.last_version is None
+    assert len(client.list_pods(JOB)) == 5
+    version = client.last_version
+    assert isinstance(version, ListVersion)
+    assert version.resource_version == str(fake_kube.resource_version)
+    assert version.sent_at == pytest.approx(100.02)  # the first page's request (after the deadline's look-up)
+    fake_kube.bump_resource_version()
+    assert client.current_version(JOB) == str(fake_kube.resource_version)
+    assert client.last_version == ListVersion(str(fake_kube.resource_version), client.last_version.sent_at)
+    assert client.last_version.sent_at > version.sent_at
+    with pytest.raises(AttributeError):
+        client.last_version.sent_at = 0.0  # type: ignore[misc]  # frozen: a value, not a slot to patch
 
 
 def test_an_expired_continue_token_restarts_the_list_from_the_first_page(fake_kube: FakeKubeServer) -> None:

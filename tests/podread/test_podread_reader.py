@@ -21,6 +21,7 @@ from podread import (
     ReadMetrics,
     recording,
 )
+from podread.cached import CachedLister, CachedRead, Uncached, as_cached
 from tests.support.fake_lister import FakeLister, failing, pod
 
 
@@ -249,3 +250,145 @@ def test_a_fill_started_by_another_thread_does_not_stand_for_the_live_check() ->
     assert reader.active_job_pods("team-a", "llama") == []
     leader.join()
     assert len(live.calls) == 2  # the shared fill, then this call's own live check
+
+
+# --- the cached side is an interface (issue 32 item 2) -------------------------------------------
+
+
+class ScriptedCache:
+    """A ``CachedLister`` that is not a ``PodCache``: answers ``pods``, naming ``listed_from`` as the
+    source this call listed from; records each selector and whether it was closed."""
+
+    def __init__(self, pods: list[dict], listed_from: object = None) -> None:
+        self.pods, self.listed_from = pods, listed_from
+        self.calls: list[podread.PodSelector] = []
+        self.closed = False
+
+    def read(self, selector: podread.PodSelector) -> CachedRead:
+        self.calls.append(selector)
+        return CachedRead([p for p in self.pods if selector.matches(p)], self.listed_from)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_any_cached_lister_is_the_cached_side_and_its_fill_from_the_live_client_is_the_live_check() -> None:
+    live = FakeLister([pod("w-1")])
+    cache = ScriptedCache([pod("w-0", phase="Succeeded")], listed_from=live)
+    reader = Reader(cache, live)
+    with recording() as records:
+        assert reader.active_job_pods("team-a", "llama") == []  # this call's own list from live: no second one
+    assert live.calls == [] and len(cache.calls) == 1
+    assert [(r.source, r.filled) for r in records] == [("cache", True)]
+    reader.close()
+    assert cache.closed
+
+
+def test_a_cached_lister_that_listed_from_another_source_never_stands_for_the_live_check() -> None:
+    live = FakeLister([pod("w-1")])
+    cache = ScriptedCache([pod("w-0", phase="Succeeded")], listed_from=FakeLister())
+    assert names(Reader(cache, live).active_job_pods("team-a", "llama")) == ["w-1"]
+    assert len(live.calls) == 1
+    unfilled = ScriptedCache([pod("w-0", phase="Succeeded")])
+    assert names(Reader(unfilled, live).active_job_pods("team-a", "llama")) == ["w-1"]
+    assert len(live.calls) == 2
+
+
+def test_a_plain_lister_as_the_cached_side_is_adapted_once_and_is_never_a_fill() -> None:
+    """``Reader(live, live)`` (the live-only mode): the cached read lists from the same client, and
+    the live check is still sent, as before the seam."""
+    live = FakeLister([pod("w-0", phase="Succeeded")])
+    reader = Reader(live, live)
+    assert isinstance(reader._cached, Uncached) and reader._cached.lister is live
+    plain = FakeLister([pod("w-2")])
+    assert Uncached(plain).read(podread.PodSelector(namespace="team-a")) == CachedRead(plain.pods)
+    with recording() as records:
+        assert reader.active_job_pods("team-a", "llama") == []
+    assert [(r.source, r.filled) for r in records] == [("cache", False), ("live", False)]
+    assert len(live.calls) == 2
+    reader.close()  # nothing to stop; reads still work
+    assert reader.job_pods("team-a", "llama") != []
+
+
+def test_a_pod_cache_is_a_cached_lister_used_as_is() -> None:
+    cache = PodCache(FakeLister([pod("w-0")]))
+    assert isinstance(cache, CachedLister) and as_cached(cache) is cache
+    assert Reader(cache, None)._cached is cache
+
+
+# --- the hot path (issue 32 item 4) ---------------------------------------------------------------
+
+
+class Describing(podread.PodSelector):
+    """A PodSelector that counts its ``describe()`` calls."""
+
+    described = 0
+
+    def describe(self) -> str:
+        type(self).described += 1
+        return super().describe()
+
+
+def test_a_read_is_noted_with_its_selector_and_described_only_when_asked() -> None:
+    reader = Reader(FakeLister([pod("w-0")]), FakeLister())
+    selector = podread.PodSelector(namespace="team-a", labels={JOB_LABEL: "llama"})
+    with recording() as records:
+        reader.job_pods("team-a", "llama")
+    record = records[0]
+    assert record.query == selector and "selector" not in vars(record)  # nothing described yet
+    assert record.selector == selector.describe() == f"namespace=team-a labels={JOB_LABEL}=llama"
+    text = podread.ReadRecord("node_states", "live", "nodes=a,b", "ok", 2, 0.0)
+    assert text.selector == "nodes=a,b"  # a record made from text keeps it
+
+
+def test_describe_runs_only_for_a_record_whose_selector_is_read() -> None:
+    Describing.described = 0
+    record = podread.ReadRecord("job_pods", "cache", Describing(namespace="team-a"), "ok", 0, 0.0)
+    assert Describing.described == 0
+    assert record.selector == record.selector == "namespace=team-a"
+    assert Describing.described == 1  # computed once, kept
+
+
+def test_read_metrics_children_are_bound_once(metrics: ReadMetrics, monkeypatch: pytest.MonkeyPatch) -> None:
+    cached, live = FakeLister([pod("w-0", phase="Succeeded")]), FakeLister()
+    reader = Reader(cached, live, metrics=metrics)
+    reader.active_job_pods("team-a", "llama")  # binds (active_job_pods, cache) and (active_job_pods, live)
+    live.fail_with = PodReadError("down", code="timeout")
+    with pytest.raises(PodReadError):
+        reader.active_job_pods("team-a", "llama")  # binds the error children
+    bound: list[tuple] = []
+    for metric in (metrics.reads, metrics.read_seconds, metrics.read_errors):
+        real = metric.labels
+        monkeypatch.setattr(metric, "labels", lambda *values, real=real: bound.append(values) or real(*values))
+    for _ in range(3):
+        with pytest.raises(PodReadError):
+            reader.active_job_pods("team-a", "llama")
+    live.fail_with = None
+    reader.active_job_pods("team-a", "llama")
+    assert bound == []  # no labels() look-up on the hot path once bound
+    monkeypatch.undo()
+    assert reads(metrics, "active_job_pods", "cache", "ok") == 6
+    assert reads(metrics, "active_job_pods", "live", "ok") == 2
+    assert reads(metrics, "active_job_pods", "live", "error") == 4
+    assert metrics.read_errors.labels("active_job_pods", "live", "timeout")._value.get() == 4
+    histogram = {s.name: s.value for m in metrics.read_seconds.collect() for s in m.samples
+                 if s.labels.get("method") == "active_job_pods" and s.labels.get("source") == "live"}
+    assert histogram["podread_read_duration_seconds_count"] == 6
+
+
+def test_cache_lookups_and_fills_are_counted_through_bound_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    metrics = ReadMetrics(CollectorRegistry())
+    cache = PodCache(FakeLister([pod("w-0")]), metrics=metrics)
+    reader = Reader(cache, None, metrics=metrics)
+    reader.job_pods("team-a", "llama")  # a miss and a fill
+    reader.job_pods("team-a", "llama")  # a hit
+    bound: list[tuple] = []
+    for metric in (metrics.cache_lookups, metrics.cache_fills, metrics.reads, metrics.read_seconds):
+        real = metric.labels
+        monkeypatch.setattr(metric, "labels", lambda *values, real=real: bound.append(values) or real(*values))
+    reader.job_pods("team-a", "llama")
+    assert bound == []
+    monkeypatch.undo()
+    lookups = {s.labels["result"]: s.value for m in metrics.cache_lookups.collect() for s in m.samples
+               if s.name.endswith("_total")}
+    assert lookups == {"miss": 1, "hit": 2}

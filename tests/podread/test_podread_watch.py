@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from podread import JOB_LABEL, LiveClient, PodCache, PodSelector, Reader, ReadMetrics
 from podread.constants import JOB_INDEX_FIELD, NODE_NAME_INDEX_FIELD
+from podread.live import ListVersion
 from podread.slim import slim
 from podread.watch import Backoff, PodWatch, WatchedPods, events, watch_timeout_seconds
 from tests.fakekube import FakeKubeServer, Fault, make_job_pods, make_pod
@@ -385,6 +386,35 @@ def test_a_list_the_reader_just_sent_confirms_the_watch_without_a_nudge_list(ser
         assert store.staleness() == 0.0  # confirmed as of the Reader's list
     finally:
         watch.stop()
+
+
+class Peer:
+    """Any ``VersionedLister``: a ``last_version`` and nothing else."""
+
+    def __init__(self, version: ListVersion | None) -> None:
+        self.last_version = version
+
+
+class NoLists:
+    """A live client that must not be asked: the peers answer the nudge."""
+
+    def current_version(self, selector: PodSelector) -> str:
+        raise AssertionError("the nudge sent a list of its own")
+
+
+def test_a_peers_typed_list_version_confirms_a_quiet_watch() -> None:
+    clock = Clock()
+    metrics = ReadMetrics(CollectorRegistry())
+    watched = WatchedPods(None, ttl_seconds=5.0, clock=clock, metrics=metrics)
+    watched.replace([pod("w-0", 7)], "7", clock.now)
+    clock.now += 4.5
+    old = Peer(ListVersion("7", clock.now - 5.0))  # sent before the store's confirmation: tells nothing
+    ahead = Peer(ListVersion("9", clock.now - 0.5))  # the watch has not reached it: tells nothing either
+    current = Peer(ListVersion("7", clock.now - 0.5))
+    watch = PodWatch(NoLists(), watched, metrics=metrics, nudge_every=None, peers=[Peer(None), old, ahead, current])
+    assert watch.nudge() is True
+    assert watched.staleness() == 0.5  # confirmed as of the current peer's list
+    assert metrics.watch_nudges.labels("all-namespaces", "by-peer")._value.get() == 1
 
 
 def test_the_store_keeps_slim_pods() -> None:

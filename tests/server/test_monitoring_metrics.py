@@ -103,3 +103,27 @@ def test_a_drain_reason_the_hooks_never_write_is_counted_as_other() -> None:
     metrics.count_drain_hold(drained("False", "x" * 200, "2026-03-01T11:00:00Z"), NOW)
     assert value("nvcre_drain_holds_total", reason="other") == before + 1
     assert value("nvcre_drain_holds_total", reason="x" * 200) == 0
+
+
+def test_the_per_call_counts_go_through_children_bound_once(monkeypatch) -> None:
+    """Issue 32: no ``labels()`` look-up per hook call once a (hook, code), kind or phase was seen."""
+    metrics.observe_request("sync", 200, 0.002)
+    metrics.count_decision("held")
+    metrics.count_phase("Running")
+    before = (value("nvcre_hook_requests_total", hook="sync", code="200"),
+              value("nvcre_hook_request_duration_seconds_count", hook="sync"),
+              value("nvcre_decisions_total", kind="held"), value("nvcre_decision_phases_total", phase="Running"))
+    looked_up: list[tuple] = []
+    for metric in (metrics.REQUESTS, metrics.DURATION, metrics.DECISIONS, metrics.PHASE_DECISIONS):
+        real = metric.labels
+        monkeypatch.setattr(metric, "labels", lambda *a, real=real, **k: looked_up.append((a, k)) or real(*a, **k))
+    for _ in range(3):
+        metrics.observe_request("sync", 200, 0.002)
+        metrics.count_decision("held")
+        metrics.count_phase("Running")
+    assert looked_up == []
+    monkeypatch.undo()
+    after = (value("nvcre_hook_requests_total", hook="sync", code="200"),
+             value("nvcre_hook_request_duration_seconds_count", hook="sync"),
+             value("nvcre_decisions_total", kind="held"), value("nvcre_decision_phases_total", phase="Running"))
+    assert [a - b for a, b in zip(after, before, strict=True)] == [3, 3, 3, 3]
