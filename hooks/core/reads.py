@@ -38,14 +38,23 @@ JOB_PODS = ("job_pods",)
 start from the same answer)."""
 
 
-def count_pods(ctx: Context, work: Work) -> bool:
-    """Sets ``activePods`` from the cached ``job_pods`` read (made once per call: ``JOB_PODS``). On a
-    failed read keeps the previous value, sets the message and resync, and returns False.
-    """
+def counted(ctx: Context) -> int | PodReadError:
+    """How many of the Job's pods are active, from the cached ``job_pods`` read (made once per call:
+    ``JOB_PODS``), or the read's error."""
     try:
         pods = ctx.once.get(JOB_PODS, lambda: ctx.reader.job_pods(ctx.namespace, ctx.job))
     except PodReadError as error:
-        read_failed(work, error)
+        return error
+    return sum(1 for pod in pods if is_active(pod))
+
+
+def count_pods(ctx: Context, work: Work) -> bool:
+    """Sets ``activePods`` from ``counted``. On a failed read keeps the previous value, sets the
+    message and resync (``read_failed``), and returns False.
+    """
+    count = counted(ctx)
+    if isinstance(count, PodReadError):
+        read_failed(work, count)
         return False
-    work.active_pods = sum(1 for pod in pods if is_active(pod))
+    work.active_pods = count
     return True

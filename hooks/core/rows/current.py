@@ -11,6 +11,7 @@ when it failed (rows 6, 8): never because the status says otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from hooks.core import built, failurepolicy, history, queueing, specpin
@@ -20,7 +21,6 @@ from hooks.core.barrier import (
     StaleRequest,
     ahead_of,
     barrier,
-    record,
     record_gate,
     refuse_if_behind,
     refuse_if_children_behind,
@@ -28,9 +28,11 @@ from hooks.core.barrier import (
 from hooks.core.children import as_observed
 from hooks.core.evidence import COMPLETED, jobset_state
 from hooks.core.jobset import InvalidSpec
+from hooks.core.lifecycle import Move, Step, Teardown, apply
 from hooks.core.reads import count_pods, read_failed
 from hooks.core.rows.kueue import admitted, queued
-from hooks.core.rows.terminal import out_of_attempts
+from hooks.core.rows.teardown import teardown
+from hooks.core.rows.terminal import limit_reached, out_of_attempts
 from hooks.core.spec import check_policies
 from hooks.core.status import Status
 from hooks.core.vocab import Outcome, Quota, Reason
@@ -43,6 +45,8 @@ from hooks.core.work import (
     RESTARTING,
     RUNNING,
     SUCCEEDED,
+    SUSPENDED,
+    SUSPENDING,
     Context,
     Work,
 )
@@ -50,12 +54,12 @@ from podread.errors import PodReadError
 from podread.selector import is_active
 
 
-def resume(ctx: Context, work: Work) -> None:
+def resume(ctx: Context, work: Work) -> Step | None:
     """Row 5: unsuspended. Once the barrier passes (checked again even when already Suspended), the
     next attempt starts: attempt+1, restarts unchanged; a Job that never started one (created
     suspended: ``never_started``) starts its first, attempt 0. While holding, the phase stays as it was.
     """
-    next_attempt(ctx, work, kind=Outcome.CREATED, step=0 if never_started(ctx.observed.status) else 1)
+    return next_attempt(ctx, work, kind=Outcome.CREATED)
 
 
 def never_started(status: Status) -> bool:
@@ -66,44 +70,68 @@ def never_started(status: Status) -> bool:
             and not status.attempts and not status.attempts_dropped)
 
 
-def restart(ctx: Context, work: Work) -> None:
+def restart(ctx: Context, work: Work) -> Step | None:
     """Row 6: Restarting. Holds until the barrier passes, then starts attempt+1 as Pending."""
-    work.phase = RESTARTING
-    next_attempt(ctx, work, kind=Outcome.PROCEEDED)
+    return next_attempt(ctx, work, kind=Outcome.PROCEEDED)
 
 
-def next_attempt(ctx: Context, work: Work, *, kind: Outcome, step: int = 1) -> None:
-    """The drain barrier, then attempt+``step`` as Pending with its JobSet (``step`` 0: the first
-    attempt of a Job that never started one, ``resume``); ``kind`` names that step and is
-    the call's outcome once the barrier passed, whatever the new attempt then waits for (Kueue's
-    admission, a flavor: not a drain hold), unless its spec is invalid (``invalid-spec``).
+def _step(ctx: Context, work: Work) -> int:
+    """How far the next attempt is: 0 for the first attempt of a Job that never started one, resumed
+    (``never_started``); else 1."""
+    return 0 if work.phase in (SUSPENDED, SUSPENDING) and never_started(ctx.observed.status) else 1
 
-    The barrier reads through attempt+1 (a JobSet of the next attempt may already exist). While it
-    holds nothing is emitted and the phase stays as the caller set it; when its live reads show
-    pods or batch Jobs of attempt+1 or later, the request is older than the cluster (a stale
-    parent from Metacontroller's cache): ``StaleRequest`` (409), never an answer that takes the
-    attempt back.
-    """
-    work.workload = ""
-    if step and out_of_attempts(ctx, work):
-        return
-    drain = barrier(ctx, work.conditions, through=work.attempt + step)
-    ahead = None if drain.passed else ahead_of(ctx, work.attempt, work.attempt + step)
+
+def _limit(ctx: Context, work: Work) -> Step | None:
+    """A step to attempt+1 from the last attempt a Job can have ends it instead
+    (``rows.terminal.limit_reached``)."""
+    return limit_reached(work) if _step(ctx, work) else None
+
+
+def _through(ctx: Context, work: Work) -> int:
+    """The barrier reads through the next attempt (a JobSet of it may already exist)."""
+    return work.attempt + _step(ctx, work)
+
+
+def _refuse_if_ahead(ctx: Context, work: Work, drain: Drain) -> None:
+    """While the barrier holds, live reads that show pods or batch Jobs of the next attempt or later
+    say the request is older than the cluster (a stale parent from Metacontroller's cache):
+    ``StaleRequest`` (409), never an answer that takes the attempt back."""
+    ahead = None if drain.passed else ahead_of(ctx, work.attempt, work.attempt + _step(ctx, work))
     if ahead is not None:  # the step this row would take already happened: never take the attempt back
         raise StaleRequest(f"the request is behind the cluster: status.attempt is {work.attempt}, but pods or "
                            f"batch Jobs of attempt {ahead} exist (read live), which neither the status nor the "
                            "children show; not answering from this parent")
-    record(ctx, work, drain)
-    if not drain.passed:
-        work.kind = Outcome.HELD
-        work.quota = Quota.KEEP  # queue-managed: no new Workload while the last attempt drains
-        work.message = drain.message()
-        return
-    work.attempt += step
-    work.phase = PENDING
+
+
+def _started(ctx: Context, work: Work, step: Step) -> Step:
+    """Once drained: attempt+1 (``_step``) as Pending."""
+    return replace(step, attempt=work.attempt + _step(ctx, work))
+
+
+NEXT_ATTEMPT = Teardown(Move.NEXT_ATTEMPT, ends="", holding=None, done=PENDING, quota_holding=Quota.KEEP,
+                        quota_done=None, jobset=None, first=_limit, through=_through, refuse=_refuse_if_ahead,
+                        passed=_started)
+"""The hold before the next attempt (rows 5 and 6): the drain barrier through attempt+1; while it
+holds nothing new is emitted (the JobSet as the row before said: row 8 keeps the failed one this
+answer), the phase stays as it was and a queue-managed Job gets no new Workload (``Quota.KEEP``);
+once it passed, attempt+1 (or the first attempt of a Job that never started one) as Pending."""
+
+
+def next_attempt(ctx: Context, work: Work, *, kind: Outcome) -> Step | None:
+    """The next attempt, behind ``NEXT_ATTEMPT`` (``rows.teardown.teardown``). Returns the step while
+    it holds (or at the attempt limit). Once it passed, applies the step and runs rows 7-11 for the
+    new attempt (``steady``, which still writes the work itself), then ``kind`` names that step and is
+    the call's outcome whatever the new attempt then waits for (Kueue's admission, a flavor: not a
+    drain hold), unless its spec is invalid (``invalid-spec``); returns ``None`` then."""
+    step = teardown(ctx, work, NEXT_ATTEMPT)
+    if step.outcome != Outcome.PROCEEDED:
+        return step
+    drain = Drain()  # the barrier has just passed, live, in this call
+    apply(ctx, step, work)
     steady(ctx, work, passed=drain)
     if work.kind != Outcome.INVALID_SPEC:
         work.kind = kind
+    return None
 
 
 def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> None:
@@ -188,7 +216,10 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     if verdict.counted:
         work.restarts += 1
     work.restarts_by_cause[verdict.cause] = work.restarts_by_cause.get(verdict.cause, 0) + 1
-    restart(ctx, work)  # holds (the failed JobSet is observed: WorkloadPresent), so the children stay [desired]
+    work.phase = RESTARTING
+    held = restart(ctx, work)  # holds (the failed JobSet is observed: WorkloadPresent), so the children stay [desired]
+    if held is not None:
+        apply(ctx, held, work)
 
 
 def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: dict[str, Any],

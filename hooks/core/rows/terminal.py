@@ -3,52 +3,74 @@
 ``final``: Succeeded and Failed are final; the current JobSet is kept if observed, never created.
 A terminal phase is a claim: over a running JobSet, or (with ``ttlSecondsAfterFinished``) without
 the evidence ``hooks.core.claims.terminal_evidence`` asks for, row 3 holds before this row is reached.
-``out_of_attempts``, the one check of the limit, and ``attempt_limit``: a step that would need an
-attempt past ``MAX_ATTEMPT`` ends the Job Failed
+``limit_reached``, the one check of the limit (``out_of_attempts``, ``past_the_limit`` for the rows
+that still write the work or that fold it into their own step), and ``attempt_limit``: a step that
+would need an attempt past ``MAX_ATTEMPT`` ends the Job Failed
 (``AttemptLimitReached``): names are validated for that attempt, so no Job is ever parked on a name
 it cannot have.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hooks.core import conditions as cond
 from hooks.core.children import keep
 from hooks.core.jobset import MAX_ATTEMPT, is_last_attempt
-from hooks.core.reads import count_pods
+from hooks.core.lifecycle import ConditionChange, JobSetFate, Move, Step, apply
+from hooks.core.reads import counted, failed_words
 from hooks.core.vocab import Outcome, Reason
 from hooks.core.work import FAILED, FAILED_CONDITION, Context, Work
+from podread.errors import PodReadError
 
 
 def out_of_attempts(ctx: Context, work: Work) -> bool:
     """The one check of the attempt limit, before a step that starts attempt+1 (a resume, a restart,
     a requeue after an eviction): when ``work.attempt`` is already ``MAX_ATTEMPT``, the Job ends
-    Failed (``attempt_limit``) and True is returned, so the caller starts nothing."""
-    if not is_last_attempt(work.attempt):
+    Failed (``attempt_limit``, applied to ``work``) and True is returned, so the caller starts
+    nothing. For the rows that still write the work themselves (``rows.current.failed``); a row
+    that returns a ``Step`` asks ``limit_reached`` or ``past_the_limit``."""
+    step = limit_reached(work)
+    if step is None:
         return False
-    attempt_limit(ctx, work)
+    apply(ctx, step, work)
     return True
 
 
-def attempt_limit(ctx: Context, work: Work) -> None:
+def limit_reached(work: Work) -> Step | None:
+    """The step past the last attempt (``attempt_limit``) when ``work.attempt`` is ``MAX_ATTEMPT``,
+    else ``None``."""
+    return attempt_limit(work.attempt) if is_last_attempt(work.attempt) else None
+
+
+def past_the_limit(work: Work, step: Step) -> Step | None:
+    """``step`` ending the Job instead (``attempt_limit``'s phase, outcome, message, condition and
+    transition over it) when ``work.attempt`` is ``MAX_ATTEMPT``, else ``None``."""
+    limit = limit_reached(work)
+    if limit is None:
+        return None
+    return replace(step, outcome=limit.outcome, phase=limit.phase, message=limit.message,
+                   conditions=step.conditions + limit.conditions, transition=limit.transition)
+
+
+def attempt_limit(attempt: int) -> Step:
     """The next step would need attempt ``MAX_ATTEMPT + 1``: the Job ends Failed, with condition
     ``Failed`` reason ``AttemptLimitReached`` (terminal: nothing is created again)."""
-    work.phase = FAILED
-    work.kind = Outcome.TERMINAL
-    work.message = ""
-    work.conditions = cond.set_condition(
-        work.conditions, FAILED_CONDITION, cond.TRUE, Reason.ATTEMPT_LIMIT_REACHED,
-        f"attempt {work.attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is left", ctx.stamp)
+    return Step(Outcome.TERMINAL, phase=FAILED, message="", transition=Move.ATTEMPT_LIMIT, conditions=(
+        ConditionChange(FAILED_CONDITION, cond.TRUE, Reason.ATTEMPT_LIMIT_REACHED,
+                        f"attempt {attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is "
+                        "left"),))
 
 
-def final(ctx: Context, work: Work) -> None:
-    """Row 4: Succeeded and Failed are final. Keep the current JobSet if observed; never create one."""
+def final(ctx: Context, work: Work) -> Step:
+    """Row 4: Succeeded and Failed are final. Keep the current JobSet if observed; never create one.
+    The phase stays; ``activePods`` from the cached read (``hooks.core.reads.counted``: a failed read
+    says so and resyncs, the count kept)."""
     current = ctx.jobset(work.attempt)
-    work.kind = Outcome.TERMINAL
-    work.message = ""
-    if current is None:
-        work.workload = ""
-        work.children = []
-    else:
-        work.workload = current["metadata"]["name"]
-        work.children = [keep(ctx, current, work.attempt)]
-    count_pods(ctx, work)
+    count = counted(ctx)
+    failed = count if isinstance(count, PodReadError) else None
+    return Step(Outcome.TERMINAL, message="" if failed is None else failed_words(failed),
+                jobset=None if current is None else JobSetFate.KEEP,
+                children=() if current is None else (keep(ctx, current, work.attempt),),
+                workload="" if current is None else current["metadata"]["name"],
+                active_pods=count if failed is None else None, resync=failed is not None)
