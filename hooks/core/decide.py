@@ -196,10 +196,18 @@ class Pass(NamedTuple):
     run: Callable[[Context, Work, After], None]
 
 
+def _gang(ctx: Context, work: Work, after: After) -> None:
+    gang.apply(ctx, work)
+
+
 def agreement(ctx: Context, work: Work, after: After) -> None:
     """``StatusMismatch`` turns False once the status agrees with the evidence again."""
     if after.trusted and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
         work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, Reason.AGREES, "", ctx.stamp)
+
+
+def _times(ctx: Context, work: Work, after: After) -> None:
+    deadline.times(ctx, work, trusted=after.trusted)
 
 
 def _history(ctx: Context, work: Work, after: After) -> None:
@@ -251,10 +259,10 @@ keeps the quota, is then the status message)."""
 PASSES: tuple[Pass, ...] = (
     # each JobSet answered gets its attempt's PodGroup, or is held for it (issue 22; its hold still
     # writes the work itself: issue 32 leaves it to return a hold that decide turns into a Step)
-    Pass("gang", gang.apply, lambda ctx, work, after: gang.apply(ctx, work)),
+    Pass("gang", gang.apply, _gang),
     Pass("agreement", agreement, agreement),
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
-    Pass("times", deadline.times, lambda ctx, work, after: deadline.times(ctx, work, trusted=after.trusted)),
+    Pass("times", deadline.times, _times),
     Pass("history", history.update, _history),                            # status.attempts
     Pass("pin", pin, pin),
     Pass("on the phase", on_the_phase, on_the_phase),                     # rows 12, 13

@@ -218,8 +218,8 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     work.restarts_by_cause[verdict.cause] = work.restarts_by_cause.get(verdict.cause, 0) + 1
     work.phase = RESTARTING
     held = restart(ctx, work)  # holds (the failed JobSet is observed: WorkloadPresent), so the children stay [desired]
-    if held is not None:
-        apply(ctx, held, work)
+    if held is not None:  # the move this answer makes is the failure's (Running -> Restarting), not the restart's
+        apply(ctx, replace(held, transition=Move.FAIL), work)
 
 
 def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: dict[str, Any],
