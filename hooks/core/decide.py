@@ -158,13 +158,12 @@ def row(ctx: Context, work: Work, tearing_down: Teardown | None, disagreement: t
     ``tearing_down``, run by ``rows.teardown.teardown``; Kueue's word is not a status claim: rows 1,
     2 and 2a come before the mismatch hold), the mismatch hold (row 3, on ``disagreement``), the
     final phases (row 4), the next attempt (rows 5, 6) or the current one (rows 7-11). Returns the
-    row's ``Step``; ``None`` for the rows that still write the work themselves (row 3, rows 7-11,
-    and rows 5-6 once their barrier passed and the new attempt's rows ran)."""
+    row's ``Step``; ``None`` for the rows that still write the work themselves (rows 7-11, and rows
+    5-6 once their barrier passed and the new attempt's rows ran)."""
     if tearing_down is not None:
         return run_teardown(ctx, work, tearing_down)                      # rows 1, 2, 2a, 3a
     if disagreement is not None:
-        mismatch.hold(ctx, work, *disagreement)                           # row 3
-        return None
+        return mismatch.hold(ctx, work, *disagreement)                    # row 3
     if work.phase in TERMINAL:
         return terminal.final(ctx, work)                                  # row 4
     if work.phase in (SUSPENDED, SUSPENDING):
