@@ -63,7 +63,7 @@ Workload child is added, or left out as the rows released it (``rows.kueue.workl
 answer is assembled (``hooks.core.answer``).
 
 A step that would need an attempt past ``MAX_ATTEMPT`` (rows 2a, 5, 6, 8) ends the Job Failed
-instead (``rows.terminal.out_of_attempts``). Terminal comes after suspend only for Jobs that are not
+instead (``rows.terminal.limit_reached``). Terminal comes after suspend only for Jobs that are not
 terminal, so suspending a finished Job never moves it out of its final phase. Only rows 1, 2, 2a,
 3a, 5 (while draining), 6 (while holding) and the failed JobSet of row 8 on the next call leave the
 current JobSet out. The drain barrier is ``hooks.core.barrier``: it passes only when no JobSet of the
@@ -143,9 +143,7 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
     trusted = disagreement is None
     if tearing_down is None and trusted and phase not in TERMINAL and deadline.due(ctx, work):
         tearing_down = deadline.DEADLINE                                  # row 3a
-    step = row(ctx, work, tearing_down, disagreement)
-    if step is not None:
-        apply(ctx, step, work)  # the one place a row's Step enters the work
+    apply(ctx, row(ctx, work, tearing_down, disagreement), work)  # the one place a row's Step enters the work
     after = After(trusted=trusted, tearing_down=tearing_down is not None, attempt=attempt,
                   ending=tearing_down.ends if tearing_down is not None and tearing_down.ends else None)
     for later in PASSES:                                                  # then rows 12, 13 among them
@@ -153,13 +151,13 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
     return assemble(observed, work, resync_seconds)
 
 
-def row(ctx: Context, work: Work, tearing_down: Teardown | None, disagreement: tuple[str, str] | None) -> Step | None:
+def row(ctx: Context, work: Work, tearing_down: Teardown | None, disagreement: tuple[str, str] | None) -> Step:
     """Rows 1-11 (the module doc), first match decides: a teardown declared (rows 1, 2, 2a, 3a:
     ``tearing_down``, run by ``rows.teardown.teardown``; Kueue's word is not a status claim: rows 1,
     2 and 2a come before the mismatch hold), the mismatch hold (row 3, on ``disagreement``), the
     final phases (row 4), the next attempt (rows 5, 6) or the current one (rows 7-11). Returns the
-    row's ``Step``; ``None`` for the rows that still write the work themselves (rows 7-11, and rows
-    5-6 once their barrier passed and the new attempt's rows ran)."""
+    row's ``Step``; the row writes nothing into ``work`` but the barrier's record (and rows 5-6,
+    once their barrier passed, the new attempt they start, which rows 7-11 then read)."""
     if tearing_down is not None:
         return run_teardown(ctx, work, tearing_down)                      # rows 1, 2, 2a, 3a
     if disagreement is not None:
@@ -170,8 +168,7 @@ def row(ctx: Context, work: Work, tearing_down: Teardown | None, disagreement: t
         return current.resume(ctx, work)                                  # row 5
     if work.phase == RESTARTING:
         return current.restart(ctx, work)                                 # row 6
-    current.steady(ctx, work)                                             # rows 7-11
-    return None
+    return current.steady(ctx, work)                                      # rows 7-11
 
 
 class After(NamedTuple):

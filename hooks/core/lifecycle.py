@@ -246,10 +246,11 @@ class ConditionChange:
 
 @dataclass(frozen=True)
 class Charge:
-    """What an ended attempt costs (issue 32, item 1; produced by no row yet: the failure verdict of
-    ``rows.current.failed`` still counts ``restarts``/``restartsByCause`` itself): the ``cause``
-    (``restartsByCause``' key), its ``failure_class`` and whether it is ``counted`` against
-    ``maxRestarts``."""
+    """What an ended attempt costs (issue 32, item 1): the ``cause`` (``restartsByCause``' key), its
+    ``failure_class`` (the failure policy's action today: ``hooks.core.failurepolicy``) and whether
+    it is ``counted`` against ``maxRestarts``. Produced by the failure verdict's restart
+    (``rows.current.failed``); the budget that decides whether a restart is left, and the
+    invariants of evidence and claims, do not read it yet."""
 
     cause: str
     failure_class: str
@@ -273,9 +274,10 @@ class Step:
     ``message`` (``""`` clears it); ``jobset`` (what becomes of the current JobSet) and
     ``children`` (the children answered); ``workload`` (``status.workload``); ``quota`` (a
     queue-managed Job's Workload: ``hooks.core.vocab.Quota``); ``conditions`` (set in order);
-    ``active_pods``; ``finalized``; ``resync`` (ask again soon); ``wakes`` (named wake-ups);
-    ``transition`` (the move it makes, an arrow's ``by`` in ``ARROWS``); ``charge`` (what the ended
-    attempt costs)."""
+    ``active_pods``; ``last_failure`` (``status.lastFailure``: how the attempt failed, in structured
+    words); ``finalized``; ``resync`` (ask again soon); ``wakes`` (named wake-ups); ``transition``
+    (the move it makes, an arrow's ``by`` in ``ARROWS``); ``charge`` (what the ended attempt costs:
+    ``restartsByCause`` counts it, ``restarts`` too when it is counted)."""
 
     outcome: Outcome
     phase: Phase | None = None
@@ -287,6 +289,7 @@ class Step:
     quota: Quota | None = None
     conditions: tuple[ConditionChange, ...] = ()
     active_pods: int | None = None
+    last_failure: Mapping[str, Any] | None = None
     finalized: bool = False
     resync: bool = False
     wakes: tuple[Wake, ...] = ()
@@ -296,8 +299,9 @@ class Step:
 
 def apply(ctx: Context, step: Step, work: Work) -> None:
     """Writes ``step`` into ``work``: the one place a ``Step``'s phase, outcome, message, attempt,
-    children, workload, quota, conditions (stamped ``ctx.stamp``), active pods, finalized, resync and
-    wake-ups enter the status and the answer. Reads ``work.conditions`` only to set the changes on
+    children, workload, quota, conditions (stamped ``ctx.stamp``), active pods, last failure, charge
+    (``restarts``, ``restartsByCause``), finalized, resync and wake-ups enter the status and the
+    answer. Reads ``work.conditions`` only to set the changes on
     them. Returns nothing."""
     conditions = work.conditions
     for change in step.conditions:
@@ -319,6 +323,11 @@ def apply(ctx: Context, step: Step, work: Work) -> None:
         work.quota = step.quota
     if step.active_pods is not None:
         work.active_pods = step.active_pods
+    if step.last_failure is not None:
+        work.last_failure = dict(step.last_failure)
+    if step.charge is not None:
+        work.restarts += 1 if step.charge.counted else 0
+        work.restarts_by_cause[step.charge.cause] = work.restarts_by_cause.get(step.charge.cause, 0) + 1
     work.finalized = work.finalized or step.finalized
     work.resync = work.resync or step.resync
     if step.wakes:

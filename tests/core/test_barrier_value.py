@@ -15,7 +15,7 @@ import pytest
 import hooks.core.jobset
 import hooks.core.queueing
 import hooks.core.rows.kueue
-from hooks.core import barrier, history
+from hooks.core import barrier, history, lifecycle
 from hooks.core import decide as decide_module
 from hooks.core.answer import assemble
 from hooks.core.barrier import Drain
@@ -233,7 +233,8 @@ def test_nothing_after_the_rows_writes_the_message() -> None:
         assert not assigned_fields(later.function) & {"message", "phase", "kind"}, later.name
         assert not assigned_fields(later.run) & {"message", "phase", "kind"}, later.name
     assert assigned_fields(assemble) == {"message"}  # cut to MAX_MESSAGE once, never reworded
-    assert "message" in assigned_fields(kueue.queued)
+    assert "message" in assigned_fields(deadline.delete_job)  # the guard sees a row's words (row 12)
+    assert {"message", "phase", "kind"} <= assigned_fields(lifecycle.apply)  # the one place a Step writes them
 
 
 def test_decide_runs_each_pass_only_through_its_sequence() -> None:

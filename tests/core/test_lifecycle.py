@@ -159,12 +159,8 @@ def work_writers() -> set[str]:
 
 
 STILL_WRITING = {
-    # rows 7-11 (issue 32 leaves them to return Steps) and the queue gate of row 11
-    "rows/current.py:steady", "rows/current.py:failed", "rows/current.py:run", "rows/current.py:invalid_spec",
-    "rows/current.py:next_attempt", "rows/kueue.py:queued",
-    # rows 12, 13 and the gang's hold (a hold decide should turn into a Step), a failed read's words
+    # rows 12, 13 and the gang's hold (a hold decide should turn into a Step)
     "rows/deadline.py:delete_job", "rows/kueue.py:release_quota", "gang.py:_wait", "gang.py:_report",
-    "reads.py:read_failed",
     # the answer cuts the message once
     "answer.py:assemble",
 }
@@ -177,10 +173,12 @@ def test_the_phase_outcome_and_message_enter_the_work_through_apply_or_a_row_not
     assert work_writers() == STILL_WRITING | {"lifecycle.py:apply"}
 
 
-def test_the_teardown_protocol_and_row_4_write_no_phase_outcome_or_message() -> None:
-    for function in (teardown, terminal.final, current.resume, current.restart, mismatch.hold):
-        source = inspect.getsource(function)
-        assert "work.phase =" not in source and "work.kind =" not in source and "work.message =" not in source
+def test_the_rows_that_return_steps_write_no_phase_outcome_or_message() -> None:
+    for function in (teardown, terminal.final, current.resume, current.restart, current.next_attempt, current.steady,
+                     current.failed, current.run, current.invalid_spec, kueue.queued, mismatch.hold):
+        path = pathlib.Path(inspect.getsourcefile(function) or "")
+        assert f"{path.relative_to(ROOT / 'hooks' / 'core')}:{function.__name__}" not in work_writers()
+        assert "apply(" not in inspect.getsource(function) or function is current.next_attempt
 
 
 # ---- gates, and what evidence asks the lifecycle ------------------------------------------------------------
@@ -268,3 +266,18 @@ def test_a_decision_names_the_move_its_step_made() -> None:
                                          jobsets=[jobset_child("train", 0)]), "sync"),
                FakeReader([running_pod()]), NOW)
     assert (d.phase_after, d.kind, d.transition) == ("Suspending", "held", "suspend")
+
+
+def test_a_restart_spends_the_verdict_s_charge_when_the_step_is_applied() -> None:
+    """Row 8 returns the restart as a Step that carries its Charge; nothing is counted until
+    ``apply`` writes it (then once: restarts+1 when counted, restartsByCause[cause]+1)."""
+    ctx = context(FakeReader([running_pod()]), spec=job_spec(max_restarts=2), status=RUNNING,
+                  jobsets=[jobset_child("train", 0, state="Failed")])
+    work = work_of(ctx)
+    step = current.steady(ctx, work)
+    assert (step.phase, step.outcome, step.transition, step.jobset) == (
+        Phase.RESTARTING, Outcome.HELD, Move.FAIL, JobSetFate.KEEP)
+    assert step.charge is not None and step.charge.counted and (work.restarts, work.restarts_by_cause) == (0, {})
+    apply(ctx, step, work)
+    assert (work.restarts, work.restarts_by_cause) == (1, {step.charge.cause: 1})
+    assert work.last_failure["cause"] == step.charge.cause and work.workload == ""

@@ -94,29 +94,24 @@ by one (unless the Job was already ``Queued``: nothing ran since) and the Job is
 ``restarts`` is unchanged."""
 
 
-def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
+def queued(ctx: Context, work: Work, admission: queueing.Admission) -> Step:
     """The current attempt's JobSet would be created, but Kueue has not admitted the Workload:
     nothing is created, the Job is ``Queued`` and ``Admitted`` says why (Kueue's reason). With no
     Workload observed, one is submitted (``workload_child``), unless its WorkloadPriorityClass is
     not known yet (``queueing.PriorityUnknown``, ``PriorityClassNotFound``): then nothing is
     submitted, ``Admitted`` and the message say which class, and the Job is asked again."""
-    work.kind = Outcome.HELD
-    work.children = []
-    work.phase = QUEUED
+    held = Step(Outcome.HELD, phase=QUEUED, children=(), workload="", transition=Move.QUEUE)
     unknown = _priority_unknown(ctx, work)
     if unknown is not None:
-        work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.PRIORITY_CLASS_NOT_FOUND,
-                                             bounded(unknown.message), ctx.stamp)
-        work.message = bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}")
-        work.resync = True
-        return
+        return replace(held, message=bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}"), resync=True,
+                       conditions=(ConditionChange(ADMITTED, cond.FALSE, Reason.PRIORITY_CLASS_NOT_FOUND,
+                                                   bounded(unknown.message)),))
     reason, message = admission.reason, admission.message or "waiting for Kueue to admit the Workload"
     if admission.state == queueing.NONE:
         reason = Reason.SUBMITTED
         message = f"Workload {queueing.workload_name(ctx.job)} submitted, waiting for Kueue to admit it"
-    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, reason,
-                                         bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.stamp)
-    work.message = bounded(f"queued in LocalQueue {ctx.queue}: {message}")
+    return replace(held, message=bounded(f"queued in LocalQueue {ctx.queue}: {message}"), conditions=(
+        ConditionChange(ADMITTED, cond.FALSE, reason, bounded(f"LocalQueue {ctx.queue}: {message}")),))
 
 
 def _priority_unknown(ctx: Context, work: Work) -> queueing.PriorityUnknown | None:
@@ -139,11 +134,10 @@ RELEASED_WORDS = "no pod is left: the Workload and its quota are released"
 """``Admitted``'s message once the quota is released (``QuotaReleased``)."""
 
 
-def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
-    """Sets ``Admitted`` True, naming the ClusterQueue."""
+def admitted(ctx: Context, admission: queueing.Admission) -> ConditionChange:
+    """``Admitted`` True, naming the ClusterQueue."""
     by = f" by ClusterQueue {admission.cluster_queue}" if admission.cluster_queue else ""
-    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.TRUE, Reason.ADMITTED,
-                                         f"LocalQueue {ctx.queue}: admitted{by}", ctx.stamp)
+    return ConditionChange(ADMITTED, cond.TRUE, Reason.ADMITTED, f"LocalQueue {ctx.queue}: admitted{by}")
 
 
 def quota_releasable(ctx: Context, work: Work, trusted: bool) -> bool:

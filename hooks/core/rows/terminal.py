@@ -3,9 +3,9 @@
 ``final``: Succeeded and Failed are final; the current JobSet is kept if observed, never created.
 A terminal phase is a claim: over a running JobSet, or (with ``ttlSecondsAfterFinished``) without
 the evidence ``hooks.core.claims.terminal_evidence`` asks for, row 3 holds before this row is reached.
-``limit_reached``, the one check of the limit (``out_of_attempts``, ``past_the_limit`` for the rows
-that still write the work or that fold it into their own step), and ``attempt_limit``: a step that
-would need an attempt past ``MAX_ATTEMPT`` ends the Job Failed
+``limit_reached``, the one check of the limit (``past_the_limit`` folds it into a teardown's
+step), and ``attempt_limit``: a step that would need an attempt past ``MAX_ATTEMPT`` ends the Job
+Failed
 (``AttemptLimitReached``): names are validated for that attempt, so no Job is ever parked on a name
 it cannot have.
 """
@@ -17,24 +17,10 @@ from dataclasses import replace
 from hooks.core import conditions as cond
 from hooks.core.children import keep
 from hooks.core.jobset import MAX_ATTEMPT, is_last_attempt
-from hooks.core.lifecycle import ConditionChange, JobSetFate, Move, Step, apply
-from hooks.core.reads import counted, failed_words
+from hooks.core.lifecycle import ConditionChange, JobSetFate, Move, Step
+from hooks.core.reads import counting
 from hooks.core.vocab import Outcome, Reason
 from hooks.core.work import FAILED, FAILED_CONDITION, Context, Work
-from podread.errors import PodReadError
-
-
-def out_of_attempts(ctx: Context, work: Work) -> bool:
-    """The one check of the attempt limit, before a step that starts attempt+1 (a resume, a restart,
-    a requeue after an eviction): when ``work.attempt`` is already ``MAX_ATTEMPT``, the Job ends
-    Failed (``attempt_limit``, applied to ``work``) and True is returned, so the caller starts
-    nothing. For the rows that still write the work themselves (``rows.current.failed``); a row
-    that returns a ``Step`` asks ``limit_reached`` or ``past_the_limit``."""
-    step = limit_reached(work)
-    if step is None:
-        return False
-    apply(ctx, step, work)
-    return True
 
 
 def limit_reached(work: Work) -> Step | None:
@@ -64,13 +50,9 @@ def attempt_limit(attempt: int) -> Step:
 
 def final(ctx: Context, work: Work) -> Step:
     """Row 4: Succeeded and Failed are final. Keep the current JobSet if observed; never create one.
-    The phase stays; ``activePods`` from the cached read (``hooks.core.reads.counted``: a failed read
+    The phase stays; ``activePods`` from the cached read (``hooks.core.reads.counting``: a failed read
     says so and resyncs, the count kept)."""
     current = ctx.jobset(work.attempt)
-    count = counted(ctx)
-    failed = count if isinstance(count, PodReadError) else None
-    return Step(Outcome.TERMINAL, message="" if failed is None else failed_words(failed),
-                jobset=None if current is None else JobSetFate.KEEP,
-                children=() if current is None else (keep(ctx, current, work.attempt),),
-                workload="" if current is None else current["metadata"]["name"],
-                active_pods=count if failed is None else None, resync=failed is not None)
+    return counting(ctx, Step(Outcome.TERMINAL, message="", jobset=None if current is None else JobSetFate.KEEP,
+                              children=() if current is None else (keep(ctx, current, work.attempt),),
+                              workload="" if current is None else current["metadata"]["name"]))
