@@ -1,9 +1,12 @@
 """The decision table (design §5): observed state and pod reads in, desired children and status out.
 
-Pure: the only I/O is the Reader passed in. Rows 1-11, first match decides (rows 1, 2 and 2a,
-the teardowns, are matched once, before the adoption: ``teardown_row``); then rows 12 and 13, on
-the phase those rows decided. Each row's work is in the module of ``hooks.core.rows`` named in the
-last column:
+Pure: the only I/O is the Reader passed in. Rows 1-11, first match decides (``row``; rows 1, 2 and
+2a, the teardowns, are matched once, before the adoption: ``teardown_row``); then rows 12 and 13, on
+the phase those rows decided. Each of rows 1-11 returns a ``hooks.core.lifecycle.Step`` (the
+teardowns, rows 1, 2, 2a, 3a and the hold of rows 5 and 6, are ``lifecycle.Teardown`` declarations
+run by ``rows.teardown.teardown``), and ``lifecycle.apply`` writes it into the work, once; the phases
+and the transitions are ``lifecycle``'s table (docs/dev/lifecycle.md). Each row's work is in the
+module of ``hooks.core.rows`` named in the last column:
 
     row  when                                  answer                                               rows.
     1    finalizing                            no children; Terminating; finalized after the barrier teardown
@@ -48,9 +51,10 @@ or Suspended, exactly N+1, no other JobSet, and the barrier's live reads find no
 own and no batch Job of an earlier attempt; the phase is then Pending). Every other newer JobSet is
 row 3 (``UnknownAttempt``).
 
-After the row, before anything else: every JobSet the row answers gets its attempt's PodGroup when
-its gang is on, and a gang that cannot be had holds the JobSet's creation or starts it without one
-(``hooks.core.gang``, issue 22, ADR-106; nothing when no gang is asked for).
+After the row, the passes, in ``PASSES``' order. Before anything else: every JobSet the row answers
+gets its attempt's PodGroup when its gang is on, and a gang that cannot be had holds the JobSet's
+creation or starts it without one (``hooks.core.gang``, issue 22, ADR-106; nothing when no gang is
+asked for).
 
 Around rows 12 and 13, for every answer: ``StatusMismatch`` turns False once the disagreement is
 gone; unless the status disagrees (whichever row ran: rows 2 and 2a come before row 3; finalizing
