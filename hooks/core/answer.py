@@ -27,4 +27,4 @@ def assemble(observed: Observed, work: Work, resync_seconds: float) -> Decision:
         response["finalized"] = work.finalized
     return Decision(response=response, kind=str(work.kind), phase_before=observed.status.phase,
                     phase_after=status["phase"], message=status["message"], actions=tuple(work.actions),
-                    stuck_pods=work.stuck_pods)
+                    stuck_pods=work.stuck_pods, transition=work.transition)

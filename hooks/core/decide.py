@@ -1,9 +1,12 @@
 """The decision table (design §5): observed state and pod reads in, desired children and status out.
 
-Pure: the only I/O is the Reader passed in. Rows 1-11, first match decides (rows 1, 2 and 2a,
-the teardowns, are matched once, before the adoption: ``teardown_row``); then rows 12 and 13, on
-the phase those rows decided. Each row's work is in the module of ``hooks.core.rows`` named in the
-last column:
+Pure: the only I/O is the Reader passed in. Rows 1-11, first match decides (``row``; rows 1, 2 and
+2a, the teardowns, are matched once, before the adoption: ``teardown_row``); then rows 12 and 13, on
+the phase those rows decided. Each of rows 1-11 returns a ``hooks.core.lifecycle.Step`` (the
+teardowns, rows 1, 2, 2a, 3a and the hold of rows 5 and 6, are ``lifecycle.Teardown`` declarations
+run by ``rows.teardown.teardown``), and ``lifecycle.apply`` writes it into the work, once; the phases
+and the transitions are ``lifecycle``'s table (docs/dev/lifecycle.md). Each row's work is in the
+module of ``hooks.core.rows`` named in the last column:
 
     row  when                                  answer                                               rows.
     1    finalizing                            no children; Terminating; finalized after the barrier teardown
@@ -48,9 +51,10 @@ or Suspended, exactly N+1, no other JobSet, and the barrier's live reads find no
 own and no batch Job of an earlier attempt; the phase is then Pending). Every other newer JobSet is
 row 3 (``UnknownAttempt``).
 
-After the row, before anything else: every JobSet the row answers gets its attempt's PodGroup when
-its gang is on, and a gang that cannot be had holds the JobSet's creation or starts it without one
-(``hooks.core.gang``, issue 22, ADR-106; nothing when no gang is asked for).
+After the row, the passes, in ``PASSES``' order. Before anything else: every JobSet the row answers
+gets its attempt's PodGroup when its gang is on, and a gang that cannot be had holds the JobSet's
+creation or starts it without one (``hooks.core.gang``, issue 22, ADR-106; nothing when no gang is
+asked for).
 
 Around rows 12 and 13, for every answer: ``StatusMismatch`` turns False once the disagreement is
 gone; unless the status disagrees (whichever row ran: rows 2 and 2a come before row 3; finalizing
@@ -63,14 +67,15 @@ Workload child is added, or left out as the rows released it (``rows.kueue.workl
 answer is assembled (``hooks.core.answer``).
 
 A step that would need an attempt past ``MAX_ATTEMPT`` (rows 2a, 5, 6, 8) ends the Job Failed
-instead (``rows.terminal.out_of_attempts``). Terminal comes after suspend only for Jobs that are not
+instead (``rows.terminal.limit_reached``). Terminal comes after suspend only for Jobs that are not
 terminal, so suspending a finished Job never moves it out of its final phase. Only rows 1, 2, 2a,
 3a, 5 (while draining), 6 (while holding) and the failed JobSet of row 8 on the next call leave the
 current JobSet out. The drain barrier is ``hooks.core.barrier``: it passes only when no JobSet of the
 Job is observed, no pod of it is active and no batch Job of any of its attempts may still create a
 pod (the garbage collector deletes them after the JobSet, and until then one that has not finished
-may; they are found by the Job's own label, whatever the status says), all read live, once per call; it returns a value (``Drain``) that ``barrier.record`` writes into the status. The status
-words are ``hooks.core.wording``.
+may; they are found by the Job's own label, whatever the status says), all read live, once per call;
+it returns a value (``Drain``) that ``barrier.record`` writes into the status. The status words are
+``hooks.core.wording``.
 """
 
 from __future__ import annotations
@@ -83,9 +88,11 @@ from hooks.core import conditions as cond
 from hooks.core import gang, history, specpin
 from hooks.core.answer import assemble
 from hooks.core.barrier import refuse_if_behind
+from hooks.core.lifecycle import Step, Teardown, apply
 from hooks.core.observed import Observed
 from hooks.core.podreads import PodReads
 from hooks.core.rows import current, deadline, kueue, mismatch, teardown, terminal
+from hooks.core.rows.teardown import teardown as run_teardown
 from hooks.core.vocab import Reason
 from hooks.core.work import (
     PENDING,
@@ -138,38 +145,92 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
                    attempts=[dict(entry) for entry in prior.attempts])
     disagreement = None if observed.finalizing else mismatch.disagreement(ctx, attempt, phase, refused)
     trusted = disagreement is None
-    ending = None  # the teardown a row begins, for the history
-    if tearing_down is not None:
-        tearing_down(ctx, work)     # rows 1, 2, 2a: Kueue's word is not a status claim: before the mismatch hold
-        ending = ENDINGS[tearing_down]
-    elif disagreement is not None:
-        mismatch.hold(ctx, work, *disagreement)                           # row 3
-    elif phase not in TERMINAL and deadline.due(ctx, work):
-        deadline.tear_down(ctx, work)                                     # row 3a
-        ending = history.DEADLINE_EXCEEDED
-    elif phase in TERMINAL:
-        terminal.final(ctx, work)                                         # row 4
-    elif phase in (SUSPENDED, SUSPENDING):
-        current.resume(ctx, work)                                         # row 5
-    elif phase == RESTARTING:
-        current.restart(ctx, work)                                        # row 6
-    else:
-        current.steady(ctx, work)                                         # rows 7-11
-    gang.apply(ctx, work)  # each JobSet answered gets its attempt's PodGroup, or is held for it (issue 22)
-    if trusted and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
-        work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, Reason.AGREES, "", ctx.stamp)
-    # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
-    deadline.times(ctx, work, trusted=trusted)
-    if trusted or tearing_down is not None:  # whatever row 3 holds on, it moves nothing: nor the history
-        history.update(ctx, work, attempt=attempt, ending=ending)        # status.attempts
-    work.replicated_jobs_digest = specpin.pinned(observed.spec, work.replicated_jobs_digest,
-                                                 answers_jobset=any(c.get("kind") == "JobSet" for c in work.children))
-    for row in ON_THE_PHASE:                                              # rows 12, 13
-        if row.when(ctx, work, trusted):
-            row.then(ctx, work)
-    if ctx.queue:
-        kueue.workload_child(ctx, work, hold=not trusted)
+    if tearing_down is None and trusted and phase not in TERMINAL and deadline.due(ctx, work):
+        tearing_down = deadline.DEADLINE                                  # row 3a
+    apply(ctx, row(ctx, work, tearing_down, disagreement), work)  # the one place a row's Step enters the work
+    after = After(trusted=trusted, tearing_down=tearing_down is not None, attempt=attempt,
+                  ending=tearing_down.ends if tearing_down is not None and tearing_down.ends else None)
+    for later in PASSES:                                                  # then rows 12, 13 among them
+        later.run(ctx, work, after)
     return assemble(observed, work, resync_seconds)
+
+
+def row(ctx: Context, work: Work, tearing_down: Teardown | None, disagreement: tuple[str, str] | None) -> Step:
+    """Rows 1-11 (the module doc), first match decides: a teardown declared (rows 1, 2, 2a, 3a:
+    ``tearing_down``, run by ``rows.teardown.teardown``; Kueue's word is not a status claim: rows 1,
+    2 and 2a come before the mismatch hold), the mismatch hold (row 3, on ``disagreement``), the
+    final phases (row 4), the next attempt (rows 5, 6) or the current one (rows 7-11). Returns the
+    row's ``Step``; the row writes nothing into ``work`` but the barrier's record (and rows 5-6,
+    once their barrier passed, the new attempt they start, which rows 7-11 then read)."""
+    if tearing_down is not None:
+        return run_teardown(ctx, work, tearing_down)                      # rows 1, 2, 2a, 3a
+    if disagreement is not None:
+        return mismatch.hold(ctx, work, *disagreement)                    # row 3
+    if work.phase in TERMINAL:
+        return terminal.final(ctx, work)                                  # row 4
+    if work.phase in (SUSPENDED, SUSPENDING):
+        return current.resume(ctx, work)                                  # row 5
+    if work.phase == RESTARTING:
+        return current.restart(ctx, work)                                 # row 6
+    return current.steady(ctx, work)                                      # rows 7-11
+
+
+class After(NamedTuple):
+    """What the passes after the row read of the call: whether the status agrees with the evidence
+    (``trusted``), whether a teardown row ran (``tearing_down``), the current attempt and how a
+    teardown ends it in the history (``ending``)."""
+
+    trusted: bool
+    tearing_down: bool
+    attempt: int
+    ending: str | None
+
+
+class Pass(NamedTuple):
+    """One step after the row, in ``PASSES``: ``function`` is the module's own function (what the
+    guard test reads: a pass adds children, conditions or times, never the phase, outcome or
+    message), ``run`` calls it on the call's ``After``."""
+
+    name: str
+    function: Callable[..., Any]
+    run: Callable[[Context, Work, After], None]
+
+
+def _gang(ctx: Context, work: Work, after: After) -> None:
+    gang.apply(ctx, work)
+
+
+def agreement(ctx: Context, work: Work, after: After) -> None:
+    """``StatusMismatch`` turns False once the status agrees with the evidence again."""
+    if after.trusted and cond.get_condition(work.conditions, STATUS_MISMATCH) is not None:
+        work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.FALSE, Reason.AGREES, "", ctx.stamp)
+
+
+def _times(ctx: Context, work: Work, after: After) -> None:
+    deadline.times(ctx, work, trusted=after.trusted)
+
+
+def _history(ctx: Context, work: Work, after: After) -> None:
+    if after.trusted or after.tearing_down:  # whatever row 3 holds on, it moves nothing: nor the history
+        history.update(ctx, work, attempt=after.attempt, ending=after.ending)
+
+
+def pin(ctx: Context, work: Work, after: After) -> None:
+    """``replicatedJobsDigest``, pinned with the first JobSet answered (``hooks.core.specpin``)."""
+    work.replicated_jobs_digest = specpin.pinned(ctx.observed.spec, work.replicated_jobs_digest,
+                                                 answers_jobset=any(c.get("kind") == "JobSet" for c in work.children))
+
+
+def on_the_phase(ctx: Context, work: Work, after: After) -> None:
+    """Rows 12 and 13 (``ON_THE_PHASE``), each run when it matches, in order."""
+    for numbered in ON_THE_PHASE:
+        if numbered.when(ctx, work, after.trusted):
+            numbered.then(ctx, work)
+
+
+def _workload(ctx: Context, work: Work, after: After) -> None:
+    if ctx.queue:
+        kueue.workload_child(ctx, work, hold=not after.trusted)
 
 
 def _standing(jobset: Mapping[str, Any] | None) -> bool:
@@ -195,23 +256,36 @@ ON_THE_PHASE: tuple[OnThePhase, ...] = (
 keeps the quota, is then the status message)."""
 
 
-ENDINGS: dict[Row, str] = {teardown.finalize: history.DELETED, teardown.suspend: history.SUSPENDED,
-                           kueue.evicted: history.EVICTED}
-"""How the attempt a teardown row tears down ends, in ``status.attempts``."""
+PASSES: tuple[Pass, ...] = (
+    # each JobSet answered gets its attempt's PodGroup, or is held for it (issue 22; its hold still
+    # writes the work itself: issue 32 leaves it to return a hold that decide turns into a Step)
+    Pass("gang", gang.apply, _gang),
+    Pass("agreement", agreement, agreement),
+    # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
+    Pass("times", deadline.times, _times),
+    Pass("history", history.update, _history),                            # status.attempts
+    Pass("pin", pin, pin),
+    Pass("on the phase", on_the_phase, on_the_phase),                     # rows 12, 13
+    Pass("workload", kueue.workload_child, _workload),
+)
+"""What runs after the row, in this order, for every answer (the module doc). Rows 12 and 13 are
+rows (they say the message); the others add children, conditions, times or the history and never
+the phase, outcome or message (tests/core/test_barrier_value.py reads this tuple)."""
 
 
-def teardown_row(ctx: Context) -> Row | None:
-    """The row that tears down whatever attempt runs, matched once, on the request as it came
-    (before any adoption): row 1 while finalizing; for a Job that is not terminal, row 2 when
-    ``spec.suspend`` is true, row 2a when Kueue evicted it (``rows.kueue.is_evicted``). ``None``
-    when none applies."""
+def teardown_row(ctx: Context) -> Teardown | None:
+    """The teardown that tears down whatever attempt runs, matched once, on the request as it came
+    (before any adoption): row 1 (``rows.teardown.DELETE``) while finalizing; for a Job that is not
+    terminal, row 2 (``rows.teardown.SUSPEND``) when ``spec.suspend`` is true, row 2a
+    (``rows.kueue.EVICTION``) when Kueue evicted it (``rows.kueue.is_evicted``). ``None`` when none
+    applies (row 3a, the deadline, is matched after the mismatch check: it reads a claim)."""
     observed = ctx.observed
     if observed.finalizing:
-        return teardown.finalize                                          # row 1
+        return teardown.DELETE                                            # row 1
     if observed.status.phase in TERMINAL:
         return None  # suspending or evicting a finished Job never moves it out of its final phase
     if observed.spec.get("suspend") is True:
-        return teardown.suspend                                           # row 2
+        return teardown.SUSPEND                                           # row 2
     if ctx.queue and kueue.is_evicted(ctx):
-        return kueue.evicted                                              # row 2a
+        return kueue.EVICTION                                             # row 2a
     return None

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hooks.core.failurepolicy import spends_no_restart
+from hooks.core.lifecycle import jobset_disagreement
 from hooks.core.observed import Observed
 from hooks.core.vocab import ConditionStatus, ConditionType, Phase, Reason
 from podread.attempts import attempt_in_name, attempt_number, workload_name
@@ -87,7 +88,10 @@ def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, 
     """Whether the status (``attempt`` after adoption, ``phase``, ``restarts``) disagrees with the
     observed JobSets. Reads only ``observed``. Returns ``(reason, message)`` or ``None``.
 
-    A healthy JobSet is one not being deleted and not finished (Failed or Completed).
+    A healthy JobSet is one not being deleted and not finished (Failed or Completed). Which phase may
+    stand next to the current attempt's JobSet is the lifecycle's table
+    (``hooks.core.lifecycle.jobset_disagreement``: Restarting only next to a failed one, Suspending
+    and Suspended not next to a running one, unless a teardown's gate that lets it run waits).
     """
     job = observed.name
     running = [js for js in observed.jobsets if healthy(js)]
@@ -101,12 +105,9 @@ def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, 
                                       f"(JobSet {current})")
     present = next((js for js in observed.jobsets if js["metadata"]["name"] == current
                     and not js["metadata"].get("deletionTimestamp")), None)
-    if present is not None and phase in (SUSPENDED, SUSPENDING) and healthy(present):
-        return Reason.PHASE_DISAGREES, f"status.phase is {phase}, but JobSet {current} runs"
-    if present is not None and phase == RESTARTING and jobset_state(present) != FAILED:
-        state = jobset_state(present) or "running"
-        return Reason.PHASE_DISAGREES, (f"status.phase is Restarting, but JobSet {current} is {state.lower()}, "
-                                        "not failed")
+    disagrees = None if present is None else jobset_disagreement(observed.status, phase, current, jobset_state(present))
+    if disagrees is not None:
+        return Reason.PHASE_DISAGREES, disagrees
     restarts = observed.status.restarts
     if restarts > restarts_allowed(observed, attempt, phase):
         return Reason.RESTARTS_DISAGREE, f"status.restarts is {restarts}, more than attempt {attempt} can have had"

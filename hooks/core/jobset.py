@@ -25,7 +25,7 @@ the Job Failed (``hooks.core.decide``, reason ``AttemptLimitReached``) instead o
 def is_last_attempt(attempt: int) -> bool:
     """Whether ``attempt`` is the last a Job can have (``MAX_ATTEMPT``): no step may start another.
     The one reading of the limit: the rows ask it before a step that starts attempt+1
-    (``hooks.core.rows.terminal.out_of_attempts``), and ``hooks.core.claims`` asks it of a status
+    (``hooks.core.rows.terminal.limit_reached``), and ``hooks.core.claims`` asks it of a status
     that says the limit was reached."""
     return attempt >= MAX_ATTEMPT
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"

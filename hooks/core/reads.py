@@ -1,24 +1,20 @@
 """The pod reads a row makes outside the drain barrier, and how any failed read holds.
 
-``count_pods`` sets ``activePods`` from the cached ``Reader.job_pods``; ``read_failed`` is what every
-failed read outside the barrier leads to: a hold whose words (``failed_words``, the barrier's too)
-depend only on the error's class. Pods are read only
+``counted`` is ``activePods`` from the cached ``Reader.job_pods`` (``counting``: into a row's step);
+every failed read outside the barrier leads to a hold (resync) whose words (``failed_words``, the
+barrier's too) depend only on the error's class; ``activePods`` keeps its previous value. The
+barrier's own failed reads are ``hooks.core.barrier.Drain`` (``Drained`` Unknown, ``ReadFailed``). Pods are read only
 through the Reader in ``Context`` (podread, ADR-102).
 """
 
 from __future__ import annotations
 
-from hooks.core.work import Context, Work
+from dataclasses import replace
+
+from hooks.core.lifecycle import Step
+from hooks.core.work import Context
 from podread.errors import PodReadError
 from podread.selector import is_active
-
-
-def read_failed(work: Work, error: PodReadError) -> None:
-    """Holds on a failed read outside the barrier: resync soon and say so in the message
-    (``failed_words``). ``activePods`` keeps its previous value. The barrier's own failed reads
-    are ``hooks.core.barrier.Drain`` (``Drained`` Unknown, ``ReadFailed``), in the same words."""
-    work.message = failed_words(error)
-    work.resync = True
 
 
 def failed_words(error: PodReadError) -> str:
@@ -38,14 +34,20 @@ JOB_PODS = ("job_pods",)
 start from the same answer)."""
 
 
-def count_pods(ctx: Context, work: Work) -> bool:
-    """Sets ``activePods`` from the cached ``job_pods`` read (made once per call: ``JOB_PODS``). On a
-    failed read keeps the previous value, sets the message and resync, and returns False.
-    """
+def counted(ctx: Context) -> int | PodReadError:
+    """How many of the Job's pods are active, from the cached ``job_pods`` read (made once per call:
+    ``JOB_PODS``), or the read's error."""
     try:
         pods = ctx.once.get(JOB_PODS, lambda: ctx.reader.job_pods(ctx.namespace, ctx.job))
     except PodReadError as error:
-        read_failed(work, error)
-        return False
-    work.active_pods = sum(1 for pod in pods if is_active(pod))
-    return True
+        return error
+    return sum(1 for pod in pods if is_active(pod))
+
+
+def counting(ctx: Context, step: Step) -> Step:
+    """``step`` with ``activePods`` from ``counted``; on a failed read, the count kept, the read's
+    words as the message (``failed_words``) and resync instead."""
+    count = counted(ctx)
+    if isinstance(count, PodReadError):
+        return replace(step, message=failed_words(count), resync=True)
+    return replace(step, active_pods=count)

@@ -49,7 +49,9 @@ class Decision:
     ``response`` is the whole 200 body; ``kind`` summarizes what was decided (one of ``KINDS``);
     ``phase_before``/``phase_after`` are the prior and new phase; ``message`` the status message;
     ``actions`` the writes it asks for besides the answer (``hooks.core.actions``); ``stuck_pods`` how
-    many pods the barrier found stuck on dead nodes.
+    many pods the barrier found stuck on dead nodes; ``transition`` the move the row made
+    (``hooks.core.lifecycle.Move``, an arrow's ``by`` in ``hooks.core.lifecycle.ARROWS``; ``""`` when
+    the row does not say yet).
     """
 
     response: dict[str, Any]
@@ -59,6 +61,7 @@ class Decision:
     message: str
     actions: tuple[Action, ...] = ()
     stuck_pods: int = 0
+    transition: str = ""
 
 
 class Work(StatusFields, kw_only=True):
@@ -75,6 +78,9 @@ class Work(StatusFields, kw_only=True):
     stuck_pods: int = 0
     quota: Quota = Quota.CREATE
     """Queue-managed Jobs: what becomes of the Workload child (``hooks.core.vocab.Quota``)."""
+    transition: str = ""
+    """The move the row's ``Step`` made (``hooks.core.lifecycle.Move``; ``""``: a row that still writes
+    the work itself, or none)."""
 
     def __post_init__(self) -> None:
         """Nothing to check: a ``Work`` begins from a ``Status`` already read (``of``) and the rows set

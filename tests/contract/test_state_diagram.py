@@ -1,18 +1,20 @@
-"""The README's state diagram is the phases ``decide`` moves a Job through, no more and no fewer.
+"""The phases and transitions are declared once (``hooks.core.lifecycle.ARROWS``): the README's state
+diagram is that table rendered (``lifecycle.mermaid``), and the table is the phases ``decide`` moves
+a Job through, no more and no fewer, each by the move the table names.
 
 Each case starts a Job in one phase, with what would move it on (a pod that runs, a JobSet that
 completed or failed, ``spec.suspend`` set or unset, the deadline passed, Kueue's admission or
 eviction, the Job deleted, the last attempt reached), and feeds the hooks' answers back as
 Metacontroller would for a few calls: a JobSet the answer keeps stays observed as it was, one it
 asks for is then observed (not yet started), one it leaves out is gone with its pods. Every phase
-change seen must be an arrow of the diagram, and every arrow of the diagram must be seen in some
-case, so an arrow added to the code and not the diagram (or the other way round) fails here.
+change seen must be an arrow of the table, and every arrow of the table must be seen in some
+case, so an arrow added to the code and not the table (or the other way round) fails here; a
+decision that names its move (``Decision.transition``) must take an arrow made by that move.
 """
 
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from hooks.core import lifecycle
 from hooks.core.decide import decide
 from hooks.core.observed import parse_request
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
@@ -29,17 +32,20 @@ README = (ROOT / "README.md").read_text()
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 EARLIER = "2025-12-31T22:00:00Z"
 QUEUE = {"kueue.x-k8s.io/queue-name": "team"}
-START = "[*]"
+START = lifecycle.START
 DEADLINE = job_spec() | {"activeDeadlineSeconds": 60}
 PAST_DEADLINE = [{"type": "DeadlineExceeded", "status": "True", "reason": "DeadlineExceeded", "message": "",
                   "lastTransitionTime": EARLIER}]
 
 
+def readme_diagram() -> str:
+    """The body of the README's mermaid state diagram."""
+    return README.split("```mermaid\n", 1)[1].split("```", 1)[0]
+
+
 def diagram_arrows() -> set[tuple[str, str]]:
-    """The arrows ``A --> B`` of the README's mermaid state diagram, self-loops left out."""
-    diagram = README.split("```mermaid", 1)[1].split("```", 1)[0]
-    arrows = {(a, b) for a, b in re.findall(r"^\s*(\S+) --> ([^:\s]+)", diagram, re.M)}
-    return {(a, b) for a, b in arrows if a != b}
+    """The arrows ``A --> B`` of the lifecycle's table, self-loops left out."""
+    return {(a.source, a.target) for a in lifecycle.ARROWS if a.source != a.target}
 
 
 def pod(attempt: int, phase: str = "Running") -> dict[str, Any]:
@@ -56,20 +62,21 @@ def status(phase: str, attempt: int = 0, **more: Any) -> dict[str, Any]:
 def walk(spec: Mapping[str, Any], prior: Mapping[str, Any], jobsets: Sequence[dict[str, Any]] = (),
          pods: Sequence[dict[str, Any]] = (), workloads: list[dict[str, Any]] | None = None,
          labels: Mapping[str, str] | None = None, finalizing: bool = False,
-         calls: int = 3) -> Iterator[tuple[str, str]]:
-    """The phase changes of ``calls`` answers fed back (the module doc); ``[*]`` before a Job's first
-    status and after it is finalized."""
+         calls: int = 3) -> Iterator[tuple[str, str, str]]:
+    """The phase changes of ``calls`` answers fed back (the module doc), each with the move the
+    decision names (``""``: none yet); ``[*]`` before a Job's first status and after it is finalized."""
     current: dict[str, Any] = copy.deepcopy(dict(prior))
     observed, alive = list(jobsets), list(pods)
     for call in range(calls):
         body = job_request(spec=spec, status=current or None, jobsets=observed, workloads=workloads, labels=labels,
                            finalizing=finalizing, deleting=EARLIER if finalizing else "")
-        answer = decide(parse_request(body, "finalize" if finalizing else "sync"), FakeReader(alive),
-                        NOW + timedelta(seconds=call)).response
+        decision = decide(parse_request(body, "finalize" if finalizing else "sync"), FakeReader(alive),
+                          NOW + timedelta(seconds=call))
+        answer = decision.response
         before, after = current.get("phase") or START, answer["status"]["phase"]
-        yield before, after
+        yield before, after, decision.transition
         if answer.get("finalized"):
-            yield after, START
+            yield after, START, decision.transition
             return
         current = answer["status"]
         kept = {child["metadata"]["name"] for child in answer["children"] if child.get("kind") == "JobSet"}
@@ -117,6 +124,9 @@ CASES: dict[str, dict[str, Any]] = {
     "Running, the JobSet failed, a restart left": dict(spec=job_spec(max_restarts=1), prior=status("Running"),
                                                        jobsets=[jobset_child("train", 0, state="Failed")],
                                                        pods=[pod(0, "Failed")]),
+    "Running, the JobSet failed, a restart left, at the last attempt": dict(
+        spec=job_spec(max_restarts=1), prior=status("Running", 9999),
+        jobsets=[jobset_child("train", 9999, state="Failed")]),
     "Running, the JobSet failed, none left": dict(spec=job_spec(max_restarts=0), prior=status("Running"),
                                                   jobsets=[jobset_child("train", 0, state="Failed")]),
     "Running, suspended": dict(spec=job_spec(suspend=True), prior=status("Running"),
@@ -160,28 +170,54 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
-def moves() -> dict[tuple[str, str], list[str]]:
-    """Every phase change the cases show, with the cases that show it."""
-    found: dict[tuple[str, str], list[str]] = {}
+def moves() -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """Every phase change the cases show, with the cases that show it and the move each named."""
+    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for name, case in CASES.items():
-        for before, after in walk(**case):
+        for before, after, move in walk(**case):
             if before != after:
-                found.setdefault((before, after), []).append(name)
+                found.setdefault((before, after), []).append((name, move))
     return found
 
 
-def test_every_phase_change_the_hooks_make_is_an_arrow_of_the_diagram() -> None:
+def test_the_readme_diagram_is_the_lifecycle_table() -> None:
+    """The README's diagram is ``lifecycle.mermaid()``, line for line: change the table, then paste it."""
+    assert readme_diagram() == lifecycle.mermaid()
+
+
+def test_every_phase_of_the_table_is_a_phase_and_the_terminal_ones_are_the_vocabulary_s() -> None:
+    named = {a.source for a in lifecycle.ARROWS} | {a.target for a in lifecycle.ARROWS}
+    assert named - {START} == set(lifecycle.PHASES) == set(lifecycle.Phase)
+    assert {rule.phase for rule in lifecycle.PHASES.values() if rule.terminal} == lifecycle.TERMINAL
+
+
+def test_every_phase_change_the_hooks_make_is_an_arrow_of_the_table() -> None:
     missing = {move: names for move, names in moves().items() if move not in diagram_arrows()}
-    assert not missing, f"phase changes the README's diagram does not show: {missing}"
+    assert not missing, f"phase changes the lifecycle's table does not show: {missing}"
 
 
-def test_every_arrow_of_the_diagram_is_a_phase_change_the_hooks_make() -> None:
+def test_every_arrow_of_the_table_is_a_phase_change_the_hooks_make() -> None:
     never = diagram_arrows() - set(moves())
-    assert not never, f"arrows of the README's diagram no case takes: {sorted(never)}"
+    assert not never, f"arrows of the lifecycle's table no case takes: {sorted(never)}"
+
+
+def test_a_named_move_takes_an_arrow_that_move_makes() -> None:
+    """Each decision that names its move (a row that returns a ``Step``) changes the phase along an
+    arrow the table says that move makes; the teardowns and the attempt limit all name theirs."""
+    wrong, named = [], set()
+    for (before, after), seen in moves().items():
+        made_by = {move for arrow in lifecycle.arrows(before, after) for move in arrow.by}
+        for name, move in seen:
+            if move:
+                named.add(move)
+                if move not in made_by:
+                    wrong.append((name, before, after, move, sorted(made_by)))
+    assert not wrong, wrong
+    assert named >= {"delete", "suspend", "evict", "deadline", "next-attempt", "attempt-limit"}, named
 
 
 @pytest.mark.parametrize("prior", ["Running", "Pending"])
 def test_an_attempt_whose_pods_all_finished_never_goes_back_to_pending(prior: str) -> None:
     """Running stays Running while the JobSet has not said how it ended; Pending stays Pending."""
     case = dict(spec=job_spec(), prior=status(prior), jobsets=[jobset_child("train", 0)], pods=[pod(0, "Succeeded")])
-    assert {after for _, after in walk(**case)} == {prior}
+    assert {after for _, after, _ in walk(**case)} == {prior}

@@ -15,7 +15,7 @@ import pytest
 import hooks.core.jobset
 import hooks.core.queueing
 import hooks.core.rows.kueue
-from hooks.core import barrier, history
+from hooks.core import barrier, history, lifecycle
 from hooks.core import decide as decide_module
 from hooks.core.answer import assemble
 from hooks.core.barrier import Drain
@@ -224,9 +224,30 @@ def assigned_fields(function: Any) -> set[str]:
 
 
 def test_nothing_after_the_rows_writes_the_message() -> None:
-    """The status message is the rows' (rows 1-13): what runs after them (the times, the history, the
-    Workload child, the answer's assembly) adds the child or a condition, never words."""
-    for after in (deadline.times, history.update, kueue.workload_child):
-        assert "message" not in assigned_fields(after), after.__name__
+    """The status message, phase and outcome are the rows' (rows 1-13): the passes that run after
+    them, taken from decide's own sequence (``decide.PASSES``: the gang, the agreement, the times, the
+    history, the spec pin, the Workload child; rows 12 and 13 run among them as rows), add children,
+    conditions or times, never words; the answer's assembly cuts the message once, never rewords it."""
+    assert [later.name for later in decide_module.PASSES][-1] == "workload"  # the Workload child joins last
+    for later in decide_module.PASSES:
+        assert not assigned_fields(later.function) & {"message", "phase", "kind"}, later.name
+        assert not assigned_fields(later.run) & {"message", "phase", "kind"}, later.name
     assert assigned_fields(assemble) == {"message"}  # cut to MAX_MESSAGE once, never reworded
-    assert "message" in assigned_fields(kueue.queued)
+    assert "message" in assigned_fields(deadline.delete_job)  # the guard sees a row's words (row 12)
+    assert {"message", "phase", "kind"} <= assigned_fields(lifecycle.apply)  # the one place a Step writes them
+
+
+def test_decide_runs_each_pass_only_through_its_sequence() -> None:
+    """``decide`` calls no pass itself: each runs once, in ``PASSES``' order, so a pass added to the
+    sequence is one the guard above reads."""
+    names = vars(decide_module)
+    called = []
+    for node in ast.walk(ast.parse(inspect.getsource(decide_module.decide))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
+            called.append(names[node.func.id])
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and isinstance(node.func.value, ast.Name) and node.func.value.id in names):
+            called.append(getattr(names[node.func.value.id], node.func.attr))
+    passes = [later.function for later in decide_module.PASSES] + [later.run for later in decide_module.PASSES]
+    assert not [f for f in called if f in passes]
+    assert {deadline.times, history.update, kueue.workload_child} <= set(passes)

@@ -11,6 +11,7 @@ when it failed (rows 6, 8): never because the status says otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from hooks.core import built, failurepolicy, history, queueing, specpin
@@ -20,7 +21,6 @@ from hooks.core.barrier import (
     StaleRequest,
     ahead_of,
     barrier,
-    record,
     record_gate,
     refuse_if_behind,
     refuse_if_children_behind,
@@ -28,9 +28,11 @@ from hooks.core.barrier import (
 from hooks.core.children import as_observed
 from hooks.core.evidence import COMPLETED, jobset_state
 from hooks.core.jobset import InvalidSpec
-from hooks.core.reads import count_pods, read_failed
+from hooks.core.lifecycle import Charge, ConditionChange, JobSetFate, Move, Step, Teardown, apply
+from hooks.core.reads import counted, counting, failed_words
 from hooks.core.rows.kueue import admitted, queued
-from hooks.core.rows.terminal import out_of_attempts
+from hooks.core.rows.teardown import teardown
+from hooks.core.rows.terminal import limit_reached
 from hooks.core.spec import check_policies
 from hooks.core.status import Status
 from hooks.core.vocab import Outcome, Quota, Reason
@@ -43,6 +45,8 @@ from hooks.core.work import (
     RESTARTING,
     RUNNING,
     SUCCEEDED,
+    SUSPENDED,
+    SUSPENDING,
     Context,
     Work,
 )
@@ -50,12 +54,12 @@ from podread.errors import PodReadError
 from podread.selector import is_active
 
 
-def resume(ctx: Context, work: Work) -> None:
+def resume(ctx: Context, work: Work) -> Step | None:
     """Row 5: unsuspended. Once the barrier passes (checked again even when already Suspended), the
     next attempt starts: attempt+1, restarts unchanged; a Job that never started one (created
     suspended: ``never_started``) starts its first, attempt 0. While holding, the phase stays as it was.
     """
-    next_attempt(ctx, work, kind=Outcome.CREATED, step=0 if never_started(ctx.observed.status) else 1)
+    return next_attempt(ctx, work, kind=Outcome.CREATED)
 
 
 def never_started(status: Status) -> bool:
@@ -66,49 +70,73 @@ def never_started(status: Status) -> bool:
             and not status.attempts and not status.attempts_dropped)
 
 
-def restart(ctx: Context, work: Work) -> None:
+def restart(ctx: Context, work: Work) -> Step | None:
     """Row 6: Restarting. Holds until the barrier passes, then starts attempt+1 as Pending."""
-    work.phase = RESTARTING
-    next_attempt(ctx, work, kind=Outcome.PROCEEDED)
+    return next_attempt(ctx, work, kind=Outcome.PROCEEDED)
 
 
-def next_attempt(ctx: Context, work: Work, *, kind: Outcome, step: int = 1) -> None:
-    """The drain barrier, then attempt+``step`` as Pending with its JobSet (``step`` 0: the first
-    attempt of a Job that never started one, ``resume``); ``kind`` names that step and is
-    the call's outcome once the barrier passed, whatever the new attempt then waits for (Kueue's
-    admission, a flavor: not a drain hold), unless its spec is invalid (``invalid-spec``).
+def _step(ctx: Context, work: Work) -> int:
+    """How far the next attempt is: 0 for the first attempt of a Job that never started one, resumed
+    (``never_started``); else 1."""
+    return 0 if work.phase in (SUSPENDED, SUSPENDING) and never_started(ctx.observed.status) else 1
 
-    The barrier reads through attempt+1 (a JobSet of the next attempt may already exist). While it
-    holds nothing is emitted and the phase stays as the caller set it; when its live reads show
-    pods or batch Jobs of attempt+1 or later, the request is older than the cluster (a stale
-    parent from Metacontroller's cache): ``StaleRequest`` (409), never an answer that takes the
-    attempt back.
-    """
-    work.workload = ""
-    if step and out_of_attempts(ctx, work):
-        return
-    drain = barrier(ctx, work.conditions, through=work.attempt + step)
-    ahead = None if drain.passed else ahead_of(ctx, work.attempt, work.attempt + step)
+
+def _limit(ctx: Context, work: Work) -> Step | None:
+    """A step to attempt+1 from the last attempt a Job can have ends it instead
+    (``rows.terminal.limit_reached``)."""
+    return limit_reached(work) if _step(ctx, work) else None
+
+
+def _through(ctx: Context, work: Work) -> int:
+    """The barrier reads through the next attempt (a JobSet of it may already exist)."""
+    return work.attempt + _step(ctx, work)
+
+
+def _refuse_if_ahead(ctx: Context, work: Work, drain: Drain) -> None:
+    """While the barrier holds, live reads that show pods or batch Jobs of the next attempt or later
+    say the request is older than the cluster (a stale parent from Metacontroller's cache):
+    ``StaleRequest`` (409), never an answer that takes the attempt back."""
+    ahead = None if drain.passed else ahead_of(ctx, work.attempt, work.attempt + _step(ctx, work))
     if ahead is not None:  # the step this row would take already happened: never take the attempt back
         raise StaleRequest(f"the request is behind the cluster: status.attempt is {work.attempt}, but pods or "
                            f"batch Jobs of attempt {ahead} exist (read live), which neither the status nor the "
                            "children show; not answering from this parent")
-    record(ctx, work, drain)
-    if not drain.passed:
-        work.kind = Outcome.HELD
-        work.quota = Quota.KEEP  # queue-managed: no new Workload while the last attempt drains
-        work.message = drain.message()
-        return
-    work.attempt += step
-    work.phase = PENDING
-    steady(ctx, work, passed=drain)
-    if work.kind != Outcome.INVALID_SPEC:
-        work.kind = kind
 
 
-def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> None:
+def _started(ctx: Context, work: Work, step: Step) -> Step:
+    """Once drained: attempt+1 (``_step``) as Pending."""
+    return replace(step, attempt=work.attempt + _step(ctx, work))
+
+
+NEXT_ATTEMPT = Teardown(Move.NEXT_ATTEMPT, ends="", holding=None, done=PENDING, quota_holding=Quota.KEEP,
+                        quota_done=None, jobset=None, first=_limit, through=_through, refuse=_refuse_if_ahead,
+                        passed=_started)
+"""The hold before the next attempt (rows 5 and 6): the drain barrier through attempt+1; while it
+holds nothing new is emitted (the JobSet as the row before said: row 8 keeps the failed one this
+answer), the phase stays as it was and a queue-managed Job gets no new Workload (``Quota.KEEP``);
+once it passed, attempt+1 (or the first attempt of a Job that never started one) as Pending."""
+
+
+def next_attempt(ctx: Context, work: Work, *, kind: Outcome) -> Step:
+    """The next attempt, behind ``NEXT_ATTEMPT`` (``rows.teardown.teardown``). Returns the step while
+    it holds (or at the attempt limit). Once it passed, the teardown's step (attempt+1, Pending) is
+    applied to ``work`` first, because rows 7-11 (``steady``) decide the new attempt from it; their
+    step is returned, its move the next attempt's, and ``kind`` names it: the call's outcome
+    whatever the new attempt then waits for (Kueue's admission, a flavor: not a drain hold), unless
+    its spec is invalid (``invalid-spec``)."""
+    step = teardown(ctx, work, NEXT_ATTEMPT)
+    if step.outcome != Outcome.PROCEEDED:
+        return step
+    apply(ctx, step, work)
+    then = steady(ctx, work, passed=Drain())  # the barrier has just passed, live, in this call
+    return replace(then, outcome=then.outcome if then.outcome == Outcome.INVALID_SPEC else kind,
+                   transition=Move.NEXT_ATTEMPT)
+
+
+def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> Step:
     """Rows 7-11 for the current attempt (also the step after a resume or a restart, which passes
-    the barrier's value, ``passed``, because it has just passed in this call)."""
+    the barrier's value, ``passed``, because it has just passed in this call). Returns the row's
+    step; a valid spec turns ``InvalidSpec`` False where it was set."""
     current = ctx.jobset(work.attempt)
     try:
         specpin.check(ctx.observed.spec, work.replicated_jobs_digest)
@@ -121,27 +149,23 @@ def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> None:
     except queueing.PriorityUnknown:
         pass  # not a spec error: the Job stays Queued without a Workload (rows.kueue.queued says why)
     except InvalidSpec as invalid:
-        invalid_spec(ctx, work, current, invalid)
-        return
+        return invalid_spec(ctx, work, current, invalid)
+    valid: tuple[ConditionChange, ...] = ()
     if cond.get_condition(work.conditions, INVALID_SPEC) is not None:
-        work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.FALSE, Reason.VALID, "", ctx.stamp)
+        valid = (ConditionChange(INVALID_SPEC, cond.FALSE, Reason.VALID, ""),)
     state = jobset_state(current) if current is not None else ""
     if state == FAILED and current is not None:
-        failed(ctx, work, current, desired, rules)  # rows 8, 8a, 9
-        return
-    if state == COMPLETED:
-        work.phase = SUCCEEDED  # row 10
-        work.kind = Outcome.TERMINAL
-        work.workload = desired["metadata"]["name"]
-        work.children = [desired]
-        work.message = ""
-        count_pods(ctx, work)
-        return
-    run(ctx, work, current, desired, passed=passed)
+        step = failed(ctx, work, current, desired, rules)  # rows 8, 8a, 9
+    elif state == COMPLETED:  # row 10
+        step = counting(ctx, Step(Outcome.TERMINAL, phase=SUCCEEDED, workload=desired["metadata"]["name"],
+                                  jobset=JobSetFate.KEEP, children=(desired,), message="", transition=Move.COMPLETE))
+    else:
+        step = run(ctx, work, current, desired, passed=passed)
+    return replace(step, conditions=valid + step.conditions)
 
 
 def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[str, Any],
-            rules: list[Mapping[str, Any]]) -> None:
+            rules: list[Mapping[str, Any]]) -> Step:
     """Rows 8, 8a and 9: the current JobSet failed. ``spec.failurePolicy.rules`` judge why
     (``hooks.core.failurepolicy``) from the pods that tell it, read live once
     (``hooks.core.history.failure_pods``: ``status.attempts`` names the first failing pod from the
@@ -151,67 +175,63 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     for the history's sake).
     FailJob, or a counted restart with none left: Failed, the JobSet kept. Otherwise row 8, in two
     calls, so that the decision survives a lost status write: this answer records Restarting (and
-    restarts+1 when the verdict counts) and still keeps the failed JobSet; the next call (row 6, fed
-    that status) leaves it out. Leaving it out at once would let a lost status write recreate the
-    failed attempt under the same name, uncounted. The count happens exactly once: the fed-back
-    status is Restarting.
+    restarts+1 when the verdict counts: the step's ``Charge``) and still keeps the failed JobSet;
+    the next call (row 6, fed that status) leaves it out. Leaving it out at once would let a lost
+    status write recreate the failed attempt under the same name, uncounted. The count happens
+    exactly once: the fed-back status is Restarting.
     """
-    work.workload = desired["metadata"]["name"]
-    work.children = [desired]
+    name = desired["metadata"]["name"]
     try:
         pods = history.failure_pods(ctx, str(current["metadata"]["name"]))
     except PodReadError as error:
         if failurepolicy.needs_pods(rules):
-            work.kind = Outcome.HELD
-            work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
-            read_failed(work, error)
-            return
+            return Step(Outcome.HELD, phase=work.phase if work.phase in (RUNNING, PENDING) else PENDING,
+                        workload=name, jobset=JobSetFate.KEEP, children=(desired,), message=failed_words(error),
+                        resync=True)
         pods = []  # no rule reads pods: the verdict goes on; status.attempts names no failing pod then
     verdict = failurepolicy.judge(rules, current, pods)
     max_restarts = ctx.observed.spec.get("maxRestarts") or 0
     restarting = verdict.restarts and (not verdict.counted or work.restarts < max_restarts)
-    work.last_failure = {"attempt": work.attempt, "cause": verdict.cause, "message": bounded(verdict.message),
-                         "action": verdict.action}
+    said = {"attempt": work.attempt, "cause": verdict.cause, "message": bounded(verdict.message),
+            "action": verdict.action}
     if not restarting:
-        work.phase = FAILED
-        work.kind = Outcome.TERMINAL
-        work.message = ""
-        reason, said = (Reason.FAILURE_POLICY, verdict.message) if verdict.action == failurepolicy.FAIL_JOB else (
+        reason, words = (Reason.FAILURE_POLICY, verdict.message) if verdict.action == failurepolicy.FAIL_JOB else (
             Reason.MAX_RESTARTS_REACHED, f"{verdict.message}; maxRestarts ({max_restarts}) used up")
-        work.conditions = cond.set_condition(work.conditions, FAILED_CONDITION, cond.TRUE, reason, bounded(said),
-                                             ctx.stamp)
-        count_pods(ctx, work)
-        return
-    if out_of_attempts(ctx, work):
-        count_pods(ctx, work)
-        return
-    if verdict.counted:
-        work.restarts += 1
-    work.restarts_by_cause[verdict.cause] = work.restarts_by_cause.get(verdict.cause, 0) + 1
-    restart(ctx, work)  # holds (the failed JobSet is observed: WorkloadPresent), so the children stay [desired]
+        return counting(ctx, Step(Outcome.TERMINAL, phase=FAILED, message="", workload=name, jobset=JobSetFate.KEEP,
+                                  children=(desired,), last_failure=said, transition=Move.FAIL, conditions=(
+                                      ConditionChange(FAILED_CONDITION, cond.TRUE, reason, bounded(words)),)))
+    limit = limit_reached(work)
+    if limit is not None:
+        return counting(ctx, replace(limit, workload=name, jobset=JobSetFate.KEEP, children=(desired,),
+                                     last_failure=said))
+    # row 6's hold: the failed JobSet is observed, so the barrier holds (WorkloadPresent); the move
+    # this answer makes is the failure's (Running -> Restarting), and it spends the verdict's charge
+    held = teardown(ctx, work, NEXT_ATTEMPT)
+    return replace(held, outcome=Outcome.HELD, phase=RESTARTING, attempt=None, jobset=JobSetFate.KEEP,
+                   children=(desired,), last_failure=said, transition=Move.FAIL,
+                   charge=Charge(verdict.cause, verdict.action, verdict.counted))
 
 
 def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: dict[str, Any],
-         *, passed: Drain | None) -> None:
+         *, passed: Drain | None) -> Step:
     """Row 11: the current attempt's JobSet; Running when a cached pod is active, else Pending, except
     that an attempt already Running (its JobSet observed) stays Running once its pods have finished,
     until the JobSet reports Completed or Failed: only a never-started attempt is Pending.
 
     A JobSet that is not observed is created only after the drain barrier (``passed``: its value
-    when it already passed in this call), so a new JobSet never overlaps pods left by one deleted
-    outside this controller. While that barrier holds, nothing is emitted and the phase stays
-    Pending (or Running).
+    when it already passed in this call; its record is written into ``work``), so a new JobSet
+    never overlaps pods left by one deleted outside this controller. While that barrier holds,
+    nothing is emitted and the phase stays Pending (or Running).
     """
     name = desired["metadata"]["name"]
-    work.workload = name
+    waiting_phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
+    said: tuple[ConditionChange, ...] = ()
     if ctx.queue:
         admission = ctx.admission
         if current is None and admission.state != queueing.ADMITTED:
-            work.workload = ""
-            queued(ctx, work, admission)
-            return
+            return queued(ctx, work, admission)
         if admission.state == queueing.ADMITTED:
-            admitted(ctx, work, admission)
+            said = (admitted(ctx, admission),)
             if current is not None:
                 desired = as_observed(current)  # made with the admission's node labels: kept as it is
             else:
@@ -219,51 +239,49 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
                 try:
                     desired = queueing.admitted_jobset(desired, workload, ctx.observed.flavors)
                 except queueing.FlavorUnknown as unknown:
-                    work.kind, work.children, work.workload, work.resync = Outcome.HELD, [], "", True
-                    work.phase = PENDING
-                    work.message = bounded(f"admitted, waiting before creating JobSet {name}: {unknown.message}")
-                    return
+                    return Step(Outcome.HELD, phase=PENDING, children=(), workload="", resync=True, conditions=said,
+                                message=bounded(f"admitted, waiting before creating JobSet {name}: {unknown.message}"),
+                                transition=Move.RUN)
                 except InvalidSpec as invalid:
-                    invalid_spec(ctx, work, None, invalid)
-                    return
+                    step = invalid_spec(ctx, work, None, invalid)
+                    return replace(step, conditions=said + step.conditions)
     if current is None and passed is None:
         drain = barrier(ctx, work.conditions, through=work.attempt)
         refuse_if_behind(ctx, work.attempt)  # a cached parent from before attempt+1 would create this one
         refuse_if_children_behind(ctx, work.attempt)  # cached children from before this JobSet was created
         record_gate(ctx, work, drain)
         if not drain.passed:
-            work.kind = Outcome.HELD
-            work.children = []
-            work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
-            work.message = drain.message(after=f" (before creating JobSet {name})")
-            return
+            return Step(Outcome.HELD, phase=waiting_phase, children=(), workload=name, conditions=said,
+                        message=drain.message(after=f" (before creating JobSet {name})"), transition=Move.RUN)
         passed = drain
-    work.kind = Outcome.KEPT if current is not None else Outcome.CREATED
-    work.children = [desired]
+    kept = Step(Outcome.KEPT if current is not None else Outcome.CREATED, workload=name, conditions=said,
+                jobset=JobSetFate.KEEP if current is not None else JobSetFate.CREATE, children=(desired,),
+                transition=Move.RUN)
     if passed is not None:  # the barrier has just found no active pod and no active launcher, live: nothing runs
-        work.active_pods = 0
-        running: bool | None = False
+        active, running = 0, False
     else:
-        running = workload_running(ctx, work, name) if count_pods(ctx, work) else None
-    if running is None:
-        work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
-        return
+        count = counted(ctx)
+        if isinstance(count, PodReadError):
+            return replace(kept, phase=waiting_phase, message=failed_words(count), resync=True)
+        active, found = count, workload_running(ctx, count, name)
+        if isinstance(found, PodReadError):
+            return replace(kept, phase=waiting_phase, active_pods=active, message=failed_words(found), resync=True)
+        running = found
     if not running and current is not None and work.phase == RUNNING:
         # the same attempt already ran and its pods have all finished before the JobSet said how it
         # ended (Completed or Failed, rows 8-10): still Running, never back to Pending. Only the
         # phase word: the JobSet is kept either way and no barrier or gate depends on it.
-        work.message = f"no pod of JobSet {name} is active: waiting for the JobSet to report how it ended"
-        return
-    work.phase = RUNNING if running else PENDING
-    work.message = "" if running else f"waiting for the pods of JobSet {name} to start"
+        return replace(kept, active_pods=active,
+                       message=f"no pod of JobSet {name} is active: waiting for the JobSet to report how it ended")
+    return replace(kept, active_pods=active, phase=RUNNING if running else PENDING,
+                   message="" if running else f"waiting for the pods of JobSet {name} to start")
 
 
-def workload_running(ctx: Context, work: Work, workload: str) -> bool | None:
-    """Whether ``workload`` runs: a worker pod is active (``activePods``, from the cache) or, for an
-    MPI Job whose workers are all done, its launcher pod is (``workload_pods``, live: launchers are
-    not cached). Returns None when that read failed (the message and resync are set).
-    """
-    if work.active_pods:
+def workload_running(ctx: Context, active: int, workload: str) -> bool | PodReadError:
+    """Whether ``workload`` runs: a worker pod is active (``active``, from the cache) or, for an MPI
+    Job whose workers are all done, its launcher pod is (``workload_pods``, live: launchers are not
+    cached). Returns the read's error when it failed."""
+    if active:
         return True
     launcher = ctx.observed.spec.get("launcher")
     if not (isinstance(launcher, str) and launcher):
@@ -271,28 +289,26 @@ def workload_running(ctx: Context, work: Work, workload: str) -> bool | None:
     try:
         return any(is_active(pod) for pod in ctx.reader.workload_pods(ctx.namespace, workload, launcher))
     except PodReadError as error:
-        read_failed(work, error)
-        return None
+        return error
 
 
-def invalid_spec(ctx: Context, work: Work, current: Mapping[str, Any] | None, invalid: InvalidSpec) -> None:
-    """Row 7: the spec cannot be built. Report it; keep the current JobSet when observed, create none."""
-    work.kind = Outcome.INVALID_SPEC
-    work.conditions = cond.set_condition(work.conditions, INVALID_SPEC, cond.TRUE, invalid.code,
-                                         bounded(invalid.reason), ctx.stamp)
+def invalid_spec(ctx: Context, work: Work, current: Mapping[str, Any] | None, invalid: InvalidSpec) -> Step:
+    """Row 7: the spec cannot be built. Report it; keep the current JobSet when observed, create none.
+    ``activePods`` from the cached read (a failed one resyncs; the words stay the spec's)."""
+    count = counted(ctx)
+    failed_read = isinstance(count, PodReadError)
+    step = Step(Outcome.INVALID_SPEC, active_pods=None if isinstance(count, PodReadError) else count,
+                resync=failed_read, message=f"waiting for a valid spec: {invalid.reason}",
+                conditions=(ConditionChange(INVALID_SPEC, cond.TRUE, invalid.code, bounded(invalid.reason)),))
     if current is None:
-        work.phase = PENDING
-        work.workload = ""
-        work.children = []
-    else:
-        work.phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
-        work.workload = current["metadata"]["name"]
-        work.children = [as_observed(current)]  # the spec cannot be built: keep what exists
-    count_pods(ctx, work)
-    if current is not None and jobset_state(current):
+        return replace(step, phase=PENDING, workload="", children=())
+    step = replace(step, phase=work.phase if work.phase in (RUNNING, PENDING) else PENDING,
+                   workload=current["metadata"]["name"], jobset=JobSetFate.KEEP,
+                   children=(as_observed(current),))  # the spec cannot be built: keep what exists
+    if jobset_state(current):
         # the JobSet ended (Failed, or Completed) but nothing is judged while the spec cannot be built:
         # the phase is left as it was, so the message says what is going on
-        work.message = bounded(f"JobSet {current['metadata']['name']} {jobset_state(current).lower()}; "
-                               f"not judged (no restart, no end) until the spec is valid: {invalid.reason}")
-        return
-    work.message = f"waiting for a valid spec: {invalid.reason}"
+        return replace(step, message=bounded(f"JobSet {current['metadata']['name']} {jobset_state(current).lower()}; "
+                                             f"not judged (no restart, no end) until the spec is valid: "
+                                             f"{invalid.reason}"))
+    return step

@@ -1,7 +1,8 @@
 """Row 3a and the time limits around the rows (issue 15, ``hooks.core.deadlines``).
 
-``due``/``tear_down``: past ``spec.activeDeadlineSeconds`` (counted from ``status.startTime``) the
-workload is torn down behind the drain barrier and the Job ends Failed (``DeadlineExceeded``).
+``due``/``DEADLINE`` (a ``hooks.core.lifecycle.Teardown``): past ``spec.activeDeadlineSeconds``
+(counted from ``status.startTime``) the workload is torn down behind the drain barrier and the Job
+ends Failed (``DeadlineExceeded``).
 ``times``, after every row: records ``status.startTime`` (once, when an answer first holds a JobSet)
 and ``status.completionTime`` (once, when the phase first becomes terminal) and wakes the Job when a
 limit will pass. ``ttl_passed``/``delete_job``, row 12: once a terminal Job's
@@ -16,12 +17,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from hooks.core import claims, deadlines
+from hooks.core import claims, deadlines, history
 from hooks.core import conditions as cond
 from hooks.core.actions import DeleteJob
-from hooks.core.barrier import barrier, evidence_time, record
+from hooks.core.barrier import evidence_time
 from hooks.core.jobset import KIND as JOBSET_KIND
-from hooks.core.vocab import Outcome, Reason
+from hooks.core.lifecycle import ConditionChange, Move, Teardown
+from hooks.core.vocab import Reason
 from hooks.core.wording import bounded
 from hooks.core.work import DEADLINE_EXCEEDED, FAILED, FAILED_CONDITION, TERMINAL, TERMINATING, Context, Work
 
@@ -37,37 +39,34 @@ def due(ctx: Context, work: Work) -> bool:
     return deadlines.passed(deadlines.deadline_at(ctx.observed.spec, work.start_time), ctx.now)
 
 
-def tear_down(ctx: Context, work: Work) -> None:
-    """Row 3a: past the active deadline. No children; Terminating until the drain barrier passes,
-    then Failed with condition ``Failed`` reason ``DeadlineExceeded`` (terminal). Reads the
-    barrier's value first; each write of the conditions (the barrier's, the deadline's) reads
-    ``work.conditions`` and sets only its own types, so their order does not matter."""
-    drain = barrier(ctx, work.conditions, through=work.attempt)
-    record(ctx, work, drain)
-    work.conditions = exceeded(ctx, work.conditions, work.start_time, ended=drain.passed)
-    work.workload = ""
-    work.phase = FAILED if drain.passed else TERMINATING
-    work.kind = Outcome.TERMINAL if drain.passed else Outcome.HELD
-    work.message = drain.message(before="deadline exceeded, tearing down: ")
-
-
-def exceeded(ctx: Context, conditions: cond.Conditions, start_time: str | None, *, ended: bool) -> cond.Conditions:
-    """``conditions`` with ``DeadlineExceeded`` True (kept as it is once set: its words say when the
-    deadline passed, counted from ``start_time``) and, once the teardown ``ended`` (the barrier
-    passed), ``Failed`` (reason ``DeadlineExceeded``) in the same words."""
-    marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
+def exceeded(ctx: Context, work: Work, passed: bool) -> tuple[ConditionChange, ...]:
+    """``DeadlineExceeded`` True (kept as it is once set: its words say when the deadline passed,
+    counted from ``work.start_time``) and, once the teardown ``passed`` its barrier, ``Failed``
+    (reason ``DeadlineExceeded``) in the same words. Reads ``work.conditions``; returns the changes."""
+    marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
+    changes: tuple[ConditionChange, ...] = ()
     if marked is None or marked.status != cond.TRUE:
-        at = deadlines.deadline_at(ctx.observed.spec, start_time)
+        at = deadlines.deadline_at(ctx.observed.spec, work.start_time)
         said = (f"spec.activeDeadlineSeconds passed at {deadlines.stamp(at)} (counted from status.startTime "
-                f"{start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
-        conditions = cond.set_condition(conditions, DEADLINE_EXCEEDED, cond.TRUE, Reason.ACTIVE_DEADLINE_SECONDS, said,
-                                        ctx.stamp)
-    if not ended:
-        return conditions
-    marked = cond.get_condition(conditions, DEADLINE_EXCEEDED)
-    said = (marked.message if marked is not None else "") or "spec.activeDeadlineSeconds passed"
-    return cond.set_condition(conditions, FAILED_CONDITION, cond.TRUE, Reason.DEADLINE_EXCEEDED, bounded(str(said)),
-                              ctx.stamp)
+                f"{work.start_time})" if at is not None else "spec.activeDeadlineSeconds passed")
+        changes = (ConditionChange(DEADLINE_EXCEEDED, cond.TRUE, Reason.ACTIVE_DEADLINE_SECONDS, said),)
+    else:
+        said = marked.message
+    if not passed:
+        return changes
+    return (*changes, ConditionChange(FAILED_CONDITION, cond.TRUE, Reason.DEADLINE_EXCEEDED,
+                                      bounded(str(said or "spec.activeDeadlineSeconds passed"))))
+
+
+def _framing(ctx: Context, work: Work) -> tuple[str, str]:
+    return "deadline exceeded, tearing down: ", ""
+
+
+DEADLINE = Teardown(Move.DEADLINE, ends=history.DEADLINE_EXCEEDED, holding=TERMINATING, done=FAILED,
+                    quota_holding=None, quota_done=None, words=_framing, conditions=exceeded)
+"""Row 3a: past the active deadline. No children; Terminating until the drain barrier passes, then
+Failed (terminal) with condition ``Failed`` reason ``DeadlineExceeded`` (``exceeded``). The quota
+is the rows' after it: row 13 releases a terminal Job's."""
 
 
 def times(ctx: Context, work: Work, *, trusted: bool = True) -> None:

@@ -7,7 +7,8 @@ its JobSet may run (``hooks.core.queueing`` reads what Kueue says):
   condition ``Admitted`` is False with Kueue's reason and message (``queued``);
 - evicted by Kueue (``Evicted=True``, or not admitted while a JobSet runs), after rows 1-2: the JobSet
   is left out, ``Suspending`` until the drain barrier passes, then the attempt moves on by one (not
-  a restart) and the Job is ``Queued``; a fresh Workload is emitted on the next call (``evicted``);
+  a restart) and the Job is ``Queued``; a fresh Workload is emitted on the next call (``EVICTION``,
+  a ``hooks.core.lifecycle.Teardown`` run by ``rows.teardown.teardown``);
 - the Workload is in every answer except after a passing barrier of a finalize, suspend or eviction,
   and once a terminal Job's pods are all gone (live reads, row 13: ``release_quota``): only then is
   the quota released (``workload_child`` adds the child, or leaves it out, as the rows decided).
@@ -15,14 +16,17 @@ its JobSet may run (``hooks.core.queueing`` reads what Kueue says):
 
 from __future__ import annotations
 
-from hooks.core import built, queueing
+from dataclasses import replace
+
+from hooks.core import built, history, queueing
 from hooks.core import conditions as cond
-from hooks.core.barrier import barrier, leftovers, record
+from hooks.core.barrier import leftovers
 from hooks.core.evidence import (
     healthy,
 )
 from hooks.core.jobset import InvalidSpec
-from hooks.core.rows.terminal import out_of_attempts
+from hooks.core.lifecycle import ConditionChange, Move, Step, Teardown
+from hooks.core.rows.terminal import past_the_limit
 from hooks.core.vocab import Outcome, Quota, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import ADMITTED, QUEUED, SUSPENDED, SUSPENDING, TERMINAL, Context, Work
@@ -38,58 +42,76 @@ def is_evicted(ctx: Context) -> bool:
     return running and state != queueing.ADMITTED and ctx.observed.workloads_enabled
 
 
-def evicted(ctx: Context, work: Work) -> None:
-    """Evicted by Kueue (preempted, deactivated, its queue stopped, ...). No JobSet; the Workload is
-    kept (the quota stays held) until the drain barrier passes, then left out, the attempt moves on
-    by one (unless the Job was already ``Queued``: nothing ran since) and the Job is ``Queued``.
-    Not a failure: ``restarts`` is unchanged."""
+def _requeue(work: Work) -> bool:
+    """Whether something ran since the Job was last queued (it is not ``Queued``): the next attempt
+    follows the eviction."""
+    return work.phase != QUEUED
+
+
+def _evicted_words(ctx: Context) -> str:
+    """Kueue's word for the eviction: ``evicted by Kueue (<reason>)[: <message>]``."""
     admission = ctx.admission
-    requeue = work.phase != QUEUED  # something ran since the Job was last queued: the next attempt follows
-    words = f"evicted by Kueue ({admission.reason})" + (f": {admission.message}" if admission.message else "")
-    drain = barrier(ctx, work.conditions, through=work.attempt + 1 if requeue else work.attempt)
-    record(ctx, work, drain)
-    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, admission.reason,
-                                         bounded(f"LocalQueue {ctx.queue}: {words}"), ctx.stamp)
-    work.workload = ""
-    if not drain.passed:
-        work.phase = SUSPENDING
-        work.kind = Outcome.HELD
-        work.quota = Quota.KEEP
-        work.message = drain.message(before=f"{words}; ", after=" before releasing the quota")
-        return
-    work.quota = Quota.RELEASE
-    if requeue and out_of_attempts(ctx, work):
-        return
-    work.attempt += 1 if requeue else 0
-    work.phase = QUEUED
-    work.kind = Outcome.PROCEEDED
-    work.message = bounded(f"{words}; no pod is left, the quota is released and the Job queues again in "
-                           f"LocalQueue {ctx.queue}")
+    return f"evicted by Kueue ({admission.reason})" + (f": {admission.message}" if admission.message else "")
 
 
-def queued(ctx: Context, work: Work, admission: queueing.Admission) -> None:
+def _through(ctx: Context, work: Work) -> int:
+    """The barrier reads through the next attempt when one follows (``_requeue``)."""
+    return work.attempt + 1 if _requeue(work) else work.attempt
+
+
+def _framing(ctx: Context, work: Work) -> tuple[str, str]:
+    """While it drains: Kueue's word, then the barrier's, then what the quota waits for."""
+    return f"{_evicted_words(ctx)}; ", " before releasing the quota"
+
+
+def _admitted(ctx: Context, work: Work, passed: bool) -> tuple[ConditionChange, ...]:
+    """``Admitted`` False with Kueue's reason, naming the LocalQueue, whether or not it passed."""
+    return (ConditionChange(ADMITTED, cond.FALSE, ctx.admission.reason,
+                            bounded(f"LocalQueue {ctx.queue}: {_evicted_words(ctx)}")),)
+
+
+def _queued_again(ctx: Context, work: Work, step: Step) -> Step:
+    """Once drained: the attempt moves on by one (unless the Job was already ``Queued``: nothing ran
+    since) and the Job is ``Queued`` again, the quota released; at the last attempt, the attempt
+    limit instead (``rows.terminal.past_the_limit``)."""
+    requeue = _requeue(work)
+    if requeue:
+        limited = past_the_limit(work, step)
+        if limited is not None:
+            return limited
+    return replace(step, attempt=work.attempt + 1 if requeue else work.attempt, message=bounded(
+        f"{_evicted_words(ctx)}; no pod is left, the quota is released and the Job queues again in "
+        f"LocalQueue {ctx.queue}"))
+
+
+EVICTION = Teardown(Move.EVICT, ends=history.EVICTED, holding=SUSPENDING, done=QUEUED, quota_holding=Quota.KEEP,
+                    quota_done=Quota.RELEASE, through=_through, words=_framing, conditions=_admitted,
+                    passed=_queued_again)
+"""Row 2a, evicted by Kueue (preempted, deactivated, its queue stopped, ...). No JobSet; the Workload
+is kept (the quota stays held) until the drain barrier passes, then left out, the attempt moves on
+by one (unless the Job was already ``Queued``: nothing ran since) and the Job is ``Queued``
+(``_queued_again``). ``Admitted`` is False with Kueue's reason throughout. Not a failure:
+``restarts`` is unchanged."""
+
+
+def queued(ctx: Context, work: Work, admission: queueing.Admission) -> Step:
     """The current attempt's JobSet would be created, but Kueue has not admitted the Workload:
     nothing is created, the Job is ``Queued`` and ``Admitted`` says why (Kueue's reason). With no
     Workload observed, one is submitted (``workload_child``), unless its WorkloadPriorityClass is
     not known yet (``queueing.PriorityUnknown``, ``PriorityClassNotFound``): then nothing is
     submitted, ``Admitted`` and the message say which class, and the Job is asked again."""
-    work.kind = Outcome.HELD
-    work.children = []
-    work.phase = QUEUED
+    held = Step(Outcome.HELD, phase=QUEUED, children=(), workload="", transition=Move.QUEUE)
     unknown = _priority_unknown(ctx, work)
     if unknown is not None:
-        work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, Reason.PRIORITY_CLASS_NOT_FOUND,
-                                             bounded(unknown.message), ctx.stamp)
-        work.message = bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}")
-        work.resync = True
-        return
+        return replace(held, message=bounded(f"queued in LocalQueue {ctx.queue}: {unknown.message}"), resync=True,
+                       conditions=(ConditionChange(ADMITTED, cond.FALSE, Reason.PRIORITY_CLASS_NOT_FOUND,
+                                                   bounded(unknown.message)),))
     reason, message = admission.reason, admission.message or "waiting for Kueue to admit the Workload"
     if admission.state == queueing.NONE:
         reason = Reason.SUBMITTED
         message = f"Workload {queueing.workload_name(ctx.job)} submitted, waiting for Kueue to admit it"
-    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.FALSE, reason,
-                                         bounded(f"LocalQueue {ctx.queue}: {message}"), ctx.stamp)
-    work.message = bounded(f"queued in LocalQueue {ctx.queue}: {message}")
+    return replace(held, message=bounded(f"queued in LocalQueue {ctx.queue}: {message}"), conditions=(
+        ConditionChange(ADMITTED, cond.FALSE, reason, bounded(f"LocalQueue {ctx.queue}: {message}")),))
 
 
 def _priority_unknown(ctx: Context, work: Work) -> queueing.PriorityUnknown | None:
@@ -112,11 +134,10 @@ RELEASED_WORDS = "no pod is left: the Workload and its quota are released"
 """``Admitted``'s message once the quota is released (``QuotaReleased``)."""
 
 
-def admitted(ctx: Context, work: Work, admission: queueing.Admission) -> None:
-    """Sets ``Admitted`` True, naming the ClusterQueue."""
+def admitted(ctx: Context, admission: queueing.Admission) -> ConditionChange:
+    """``Admitted`` True, naming the ClusterQueue."""
     by = f" by ClusterQueue {admission.cluster_queue}" if admission.cluster_queue else ""
-    work.conditions = cond.set_condition(work.conditions, ADMITTED, cond.TRUE, Reason.ADMITTED,
-                                         f"LocalQueue {ctx.queue}: admitted{by}", ctx.stamp)
+    return ConditionChange(ADMITTED, cond.TRUE, Reason.ADMITTED, f"LocalQueue {ctx.queue}: admitted{by}")
 
 
 def quota_releasable(ctx: Context, work: Work, trusted: bool) -> bool:

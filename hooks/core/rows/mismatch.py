@@ -22,7 +22,8 @@ from hooks.core import conditions as cond
 from hooks.core.barrier import drain_reads, job_names
 from hooks.core.children import as_observed
 from hooks.core.evidence import list_names, newer_jobsets, status_mismatch, unadoptable
-from hooks.core.reads import count_pods
+from hooks.core.lifecycle import ConditionChange, JobSetFate, Step
+from hooks.core.reads import counted
 from hooks.core.vocab import Outcome, Quota, Reason
 from hooks.core.wording import bounded, list_pods, pod_name
 from hooks.core.work import PENDING, PHASES, STATUS_MISMATCH, Context, Work
@@ -97,22 +98,19 @@ def of_workload(pod: Mapping[str, Any], name: str, attempt: int) -> bool:
     return (workload is None or workload == name) and same_number
 
 
-def hold(ctx: Context, work: Work, reason: str, message: str) -> None:
+def hold(ctx: Context, work: Work, reason: str, message: str) -> Step:
     """Row 3: the status disagrees with the evidence. Keeps every observed JobSet not being deleted
-    exactly as observed, creates nothing, keeps the status' claims (phase, attempt, restarts,
-    workload; the times, untouched by ``rows.deadline.times``) so that nothing moves, keeps a
-    queue-managed Job's Workload as it is, and says why in ``StatusMismatch`` and the message.
-    ``activePods`` comes from the cached read."""
+    exactly as observed, creates nothing, keeps the status' claims (phase, attempt, workload; the
+    restarts, never counted here; the times, untouched by ``rows.deadline.times``) so that nothing
+    moves, keeps a queue-managed Job's Workload as it is, and says why in ``StatusMismatch`` and the
+    message. ``activePods`` comes from the cached read (``hooks.core.reads.counted``; a failed read
+    keeps it)."""
     prior = ctx.observed.status
-    work.kind = Outcome.HELD
-    work.phase = prior.phase if prior.phase in PHASES else PENDING
-    work.attempt = prior.attempt
-    work.restarts = prior.restarts
-    work.workload = prior.workload
-    work.quota = Quota.KEEP
-    work.children = [as_observed(js) for js in ctx.observed.jobsets if not js["metadata"].get("deletionTimestamp")]
-    work.resync = True
-    work.conditions = cond.set_condition(work.conditions, STATUS_MISMATCH, cond.TRUE, reason, bounded(message),
-                                         ctx.stamp)
-    count_pods(ctx, work)
-    work.message = bounded(f"holding, the status disagrees with what is observed: {message}")
+    count = counted(ctx)
+    return Step(Outcome.HELD, phase=prior.phase if prior.phase in PHASES else PENDING, attempt=prior.attempt,
+                workload=prior.workload, quota=Quota.KEEP, jobset=JobSetFate.KEEP,
+                children=tuple(as_observed(js) for js in ctx.observed.jobsets
+                               if not js["metadata"].get("deletionTimestamp")),
+                resync=True, conditions=(ConditionChange(STATUS_MISMATCH, cond.TRUE, reason, bounded(message)),),
+                active_pods=None if isinstance(count, PodReadError) else count,
+                message=bounded(f"holding, the status disagrees with what is observed: {message}"))

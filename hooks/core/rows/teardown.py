@@ -1,42 +1,84 @@
-"""Rows 1 and 2: the Job is being deleted, or suspended. No children; the barrier, then on.
+"""The one teardown protocol (``teardown``), and rows 1 and 2, declared: the Job is being deleted
+(``DELETE``), or suspended (``SUSPEND``).
+
+Every teardown is a ``hooks.core.lifecycle.Teardown`` declaration run by ``teardown``: its gates,
+then the drain barrier (``hooks.core.barrier.barrier``) and its record (``barrier.record``), then the
+``Step`` the declaration says, which ``hooks.core.lifecycle.apply`` writes into the work. The five
+declarations: ``DELETE`` and ``SUSPEND`` here, ``rows.kueue.EVICTION`` (row 2a),
+``rows.deadline.DEADLINE`` (row 3a) and ``rows.current.NEXT_ATTEMPT`` (the hold before attempt+1,
+rows 5 and 6).
 
 Finalizing: ``Terminating`` until the drain barrier passes, then ``finalized``. ``spec.suspend``
 (not terminal): ``Suspending`` until it passes, then ``Suspended``. A queue-managed Job's Workload
 (its quota) is kept while the barrier holds and released once it passes.
-
-Each row reads the barrier's value first (``hooks.core.barrier.Drain``) and then sets every field
-it decides from it, once: nothing depends on the order in which they are set.
 """
 
 from __future__ import annotations
 
-from hooks.core.barrier import barrier, record, refuse_if_behind
-from hooks.core.vocab import Outcome, Quota
+from dataclasses import replace
+
+from hooks.core import history
+from hooks.core.barrier import Drain, barrier, record, refuse_if_behind
+from hooks.core.children import as_observed
+from hooks.core.lifecycle import JobSetFate, Move, Step, Teardown
+from hooks.core.vocab import Quota
 from hooks.core.work import SUSPENDED, SUSPENDING, TERMINATING, Context, Work
 
 
-def finalize(ctx: Context, work: Work) -> None:
-    """Row 1: no children; Terminating; finalized once the barrier passes."""
-    drain = barrier(ctx, work.conditions, through=work.attempt)
+def teardown(ctx: Context, work: Work, declared: Teardown) -> Step:
+    """Runs the teardown ``declared``: its ``first`` step when it has one (the attempt limit); else
+    its gates in order (the first that holds is the step: the holding phase, the gate's words and
+    conditions, the current JobSet kept as observed when the gate lets it run, else left out); then
+    the drain barrier through ``declared.through``, ``declared.refuse`` (a request behind the
+    cluster: ``StaleRequest``) and the barrier's record into ``work`` (the one
+    place a drain enters the status: ``Drained``, ``DrainStuck``, ``activePods``, resync, force
+    deletes). Reads the call (``ctx``) and the work as the rows left it; writes only the barrier's
+    record. Returns the ``Step``: while the barrier holds, the holding phase, ``held``, the barrier's
+    words framed by the declaration's; once passed, the done phase, the finalize flag, ``proceeded``
+    (``terminal`` into a terminal phase), then whatever ``declared.passed`` makes of it."""
+    first = declared.first(ctx, work)
+    if first is not None:
+        return replace(first, workload="")
+    for gate in declared.gates:
+        verdict = gate.check(ctx, work)
+        if not verdict.passed:
+            current = ctx.jobset(work.attempt) if gate.running_legal else None
+            kept = (as_observed(current),) if current is not None else ()
+            return Step(declared.outcome(False), phase=declared.holding, message=verdict.words,
+                        jobset=JobSetFate.KEEP if kept else declared.jobset, children=kept,
+                        quota=declared.quota_holding, conditions=verdict.conditions, resync=True,
+                        transition=declared.move)
+    drain = barrier(ctx, work.conditions, through=declared.through(ctx, work))
+    declared.refuse(ctx, work, drain)
     record(ctx, work, drain)
-    work.phase = TERMINATING
-    work.workload = ""
-    work.message = drain.message()
-    work.finalized = drain.passed
-    work.kind = Outcome.PROCEEDED if drain.passed else Outcome.HELD
-    work.quota = Quota.RELEASE if drain.passed else Quota.KEEP
+    return _step(ctx, work, declared, drain)
 
 
-def suspend(ctx: Context, work: Work) -> None:
-    """Row 2: no children; Suspending until the barrier passes, then Suspended. A request whose
-    parent predates an attempt past its status (``refuse_if_behind``: a parent from Metacontroller's
-    cache, its suspend already undone and attempt+1 started) is refused with a 409, never answered:
-    it would write the attempt back and leave the newer attempt's JobSet out."""
-    drain = barrier(ctx, work.conditions, through=work.attempt)
+def _step(ctx: Context, work: Work, declared: Teardown, drain: Drain) -> Step:
+    """The step of ``declared`` once its barrier said ``drain`` (``teardown``)."""
+    passed = drain.passed
+    before, after = declared.words(ctx, work) if not passed else ("", "")
+    step = Step(declared.outcome(passed), phase=declared.done if passed else declared.holding,
+                message=drain.message(before=before, after=after), jobset=declared.jobset,
+                children=() if declared.jobset == JobSetFate.DROP else None, workload="",
+                quota=declared.quota_done if passed else declared.quota_holding,
+                conditions=declared.conditions(ctx, work, passed), finalized=declared.finalizes and passed,
+                transition=declared.move)
+    return declared.passed(ctx, work, step) if passed else step
+
+
+DELETE = Teardown(Move.DELETE, ends=history.DELETED, holding=TERMINATING, done=TERMINATING,
+                  quota_holding=Quota.KEEP, quota_done=Quota.RELEASE, finalizes=True)
+"""Row 1: no children; Terminating; finalized once the barrier passes."""
+
+
+def _refuse_if_behind(ctx: Context, work: Work, drain: Drain) -> None:
+    """A request whose parent predates an attempt past its status (``refuse_if_behind``: a parent
+    from Metacontroller's cache, its suspend already undone and attempt+1 started) is refused with
+    a 409, never answered: it would write the attempt back and leave the newer attempt's JobSet out."""
     refuse_if_behind(ctx, work.attempt)
-    record(ctx, work, drain)
-    work.phase = SUSPENDED if drain.passed else SUSPENDING
-    work.workload = ""
-    work.message = drain.message()
-    work.kind = Outcome.PROCEEDED if drain.passed else Outcome.HELD
-    work.quota = Quota.RELEASE if drain.passed else Quota.KEEP
+
+
+SUSPEND = Teardown(Move.SUSPEND, ends=history.SUSPENDED, holding=SUSPENDING, done=SUSPENDED,
+                   quota_holding=Quota.KEEP, quota_done=Quota.RELEASE, refuse=_refuse_if_behind)
+"""Row 2: no children; Suspending until the barrier passes, then Suspended."""

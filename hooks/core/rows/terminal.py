@@ -3,52 +3,56 @@
 ``final``: Succeeded and Failed are final; the current JobSet is kept if observed, never created.
 A terminal phase is a claim: over a running JobSet, or (with ``ttlSecondsAfterFinished``) without
 the evidence ``hooks.core.claims.terminal_evidence`` asks for, row 3 holds before this row is reached.
-``out_of_attempts``, the one check of the limit, and ``attempt_limit``: a step that would need an
-attempt past ``MAX_ATTEMPT`` ends the Job Failed
+``limit_reached``, the one check of the limit (``past_the_limit`` folds it into a teardown's
+step), and ``attempt_limit``: a step that would need an attempt past ``MAX_ATTEMPT`` ends the Job
+Failed
 (``AttemptLimitReached``): names are validated for that attempt, so no Job is ever parked on a name
 it cannot have.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hooks.core import conditions as cond
 from hooks.core.children import keep
 from hooks.core.jobset import MAX_ATTEMPT, is_last_attempt
-from hooks.core.reads import count_pods
+from hooks.core.lifecycle import ConditionChange, JobSetFate, Move, Step
+from hooks.core.reads import counting
 from hooks.core.vocab import Outcome, Reason
 from hooks.core.work import FAILED, FAILED_CONDITION, Context, Work
 
 
-def out_of_attempts(ctx: Context, work: Work) -> bool:
-    """The one check of the attempt limit, before a step that starts attempt+1 (a resume, a restart,
-    a requeue after an eviction): when ``work.attempt`` is already ``MAX_ATTEMPT``, the Job ends
-    Failed (``attempt_limit``) and True is returned, so the caller starts nothing."""
-    if not is_last_attempt(work.attempt):
-        return False
-    attempt_limit(ctx, work)
-    return True
+def limit_reached(work: Work) -> Step | None:
+    """The step past the last attempt (``attempt_limit``) when ``work.attempt`` is ``MAX_ATTEMPT``,
+    else ``None``."""
+    return attempt_limit(work.attempt) if is_last_attempt(work.attempt) else None
 
 
-def attempt_limit(ctx: Context, work: Work) -> None:
+def past_the_limit(work: Work, step: Step) -> Step | None:
+    """``step`` ending the Job instead (``attempt_limit``'s phase, outcome, message, condition and
+    transition over it) when ``work.attempt`` is ``MAX_ATTEMPT``, else ``None``."""
+    limit = limit_reached(work)
+    if limit is None:
+        return None
+    return replace(step, outcome=limit.outcome, phase=limit.phase, message=limit.message,
+                   conditions=step.conditions + limit.conditions, transition=limit.transition)
+
+
+def attempt_limit(attempt: int) -> Step:
     """The next step would need attempt ``MAX_ATTEMPT + 1``: the Job ends Failed, with condition
     ``Failed`` reason ``AttemptLimitReached`` (terminal: nothing is created again)."""
-    work.phase = FAILED
-    work.kind = Outcome.TERMINAL
-    work.message = ""
-    work.conditions = cond.set_condition(
-        work.conditions, FAILED_CONDITION, cond.TRUE, Reason.ATTEMPT_LIMIT_REACHED,
-        f"attempt {work.attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is left", ctx.stamp)
+    return Step(Outcome.TERMINAL, phase=FAILED, message="", transition=Move.ATTEMPT_LIMIT, conditions=(
+        ConditionChange(FAILED_CONDITION, cond.TRUE, Reason.ATTEMPT_LIMIT_REACHED,
+                        f"attempt {attempt} is the last a Job can have ({MAX_ATTEMPT}): no restart or resume is "
+                        "left"),))
 
 
-def final(ctx: Context, work: Work) -> None:
-    """Row 4: Succeeded and Failed are final. Keep the current JobSet if observed; never create one."""
+def final(ctx: Context, work: Work) -> Step:
+    """Row 4: Succeeded and Failed are final. Keep the current JobSet if observed; never create one.
+    The phase stays; ``activePods`` from the cached read (``hooks.core.reads.counting``: a failed read
+    says so and resyncs, the count kept)."""
     current = ctx.jobset(work.attempt)
-    work.kind = Outcome.TERMINAL
-    work.message = ""
-    if current is None:
-        work.workload = ""
-        work.children = []
-    else:
-        work.workload = current["metadata"]["name"]
-        work.children = [keep(ctx, current, work.attempt)]
-    count_pods(ctx, work)
+    return counting(ctx, Step(Outcome.TERMINAL, message="", jobset=None if current is None else JobSetFate.KEEP,
+                              children=() if current is None else (keep(ctx, current, work.attempt),),
+                              workload="" if current is None else current["metadata"]["name"]))

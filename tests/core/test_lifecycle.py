@@ -1,0 +1,283 @@
+"""The lifecycle model (issue 32): the five teardowns are declarations run by one protocol
+(``rows.teardown.teardown``) that returns a ``Step``; ``lifecycle.apply`` is the one place a Step
+enters the work; a gate runs before the barrier and, when it lets the JobSet run, evidence asks the
+lifecycle (not a list of its own) whether a running JobSet may stand next to the phase."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import pathlib
+from collections import Counter
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from hooks.core import conditions as cond
+from hooks.core import decide as decide_module
+from hooks.core import evidence, history, lifecycle
+from hooks.core.decide import decide
+from hooks.core.lifecycle import ConditionChange, GateVerdict, JobSetFate, Move, Step, Teardown, apply
+from hooks.core.observed import parse_request
+from hooks.core.rows import current, deadline, kueue, mismatch, terminal
+from hooks.core.rows.teardown import DELETE, SUSPEND, teardown
+from hooks.core.status import Status
+from hooks.core.vocab import ConditionType, Outcome, Phase, Quota
+from hooks.core.work import Context, Work
+from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+QUEUE = {"kueue.x-k8s.io/queue-name": "team"}
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def context(reader: Any = None, **request: Any) -> Context:
+    observed = parse_request(job_request(**request), "finalize" if request.get("finalizing") else "sync")
+    return Context(observed, reader if reader is not None else FakeReader(), NOW)
+
+
+def work_of(ctx: Context) -> Work:
+    prior = ctx.observed.status
+    return Work.of(prior, conditions=cond.sort_conditions(prior.conditions))
+
+
+def running_pod(attempt: int = 0) -> dict[str, Any]:
+    return make_pod(f"train-{attempt}-worker-0-0", job="train", workload=f"train-{attempt}", replicated_job="worker")
+
+
+RUNNING = {"phase": "Running", "attempt": 0, "workload": "train-0"}
+
+
+# ---- the five declarations, one protocol -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("declared", "holding", "done", "quota", "outcome"), [
+    (DELETE, Phase.TERMINATING, Phase.TERMINATING, (Quota.KEEP, Quota.RELEASE), Outcome.PROCEEDED),
+    (SUSPEND, Phase.SUSPENDING, Phase.SUSPENDED, (Quota.KEEP, Quota.RELEASE), Outcome.PROCEEDED),
+    (deadline.DEADLINE, Phase.TERMINATING, Phase.FAILED, (None, None), Outcome.TERMINAL),
+    (kueue.EVICTION, Phase.SUSPENDING, Phase.QUEUED, (Quota.KEEP, Quota.RELEASE), Outcome.PROCEEDED),
+])
+def test_a_teardown_holds_on_the_barrier_then_steps_as_declared(declared: Teardown, holding: Phase, done: Phase,
+                                                               quota: tuple[Quota | None, Quota | None],
+                                                               outcome: Outcome) -> None:
+    """The JobSet is left out, the workload cleared; held: the holding phase, the barrier's words;
+    drained: the done phase and the declared outcome. ``teardown`` itself writes only the barrier's
+    record (``Drained``) into the work: the step is applied by the caller."""
+    held_ctx = context(FakeReader([running_pod()]), status=RUNNING, jobsets=[jobset_child("train", 0)])
+    work = work_of(held_ctx)
+    held = teardown(held_ctx, work, declared)
+    assert (held.phase, held.outcome, held.quota, held.jobset, held.children, held.workload, held.transition) == (
+        holding, Outcome.HELD, quota[0], JobSetFate.DROP, (), "", declared.move)
+    assert "waiting for JobSet train-0 to be deleted" in (held.message or "") and not held.finalized
+    assert (work.phase, work.kind, work.message) == ("Running", Outcome.KEPT, "")  # only the record
+    assert [c.reason for c in work.conditions if c.type == "Drained"] == ["WorkloadPresent"]
+    drained_ctx = context(status=RUNNING)
+    passed = teardown(drained_ctx, work_of(drained_ctx), declared)
+    assert (passed.phase, passed.outcome, passed.quota, passed.finalized) == (
+        done, outcome, quota[1], declared is DELETE)
+
+
+def test_each_teardown_s_own_words_frame_the_barrier_s() -> None:
+    ctx = context(FakeReader([running_pod()]), status=RUNNING, labels=QUEUE, jobsets=[jobset_child("train", 0)],
+                  workloads=[workload_child("train", state="evicted", reason="Preempted", message="by a higher one")])
+    evicted = teardown(ctx, work_of(ctx), kueue.EVICTION)
+    assert evicted.message == ("evicted by Kueue (Preempted): by a higher one; waiting for JobSet train-0 to be "
+                               "deleted and 1 active pod: train-0-worker-0-0 before releasing the quota")
+    assert [(c.type, c.status, c.reason) for c in evicted.conditions] == [("Admitted", "False", "Preempted")]
+    past = context(FakeReader([running_pod()]), status=RUNNING | {"startTime": "2025-12-31T00:00:00Z"},
+                   spec=job_spec() | {"activeDeadlineSeconds": 60}, jobsets=[jobset_child("train", 0)])
+    exceeded = teardown(past, work_of(past), deadline.DEADLINE)
+    assert (exceeded.message or "").startswith("deadline exceeded, tearing down: waiting for JobSet train-0")
+    assert [c.type for c in exceeded.conditions] == ["DeadlineExceeded"]  # Failed only once it passed
+
+
+def test_an_eviction_at_the_last_attempt_ends_the_job_instead_of_queueing() -> None:
+    ctx = context(status={"phase": "Running", "attempt": 9999, "workload": "train-9999"}, labels=QUEUE,
+                  workloads=[workload_child("train", state="evicted")])
+    step = teardown(ctx, work_of(ctx), kueue.EVICTION)
+    assert (step.phase, step.outcome, step.quota, step.transition, step.message) == (
+        Phase.FAILED, Outcome.TERMINAL, Quota.RELEASE, Move.ATTEMPT_LIMIT, "")
+    assert [c.type for c in step.conditions] == ["Admitted", "Failed"]
+
+
+def test_the_next_attempt_s_hold_leaves_the_phase_and_the_children_to_the_row_before() -> None:
+    ctx = context(FakeReader([running_pod()]), status={"phase": "Restarting", "attempt": 0, "restarts": 1})
+    work = work_of(ctx)
+    held = teardown(ctx, work, current.NEXT_ATTEMPT)
+    assert (held.phase, held.children, held.jobset, held.quota, held.outcome) == (
+        None, None, None, Quota.KEEP, Outcome.HELD)
+    drained = context(status={"phase": "Restarting", "attempt": 3, "restarts": 1})
+    passed = teardown(drained, work_of(drained), current.NEXT_ATTEMPT)
+    assert (passed.phase, passed.attempt, passed.outcome) == (Phase.PENDING, 4, Outcome.PROCEEDED)
+    last = context(status={"phase": "Restarting", "attempt": 9999, "restarts": 1})
+    limited = teardown(last, work_of(last), current.NEXT_ATTEMPT)
+    assert (limited.phase, limited.transition, limited.workload) == (Phase.FAILED, Move.ATTEMPT_LIMIT, "")
+
+
+def test_decide_matches_the_teardowns_as_declarations_and_the_history_reads_how_they_end() -> None:
+    assert (DELETE.ends, SUSPEND.ends, kueue.EVICTION.ends, deadline.DEADLINE.ends) == (
+        history.DELETED, history.SUSPENDED, history.EVICTED, history.DEADLINE_EXCEEDED)
+    assert decide_module.teardown_row(context(finalizing=True, deleting="2025-12-31T00:00:00Z")) is DELETE
+    assert decide_module.teardown_row(context(spec=job_spec(suspend=True))) is SUSPEND
+
+
+# ---- the step, applied in one place ----------------------------------------------------------------------
+
+def test_apply_writes_what_the_step_says_and_leaves_the_rest() -> None:
+    ctx = context()
+    work = Work(phase="Running", attempt=2, restarts=1, workload="train-2", message="before", conditions=(),
+                children=[{"kind": "JobSet"}])
+    apply(ctx, Step(Outcome.HELD, conditions=(ConditionChange(ConditionType.DRAINED, "False", "PodsActive", "x"),),
+                    resync=True, transition=Move.SUSPEND), work)
+    assert (work.phase, work.attempt, work.workload, work.message, work.children, work.kind, work.resync) == (
+        "Running", 2, "train-2", "before", [{"kind": "JobSet"}], Outcome.HELD, True)
+    assert [(c.type, c.last_transition_time) for c in work.conditions] == [("Drained", "2026-01-01T00:00:00Z")]
+    apply(ctx, Step(Outcome.PROCEEDED, phase=Phase.PENDING, attempt=3, message="", children=(), workload="",
+                    quota=Quota.RELEASE, finalized=True, wakes=(lifecycle.Wake("ttl", 30.0),)), work)
+    assert (work.phase, work.attempt, work.message, work.children, work.quota, work.finalized, work.wake) == (
+        Phase.PENDING, 3, "", [], Quota.RELEASE, True, 30.0)
+    assert work.resync and work.transition == ""
+
+
+def work_writers() -> set[str]:
+    """Every function of hooks/core that assigns a Work's phase, outcome or message itself."""
+    found = set()
+    for path in sorted((ROOT / "hooks" / "core").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for inner in ast.walk(node):
+                targets = (inner.targets if isinstance(inner, ast.Assign)
+                           else [inner.target] if isinstance(inner, ast.AugAssign) else [])
+                for target in targets:
+                    for part in target.elts if isinstance(target, ast.Tuple) else [target]:
+                        if (isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name)
+                                and part.value.id == "work" and part.attr in ("phase", "kind", "message")):
+                            found.add(f"{path.relative_to(ROOT / 'hooks' / 'core')}:{node.name}")
+    return found
+
+
+STILL_WRITING = {
+    # rows 12, 13 and the gang's hold (a hold decide should turn into a Step)
+    "rows/deadline.py:delete_job", "rows/kueue.py:release_quota", "gang.py:_wait", "gang.py:_report",
+    # the answer cuts the message once
+    "answer.py:assemble",
+}
+
+
+def test_the_phase_outcome_and_message_enter_the_work_through_apply_or_a_row_not_yet_converted() -> None:
+    """A ratchet: ``lifecycle.apply`` is the one place a Step writes them; the rows that still write
+    the work themselves are named here, so a new row returns a Step (and a converted row leaves this
+    list)."""
+    assert work_writers() == STILL_WRITING | {"lifecycle.py:apply"}
+
+
+def test_the_rows_that_return_steps_write_no_phase_outcome_or_message() -> None:
+    for function in (teardown, terminal.final, current.resume, current.restart, current.next_attempt, current.steady,
+                     current.failed, current.run, current.invalid_spec, kueue.queued, mismatch.hold):
+        path = pathlib.Path(inspect.getsourcefile(function) or "")
+        assert f"{path.relative_to(ROOT / 'hooks' / 'core')}:{function.__name__}" not in work_writers()
+        assert "apply(" not in inspect.getsource(function) or function is current.next_attempt
+
+
+# ---- gates, and what evidence asks the lifecycle ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A gate as issue 33 would declare one: the JobSet runs while it waits for an acknowledgement
+    (here: a label on the Job), and its condition says it waits."""
+
+    name: str = "checkpoint"
+    running_legal: bool = True
+
+    def check(self, ctx: Context, work: Work) -> GateVerdict:
+        if ctx.observed.labels.get("saved") == "yes":
+            return GateVerdict(True)
+        return GateVerdict(False, "waiting for the workload to save a checkpoint", (
+            ConditionChange(ConditionType.DRAINED, "False", "Checkpointing", "asked the workload to save"),))
+
+    def waiting(self, status: Status) -> bool:
+        return any(c.type == "Drained" and c.reason == "Checkpointing" for c in status.conditions)
+
+
+class Counting(FakeReader):
+    def __init__(self, pods: list[dict[str, Any]]) -> None:
+        super().__init__(pods)
+        self.calls: Counter[str] = Counter()
+
+    def active_job_pods(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls["active_job_pods"] += 1
+        return super().active_job_pods(*args, **kwargs)
+
+
+def test_a_gate_must_be_listed_where_evidence_reads_it() -> None:
+    with pytest.raises(ValueError, match="not listed"):
+        replace(SUSPEND, gates=(Checkpoint(),))
+
+
+def test_a_gate_that_holds_keeps_the_jobset_running_and_reads_no_barrier(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = Checkpoint()
+    monkeypatch.setattr(lifecycle, "GATES", (gate,))
+    gated = replace(SUSPEND, gates=(gate,))
+    reader = Counting([running_pod()])
+    ctx = context(reader, status=RUNNING, spec=job_spec(suspend=True), jobsets=[jobset_child("train", 0)])
+    step = teardown(ctx, work_of(ctx), gated)
+    assert (step.phase, step.outcome, step.jobset, step.message) == (
+        Phase.SUSPENDING, Outcome.HELD, JobSetFate.KEEP, "waiting for the workload to save a checkpoint")
+    assert [c["metadata"]["name"] for c in step.children or ()] == ["train-0"]
+    assert reader.calls["active_job_pods"] == 0, "the barrier is not read while a gate holds"
+    saved = context(reader, status=RUNNING, spec=job_spec(suspend=True), jobsets=[jobset_child("train", 0)],
+                    labels={"saved": "yes"})
+    assert teardown(saved, work_of(saved), gated).jobset == JobSetFate.DROP  # then the barrier, as declared
+    assert reader.calls["active_job_pods"] == 1
+
+
+def test_evidence_asks_the_lifecycle_whether_a_running_jobset_may_stand_next_to_the_phase(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def mismatch(status: dict[str, Any]) -> tuple[str, str] | None:
+        observed = parse_request(job_request(status=status, jobsets=[jobset_child("train", 0)]), "sync")
+        return evidence.status_mismatch(observed, 0, status["phase"])
+
+    suspending = {"phase": "Suspending", "attempt": 0}
+    assert mismatch(suspending) == ("PhaseDisagrees", "status.phase is Suspending, but JobSet train-0 runs")
+    assert mismatch({"phase": "Restarting", "attempt": 0, "restarts": 1}) == (
+        "PhaseDisagrees", "status.phase is Restarting, but JobSet train-0 is running, not failed")
+    assert mismatch({"phase": "Running", "attempt": 0}) is None
+    waiting = suspending | {"conditions": [{"type": "Drained", "status": "False", "reason": "Checkpointing",
+                                            "message": "", "lastTransitionTime": "2025-12-31T00:00:00Z"}]}
+    assert mismatch(waiting) is not None, "no gate is declared: nothing lets the JobSet run"
+    monkeypatch.setattr(lifecycle, "GATES", (Checkpoint(),))
+    assert mismatch(waiting) is None, "a gate that lets the JobSet run waits: the phase agrees"
+    assert mismatch(suspending) is not None
+
+
+def test_every_phase_s_rule_is_what_evidence_held_before_the_table() -> None:
+    """The table says what evidence's own lists said: Restarting only next to a failed JobSet,
+    Suspending and Suspended not next to a running one, the others anything (the terminal claims
+    are hooks.core.claims')."""
+    rules = {phase: rule.jobset for phase, rule in lifecycle.PHASES.items()}
+    assert {p for p, r in rules.items() if r == lifecycle.Coexist.ENDED} == {Phase.SUSPENDING, Phase.SUSPENDED}
+    assert {p for p, r in rules.items() if r == lifecycle.Coexist.FAILED} == {Phase.RESTARTING}
+
+
+def test_a_decision_names_the_move_its_step_made() -> None:
+    d = decide(parse_request(job_request(spec=job_spec(suspend=True), status=RUNNING,
+                                         jobsets=[jobset_child("train", 0)]), "sync"),
+               FakeReader([running_pod()]), NOW)
+    assert (d.phase_after, d.kind, d.transition) == ("Suspending", "held", "suspend")
+
+
+def test_a_restart_spends_the_verdict_s_charge_when_the_step_is_applied() -> None:
+    """Row 8 returns the restart as a Step that carries its Charge; nothing is counted until
+    ``apply`` writes it (then once: restarts+1 when counted, restartsByCause[cause]+1)."""
+    ctx = context(FakeReader([running_pod()]), spec=job_spec(max_restarts=2), status=RUNNING,
+                  jobsets=[jobset_child("train", 0, state="Failed")])
+    work = work_of(ctx)
+    step = current.steady(ctx, work)
+    assert (step.phase, step.outcome, step.transition, step.jobset) == (
+        Phase.RESTARTING, Outcome.HELD, Move.FAIL, JobSetFate.KEEP)
+    assert step.charge is not None and step.charge.counted and (work.restarts, work.restarts_by_cause) == (0, {})
+    apply(ctx, step, work)
+    assert (work.restarts, work.restarts_by_cause) == (1, {step.charge.cause: 1})
+    assert work.last_failure["cause"] == step.charge.cause and work.workload == ""
