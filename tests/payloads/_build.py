@@ -886,7 +886,8 @@ def _() -> dict[str, Any]:
 @scenario("v2-gang-restart-drained-creates-the-next-podgroup")
 def _() -> dict[str, Any]:
     return case("issues 22, 31: Restarting, attempt 0 drained (its JobSet and PodGroup gone, no pod left): "
-                "attempt 1, PodGroup llama-1 first; JobSet llama-1 comes once that PodGroup is observed", keying="v2", spec=GANG_MPI, podgroups=[],
+                "attempt 1, PodGroup llama-1 first; JobSet llama-1 comes once that PodGroup is observed",
+                keying="v2", spec=GANG_MPI, podgroups=[],
                 cache=workers(0, phase="Failed"),
                 status={**running_status(phase="Restarting", restarts=1, active=0), "workload": "",
                         "startTime": "2025-12-31T23:00:00Z"})
