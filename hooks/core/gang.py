@@ -360,7 +360,7 @@ def _report(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mappi
 
 def _bound(ctx: Context, work: Work, jobset: str) -> int | None:
     """How many active pods of the current attempt (its attempt label, or JobSet's name label
-    ``jobset``) are bound to a node, from the cache (the read ``count_pods`` made: a cache hit);
+    ``jobset``) are bound to a node, from the cache (the read ``reads.counted`` made: a cache hit);
     ``None`` when the read fails (nothing is decided on it)."""
     try:
         pods = ctx.reader.job_pods(ctx.namespace, ctx.job)
