@@ -48,6 +48,7 @@ from hooks.core.status import Condition
 from hooks.core.vocab import Outcome
 from hooks.core.wording import bounded
 from hooks.core.work import PENDING, RUNNING, Context, Work
+from podread.attempts import workload_name
 from podread.constants import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL
 from podread.errors import PodReadError
 from podread.selector import is_active
@@ -248,7 +249,7 @@ def apply(ctx: Context, work: Work) -> None:
         name = child["metadata"]["name"]
         existing = jobsets.get(name)
         on = names_group(existing) if existing is not None else wanted
-        is_current = name == f"{ctx.job}-{work.attempt}"
+        is_current = name == workload_name(ctx.job, work.attempt)
         if on and existing is None and not observed.podgroups_enabled:
             if when_unavailable(observed.spec) == WAIT:
                 _wait(ctx, work, name)

@@ -80,13 +80,10 @@ class Observed:
 
     namespace: str
     name: str
-    generation: int
-    deleting: bool
     finalizing: bool
     spec: Mapping[str, Any]
     status: Status
     jobsets: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
-    hook: str = "sync"
     uid: str = ""
     creation_timestamp: str = ""
     """``parent.metadata.creationTimestamp`` (set by the API server): evidence for the status' times."""
@@ -186,10 +183,9 @@ def parse_request(payload: object, hook: str) -> Observed:
     raw_metadata = raw_parent.get("metadata")
     version_times, world_times = _write_times(raw_metadata)
     resource_version = raw_metadata.get("resourceVersion") if isinstance(raw_metadata, Mapping) else None
-    return Observed(namespace=namespace, name=metadata.name or "", generation=metadata.generation,
-                    deleting=bool(metadata.deletion_timestamp), finalizing=bool(request.finalizing),
+    return Observed(namespace=namespace, name=metadata.name or "", finalizing=bool(request.finalizing),
                     spec=raw_parent.get("spec") or {}, status=parent.status or Status(),
-                    jobsets=_jobsets(_group(children, JOBSET_GROUP, "children"), namespace), hook=hook,
+                    jobsets=_jobsets(_group(children, JOBSET_GROUP, "children"), namespace),
                     uid=metadata.uid or "",
                     creation_timestamp=metadata.creation_timestamp,
                     deletion_timestamp=metadata.deletion_timestamp or "",

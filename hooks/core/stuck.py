@@ -3,7 +3,7 @@
 Pure: reads the pods the barrier waits on, the node states read for them
 (``Reader.node_states``), when the wait began (the ``Drained=False`` condition's
 ``lastTransitionTime``) and ``now``. Returns ``Stuck``: the pods whose node is gone, not Ready or
-unreachable since at least ``spec.drain.stuckAfterSeconds`` (default ``DEFAULT_STUCK_AFTER``) of
+unreachable since at least ``spec.drain.stuckAfterSeconds`` (default ``STUCK_AFTER_DEFAULT``) of
 waiting, and the ones of those that may be force-deleted.
 
 The wait itself never changes: a stuck pod is still active, and the barrier holds. Only with
@@ -36,15 +36,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from hooks.core.deadlines import parse_time
+from hooks.core.deadlines import STUCK_AFTER_DEFAULT, parse_time
 from podread.attempts import attempt_in_name, batch_job_of
 from podread.constants import JOBSET_NAME_LABEL
 
 if TYPE_CHECKING:  # a type only: podread.nodes also holds the node reads, which the core never imports
     from podread.nodes import NodeState
-
-DEFAULT_STUCK_AFTER = 300
-
 
 @dataclass(frozen=True)
 class StuckPod:
@@ -86,10 +83,10 @@ def _integer(value: object) -> int | None:
 
 
 def stuck_after(spec: Mapping[str, Any]) -> int:
-    """``spec.drain.stuckAfterSeconds`` when it is a positive integer, else ``DEFAULT_STUCK_AFTER``
+    """``spec.drain.stuckAfterSeconds`` when it is a positive integer, else ``STUCK_AFTER_DEFAULT``
     (missing, ``null``, negative, zero or not an integer)."""
     value = _integer(_drain(spec).get("stuckAfterSeconds"))
-    return value if value is not None and value > 0 else DEFAULT_STUCK_AFTER
+    return value if value is not None and value > 0 else STUCK_AFTER_DEFAULT
 
 
 def force_after(spec: Mapping[str, Any]) -> int | None:

@@ -10,6 +10,7 @@ import pytest
 
 from hooks.core import stuck
 from hooks.core.actions import DeleteJob, ForceDeletePod
+from hooks.core.deadlines import STUCK_AFTER_DEFAULT
 from hooks.core.decide import Decision, decide
 from hooks.core.observed import parse_request
 from podread.nodes import node_state
@@ -407,7 +408,7 @@ def test_drain_limits_of_any_json_type_never_raise() -> None:
     for drain in ("x", 3, [], None, {"stuckAfterSeconds": "300"}, {"stuckAfterSeconds": 1.5},
                   {"forceDeleteStuckPodsAfterSeconds": True}, {"stuckAfterSeconds": {}}):
         spec = {"drain": drain}
-        assert stuck.stuck_after(spec) == stuck.DEFAULT_STUCK_AFTER
+        assert stuck.stuck_after(spec) == STUCK_AFTER_DEFAULT
         assert stuck.force_after(spec) is None
 
 

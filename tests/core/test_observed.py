@@ -36,8 +36,8 @@ def test_parses_a_full_request() -> None:
                                   "activePods": 2, "observedGeneration": 3, "unknown": {"x": 1},
                                   "conditions": [{"type": "Drained", "status": "True"}], "message": "m"})
     observed = parse_request(payload, "sync")
-    assert (observed.namespace, observed.name, observed.generation, observed.hook) == ("default", "train", 1, "sync")
-    assert not observed.deleting and not observed.finalizing
+    assert (observed.namespace, observed.name) == ("default", "train")
+    assert not observed.deletion_timestamp and not observed.finalizing
     assert observed.spec["maxRestarts"] == 2
     assert observed.status == PriorStatus(phase="Running", attempt=1, restarts=1, workload="train-1",
                                           active_pods=2, conditions=(Condition(type="Drained", status="True"),),
@@ -67,12 +67,11 @@ def test_missing_children_status_and_finalizing_are_empty() -> None:
     del payload["children"], payload["finalizing"]
     observed = parse_request(payload, "finalize")
     assert observed.jobsets == () and observed.status == PriorStatus() and not observed.finalizing
-    assert observed.hook == "finalize"
 
 
 def test_deleting_and_finalizing() -> None:
     observed = parse_request(job_request(finalizing=True, deleting="2026-01-01T00:00:00Z"), "finalize")
-    assert observed.deleting and observed.finalizing
+    assert observed.deletion_timestamp and observed.finalizing
 
 
 def test_input_is_not_mutated() -> None:

@@ -91,3 +91,28 @@ def test_the_attempt_naming_rule_is_the_one_podread_and_the_core_share() -> None
     for module in ("podread/reader.py", "hooks/core/barrier.py", "hooks/core/evidence.py", "hooks/core/work.py",
                    "hooks/tools/cli_format.py"):
         assert "podread.attempts" in imported_modules(ROOT / module), module
+
+
+def attempt_spellings(path: Path) -> list[str]:
+    """Every f-string of ``path`` that spells ``<job>-<attempt>`` by hand: a formatted value naming a
+    job, ``-``, then one naming an attempt (``f"{ctx.job}-{work.attempt}"``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.JoinedStr):
+            continue
+        parts = node.values
+        for first, dash, second in zip(parts, parts[1:], parts[2:], strict=False):
+            if (isinstance(first, ast.FormattedValue) and isinstance(second, ast.FormattedValue)
+                    and isinstance(dash, ast.Constant) and dash.value == "-"
+                    and "job" in ast.unparse(first.value).lower() and "attempt" in ast.unparse(second.value).lower()):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_spells_the_attempt_naming_rule_by_hand() -> None:
+    """The rule's spelling, not only its import: outside ``podread.attempts`` no source of the hooks
+    or podread writes ``<job>-<attempt>`` itself (``workload_name`` does)."""
+    sources = [path for folder in ("hooks", "podread") for path in sorted((ROOT / folder).rglob("*.py"))
+               if path != ROOT / "podread" / "attempts.py"]
+    assert [spelling for path in sources for spelling in attempt_spellings(path)] == []
+    assert attempt_spellings(ROOT / "podread" / "attempts.py"), "the check finds the rule where it lives"
