@@ -59,6 +59,8 @@ def cli(log_level: str) -> None:
 @click.argument("source", type=click.Path(exists=True, path_type=Path), metavar="SCENARIO_DIR_OR_REQUEST.json")
 @click.option("--pods", "pods_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Pod snapshot to read from: `kubectl get pods -o json` output, or a scenario's pods.json.")
+@click.option("--jobs", "jobs_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Batch Jobs the barrier reads: `kubectl get jobs -o json` output (an empty list: none are left).")
 @click.option("--live", is_flag=True, help="Read pods from the cluster (KUBECONFIG, then in-cluster config).")
 @click.option("--hook", type=click.Choice(list(HOOKS)),
               help="Hook to run. Default: meta.json's hook, else finalize if the request says finalizing, else sync.")
@@ -68,13 +70,15 @@ def cli(log_level: str) -> None:
               help="Compare with the scenario's response.json; exit 1 with a unified diff if they differ.")
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: an explanation, then the response JSON; json: one JSON document.")
-def replay_command(source: Path, pods_file: Path | None, live: bool, hook: str | None, now_text: str | None,
-                   show_diff: bool, output: str) -> None:
+def replay_command(source: Path, pods_file: Path | None, jobs_file: Path | None, live: bool, hook: str | None,
+                   now_text: str | None, show_diff: bool, output: str) -> None:
     """Replay one hook call offline and explain the decision.
 
     SCENARIO_DIR_OR_REQUEST.json is a scenario folder (request.json, pods.json, meta.json,
     response.json: the layout of tests/payloads and of NVCRE_RECORD_DIR), or a request body file.
-    The pods come from --pods, --live, or the scenario's pods.json, in that order. Settings are
+    The pods come from --pods, --live, or the scenario's pods.json, in that order; the batch Jobs
+    from --jobs, else from the snapshot (a List printed by kubectl get pods,jobs that holds none
+    cannot say whether they were read: the barrier's batch Job reads then fail). Settings are
     read from the environment as the server reads them; a recorded scenario's own settings
     (resync, limits) win.
 
@@ -84,11 +88,13 @@ def replay_command(source: Path, pods_file: Path | None, live: bool, hook: str |
     """
     if pods_file is not None and live:
         fail("--pods and --live are exclusive: give one pod source")
+    if jobs_file is not None and live:
+        fail("--jobs and --live are exclusive: --live reads the batch Jobs from the cluster")
     try:
         loaded = scenario.load(source)
         now = scenario.parse_time(now_text) if now_text else loaded.now or datetime.now(UTC)
         settings = replay.scenario_settings(loaded, Settings.from_env())
-        reader, pods_from = _reader(loaded, pods_file, live)
+        reader, pods_from = _reader(source, loaded, pods_file, jobs_file, live)
     except ValueError as exc:
         fail(str(exc))
     if show_diff and loaded.expected is None:
@@ -113,15 +119,27 @@ def replay_command(source: Path, pods_file: Path | None, live: bool, hook: str |
             sys.exit(EXIT_DIFFERS)
 
 
-def _reader(loaded: scenario.Scenario, pods_file: Path | None, live: bool) -> tuple[podread.Reader, str]:
-    """The Reader a replay reads through, and a few words on where its pods come from."""
+def _reader(source: Path, loaded: scenario.Scenario, pods_file: Path | None, jobs_file: Path | None,
+            live: bool) -> tuple[podread.Reader, str]:
+    """The Reader a replay reads through (``replay.snapshot`` of the pods and the batch Jobs), and a
+    few words on where its pods and batch Jobs come from. Raises ValueError naming ``source`` when
+    there is no pod source."""
     if live:
         return podread.from_environment(watch=False), "the cluster (live)"
     if pods_file is not None:
-        return podread.reader_from_snapshot(scenario.read_json(pods_file)), str(pods_file)
-    if loaded.pods is not None:
-        return podread.reader_from_snapshot(loaded.pods), scenario.PODS
-    raise ValueError(f"no pods for {loaded.name}: give --pods PODS.json (kubectl get pods -o json) or --live")
+        document, name = scenario.read_json(pods_file), str(pods_file)
+    elif loaded.pods is not None:
+        document, name = loaded.pods, scenario.PODS
+    else:
+        raise ValueError(f"no pods for {source}: give --pods PODS.json (kubectl get pods -o json) "
+                         "and --jobs JOBS.json (kubectl get jobs -o json), or --live")
+    jobs = replay.batch_jobs(scenario.read_json(jobs_file), str(jobs_file)) if jobs_file is not None else None
+    shown = replay.snapshot(document, name, jobs)
+    reader = podread.reader_from_snapshot(shown)
+    if jobs_file is not None:
+        return reader, f"{name}, batch Jobs from {jobs_file}"
+    failing = isinstance(shown, dict) and isinstance(shown.get("jobs"), dict) and "error" in shown["jobs"]
+    return reader, f"{name} (it holds no batch Job: give --jobs)" if failing and shown is not document else name
 
 
 @cli.command("node-pods")

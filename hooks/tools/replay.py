@@ -84,6 +84,62 @@ def scenario_settings(scenario: Scenario, base: Settings) -> Settings:
     return dataclasses.replace(base, **changes)
 
 
+NOT_READ_CODE = "failed"
+"""The error class of a batch Job read a pod snapshot cannot answer (a fixed phrase, the one a failed
+read has: not ``no-source``, whose phrase speaks of a missing cluster configuration)."""
+
+
+def batch_jobs(document: Any, name: str) -> list[dict[str, Any]]:
+    """The batch Jobs of ``document``, what ``kubectl get jobs -n NS -o json`` prints (``kind: List``
+    or ``JobList``, each item of kind ``Job``; a bare ``{"items": [...]}`` too). An empty list is an
+    answer: no batch Job is there. Raises ValueError naming ``name`` for anything else."""
+    if not isinstance(document, dict) or document.get("kind") not in (None, "List", "JobList"):
+        raise ValueError(f"{name}: expected what kubectl get jobs -o json prints (a List or JobList of batch Jobs)")
+    items = document.get("items")
+    if not isinstance(items, list) or not all(isinstance(item, dict) and item.get("kind") in (None, "Job")
+                                              for item in items):
+        raise ValueError(f"{name}: items: expected a list of batch Job objects")
+    return items
+
+
+def snapshot(document: Any, name: str, jobs: list[dict[str, Any]] | None = None) -> Any:
+    """The snapshot ``podread.reader_from_snapshot`` reads for the pods of ``document`` (read from
+    ``name``) and, when given, the batch Jobs read apart (``jobs``, ``batch_jobs``: ``[]`` is "none").
+
+    A scenario's ``{cache, live, ...}`` keeps its own batch Jobs unless ``jobs`` is given. A pod list
+    (``kubectl get pods -o json``: a ``PodList``, or a ``List`` whose items carry their kind; ``get
+    pods,jobs`` adds the Jobs) becomes the same pods on both sides, and its batch Jobs are the List's
+    Jobs and ``jobs``. A pod list with neither cannot tell "no batch Job is left" from "none was
+    asked for": its batch Job reads fail (the barrier holds, as the server holds on a failed read),
+    with an error that names ``name`` and ``--jobs``. Anything else is returned as it is, for
+    ``reader_from_snapshot`` to refuse in its own words."""
+    if not isinstance(document, dict):
+        return document
+    items = document.get("items")
+    if ("items" in document or document.get("kind") is not None) and document.get("kind") in (None, "PodList", "List") \
+            and isinstance(items, list) and all(isinstance(item, dict) for item in items):
+        listed = document.get("kind") == "List"
+        pods = [item for item in items if not listed or item.get("kind") in (None, "Pod")]
+        found = [item for item in items if listed and item.get("kind") == "Job"]
+        side: dict[str, Any] = {"items": _union(found, jobs)} if found or jobs is not None else {
+            "error": f"{name} holds no batch Job (kubectl get pods -o json says nothing of them): give --jobs "
+                     "<(kubectl get jobs -n NS -o json) to say which exist, none included",
+            "code": NOT_READ_CODE}
+        return {"cache": {"pods": pods}, "live": {"pods": pods}, "jobs": side}
+    if jobs is not None and ("cache" in document or "live" in document):
+        return {**document, "jobs": {"items": jobs}}
+    return document
+
+
+def _union(first: list[dict[str, Any]], second: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """``first`` then the batch Jobs of ``second`` not in it (by namespace and name)."""
+    def key(job: dict[str, Any]) -> tuple[str, str]:
+        metadata = job.get("metadata") if isinstance(job.get("metadata"), dict) else {}
+        return str(metadata.get("namespace", "")), str(metadata.get("name", ""))
+    seen = {key(job) for job in first}
+    return [*first, *(job for job in second or () if key(job) not in seen)]
+
+
 def run(scenario: Scenario, *, reader: Reader, hook: str, now: datetime, settings: Settings) -> Replay:
     """Runs ``scenario``'s request through ``hooks.server.handler.handle`` with ``reader`` and the clock
     frozen at ``now``: the very code path of the HTTP app. Never raises for the request's sake."""

@@ -86,4 +86,10 @@ def test_suspend_resume_and_the_replay_pod_source_are_documented() -> None:
     patch = """kubectl patch nvjob NAME --type merge -p '{"spec":{"suspend":true}}'"""
     assert patch in README
     assert "a bare request file needs --pods or --live" in README
-    assert "needs `--pods` or `--live`" in OPERATIONS
+    flowing = " ".join(OPERATIONS.split())  # its paragraphs as one line each: wrapping is not content
+    assert "needs `--pods` or `--live`" in flowing
+    # the documented replay reads the batch Jobs apart: kubectl prints a List with no Job both for
+    # `get pods` and for `get pods,jobs` once they are gone, and only --jobs says "none"
+    documented = "--pods <(kubectl get pods -n team-a -o json) --jobs <(kubectl get jobs -n team-a -o json)"
+    assert documented in README and "pods,jobs" not in README.split("## Operator tools", 1)[1].split("```", 2)[1]
+    assert "`--pods <(kubectl get pods -n NS -o json) --jobs <(kubectl get jobs -n NS -o json)`" in flowing

@@ -24,6 +24,7 @@ from tests.support import make_batch_job
 PAYLOADS = Path(__file__).resolve().parents[1] / "payloads"
 STALE = PAYLOADS / "v2-finalize-stale-cache"
 KEPT = PAYLOADS / "v2-running-kept"
+DRAINED = PAYLOADS / "v2-finalize-drained"
 NO_CLUSTER = {"KUBERNETES_SERVICE_HOST": None, "NVCRE_RESYNC_SECONDS": None}
 
 
@@ -186,7 +187,8 @@ def test_replay_of_a_lone_request_needs_a_pod_source(tmp_path: Path) -> None:
     shutil.copy(STALE / "request.json", request)
     result = run("replay", str(request))
     assert result.exit_code == 2
-    assert "give --pods PODS.json (kubectl get pods -o json) or --live" in result.stderr
+    assert "give --pods PODS.json (kubectl get pods -o json) and --jobs JOBS.json (kubectl get jobs -o json), or " \
+           "--live" in result.stderr
     result = run("replay", str(request), "--pods", str(STALE / "pods.json"), "--diff")
     assert result.exit_code == 2 and "--diff needs a response.json" in result.stderr
 
@@ -407,3 +409,62 @@ def test_replay_accepts_exactly_what_kubectl_get_pods_prints(tmp_path: Path) -> 
     assert document["decision"]["kind"] == "held", document["decision"]
     assert document["decision"]["message"].startswith("waiting for a batch Job read to succeed")
     assert not document["response"].get("finalized")
+    assert "no cluster configuration" not in result.stdout, "a snapshot, not a missing cluster configuration"
+    failed = [read["error"] for read in document["reads"] if read["outcome"] != "ok"]
+    assert failed and all(f"{pods} holds no batch Job" in error and "--jobs" in error for error in failed), failed
+    assert document["pods_from"] == f"{pods} (it holds no batch Job: give --jobs)"
+
+
+def kubectl_list(*objects: dict[str, Any]) -> dict[str, Any]:
+    """What ``kubectl get KIND -o json`` prints: a ``kind: List`` whose items carry their kind."""
+    return {"apiVersion": "v1", "items": list(objects), "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+def test_replay_with_the_batch_jobs_read_apart_answers_as_the_server_once_they_are_gone(tmp_path: Path) -> None:
+    """``--pods <(kubectl get pods -n NS -o json) --jobs <(kubectl get jobs -n NS -o json)``: once the
+    Job's batch Jobs are gone kubectl prints an empty List of them, which says "none" (not "not read"),
+    and the replay answers what the server answered: finalized."""
+    request = tmp_path / "call.json"
+    shutil.copy(DRAINED / "request.json", request)
+    recorded = json.loads((DRAINED / "pods.json").read_text())
+    pods, jobs = tmp_path / "pods.json", tmp_path / "jobs.json"
+    pods.write_text(json.dumps(kubectl_list(*({"apiVersion": "v1", "kind": "Pod", **pod}
+                                              for pod in recorded["live"]["pods"]))))
+    jobs.write_text(json.dumps(kubectl_list()))
+    result = run("replay", str(request), "--pods", str(pods), "--jobs", str(jobs), "--now", "2026-01-01T00:00:00Z",
+                 "--hook", "finalize", "--output", "json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["response"] == json.loads((DRAINED / "response.json").read_text())
+    assert document["response"]["finalized"] is True
+    assert document["pods_from"] == f"{pods}, batch Jobs from {jobs}"
+    # a batch Job that is there and still running holds it, from --jobs as from a List of pods and jobs
+    jobs.write_text(json.dumps(kubectl_list({"apiVersion": "batch/v1", "kind": "Job",
+                                             **make_batch_job("llama-0", namespace="team-a")})))
+    result = run("replay", str(request), "--pods", str(pods), "--jobs", str(jobs), "--now", "2026-01-01T00:00:00Z",
+                 "--hook", "finalize", "--output", "json")
+    document = json.loads(result.stdout)
+    assert document["decision"]["kind"] == "held" and "batch Job llama-0" in document["decision"]["message"]
+
+
+@pytest.mark.parametrize(("jobs", "says"), [
+    ({"kind": "PodList", "items": []}, "expected what kubectl get jobs -o json prints"),
+    ({"kind": "List", "items": [{"kind": "Pod"}]}, "items: expected a list of batch Job objects"),
+    ({"kind": "List"}, "items: expected a list of batch Job objects"),
+])
+def test_replay_refuses_a_jobs_file_that_is_not_batch_jobs(tmp_path: Path, jobs: dict[str, Any], says: str) -> None:
+    path = tmp_path / "jobs.json"
+    path.write_text(json.dumps(jobs))
+    result = run("replay", str(STALE), "--jobs", str(path))
+    assert result.exit_code == 2 and f"error: {path}: {says}" in result.stderr
+    result = run("replay", str(STALE), "--jobs", str(path), "--live")
+    assert result.exit_code == 2 and "--jobs and --live are exclusive" in result.stderr
+
+
+def test_replay_of_a_bare_request_json_names_that_file(tmp_path: Path) -> None:
+    """A ``request.json`` alone in a folder is a request file, and the error names it (not its folder)."""
+    request = tmp_path / "request.json"
+    shutil.copy(STALE / "request.json", request)
+    result = run("replay", str(request))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: no pods for {request}: give --pods"), result.stderr

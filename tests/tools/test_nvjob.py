@@ -415,6 +415,93 @@ def test_why_of_a_deleted_job_reads_the_barrier_live(capsys: pytest.CaptureFixtu
     assert "finds nothing left now" in text
 
 
+def test_why_of_a_job_created_suspended_says_its_first_attempt_is_attempt_0(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    created = {"phase": "Suspended", "attempt": 0, "restarts": 0, "workload": "", "conditions": []}
+    text = why(nvjob("llama", status=created, suspend=True), capsys)
+    assert "attempt 0 starts once the drain barrier passes" in text, text
+    ran = {**created, "workload": "llama-0", "startTime": "2026-01-01T00:00:00Z",
+           "attempts": [{"attempt": 0, "jobSet": "llama-0", "outcome": "Suspended"}]}
+    assert "attempt 1 starts" in why(nvjob("llama", status=ran, suspend=True), capsys), "suspended after a run"
+
+
+GANG_HELD = {"phase": "Pending", "attempt": 1, "restarts": 1, "workload": "", "activePods": 0}
+
+
+@pytest.mark.parametrize(("reason", "said", "next_step"), [
+    ("WaitingForPodGroup", "creating PodGroup llama-1 (gang of 3 pods) before JobSet llama-1",
+     "created on the hooks' next call once PodGroup llama-1 is among the Job's children"),
+    ("GangMismatch", "not creating JobSet llama-1: PodGroup llama-1 is not the gang of 3 pods the hooks build "
+     "(spec.schedulingPolicy.gang.minCount is 1, want 3)", "kubectl delete podgroup llama-1"),
+    ("GangUnavailable", "not creating JobSet llama-1: the Job asks for a gang and the CompositeController lists no "
+     "PodGroup children", "spec.gang.whenUnavailable to StartWithoutGang"),
+])
+def test_why_of_a_gang_job_held_for_its_podgroup_says_the_jobset_does_not_exist(
+        reason: str, said: str, next_step: str, capsys: pytest.CaptureFixture[str]) -> None:
+    status = {**GANG_HELD, "message": f"waiting: {said}", "conditions": [
+        {"type": "GangScheduled", "status": "False", "reason": reason, "message": said,
+         "lastTransitionTime": LONG_AGO}]}
+    text = why(nvjob("llama", status=status), capsys)
+    assert "exists" not in text, text
+    assert text.startswith(f"Job llama is Pending at attempt 1: JobSet llama-1 is not created yet, because its gang "
+                           f"holds it (GangScheduled {reason}: {said})"), text
+    assert next_step in text
+    running = {**GANG_HELD, "workload": "llama-1", "conditions": [
+        {"type": "GangScheduled", "status": "False", "reason": "GangMismatch", "message": said}]}
+    assert "JobSet llama-1 exists" in why(nvjob("llama", status=running), capsys), "a JobSet running beside a mismatch"
+
+
+def stuck_cluster(**status: Any) -> Recorded:
+    """``restarting_cluster`` with its worker's node gpu-7 Unknown since 00:00 and the wait begun long
+    ago, the status saying so as the hooks write it (``DrainStuck=True`` since 00:05, the message
+    with the stuck pods appended)."""
+    cluster = restarting_cluster(nodes=[node("gpu-7", "Unknown", "2026-01-01T00:00:00Z"), node("gpu-2", "True")])
+    stuck = "1 pod waits on a node that is gone or not ready: llama-1-worker-0-0 (node gpu-7 unreachable)"
+    job = cluster.jobs[0]
+    job["status"]["message"] = f"waiting for 1 active pod: llama-1-worker-0-0; {stuck}"
+    job["status"]["conditions"].append({"type": "DrainStuck", "status": "True", "reason": "PodsOnLostNodes",
+                                        "message": stuck, "lastTransitionTime": "2026-01-01T00:05:00Z"})
+    job["status"].update(status)
+    return cluster
+
+
+@pytest.mark.parametrize("status", [{}, {"phase": "Pending", "attempt": 2, "workload": "",
+                                         "message": "waiting for 1 active pod: llama-1-worker-0-0; 1 pod waits on a "
+                                         "node that is gone or not ready: llama-1-worker-0-0 (node gpu-7 "
+                                         "unreachable) (before creating JobSet llama-2)"}],
+                         ids=["restarting-read-live", "resumed-from-the-status"])
+def test_why_says_the_stuck_drain_once_for_how_long_and_what_to_do(
+        status: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = stuck_cluster(**status)
+    code = commands.run(["why", "llama", "-o", "json"], connector=lambda options: (cluster, NS),
+                        clock=lambda: datetime(2026, 1, 1, 0, 17, tzinfo=UTC))
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    text = json.loads(out)["why"]
+    assert text.count("llama-1-worker-0-0 (node gpu-7 unreachable)") == 1, text
+    assert text.count("gone or not ready") == 1, text
+    live = not status
+    assert ("(stuck for 17m, since 2026-01-01T00:00:00Z)" if live else "(stuck for 12m, since 2026-01-01T00:05:00Z)") \
+        in text, text
+    assert "First confirm that the node is really down" in text and ".." not in text
+    assert "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute" in text
+    assert "manifests/overlays/force-delete" in text and "--grace-period=0 --force" in text
+
+
+def test_why_of_queueing_unavailable_names_the_queue_label_and_the_kueue_install(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    status = {"phase": "Pending", "attempt": 0, "workload": "", "conditions": [
+        {"type": "InvalidSpec", "status": "True", "reason": "QueueingUnavailable",
+         "message": "the Job names LocalQueue 'team-a-queue' (kueue.x-k8s.io/queue-name), but the CompositeController "
+                    "has no Workload child: apply manifests-kueue/ to run Jobs behind Kueue"}]}
+    job = nvjob("llama", status=status)
+    job["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "team-a-queue"
+    text = why(job, capsys)
+    assert "Fix the spec" not in text and "kubectl edit" not in text, text
+    assert "kubectl apply -k manifests-kueue/" in text
+    assert "kubectl label nvjob llama kueue.x-k8s.io/queue-name-" in text
+
+
 # -- pieces ------------------------------------------------------------------------------------------
 
 

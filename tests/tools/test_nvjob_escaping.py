@@ -121,7 +121,7 @@ def test_why_shows_the_cluster_text_escaped_and_wraps_only_at_spaces(capsys: pyt
     exact = json.loads(shown(hostile_cluster(), "why", "llama", "-o", "json", capsys=capsys))["why"]
     assert paragraph == rendering.escape(exact), "the paragraph, escaped, broken at its spaces only"
     assert f"attempt 1 failed (failed {''.join(SHOWN)})" in paragraph
-    assert f"Pods are stuck on lost nodes: stuck {''.join(SHOWN)}" in paragraph
+    assert f"2020-01-01T00:00:00Z): stuck {''.join(SHOWN)}. First confirm" in paragraph
     assert all(len(line) <= rendering.WHY_WIDTH or " " not in line for line in out.splitlines())
 
 

@@ -167,7 +167,7 @@ def describe_document(cluster: client.Cluster, namespace: str, name: str, now: d
         "conditions": view.condition_rows(job, now),
         "events": events,
         "eventsError": events_error,
-        "why": why_paragraph(job, barrier),
+        "why": why_paragraph(job, barrier, now),
     }
 
 
@@ -186,6 +186,7 @@ def drain_document(barrier: drain.DrainView) -> dict[str, Any]:
     """The barrier's view with camelCase keys, as JSON shows it."""
     document = dataclasses.asdict(barrier)
     document["batchJobs"] = document.pop("batch_jobs")
+    document["stuckSince"] = document.pop("stuck_since")
     return document
 
 
@@ -221,7 +222,7 @@ def why_command(ctx: click.Context, name: str, kubeconfig: str | None, context: 
     summary = view.summary(job, now)
     draining = summary["phase"] in drain.DRAINING_PHASES or summary["deleting"]
     barrier = drain_of(cluster, job, ns, now) if draining else None
-    paragraph = why_paragraph(job, barrier)
+    paragraph = why_paragraph(job, barrier, now)
     if options.output:
         click.echo(rendering.dump({"namespace": summary["namespace"], "name": summary["name"],
                                    "phase": summary["phase"], "why": paragraph}, options.output))

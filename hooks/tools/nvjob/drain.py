@@ -17,6 +17,7 @@ from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core.barrier import barrier
+from hooks.core.deadlines import stamp
 from hooks.core.history import deletion_times
 from hooks.core.observed import JOBSET_GROUP, InvalidRequest, Observed, parse_request
 from hooks.core.work import RESTARTING, SUSPENDING, TERMINATING, Context
@@ -31,9 +32,12 @@ class DrainView:
 
     ``draining``: the Job's next step waits on the barrier (else the view says what a teardown
     would wait for). ``passed``: nothing is left (``None`` when a read failed: unknown, never
-    "nothing"). ``reason`` and ``message``: the ``Drained`` reason and sentence the barrier writes.
+    "nothing"). ``reason`` and ``message``: the ``Drained`` reason and sentence the barrier writes
+    (the status message adds the stuck pods to it: here they are ``stuck``, apart).
     ``jobsets``, ``pods`` (active workers), ``launchers``, ``batch_jobs``: what it waits on.
-    ``stuck``: the ``DrainStuck`` sentence, ``""`` when no pod is stuck on a dead node.
+    ``stuck``: the ``DrainStuck`` sentence, ``""`` when no pod is stuck on a dead node;
+    ``stuck_since``: since when the earliest of them is counted stuck (the wait's start, or its
+    node's ``Ready`` transition if later: ``hooks.core.stuck``), RFC 3339, ``""`` with none.
     ``error``: why a read failed, ``""`` otherwise.
     """
 
@@ -46,6 +50,7 @@ class DrainView:
     launchers: list[dict[str, Any]] = field(default_factory=list)
     batch_jobs: list[str] = field(default_factory=list)
     stuck: str = ""
+    stuck_since: str = ""
     error: str = ""
 
 
@@ -84,10 +89,12 @@ def drain_view(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]], rea
     if drain.error is not None:
         return DrainView(draining, None, str(drain.reason), drain.words(), jobsets=list(drain.jobsets),
                          error=drain.error.cause)
+    stuck = drain.stuck.found
     return DrainView(
-        draining, drain.passed, str(drain.reason), drain.message() or drain.drained()[2], jobsets=list(drain.jobsets),
+        draining, drain.passed, str(drain.reason), drain.drained()[2], jobsets=list(drain.jobsets),
         pods=[pod_brief(pod) for pod in drain.workers], launchers=[pod_brief(pod) for pod in drain.launchers],
-        batch_jobs=list(drain.batch_jobs), stuck=drain.stuck.found.message() if drain.stuck.pods else "",
+        batch_jobs=list(drain.batch_jobs), stuck=stuck.message() if stuck.pods else "",
+        stuck_since=stamp(min(pod.since for pod in stuck.pods)) if stuck.pods else "",
     )
 
 

@@ -3,17 +3,46 @@
 Pure. The words come from the status the hooks wrote (phase, attempt, restarts, the conditions and
 their reasons, ``message``, ``lastFailure``, and ``attempts``: the first failing pod, its node and
 exit code) and, while the Job drains, from the barrier's view read
-now (``drain.DrainView``).
+now (``drain.DrainView``). Where the hooks' own rules say what happens next (the attempt a resumed
+Job starts, whether a gang's JobSet exists yet), the hooks' own code is asked, never a copy of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from hooks.core import gang
+from hooks.core.declared import InvalidRequest, decode
+from hooks.core.rows.current import never_started
+from hooks.core.status import Status
 from hooks.tools.nvjob.drain import DrainView
-from hooks.tools.nvjob.view import QUEUE_LABEL, as_map, condition, current_workload, spec_of, status_of, waiting_for
+from hooks.tools.nvjob.view import (
+    QUEUE_LABEL,
+    as_map,
+    condition,
+    current_workload,
+    human_duration,
+    seconds_since,
+    spec_of,
+    status_of,
+    waiting_for,
+)
+
+GANG_HOLDS = frozenset({gang.WAITING_FOR_PODGROUP, gang.MISMATCH, gang.UNAVAILABLE})
+"""``GangScheduled=False`` reasons that, on a Job with no workload in its status, mean the gang's
+hold: the attempt's JobSet is not created (``hooks.core.gang``: the PodGroup comes first)."""
+STUCK_STEPS = (
+    "First confirm that the node is really down (powered off, or removed from the cloud provider): a "
+    "force delete on a live node leaves its containers running. Then taint it (kubectl taint node NODE "
+    "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute: kube-controller-manager's pod GC force-deletes "
+    "its terminating pods, and so do the hooks with spec.drain.forceDeleteStuckPodsAfterSeconds where the "
+    "force-delete overlay manifests/overlays/force-delete is applied) or force delete each pod (kubectl delete "
+    "pod POD -n {namespace} --grace-period=0 --force); docs/operations.md, section 4"
+)
+"""The next step docs/operations.md gives for pods stuck terminating on dead nodes."""
 
 
 def _sentence(text: str) -> str:
@@ -22,16 +51,43 @@ def _sentence(text: str) -> str:
 
 
 def _drain_words(job: Mapping[str, Any], drain: DrainView | None) -> str:
-    """What the barrier waits for, in the barrier's words: the view read now, else the status."""
+    """What the barrier waits for, in the barrier's words: the view read now, else the status
+    (without the stuck pods, which ``_stuck`` says once)."""
     if drain is not None:
         if drain.error:
             return f"The drain barrier cannot tell what is left: {drain.error}; it holds and reads again"
         if drain.passed:
             return "The drain barrier finds nothing left now (no JobSet, no active pod, no batch Job)"
-        words = f"The drain barrier is {drain.message}" if drain.message else ""
-        return f"{words}; {drain.stuck}" if drain.stuck else words
-    said = waiting_for(job)
+        return f"The drain barrier is {drain.message}" if drain.message else ""
+    said = _without_stuck(job, waiting_for(job))
     return f"It is {said}" if said else ""
+
+
+def _without_stuck(job: Mapping[str, Any], text: str) -> str:
+    """``text`` (the status message) without the stuck pods the barrier appends to it
+    (``; <DrainStuck's message>``): ``_stuck`` says them once, with what to do."""
+    stuck = condition(status_of(job), "DrainStuck")
+    words = str(stuck.get("message") or "") if stuck.get("status") == "True" else ""
+    return text.replace(f"; {words}", "") if words else text
+
+
+def _stuck(job: Mapping[str, Any], drain: DrainView | None, now: datetime | None) -> str:
+    """The pods stuck terminating on dead nodes, once: the barrier's view read now, else the
+    ``DrainStuck=True`` condition; for how long (from the view's ``stuck_since``, else the
+    condition's ``lastTransitionTime``; only with ``now``), and the next step docs/operations.md
+    gives (``STUCK_STEPS``). ``""`` when nothing is stuck."""
+    reported = condition(status_of(job), "DrainStuck")
+    if drain is not None and drain.stuck:
+        words, since = drain.stuck, drain.stuck_since
+    elif reported.get("status") == "True":
+        words, since = str(reported.get("message") or "pods wait on nodes that are gone or not ready"), \
+            reported.get("lastTransitionTime")
+    else:
+        return ""
+    seconds = seconds_since(since, now) if now is not None else None
+    lasted = f" (stuck for {human_duration(seconds)}, since {since})" if seconds is not None else ""
+    namespace = str(as_map(job.get("metadata")).get("namespace") or "NS")
+    return f"Pods are stuck on lost nodes{lasted}: {words}. " + STUCK_STEPS.format(namespace=namespace)
 
 
 @dataclass(frozen=True)
@@ -46,6 +102,7 @@ class _Facts:
     restarts: Any
     workload: str
     message: str
+    now: datetime | None = None
 
     @property
     def status(self) -> Mapping[str, Any]:
@@ -66,7 +123,9 @@ class _Facts:
         return f" of {most}" if isinstance(most, int) else ""
 
     def waits(self) -> str:
-        return _drain_words(self.job, self.drain)
+        """What the barrier waits for, then (once, here) the pods stuck on dead nodes (``_stuck``)."""
+        stuck = _stuck(self.job, self.drain, self.now)
+        return " ".join(_sentence(part) for part in (_drain_words(self.job, self.drain), stuck) if part)
 
 
 def _failing_pod(f: _Facts, attempt: Any) -> str:
@@ -124,18 +183,47 @@ def _invalid(f: _Facts) -> list[str]:
     if invalid.get("reason") == "ReplicatedJobsChanged":
         parts.append("spec.replicatedJobs no longer matches the workload the Job was created with "
                      "(status.replicatedJobsDigest): restore it, or delete the Job and create it again")
+    elif invalid.get("reason") == "QueueingUnavailable":
+        parts.append(f"The spec is fine: the Job names a Kueue LocalQueue (label {QUEUE_LABEL}) but this install "
+                     "does not queue Jobs. Apply the Kueue install (kubectl apply -k manifests-kueue/, "
+                     "docs/operations.md section 9) to run it behind Kueue, or remove the label to run it without "
+                     f"a queue (kubectl label nvjob {f.name} {QUEUE_LABEL}-); the hooks judge it again on their "
+                     "next call")
     else:
         parts.append(f"Fix the spec (kubectl edit nvjob {f.name}); the hooks judge it again on their next call")
     return [*parts, f.message]
 
 
 def _pending(f: _Facts) -> list[str]:
+    held = condition(f.status, gang.CONDITION)
+    if not f.status.get("workload") and held.get("status") == "False" and held.get("reason") in GANG_HOLDS:
+        return _gang_hold(f, str(held.get("reason")), str(held.get("message") or ""))
     if "before creating JobSet" in f.message or "admitted, waiting" in f.message:
         return [f"Job {f.name} is Pending at attempt {f.attempt}: JobSet {f.workload} is not created yet, because "
                 f"the drain barrier holds: {f.message}", "It is created once nothing of an earlier attempt is left"]
     return [f"Job {f.name} is Pending at attempt {f.attempt}: JobSet {f.workload} exists and no worker pod is "
             "active yet" + (f" ({f.message})" if f.message else ""),
             "It becomes Running when a worker pod is active (scheduled and started)"]
+
+
+def _gang_hold(f: _Facts, reason: str, said: str) -> list[str]:
+    """A gang Job whose attempt's JobSet is held for its PodGroup (``hooks.core.gang``): nothing of
+    the attempt runs yet; what moves it on depends on the reason."""
+    group = f"PodGroup {f.workload}"
+    moves = {
+        gang.WAITING_FOR_PODGROUP: f"JobSet {f.workload} is created on the hooks' next call once {group} is among "
+                                   "the Job's children (normally one call); if it lasts, a PodGroup of that name "
+                                   f"the Job does not own is in the way: look at kubectl get podgroup {f.workload} "
+                                   "-o yaml and delete it",
+        gang.MISMATCH: f"JobSet {f.workload} is created once {group} is the gang the hooks build: fix it (kubectl "
+                       f"patch podgroup {f.workload}) or delete it (kubectl delete podgroup {f.workload}) and the "
+                       "hooks go on",
+        gang.UNAVAILABLE: "Install manifests-gang/ on a cluster that serves scheduling.k8s.io/v1beta1 podgroups, or "
+                          "set spec.gang.whenUnavailable to StartWithoutGang (or spec.gang.policy to None) to run "
+                          "it without a gang",
+    }
+    return [f"Job {f.name} is Pending at attempt {f.attempt}: JobSet {f.workload} is not created yet, because its "
+            f"gang holds it (GangScheduled {reason}: {said or f.message})", moves[reason]]
 
 
 def _running(f: _Facts) -> list[str]:
@@ -165,7 +253,18 @@ def _suspending(f: _Facts) -> list[str]:
 def _suspended(f: _Facts) -> list[str]:
     return [f"Job {f.name} is Suspended: spec.suspend is true and nothing of it runs",
             f"Resume it with kubectl patch nvjob {f.name} --type merge -p '{{\"spec\":{{\"suspend\":false}}}}': "
-            f"attempt {_next(f.attempt)} starts once the drain barrier passes"]
+            f"attempt {_resumed(f)} starts once the drain barrier passes"]
+
+
+def _resumed(f: _Facts) -> Any:
+    """The attempt a resume starts: the first, ``status.attempt`` itself, for a Job that never started
+    one (created suspended: ``hooks.core.rows.current.never_started`` on the status as the hooks read
+    it), else the next (``_next``; also when the status cannot be read as the hooks read it)."""
+    try:
+        first = never_started(decode(dict(f.status), Status, "status"))
+    except (InvalidRequest, ValueError, TypeError):
+        first = False
+    return f.attempt if first else _next(f.attempt)
 
 
 def _queued(f: _Facts) -> list[str]:
@@ -195,16 +294,17 @@ PHASES: dict[str, Callable[[_Facts], list[str]]] = {
 """The words of each phase when no condition overrides them (StatusMismatch, a delete, a deadline, InvalidSpec)."""
 
 
-def why(job: Mapping[str, Any], drain: DrainView | None = None) -> str:
+def why(job: Mapping[str, Any], drain: DrainView | None = None, now: datetime | None = None) -> str:
     """One paragraph: why the Job is in its phase and what would move it on, from the status the
     hooks wrote (phase, attempt, restarts, conditions and their reasons, message, lastFailure) and,
     while it drains, what the barrier waits for now (``drain``). First that applies: no status yet;
     ``StatusMismatch``; deleted; ``Terminating`` after the deadline; ``InvalidSpec``; the phase's own words
-    (``PHASES``). A ``DrainStuck`` the barrier's view did not already name is added."""
+    (``PHASES``). The pods stuck on dead nodes are said once (``_stuck``: how long, with ``now``, and
+    what to do): after what the barrier waits for, else last."""
     metadata, status = as_map(job.get("metadata")), status_of(job)
     facts = _Facts(job, drain, str(metadata.get("name", "")), str(status.get("phase") or ""),
                    status.get("attempt", 0), status.get("restarts", 0), current_workload(job),
-                   str(status.get("message") or ""))
+                   _without_stuck(job, str(status.get("message") or "")), now)
     if not facts.phase:
         parts = [f"Job {facts.name} has no status yet: the hooks have not answered for it. Check that Metacontroller "
                  "runs and the CompositeController nvcre-hooks is installed, and that the hooks answer (SyncError "
@@ -220,9 +320,9 @@ def why(job: Mapping[str, Any], drain: DrainView | None = None) -> str:
     else:
         parts = PHASES.get(facts.phase, lambda f: [f"Job {f.name} is {f.phase}" + (f": {f.message}" if f.message
                                                                                    else "")])(facts)
-    stuck = condition(status, "DrainStuck")
-    if stuck.get("status") == "True" and (drain is None or not drain.stuck):
-        parts.append(f"Pods are stuck on lost nodes: {stuck.get('message')}")
+    stuck = _stuck(job, drain, now)
+    if stuck and not any(stuck in part for part in parts):  # a phase that says no barrier words says it last
+        parts.append(stuck)
     return " ".join(_sentence(p) for p in parts if p)
 
 
