@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hooks.tools.nvjob import commands
-from tests.tools.test_nvjob import Recorded, ok
+from tests.tools.test_nvjob import Recorded
 
 RECORDED_FILE = Path(__file__).resolve().parents[1] / "nvjob_recorded" / "restarting-launcher-held.json"
 RECORDED = json.loads(RECORDED_FILE.read_text())
@@ -34,15 +34,25 @@ def recorded() -> Recorded:
                     batch_jobs=RECORDED["batchJobs"], nodes=RECORDED["nodes"])
 
 
+def at_recording(*args: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """The output of ``kubectl nvjob ARGS`` over the recorded objects, 30 s after the Job was created
+    (never the wall clock: the recorded node's heartbeat ages, and a drain would read as stuck)."""
+    created = datetime.fromisoformat(RECORDED["jobs"][0]["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    code = commands.run(list(args), connector=lambda _: (recorded(), NS), clock=lambda: created + timedelta(seconds=30))
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    return out
+
+
 def test_get_shows_the_restart_and_the_barriers_sentence(capsys: pytest.CaptureFixture[str]) -> None:
-    out = ok(recorded(), "get", "-n", NS, capsys=capsys)
+    out = at_recording("get", "-n", NS, capsys=capsys)
     row = out.splitlines()[1]
     assert row.split()[:5] == ["retry", "Restarting", "0", "1", "0"]
     assert f"waiting for launcher pod {LAUNCHER}" in row and row.split()[-1] != "<none>"
 
 
 def test_describe_says_the_launcher_and_the_batch_jobs_hold_the_restart(capsys: pytest.CaptureFixture[str]) -> None:
-    document: dict[str, Any] = json.loads(ok(recorded(), "describe", "retry", "-n", NS, "-o", "json", capsys=capsys))
+    document: dict[str, Any] = json.loads(at_recording("describe", "retry", "-n", NS, "-o", "json", capsys=capsys))
     drain = document["drain"]
     assert (drain["draining"], drain["passed"], drain["reason"]) == (True, False, "LauncherActive")
     assert drain["jobsets"] == [] and drain["pods"] == []
@@ -60,7 +70,7 @@ def test_describe_says_the_launcher_and_the_batch_jobs_hold_the_restart(capsys: 
 
 
 def test_describe_text_reads_like_kubectl_describe(capsys: pytest.CaptureFixture[str]) -> None:
-    out = ok(recorded(), "describe", "retry", "-n", NS, capsys=capsys)
+    out = at_recording("describe", "retry", "-n", NS, capsys=capsys)
     for heading in ("Name:", "Phase:", "Spec:", "Attempts:", "Pods (JobSet retry-0):", "Drain barrier:",
                     "Conditions:", "Events:"):
         assert heading in out
@@ -72,7 +82,7 @@ def test_describe_text_reads_like_kubectl_describe(capsys: pytest.CaptureFixture
 
 
 def test_why_says_what_failed_and_what_the_restart_waits_for(capsys: pytest.CaptureFixture[str]) -> None:
-    text = json.loads(ok(recorded(), "why", "retry", "-n", NS, "-o", "json", capsys=capsys))["why"]
+    text = json.loads(at_recording("why", "retry", "-n", NS, "-o", "json", capsys=capsys))["why"]
     assert text.startswith("Job retry is Restarting: attempt 0 failed (JobSet failed (FailedJobs))")
     assert f"launcher pod {LAUNCHER} (terminating, grace period ends 2026-12-04T20:44:31Z) to finish" in text
     assert "batch Job" not in text, "a Failed batch Job and one being deleted hold nothing (issue 31)"
