@@ -10,7 +10,8 @@ source is decided and reviewed.
     reader.active_job_pods("team-a", "llama")    # cache, then the API server before answering none
 
 Beside the pods, the drain barrier reads through the Reader, live, the Nodes its pods are bound to
-(``node_states``) and the batch Jobs of the Job's attempts (``attempt_jobs``).
+(``node_states``; a state that licenses nothing may come from a few seconds' ``NodeCache``) and the
+batch Jobs of the Job's attempts (``attempt_jobs``).
 """
 
 from __future__ import annotations

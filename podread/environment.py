@@ -14,7 +14,7 @@ from podread.access import AccessClient
 from podread.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_SECONDS, PodCache
 from podread.jobs import JobClient
 from podread.live import DEFAULT_TIMEOUT_SECONDS, LiveClient
-from podread.nodes import NodeClient
+from podread.nodes import DEFAULT_NODE_TTL_SECONDS, MAX_NODE_TTL_SECONDS, NodeCache, NodeClient
 from podread.reader import Reader
 from podread.watch import PodWatch, WatchedPods
 
@@ -59,6 +59,22 @@ def _number(env: Mapping[str, str], name: str, default: float, *, integer: bool,
     if below is not None and value >= below:
         raise ValueError(f"{name}={raw!r} must be less than {below:g}")
     return value
+
+
+def node_cache(env: Mapping[str, str]) -> NodeCache | None:
+    """``NVCRE_NODE_CACHE_TTL_SECONDS``: how long the stuck-pod check's Node states are kept
+    (default ``DEFAULT_NODE_TTL_SECONDS``), a number from 0 up to ``MAX_NODE_TTL_SECONDS``; 0
+    keeps none (every node read is a GET): ``None``. Raises ``ValueError`` naming the variable
+    otherwise."""
+    name = "NVCRE_NODE_CACHE_TTL_SECONDS"
+    raw = env.get(name, "").strip()
+    try:
+        ttl = float(raw) if raw else DEFAULT_NODE_TTL_SECONDS
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number") from None
+    if not 0 <= ttl <= MAX_NODE_TTL_SECONDS:  # NaN fails too
+        raise ValueError(f"{name}={raw!r} must be from 0 to {MAX_NODE_TTL_SECONDS:g}")
+    return NodeCache(ttl_seconds=ttl) if ttl > 0 else None
 
 
 def _kubeconfig_paths(env: Mapping[str, str]) -> list[Path]:
@@ -136,9 +152,11 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
     number of job and node keys kept), ``NVCRE_API_TIMEOUT_SECONDS`` (default 3, must be under
     Metacontroller's 10 s hook timeout), ``NVCRE_CACHE_MODE`` (``watch``, the default, ``ttl`` or ``live``;
     the ``watch`` argument, when given, decides instead: a one-shot command passes ``False``),
-    ``NVCRE_WATCH_NAMESPACES`` (default: every namespace) and the cluster configuration (kubeconfig, then in-cluster).
+    ``NVCRE_WATCH_NAMESPACES`` (default: every namespace), ``NVCRE_NODE_CACHE_TTL_SECONDS`` (default 5,
+    ``node_cache``) and the cluster configuration (kubeconfig, then in-cluster).
     Returns ``Reader(PodCache(live), live)`` with a ``NodeClient`` and a ``JobClient`` (the
-    barrier's Node and batch Job reads, live, same timeout); in watch mode the cache also has one ``PodWatch`` per
+    barrier's Node and batch Job reads, live, same timeout) and a ``NodeCache`` of the Node states
+    that license nothing (none in live mode); in watch mode the cache also has one ``PodWatch`` per
     watched scope, started by the cache's first read in that scope (so after gunicorn's fork) and
     stopped by ``Reader.close``; in live mode ``Reader(live, live)``: no cache at all. With no cluster
     configuration the live client is ``None`` and the
@@ -153,6 +171,7 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
     max_entries = int(_number(env, "NVCRE_CACHE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES, integer=True))
     timeout = _number(env, "NVCRE_API_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS, integer=False,
                       below=HOOK_TIMEOUT_SECONDS)
+    states = node_cache(env)
     api_client, where = load_api_client(env)
     if api_client is None:
         log.warning("no cluster configuration found (%s): the hooks will start, and every pod read "
@@ -173,4 +192,4 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
         watch_live = LiveClient(api_client, timeout_seconds=WATCH_LIST_TIMEOUT_SECONDS)
         watches = [PodWatch(watch_live, WatchedPods(namespace, ttl_seconds=ttl), peers=[live]) for namespace in scopes]
     return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries, watches=watches), live, nodes=nodes,
-                  access=access, jobs=jobs)
+                  access=access, jobs=jobs, node_cache=states)

@@ -49,6 +49,9 @@ class ReadMetrics:
     - ``podread_api_requests_total{scope,outcome}``: HTTP pod list requests the live client sent (pages).
     - ``podread_job_api_requests_total{scope,outcome}``: HTTP batch Job list requests (pages) the
       Job client sent (``Reader.attempt_jobs``).
+    - ``podread_node_cache_lookups_total{result}``: names ``Reader.node_states`` looked up in its
+      ``NodeCache`` (``podread.nodes``): ``hit`` (answered from it), ``miss`` (read by a GET: none
+      kept, expired, or a state that would license a force delete, which is never answered from it).
 
     The Reader's own metrics (``podread_reads_total`` and the two below it) count every Reader
     read by method: pod reads, and the batch Job read ``attempt_jobs`` and the Node read
@@ -105,6 +108,10 @@ class ReadMetrics:
             "podread_job_api_requests_total", "Batch Job list requests (pages) sent to the API server.",
             ["scope", "outcome"], registry=registry,
         )
+        self.node_cache_lookups = Counter(
+            "podread_node_cache_lookups_total", "Node cache lookups of the stuck-pod check by result (hit, miss).",
+            ["result"], registry=registry,
+        )
         self.watch_restarts = Counter(
             "podread_watch_restarts_total", "Pod watch requests that ended, by scope and reason.",
             ["scope", "reason"], registry=registry,
@@ -144,6 +151,8 @@ class ReadMetrics:
         """``cache_lookups`` by (index, result), bound once."""
         self.fill = Bound(self.cache_fills)
         """``cache_fills`` by (index, outcome), bound once."""
+        self.node_lookup = Bound(self.node_cache_lookups)
+        """``node_cache_lookups`` by result, bound once."""
 
     def observe_read(self, method: str, source: str, seconds: float, error_code: str | None = None) -> None:
         """Counts one Reader read of ``method`` on ``source`` that took ``seconds``: outcome ``ok``

@@ -13,16 +13,26 @@ confirmation that a node's containers are gone.
 
 A ``NodeLister`` is anything with ``get_node(name)``: ``NodeClient`` (the kubernetes client) or
 ``SnapshotNodes`` (nodes held in memory, for replay and recorded payloads).
+
+A ``NodeCache`` (the production Reader's, ``NVCRE_NODE_CACHE_TTL_SECONDS``) keeps the states a
+GET read for a few seconds, shared by a worker's threads, so that the many Jobs whose pods sit on the
+same nodes do not each GET them. It keeps only states that license nothing (the node exists and is
+not tainted out-of-service: ``NodeState.gone`` is False). Such a state only decides whether a pod is
+reported stuck, so an old one delays ``DrainStuck`` by at most the TTL. A state that licenses a
+force delete (deleted, out of service) is never kept and never answered from the cache: it comes
+from a GET sent in the same call, the API server's own NotFound for a deleted node.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import cachetools
 import orjson
 import urllib3
 from kubernetes import client as k8s
@@ -42,6 +52,12 @@ UNREACHABLE_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernet
 """Set by the node lifecycle controller when a node stops reporting or reports NotReady."""
 MAX_NODES_PER_READ = 16
 """The most nodes one ``Reader.node_states`` call reads; the rest are left unknown (not stuck)."""
+DEFAULT_NODE_TTL_SECONDS = 5.0
+"""How long a ``NodeCache`` answers a state it read (``NVCRE_NODE_CACHE_TTL_SECONDS``)."""
+MAX_NODE_TTL_SECONDS = 60.0
+"""The longest TTL accepted: a cached state delays a stuck verdict by up to its TTL."""
+DEFAULT_NODE_CACHE_ENTRIES = 4096
+"""The most nodes a ``NodeCache`` keeps (least recently used dropped first); each entry is slim."""
 
 
 class NodeLister(Protocol):
@@ -104,22 +120,115 @@ def node_state(name: str, node: Mapping[str, Any] | None) -> NodeState:
                      unreachable=bool(taints & UNREACHABLE_TAINTS), out_of_service=OUT_OF_SERVICE_TAINT in taints)
 
 
-def read_states(lister: NodeLister | None, names: Iterable[str], metrics: ReadMetrics) -> dict[str, NodeState]:
+def slim_node(node: Mapping[str, Any]) -> Node:
+    """What ``node_state`` reads of ``node``, and nothing else: its name, its taints and its
+    ``Ready`` condition (``node_state(name, slim_node(node)) == node_state(name, node)``). A
+    ``NodeCache`` keeps this, not the whole Node (images, addresses, capacity, ...)."""
+    metadata = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    return {"metadata": {"name": metadata.get("name", "")},
+            "spec": {"taints": list(spec.get("taints") or ())},
+            "status": {"conditions": [c for c in status.get("conditions") or ()
+                                      if isinstance(c, Mapping) and c.get("type") == "Ready"]}}
+
+
+@dataclass(frozen=True)
+class CachedNode:
+    """A ``NodeCache`` entry: the state, the slim Node it was read from, and when it expires
+    (``NodeCache.clock`` seconds)."""
+
+    state: NodeState
+    node: Node
+    expires: float
+
+
+class NodeCache:
+    """Node states by name for ``ttl_seconds``, at most ``max_entries`` of them (least recently
+    used dropped first), shared by the threads of one Reader: every access holds one lock.
+
+    ``get`` answers only a state that licenses nothing (``NodeState.gone`` False: the node exists
+    and is not out of service); ``put`` keeps only such a state, and a gone one drops the name's
+    entry. So "deleted" or "out of service" is never answered from here: ``read_states`` sends a
+    GET, and the API server's own answer in this call is what can license a force delete. The TTL
+    counts from when the GET was sent (``put``'s ``asked``), so an answer is never older than the
+    TTL. ``clock`` is ``time.monotonic`` unless a test gives another.
+    """
+
+    def __init__(self, *, ttl_seconds: float = DEFAULT_NODE_TTL_SECONDS,
+                 max_entries: int = DEFAULT_NODE_CACHE_ENTRIES,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not 0 < ttl_seconds <= MAX_NODE_TTL_SECONDS:
+            raise ValueError(f"ttl_seconds must be > 0 and at most {MAX_NODE_TTL_SECONDS:g}, got {ttl_seconds}")
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+        self.ttl_seconds = ttl_seconds
+        self.clock = clock
+        self._entries: cachetools.LRUCache[str, CachedNode] = cachetools.LRUCache(maxsize=max_entries)
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> CachedNode | None:
+        """The entry for ``name`` while it is younger than the TTL and its state is not gone, else
+        ``None`` (an expired entry is dropped)."""
+        now = self.clock()
+        with self._lock:
+            entry = self._entries.get(name)
+            if entry is None:
+                return None
+            if entry.expires <= now or entry.state.gone:
+                self._entries.pop(name, None)
+                return None
+            return entry
+
+    def put(self, state: NodeState, node: Node | None, asked: float) -> None:
+        """Keeps ``state`` (read by a GET sent at ``asked``, a ``clock`` time) with ``node`` slim, unless it
+        is gone (then the name's entry is dropped) or a newer read of that name is already kept."""
+        with self._lock:
+            if state.gone or node is None:
+                self._entries.pop(state.name, None)
+                return
+            expires = asked + self.ttl_seconds
+            kept = self._entries.get(state.name)
+            if kept is not None and kept.expires > expires:
+                return
+            self._entries[state.name] = CachedNode(state, slim_node(node), expires)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+def read_states(lister: NodeLister | None, names: Iterable[str], metrics: ReadMetrics,
+                cache: NodeCache | None = None) -> dict[str, NodeState]:
     """What ``Reader.node_states`` does: reads ``names`` (sorted, unique, at most
     ``MAX_NODES_PER_READ``) through ``lister``, one by one, counting and timing the read as method
-    ``node_states`` from ``live`` and noting it in an open ``trace.recording()`` (the Nodes that
-    exist as ``items``: a name read and not among them was deleted). Raises ``PodReadError``
-    (``NoLiveReaderError`` without a lister); a failed read is never "deleted"."""
+    ``node_states`` and noting it in an open ``trace.recording()`` (the Nodes that exist as
+    ``items``: a name read and not among them was deleted). Raises ``PodReadError``
+    (``NoLiveReaderError`` without a lister); a failed read is never "deleted", and never answered
+    from the cache instead.
+
+    With a ``cache``, a name it holds (a state that licenses nothing, younger than its TTL) is
+    answered from it (``podread_node_cache_lookups_total{result="hit"}``); any other name is read by
+    a GET (``miss``), whose state the cache then keeps unless it is gone. A "deleted" or "out of
+    service" answer therefore always comes from a GET this call sent. The read is counted with
+    source ``cache`` when every name was a hit, else ``live``."""
     started = time.perf_counter()
     wanted = sorted(set(names))[:MAX_NODES_PER_READ]
     found: dict[str, NodeState] = {}
     existing: list[Node] = []
+    sent = cache is None
     try:
         if lister is None:
             raise NoLiveReaderError("no node lister: this Reader was built without one")
         for name in wanted:
-            node = lister.get_node(name)
-            found[name] = node_state(name, node)
+            state, node = _cached(cache, name, metrics) if cache is not None else (None, None)
+            if state is None:
+                asked = cache.clock() if cache is not None else 0.0
+                node = lister.get_node(name)
+                state, sent = node_state(name, node), True
+                if cache is not None:
+                    cache.put(state, node, asked)
+            found[name] = state
             existing += [node] if node is not None else []
     except Exception as exc:
         error = exc if isinstance(exc, PodReadError) else PodReadError(f"unexpected error: {exc!r}", code="unexpected")
@@ -131,17 +240,26 @@ def read_states(lister: NodeLister | None, names: Iterable[str], metrics: ReadMe
         if error is exc:
             raise
         raise error from exc
-    metrics.reads.labels("node_states", "live", "ok").inc()
-    metrics.read_seconds.labels("node_states", "live").observe(time.perf_counter() - started)
-    _note(wanted, started, nodes=existing)
+    source = "live" if sent else "cache"
+    metrics.reads.labels("node_states", source, "ok").inc()
+    metrics.read_seconds.labels("node_states", source).observe(time.perf_counter() - started)
+    _note(wanted, started, nodes=existing, source=source)
     return found
 
 
+def _cached(cache: NodeCache, name: str, metrics: ReadMetrics) -> tuple[NodeState | None, Node | None]:
+    """``name``'s state and slim Node from ``cache``, counted as a ``hit``; ``(None, None)`` and a
+    ``miss`` when the cache has none to answer (none kept, expired, or one that would license)."""
+    entry = cache.get(name)
+    metrics.node_lookup("miss" if entry is None else "hit").inc()
+    return (None, None) if entry is None else (entry.state, entry.node)
+
+
 def _note(names: list[str], started: float, *, nodes: list[Node] | None = None,
-          error: PodReadError | None = None) -> None:
+          error: PodReadError | None = None, source: str = "live") -> None:
     if trace.recording_open():
         trace.note(trace.ReadRecord(
-            method="node_states", source="live", query="nodes=" + ",".join(names),
+            method="node_states", source=source, query="nodes=" + ",".join(names),
             outcome="ok" if error is None else "error", pods=len(nodes or ()),
             seconds=time.perf_counter() - started, error=None if error is None else str(error),
             error_code=None if error is None else error.code,

@@ -15,7 +15,7 @@ from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPL
 from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.jobs import Job, JobLister
 from podread.metrics import ReadMetrics, default_metrics
-from podread.nodes import NodeLister, NodeState, read_states
+from podread.nodes import NodeCache, NodeLister, NodeState, read_states
 from podread.selector import Pod, PodLister, PodSelector, is_active, tells_a_failure
 
 log = logging.getLogger("podread")
@@ -52,16 +52,20 @@ class Reader:
     Beside the pods, the drain barrier reads two other kinds through here, each live and each
     failing like a pod read: the batch Jobs of a Job's attempts (``attempt_jobs``, through
     ``jobs``, a ``JobLister``) and Nodes (``node_states``, through ``nodes``). Without ``jobs`` or
-    ``nodes`` those reads raise ``NoLiveReaderError``: never "none".
+    ``nodes`` those reads raise ``NoLiveReaderError``: never "none". ``node_cache`` (``None``: every
+    node read is a GET) keeps the node states that license nothing for a few seconds, shared by
+    the threads that use this Reader (``node_states``).
     """
 
     def __init__(self, cached: CachedLister | PodLister, live: PodLister | None, *,
                  metrics: ReadMetrics | None = None, nodes: NodeLister | None = None,
-                 access: AccessReviewer | None = None, jobs: JobLister | None = None) -> None:
+                 access: AccessReviewer | None = None, jobs: JobLister | None = None,
+                 node_cache: NodeCache | None = None) -> None:
         self._cached = as_cached(cached)
         self._live = live
         self._metrics = metrics or default_metrics()
         self._nodes = nodes
+        self._node_cache = node_cache
         self._access = access
         self._jobs = jobs
 
@@ -207,14 +211,18 @@ class Reader:
         return sorted(pods, key=lambda pod: str((pod.get("metadata") or {}).get("name", "")))
 
     def node_states(self, names: list[str]) -> dict[str, NodeState]:
-        """The state of each named node, from the API server (``podread.nodes.read_states``): one
-        GET per node, at most ``MAX_NODES_PER_READ`` (sorted, the first ones), 404 read as deleted.
+        """The state of each named node (``podread.nodes.read_states``), at most
+        ``MAX_NODES_PER_READ`` (sorted, the first ones): from this Reader's ``NodeCache`` when it
+        holds the node (existing, not out of service, read less than its TTL ago), else one GET
+        per node, the API server's own NotFound read as deleted.
 
-        Live: "deleted" licenses a force delete, so it must come from the server, never a cache.
-        Raises ``PodReadError`` (method ``node_states``) when any read fails, or when this Reader
-        has no node lister (``NoLiveReaderError``).
+        "Deleted" and "out of service" license a force delete, so they always come from a GET this
+        call sent, never the cache; a cached state (Ready or not) only decides whether a pod is
+        reported stuck, and delays that by at most the TTL. Raises ``PodReadError`` (method
+        ``node_states``) when any GET fails, or when this Reader has no node lister
+        (``NoLiveReaderError``): never "deleted", never a cached state instead.
         """
-        return read_states(self._nodes, names, self._metrics)
+        return read_states(self._nodes, names, self._metrics, self._node_cache)
 
     def pod_delete_allowed(self, namespace: str) -> bool:
         """Whether the hooks may ``delete`` pods in ``namespace``, from the API server

@@ -1,6 +1,6 @@
 """Settings of the hook server, read once from the environment at start-up.
 
-podread reads its own variables (``NVCRE_CACHE_*``, ``NVCRE_API_TIMEOUT_SECONDS``) in
+podread reads its own variables (``NVCRE_CACHE_*``, ``NVCRE_API_TIMEOUT_SECONDS``, ``NVCRE_NODE_CACHE_TTL_SECONDS``) in
 ``podread.from_environment()``; this module reads the ones the HTTP layer and the decisions need.
 """
 

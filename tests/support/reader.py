@@ -10,7 +10,8 @@ as the cache). ``fail`` names Reader methods whose reads raise (``"job_pods"``, 
 a whole source (``"cache"``, ``"live"``); ``error`` builds the error raised (default:
 ``PodReadError("injected failure")``); the Reader locates it (method, source) as it does any failure.
 ``jobs`` are the batch Jobs the API server holds (``attempt_jobs``; none by default, ``make_batch_job``
-builds one); ``nodes`` the Nodes (``None``: every node read fails); ``delete_allowed`` the access
+builds one); ``nodes`` the Nodes (``None``: every node read fails), read through ``node_cache`` when
+given (a ``podread.nodes.NodeCache``, as the production Reader has one); ``delete_allowed`` the access
 review's answer. ``calls`` lists ``(method, source, args)`` for each list a read sends (one for each
 source an ``active_job_pods`` reads) and one for each node, batch Job or access read.
 """
@@ -26,6 +27,7 @@ from prometheus_client import CollectorRegistry
 
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL, PodSelector, Reader, ReadMetrics
 from podread.errors import PodReadError
+from podread.nodes import NodeCache
 from tests.support.slim_guard import guarded
 
 Pod = dict[str, Any]
@@ -80,7 +82,7 @@ class FakeReader(Reader):
     def __init__(self, pods: Iterable[Mapping[str, Any]] = (), live_pods: Iterable[Mapping[str, Any]] | None = None,
                  fail: Iterable[str] = (), error: Callable[[], PodReadError] | None = None,
                  nodes: Iterable[Mapping[str, Any]] | None = None,
-                 jobs: Iterable[Mapping[str, Any]] = ()) -> None:
+                 jobs: Iterable[Mapping[str, Any]] = (), node_cache: NodeCache | None = None) -> None:
         self.pods = [dict(pod) for pod in pods]
         self.jobs = [dict(job) for job in jobs]
         self.nodes = None if nodes is None else {str(n["metadata"]["name"]): dict(n) for n in nodes}
@@ -88,10 +90,14 @@ class FakeReader(Reader):
         self.fail = set(fail)
         self.error = error
         self.calls: list[tuple[str, str, tuple[Any, ...]]] = []
+        self.node_gets: list[str] = []
+        """The names of the Nodes read from the fake API server (one GET each; not those answered from
+        ``node_cache``)."""
         self._reading: tuple[str, tuple[Any, ...]] = ("", ())
         others = _Others(self)
         super().__init__(_Source(self, "cache"), _Source(self, "live"),
-                         metrics=ReadMetrics(registry=CollectorRegistry()), nodes=others, access=others, jobs=others)
+                         metrics=ReadMetrics(registry=CollectorRegistry()), nodes=others, access=others, jobs=others,
+                         node_cache=node_cache)
 
     def _refuse(self, method: str, source: str) -> None:
         """Raises the injected error when ``method`` or ``source`` is to fail."""
@@ -127,6 +133,7 @@ class _Others:
         return [job for job in self.reader.jobs if selector.matches(job)]
 
     def get_node(self, name: str) -> dict[str, Any] | None:
+        self.reader.node_gets.append(name)
         self.reader._refuse("node_states", "live")
         if self.reader.nodes is None:
             raise PodReadError("no nodes in this fake")
