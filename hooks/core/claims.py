@@ -239,9 +239,10 @@ def completion_time(observed: Observed, attempt: int, phase: str, now: datetime)
 
 
 def restarts_by_cause(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
-    """``status.restartsByCause``: every restart, counted or not, is one cause counted once and
-    leads to the next attempt, so the counts add up to no more than ``restarts`` may be
-    (``hooks.core.evidence.restarts_allowed``)."""
+    """``status.restartsByCause``: every restart, counted or not, is one charge paid once
+    (``hooks.core.budget.spend``) and leads to the next attempt, so the counts add up to no more
+    than the restart budget says the charged attempts can have spent
+    (``hooks.core.evidence.restarts_allowed``: ``budget.most_spent``), as ``restarts`` may be."""
     total = sum(observed.status.restarts_by_cause.values())
     allowed = restarts_allowed(observed, attempt, phase)
     if total > allowed:

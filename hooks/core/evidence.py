@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hooks.core.budget import most_spent
 from hooks.core.failurepolicy import spends_no_restart
 from hooks.core.lifecycle import jobset_disagreement
 from hooks.core.observed import Observed
@@ -70,18 +71,27 @@ def unadoptable(observed: Observed, newer: list[tuple[int, Mapping[str, Any]]]) 
     return None
 
 
-def restarts_allowed(observed: Observed, attempt: int, phase: str) -> int:
-    """The most restarts ``attempt`` (after adoption) can have had in ``phase``: one per attempt
-    started, and one more while a counted restart's attempt has not begun (Restarting; cut short by
-    the active deadline; suspended before it began)."""
-    # A restart is counted when Restarting begins; the active deadline may end the Job
+def charged_attempts(observed: Observed, attempt: int, phase: str) -> int:
+    """How many ended attempts ``attempt`` (after adoption) in ``phase`` can have been charged
+    (``hooks.core.budget.Charge``): one per attempt started after the first, and one more while a
+    restart's attempt has not begun (Restarting; cut short by the active deadline; suspended before
+    it began)."""
+    # A restart is charged when Restarting begins; the active deadline may end the Job
     # before that restart's attempt starts, so a Job past its deadline may keep the extra one.
     cut_short = any(c.type == ConditionType.DEADLINE_EXCEEDED and c.status == ConditionStatus.TRUE
                     for c in observed.status.conditions)
-    # Likewise a restart counted and then suspended before its attempt began: Suspending/Suspended
+    # Likewise a restart charged and then suspended before its attempt began: Suspending/Suspended
     # keep the extra one until the resume starts the next attempt.
     suspended_early = phase in (SUSPENDING, SUSPENDED)
     return attempt + (1 if phase == RESTARTING or cut_short or suspended_early else 0)
+
+
+def restarts_allowed(observed: Observed, attempt: int, phase: str) -> int:
+    """The most restarts (``status.restarts``, and ``status.restartsByCause`` summed) ``attempt``
+    can have had in ``phase``: what the restart budget says its charged attempts can have spent
+    (``hooks.core.budget.most_spent`` of ``charged_attempts``). Both invariants ask it: this
+    module's ``status_mismatch`` and ``hooks.core.claims.restarts_by_cause``."""
+    return most_spent(charged_attempts(observed, attempt, phase))
 
 
 def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, str] | None:

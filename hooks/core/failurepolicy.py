@@ -16,21 +16,32 @@ Actions: ``FailJob`` (the Job ends Failed now), ``RestartJob`` (the default, als
 matches: counts against ``maxRestarts``), ``RestartJobIgnoreMaxRestarts`` (a disruption: restart
 without spending one). The rule's ``name`` is the cause counted in ``status.restartsByCause``;
 a failure no rule matches counts as ``DEFAULT_CAUSE``.
+
+Failure is classified here, once: the verdict's class (``ended_as``: ``EndCause.FAILED``, or
+``EndCause.PREEMPTED`` when the first failing pod, ``first_failing``, was disrupted by a
+preemption) is what ``status.attempts`` says of the attempt (``hooks.core.history.failure_facts``),
+and the verdict's ``charge`` (``hooks.core.budget.Charge``) is what the restart costs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from hooks.core import deadlines
+from hooks.core.budget import Charge
 from hooks.core.jobset import InvalidSpec
+from hooks.core.vocab import EndCause
 
 FAIL_JOB = "FailJob"
 RESTART_JOB = "RestartJob"
 RESTART_IGNORE = "RestartJobIgnoreMaxRestarts"
 ACTIONS = (FAIL_JOB, RESTART_JOB, RESTART_IGNORE)
 DEFAULT_CAUSE = "default"
+PREEMPTION = "Preemption"
+"""How a ``DisruptionTarget`` reason that is a preemption begins (``PreemptionByScheduler``, ...)."""
 MAX_RULES = 16
 MAX_EVIDENCE = 3
 """How many pods a verdict's message names."""
@@ -39,11 +50,13 @@ MAX_EVIDENCE = 3
 @dataclass(frozen=True)
 class Verdict:
     """What a failed attempt leads to: ``action`` (one of ``ACTIONS``), ``cause`` (the rule's name,
-    or ``DEFAULT_CAUSE``) and ``message`` (what matched, in words that depend only on the inputs)."""
+    or ``DEFAULT_CAUSE``), ``message`` (what matched, in words that depend only on the inputs) and
+    ``ended`` (the failure's class, ``ended_as``)."""
 
     action: str
     cause: str
     message: str
+    ended: EndCause = EndCause.FAILED
 
     @property
     def restarts(self) -> bool:
@@ -54,6 +67,12 @@ class Verdict:
     def counted(self) -> bool:
         """Whether a restart for this verdict spends one of ``maxRestarts`` (``spends_no_restart``)."""
         return self.restarts and not spends_no_restart(self.action)
+
+    @property
+    def charge(self) -> Charge | None:
+        """What the restart costs (``hooks.core.budget.spend`` says whether it may be paid), or
+        ``None`` when the verdict restarts nothing (``FailJob``)."""
+        return Charge(self.cause, self.ended, self.counted) if self.restarts else None
 
 
 def spends_no_restart(action: object) -> bool:
@@ -106,9 +125,71 @@ def judge(rules: Sequence[Mapping[str, Any]], jobset: Mapping[str, Any], pods: S
         matched = _match(rule, reason, message, pods)
         if matched is not None:
             said = f"rule {rule['name']} matched" + (f": {matched}" if matched else "")
-            return Verdict(action=str(rule["action"]), cause=str(rule["name"]), message=said)
+            return Verdict(action=str(rule["action"]), cause=str(rule["name"]), message=said, ended=ended_as(pods))
     told = f"JobSet failed ({reason})" if reason else "JobSet failed"
-    return Verdict(action=RESTART_JOB, cause=DEFAULT_CAUSE, message=f"no rule matched: {told}" if rules else told)
+    return Verdict(action=RESTART_JOB, cause=DEFAULT_CAUSE, message=f"no rule matched: {told}" if rules else told,
+                   ended=ended_as(pods))
+
+
+def ended_as(pods: Sequence[Mapping[str, Any]]) -> EndCause:
+    """The class of a failure whose telling pods are ``pods``: ``EndCause.PREEMPTED`` when the first
+    failing pod (``first_failing``) carries a ``DisruptionTarget`` whose reason is a preemption
+    (``PREEMPTION``), else ``EndCause.FAILED`` (also without pods)."""
+    pod = first_failing(pods)
+    disrupted = disruption(pod) if pod is not None else None
+    preempted = disrupted is not None and str(disrupted.get("reason") or "").startswith(PREEMPTION)
+    return EndCause.PREEMPTED if preempted else EndCause.FAILED
+
+
+def first_failing(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The pod that failed first: the earliest end of a container that ended non-zero or of a
+    ``DisruptionTarget`` condition; pods without such a time after those with one; then by name."""
+    ranked = sorted(pods, key=lambda pod: str((pod.get("metadata") or {}).get("name") or ""))
+    timed = [(when, index) for index, pod in enumerate(ranked) if (when := _failed_at(pod)) is not None]
+    if timed:
+        return ranked[min(timed)[1]]
+    return ranked[0] if ranked else None
+
+
+def _failed_at(pod: Mapping[str, Any]) -> datetime | None:
+    moments = []
+    for container in _containers(pod):
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        if _nonzero(terminated.get("exitCode")):
+            moments.append(deadlines.time_or_none(terminated.get("finishedAt")))
+    disrupted = disruption(pod)
+    if disrupted is not None:
+        moments.append(deadlines.time_or_none(disrupted.get("lastTransitionTime")))
+    known = [moment for moment in moments if moment is not None]
+    return min(known) if known else None
+
+
+def failed_container(pod: Mapping[str, Any]) -> tuple[int, str] | None:
+    """(exit code, terminated reason) of the first container (init containers first) that ended non-zero."""
+    for container in _containers(pod):
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        if _nonzero(terminated.get("exitCode")):
+            return int(terminated["exitCode"]), str(terminated.get("reason") or "")
+    return None
+
+
+def _containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    status = pod.get("status") or {}
+    return [c for key in ("initContainerStatuses", "containerStatuses") for c in status.get(key) or ()
+            if isinstance(c, Mapping)]
+
+
+def _nonzero(code: object) -> bool:
+    return isinstance(code, int) and not isinstance(code, bool) and code != 0
+
+
+def disruption(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod's ``DisruptionTarget`` condition when it is True, else ``None``."""
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget" and \
+                condition.get("status") == "True":
+            return condition
+    return None
 
 
 def failure_of(jobset: Mapping[str, Any]) -> tuple[str, str]:

@@ -56,9 +56,11 @@ from hooks.core import deadlines, queueing
 from hooks.core.barrier import evidence_time
 from hooks.core.claims import utc
 from hooks.core.evidence import COMPLETED, FAILED, jobset_state
+from hooks.core.failurepolicy import disruption, ended_as, failed_container, first_failing
 from hooks.core.historyentry import ENTRY_KEYS, MAX_ENTRIES, STRING_LIMITS
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.reads import JOB_PODS
+from hooks.core.vocab import ConditionType, EndCause
 from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, SUCCEEDED, Context, Work
 from hooks.core.work import FAILED as FAILED_PHASE
 from podread.attempts import workload_name
@@ -73,9 +75,10 @@ MAX_HISTORY_BYTES = 128 * 1024
 """An upper bound of ``status.attempts`` as JSON, at ``MAX_LIMIT`` entries of the longest values
 (about 12 KiB at the default limit): well inside the 1.5 MiB an object may have in etcd."""
 
-SUSPENDED, DELETED, EVICTED, DEADLINE_EXCEEDED = "Suspended", "Deleted", "Evicted", "DeadlineExceeded"
-PREEMPTED = "Preempted"
-OUTCOMES = (SUCCEEDED, FAILED_PHASE, PREEMPTED, EVICTED, DEADLINE_EXCEEDED, SUSPENDED, DELETED)
+SUSPENDED, DELETED, EVICTED = EndCause.SUSPENDED, EndCause.DELETED, EndCause.EVICTED
+DEADLINE_EXCEEDED, PREEMPTED = EndCause.DEADLINE_EXCEEDED, EndCause.PREEMPTED
+OUTCOMES = tuple(EndCause)
+"""Every ``outcome`` an entry may have: ``hooks.core.vocab.EndCause``, the one vocabulary of why an attempt ended."""
 TORN_DOWN = frozenset({SUSPENDED, DELETED, EVICTED, DEADLINE_EXCEEDED})
 """Outcomes whose teardown the drain barrier waits for (a failure that restarts the Job too: ``cause``)."""
 
@@ -106,11 +109,11 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
 
     ``attempt`` is the attempt the rows started from (after adoption); ``work.attempt`` where they
     left it. ``ending`` names the teardown a row began (``SUSPENDED``, ``DELETED``, ``EVICTED``,
-    ``DEADLINE_EXCEEDED``), ``None`` when none did. An entry is made for each of the two whose
-    JobSet is observed or answered, and dated (``created``, ``started``) once the evidence shows
-    when; ``attempt``'s is ended (once) and its drain recorded (once). Then only the last ``limit``
-    entries up to the later of the two are kept; the prior status' entries let go are counted in
-    ``attemptsDropped``."""
+    ``DEADLINE_EXCEEDED``: ``hooks.core.vocab.EndCause``), ``None`` when none did. An entry is made
+    for each of the two whose JobSet is observed or answered, and dated (``created``, ``started``)
+    once the evidence shows when; ``attempt``'s is ended (once) and its drain recorded (once). Then
+    only the last ``limit`` entries up to the later of the two are kept; the prior status' entries
+    let go are counted in ``attemptsDropped``."""
     # An entry past the attempt the rows started from (the prior status' attempt, or the newer one a
     # lost write left, adopted) is none the hooks wrote (they write entries up to the attempt they
     # write): written by hand. The claim check holds on it (``AttemptsDisagree``) except where a
@@ -189,7 +192,7 @@ def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | Non
     jobset = ctx.jobset(attempt)
     state = jobset_state(jobset) if jobset is not None else ""
     if state == COMPLETED and work.phase == SUCCEEDED:
-        entry["outcome"] = SUCCEEDED
+        entry["outcome"] = EndCause.SUCCEEDED
         entry["ended"] = _at(ctx, _condition_time(jobset, COMPLETED))
         return
     judged = (work.last_failure.get("attempt") == attempt
@@ -199,8 +202,7 @@ def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | Non
     entry["ended"] = _at(ctx, _condition_time(jobset, FAILED))
     pods = ctx.once.peek(_pods_key(str(jobset["metadata"]["name"]))) or []
     facts = failure_facts(jobset, pods)
-    entry["outcome"] = PREEMPTED if facts.pop("preempted", False) else FAILED_PHASE
-    entry.update(facts)
+    entry.update(facts)  # its ``outcome`` is the failure's class (``failurepolicy.ended_as``)
     if work.phase == RESTARTING or work.attempt > attempt:
         cause = work.last_failure.get("cause")
         if isinstance(cause, str) and cause:
@@ -214,7 +216,7 @@ def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
     suspend (and a delete whose request carries no ``deletionTimestamp``), the newest time the
     request's evidence carries (``barrier.evidence_time``: when the API server wrote this parent)."""
     if ending == DEADLINE_EXCEEDED:
-        marked = cond.get_condition(work.conditions, DEADLINE_EXCEEDED)
+        marked = cond.get_condition(work.conditions, ConditionType.DEADLINE_EXCEEDED)
         when = marked.last_transition_time if marked is not None else None
         return when if isinstance(when, str) else None
     if ending == EVICTED:
@@ -258,22 +260,22 @@ def _drain(ctx: Context, work: Work, entry: Entry) -> None:
 def failure_facts(jobset: Mapping[str, Any], pods: Sequence[Pod]) -> Entry:
     """What a failed attempt's first failing pod (``first_failing``) and its JobSet tell:
     ``failedPod``, ``node``, ``failedReplicatedJob``, ``exitCode``, ``reason``, the deletion times
-    of a pod being deleted, and ``preempted`` (its disruption was a preemption)."""
-    facts: Entry = {}
+    of a pod being deleted, and ``outcome``: the failure's class (``failurepolicy.ended_as``, the one
+    place a failure is classified: ``Failed``, or ``Preempted``)."""
+    facts: Entry = {"outcome": ended_as(pods)}
     pod = first_failing(pods)
     if pod is not None:
         metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         facts["failedPod"] = metadata.get("name")
         facts["node"] = spec.get("nodeName")
         facts["failedReplicatedJob"] = (metadata.get("labels") or {}).get(REPLICATED_JOB_LABEL)
-        container = _failed_container(pod)
+        container = failed_container(pod)
         if container is not None:
             facts["exitCode"] = container[0]
-        disruption = _disruption(pod)
-        disrupted_by = str(disruption.get("reason") or "") if disruption is not None else ""
+        disrupted = disruption(pod)
+        disrupted_by = str(disrupted.get("reason") or "") if disrupted is not None else ""
         facts["reason"] = (disrupted_by or str((pod.get("status") or {}).get("reason") or "")
                            or (container[1] if container is not None else ""))
-        facts["preempted"] = disrupted_by.startswith("Preemption")
         facts.update(deletion_times(pod))
     if not facts.get("failedReplicatedJob"):
         facts["failedReplicatedJob"] = _failed_replicated_job(jobset)
@@ -297,56 +299,6 @@ def deletion_times(pod: Pod) -> Entry:
         if ends - earliest >= timedelta(seconds=grace):  # not below datetime's range
             times["failedPodDeletionStarted"] = deadlines.stamp(ends - timedelta(seconds=grace))
     return times
-
-
-def first_failing(pods: Sequence[Pod]) -> Pod | None:
-    """The pod that failed first: the earliest end of a container that ended non-zero or of a
-    ``DisruptionTarget`` condition; pods without such a time after those with one; then by name."""
-    ranked = sorted(pods, key=lambda pod: str((pod.get("metadata") or {}).get("name") or ""))
-    timed = [(when, index) for index, pod in enumerate(ranked) if (when := _failed_at(pod)) is not None]
-    if timed:
-        return ranked[min(timed)[1]]
-    return ranked[0] if ranked else None
-
-
-def _failed_at(pod: Pod) -> datetime | None:
-    moments = []
-    for container in _containers(pod):
-        terminated = (container.get("state") or {}).get("terminated") or {}
-        if _nonzero(terminated.get("exitCode")):
-            moments.append(deadlines.time_or_none(terminated.get("finishedAt")))
-    disruption = _disruption(pod)
-    if disruption is not None:
-        moments.append(deadlines.time_or_none(disruption.get("lastTransitionTime")))
-    known = [moment for moment in moments if moment is not None]
-    return min(known) if known else None
-
-
-def _failed_container(pod: Pod) -> tuple[int, str] | None:
-    """(exit code, terminated reason) of the first container (init containers first) that ended non-zero."""
-    for container in _containers(pod):
-        terminated = (container.get("state") or {}).get("terminated") or {}
-        if _nonzero(terminated.get("exitCode")):
-            return int(terminated["exitCode"]), str(terminated.get("reason") or "")
-    return None
-
-
-def _containers(pod: Pod) -> list[Mapping[str, Any]]:
-    status = pod.get("status") or {}
-    return [c for key in ("initContainerStatuses", "containerStatuses") for c in status.get(key) or ()
-            if isinstance(c, Mapping)]
-
-
-def _nonzero(code: object) -> bool:
-    return isinstance(code, int) and not isinstance(code, bool) and code != 0
-
-
-def _disruption(pod: Pod) -> Mapping[str, Any] | None:
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget" and \
-                condition.get("status") == cond.TRUE:
-            return condition
-    return None
 
 
 def _failed_replicated_job(jobset: Mapping[str, Any]) -> str:

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from hooks.core import budget
 from hooks.core import conditions as cond
+from hooks.core.budget import Charge
 from hooks.core.status import Status
-from hooks.core.vocab import TERMINAL, ConditionType, Outcome, Phase, Quota
+from hooks.core.vocab import TERMINAL, ConditionType, EndCause, Outcome, Phase, Quota
 
 if TYPE_CHECKING:
     from hooks.core.barrier import Drain
@@ -245,19 +247,6 @@ class ConditionChange:
 
 
 @dataclass(frozen=True)
-class Charge:
-    """What an ended attempt costs (issue 32, item 1): the ``cause`` (``restartsByCause``' key), its
-    ``failure_class`` (the failure policy's action today: ``hooks.core.failurepolicy``) and whether
-    it is ``counted`` against ``maxRestarts``. Produced by the failure verdict's restart
-    (``rows.current.failed``); the budget that decides whether a restart is left, and the
-    invariants of evidence and claims, do not read it yet."""
-
-    cause: str
-    failure_class: str
-    counted: bool
-
-
-@dataclass(frozen=True)
 class Wake:
     """A named wake-up: ask again in ``seconds`` because of ``name``."""
 
@@ -276,8 +265,8 @@ class Step:
     queue-managed Job's Workload: ``hooks.core.vocab.Quota``); ``conditions`` (set in order);
     ``active_pods``; ``last_failure`` (``status.lastFailure``: how the attempt failed, in structured
     words); ``finalized``; ``resync`` (ask again soon); ``wakes`` (named wake-ups); ``transition``
-    (the move it makes, an arrow's ``by`` in ``ARROWS``); ``charge`` (what the ended attempt costs:
-    ``restartsByCause`` counts it, ``restarts`` too when it is counted)."""
+    (the move it makes, an arrow's ``by`` in ``ARROWS``); ``charge`` (what the ended attempt costs,
+    ``hooks.core.budget.Charge``: ``apply`` pays it by ``budget.spend``)."""
 
     outcome: Outcome
     phase: Phase | None = None
@@ -300,9 +289,11 @@ class Step:
 def apply(ctx: Context, step: Step, work: Work) -> None:
     """Writes ``step`` into ``work``: the one place a ``Step``'s phase, outcome, message, attempt,
     children, workload, quota, conditions (stamped ``ctx.stamp``), active pods, last failure, charge
-    (``restarts``, ``restartsByCause``), finalized, resync and wake-ups enter the status and the
-    answer. Reads ``work.conditions`` only to set the changes on
-    them. Returns nothing."""
+    (``restarts``, ``restartsByCause``: as ``hooks.core.budget.spend`` says, with the budget of
+    ``ctx.observed.spec``), finalized, resync and wake-ups enter the status and the answer. Reads
+    ``work.conditions`` only to set the changes on them. Returns nothing; raises ``ValueError`` for a
+    charge the budget refuses (a row carries one only once ``spend`` allowed it: never paid
+    silently, never dropped)."""
     conditions = work.conditions
     for change in step.conditions:
         conditions = cond.set_condition(conditions, change.type, change.status, change.reason, change.message,
@@ -326,8 +317,10 @@ def apply(ctx: Context, step: Step, work: Work) -> None:
     if step.last_failure is not None:
         work.last_failure = dict(step.last_failure)
     if step.charge is not None:
-        work.restarts += 1 if step.charge.counted else 0
-        work.restarts_by_cause[step.charge.cause] = work.restarts_by_cause.get(step.charge.cause, 0) + 1
+        spent = budget.spend(ctx.observed.spec, budget.Counters(work.restarts, work.restarts_by_cause), step.charge)
+        if not spent.allowed:
+            raise ValueError(f"a step carries a charge the restart budget refuses: {step.charge}")
+        work.restarts, work.restarts_by_cause = spent.counters.restarts, dict(spent.counters.by_cause)
     work.finalized = work.finalized or step.finalized
     work.resync = work.resync or step.resync
     if step.wakes:
@@ -366,7 +359,7 @@ class Teardown:
     """A teardown, declared: what ends and how (run by ``hooks.core.rows.teardown.teardown``).
 
     ``move``: the transition it makes (``ARROWS``); ``ends``: how the attempt ends in
-    ``status.attempts`` (``hooks.core.history``; ``""``: it says nothing); ``holding``: the phase
+    ``status.attempts`` (``hooks.core.history``; ``None``: it says nothing); ``holding``: the phase
     while it holds (``None``: as the work has it); ``done``: the phase once the barrier passed
     (``None``: as the work has it, for ``passed`` to say); ``quota_holding``/``quota_done``: what
     becomes of a queue-managed Job's Workload while it holds and once it passed (``None``: as the
@@ -382,7 +375,7 @@ class Teardown:
     declared one)."""
 
     move: Move
-    ends: str
+    ends: EndCause | None
     holding: Phase | None
     done: Phase | None
     quota_holding: Quota | None

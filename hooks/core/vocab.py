@@ -29,6 +29,27 @@ TERMINAL = frozenset({Phase.SUCCEEDED, Phase.FAILED})
 """The final phases: once there, the Job stays."""
 
 
+class EndCause(StrEnum):
+    """Why an attempt ended, one word each, the one vocabulary: ``status.attempts[].outcome``
+    (``hooks.core.history``), the class of what the ended attempt costs (``hooks.core.budget.Charge``),
+    how a failure is classified (``hooks.core.failurepolicy.ended_as``: ``FAILED``, or ``PREEMPTED``
+    when its first failing pod was disrupted by a preemption) and how a teardown ends the attempt
+    (``hooks.core.lifecycle.Teardown.ends``)."""
+
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    PREEMPTED = "Preempted"
+    EVICTED = "Evicted"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    SUSPENDED = "Suspended"
+    DELETED = "Deleted"
+
+
+FAILURES = frozenset({EndCause.FAILED, EndCause.PREEMPTED})
+"""The ends that are failures: judged by the failure policy, and a restart after one is one of
+``status.restartsByCause`` (``hooks.core.budget``)."""
+
+
 class Outcome(StrEnum):
     """What one decision did (``Decision.kind``): the ``outcome`` of the per-call log line and metric."""
 

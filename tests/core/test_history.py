@@ -43,25 +43,25 @@ def test_the_first_failing_pod_is_the_one_that_failed_earliest_not_the_first_by_
     assert history.first_failing([]) is None
     facts = history.failure_facts(jobset_child("train", 0, state="Failed"), [late, early, untimed])
     assert facts == {"failedPod": "b-early", "node": "gpu-7", "failedReplicatedJob": "launcher", "exitCode": 137,
-                     "reason": "OOMKilled", "preempted": False}
+                     "reason": "OOMKilled", "outcome": "Failed"}
 
 
 def test_a_disruption_says_why_and_a_preemption_is_named() -> None:
     pod = failed_pod("w-0", exit_code=143, disrupted="PreemptionByScheduler")
     facts = history.failure_facts(jobset_child("train", 0, state="Failed"), [pod])
-    assert (facts["reason"], facts["exitCode"], facts["preempted"]) == ("PreemptionByScheduler", 143, True)
+    assert (facts["reason"], facts["exitCode"], facts["outcome"]) == ("PreemptionByScheduler", 143, "Preempted")
     taint = history.failure_facts(jobset_child("train", 0, state="Failed"),
                                   [failed_pod("w-0", disrupted="DeletionByTaintManager")])
-    assert (taint["reason"], taint["preempted"]) == ("DeletionByTaintManager", False)
+    assert (taint["reason"], taint["outcome"]) == ("DeletionByTaintManager", "Failed")
 
 
 def test_without_pods_the_jobset_tells_the_replicated_job_and_the_reason() -> None:
     jobset = jobset_child("train", 0, state="Failed")
     jobset["status"]["replicatedJobsStatus"] = [{"name": "launcher", "failed": 0}, {"name": "worker", "failed": 2}]
-    assert history.failure_facts(jobset, []) == {"failedReplicatedJob": "worker", "reason": "Test"}
+    assert history.failure_facts(jobset, []) == {"failedReplicatedJob": "worker", "reason": "Test", "outcome": "Failed"}
     for shape in (7, "worker", {"name": "worker"}, [None, 3, {"name": 7, "failed": True}]):
         jobset["status"]["replicatedJobsStatus"] = shape
-        assert history.failure_facts(jobset, []) == {"reason": "Test"}, "whatever shape a request gives it"
+        assert history.failure_facts(jobset, []) == {"reason": "Test", "outcome": "Failed"}, "any shape a request gives"
 
 
 def test_a_pod_being_deleted_is_named_with_when_its_deletion_started_and_when_its_grace_period_ends() -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from hooks.core import built, failurepolicy, history, queueing, specpin
+from hooks.core import budget, built, failurepolicy, history, queueing, specpin
 from hooks.core import conditions as cond
 from hooks.core.barrier import (
     Drain,
@@ -28,7 +28,7 @@ from hooks.core.barrier import (
 from hooks.core.children import as_observed
 from hooks.core.evidence import COMPLETED, jobset_state
 from hooks.core.jobset import InvalidSpec
-from hooks.core.lifecycle import Charge, ConditionChange, JobSetFate, Move, Step, Teardown, apply
+from hooks.core.lifecycle import ConditionChange, JobSetFate, Move, Step, Teardown, apply
 from hooks.core.reads import counted, counting, failed_words
 from hooks.core.rows.kueue import admitted, queued
 from hooks.core.rows.teardown import teardown
@@ -108,7 +108,7 @@ def _started(ctx: Context, work: Work, step: Step) -> Step:
     return replace(step, attempt=work.attempt + _step(ctx, work))
 
 
-NEXT_ATTEMPT = Teardown(Move.NEXT_ATTEMPT, ends="", holding=None, done=PENDING, quota_holding=Quota.KEEP,
+NEXT_ATTEMPT = Teardown(Move.NEXT_ATTEMPT, ends=None, holding=None, done=PENDING, quota_holding=Quota.KEEP,
                         quota_done=None, jobset=None, first=_limit, through=_through, refuse=_refuse_if_ahead,
                         passed=_started)
 """The hold before the next attempt (rows 5 and 6): the drain barrier through attempt+1; while it
@@ -173,7 +173,8 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     rule reads pods (``FailJob`` is final, so it is never decided on a guess); when none does, the
     verdict goes on without them and the history names no failing pod (a teardown is never held
     for the history's sake).
-    FailJob, or a counted restart with none left: Failed, the JobSet kept. Otherwise row 8, in two
+    FailJob (the verdict's ``charge`` is ``None``), or a restart the budget refuses
+    (``hooks.core.budget.spend``: a counted one with none left): Failed, the JobSet kept. Otherwise row 8, in two
     calls, so that the decision survives a lost status write: this answer records Restarting (and
     restarts+1 when the verdict counts: the step's ``Charge``) and still keeps the failed JobSet;
     the next call (row 6, fed that status) leaves it out. Leaving it out at once would let a lost
@@ -190,13 +191,15 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
                         resync=True)
         pods = []  # no rule reads pods: the verdict goes on; status.attempts names no failing pod then
     verdict = failurepolicy.judge(rules, current, pods)
-    max_restarts = ctx.observed.spec.get("maxRestarts") or 0
-    restarting = verdict.restarts and (not verdict.counted or work.restarts < max_restarts)
+    charge = verdict.charge  # None: FailJob restarts nothing
+    restarting = charge is not None and budget.spend(ctx.observed.spec, budget.Counters(
+        work.restarts, work.restarts_by_cause), charge).allowed
     said = {"attempt": work.attempt, "cause": verdict.cause, "message": bounded(verdict.message),
             "action": verdict.action}
     if not restarting:
-        reason, words = (Reason.FAILURE_POLICY, verdict.message) if verdict.action == failurepolicy.FAIL_JOB else (
-            Reason.MAX_RESTARTS_REACHED, f"{verdict.message}; maxRestarts ({max_restarts}) used up")
+        used_up = f"{verdict.message}; maxRestarts ({budget.max_restarts(ctx.observed.spec)}) used up"
+        reason, words = (Reason.FAILURE_POLICY, verdict.message) if charge is None else (
+            Reason.MAX_RESTARTS_REACHED, used_up)
         return counting(ctx, Step(Outcome.TERMINAL, phase=FAILED, message="", workload=name, jobset=JobSetFate.KEEP,
                                   children=(desired,), last_failure=said, transition=Move.FAIL, conditions=(
                                       ConditionChange(FAILED_CONDITION, cond.TRUE, reason, bounded(words)),)))
@@ -208,8 +211,7 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     # this answer makes is the failure's (Running -> Restarting), and it spends the verdict's charge
     held = teardown(ctx, work, NEXT_ATTEMPT)
     return replace(held, outcome=Outcome.HELD, phase=RESTARTING, attempt=None, jobset=JobSetFate.KEEP,
-                   children=(desired,), last_failure=said, transition=Move.FAIL,
-                   charge=Charge(verdict.cause, verdict.action, verdict.counted))
+                   children=(desired,), last_failure=said, transition=Move.FAIL, charge=charge)
 
 
 def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: dict[str, Any],

@@ -18,16 +18,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hooks.core import built, history, queueing
+from hooks.core import built, queueing
 from hooks.core import conditions as cond
 from hooks.core.barrier import leftovers
+from hooks.core.budget import Charge
 from hooks.core.evidence import (
     healthy,
 )
 from hooks.core.jobset import InvalidSpec
 from hooks.core.lifecycle import ConditionChange, Move, Step, Teardown
 from hooks.core.rows.terminal import past_the_limit
-from hooks.core.vocab import Outcome, Quota, Reason
+from hooks.core.vocab import EndCause, Outcome, Quota, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import ADMITTED, QUEUED, SUSPENDED, SUSPENDING, TERMINAL, Context, Work
 
@@ -70,28 +71,38 @@ def _admitted(ctx: Context, work: Work, passed: bool) -> tuple[ConditionChange, 
                             bounded(f"LocalQueue {ctx.queue}: {_evicted_words(ctx)}")),)
 
 
+def evicted_charge(ctx: Context) -> Charge:
+    """What an eviction costs (``hooks.core.budget``): Kueue's reason as its cause, class
+    ``EndCause.EVICTED``, not counted. No restart: ``budget.spend`` allows it and moves neither
+    ``restarts`` nor ``restartsByCause``."""
+    return Charge(ctx.admission.reason, EndCause.EVICTED, counted=False)
+
+
 def _queued_again(ctx: Context, work: Work, step: Step) -> Step:
     """Once drained: the attempt moves on by one (unless the Job was already ``Queued``: nothing ran
-    since) and the Job is ``Queued`` again, the quota released; at the last attempt, the attempt
-    limit instead (``rows.terminal.past_the_limit``)."""
+    since, and nothing is charged), charged as an eviction (``evicted_charge``), and the Job is
+    ``Queued`` again, the quota released; at the last attempt, the attempt limit instead
+    (``rows.terminal.past_the_limit``)."""
     requeue = _requeue(work)
     if requeue:
         limited = past_the_limit(work, step)
         if limited is not None:
             return limited
-    return replace(step, attempt=work.attempt + 1 if requeue else work.attempt, message=bounded(
+    return replace(step, attempt=work.attempt + 1 if requeue else work.attempt,
+                   charge=evicted_charge(ctx) if requeue else None, message=bounded(
         f"{_evicted_words(ctx)}; no pod is left, the quota is released and the Job queues again in "
         f"LocalQueue {ctx.queue}"))
 
 
-EVICTION = Teardown(Move.EVICT, ends=history.EVICTED, holding=SUSPENDING, done=QUEUED, quota_holding=Quota.KEEP,
+EVICTION = Teardown(Move.EVICT, ends=EndCause.EVICTED, holding=SUSPENDING, done=QUEUED, quota_holding=Quota.KEEP,
                     quota_done=Quota.RELEASE, through=_through, words=_framing, conditions=_admitted,
                     passed=_queued_again)
 """Row 2a, evicted by Kueue (preempted, deactivated, its queue stopped, ...). No JobSet; the Workload
 is kept (the quota stays held) until the drain barrier passes, then left out, the attempt moves on
 by one (unless the Job was already ``Queued``: nothing ran since) and the Job is ``Queued``
-(``_queued_again``). ``Admitted`` is False with Kueue's reason throughout. Not a failure:
-``restarts`` is unchanged."""
+(``_queued_again``). ``Admitted`` is False with Kueue's reason throughout. Not a failure: the
+ended attempt's charge (``evicted_charge``) leaves ``restarts`` and ``restartsByCause`` unchanged,
+as ``hooks.core.budget.spend`` says."""
 
 
 def queued(ctx: Context, work: Work, admission: queueing.Admission) -> Step:
