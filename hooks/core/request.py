@@ -61,6 +61,7 @@ class ParentMetadata(Declared, frozen=True, rename="camel"):
         if not _UID.fullmatch(uid):
             raise ValueError(f"uid: {uid[:40]!r} is not a UID (a UUID: 8-4-4-4-12 hex digits)")
         _time("creationTimestamp", self.creation_timestamp)
+        _time("deletionTimestamp", self.deletion_timestamp or "")
 
 
 class Checked(msgspec.Struct, frozen=True, kw_only=True):
@@ -146,6 +147,11 @@ class ChildMetadata(Checked, frozen=True, rename="camel"):
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     deletion_timestamp: str | None = None
+
+    def __post_init__(self) -> None:
+        """A ``deletionTimestamp`` the API server would not have stored is bad input (a 400 naming
+        it), never "being deleted": a child read as going is left out of the answer."""
+        _time("deletionTimestamp", self.deletion_timestamp or "")
 
 
 class ChildCondition(Checked, frozen=True):

@@ -220,3 +220,22 @@ def test_bad_child_metadata_is_a_400_not_a_500(path: tuple[str, ...], value: Any
     app = create_app(FakeReader(), clock=lambda: datetime(2026, 1, 1, tzinfo=UTC), settings=Settings())
     answer = app.test_client().post("/sync", json=payload)
     assert answer.status_code == 400 and message in answer.get_json()["error"]
+
+
+@pytest.mark.parametrize("where", ["child", "parent"])
+def test_a_deletion_timestamp_the_api_server_would_not_store_is_a_400_naming_it(where: str) -> None:
+    """A child read as "being deleted" is left out of the answer, so a junk ``deletionTimestamp`` is
+    bad input (a 400 that changes nothing), never a JobSet dropped; an admitted spelling is read."""
+    def request(stamp: str) -> dict[str, Any]:
+        payload = job_request(status={"phase": "Running", "attempt": 0}, jobsets=[jobset_child("train", 0)])
+        target = (next(iter(payload["children"][JOBSET_GROUP].values())) if where == "child"
+                  else payload["parent"])["metadata"]
+        target["deletionTimestamp"] = stamp
+        return payload
+
+    with pytest.raises(InvalidRequest) as raised:
+        parse_request(request("x" * 40), "sync")
+    assert raised.value.status == 400 and "deletionTimestamp" in str(raised.value)
+    observed = parse_request(request("2025-12-31t23:31:00z"), "sync")
+    assert (observed.jobsets[0]["metadata"].get("deletionTimestamp") if where == "child"
+            else observed.deletion_timestamp) == "2025-12-31t23:31:00z"

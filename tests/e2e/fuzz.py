@@ -291,7 +291,8 @@ def check_answer(request: Any, code: int, body: bytes) -> list[str]:
 
 def _dropped_current(request: Any, answer: Mapping[str, Any]) -> list[str]:
     """A 200 in a non-teardown phase must keep the observed JobSet of the request's attempt (or
-    have adopted a newer observed one)."""
+    have adopted a newer observed one), unless that JobSet is being deleted: Metacontroller skips a
+    child already being deleted, so leaving it out deletes nothing."""
     status = answer["status"]
     if status.get("phase") in TEARDOWN_PHASES:
         return []
@@ -302,7 +303,7 @@ def _dropped_current(request: Any, answer: Mapping[str, Any]) -> list[str]:
         attempt = prior.get("attempt", 0) or 0
         group = request["children"][GROUP]
         observed = {str((child.get("metadata") or {}).get("name") or key.rpartition("/")[2])
-                    for key, child in group.items()}
+                    for key, child in group.items() if not (child.get("metadata") or {}).get("deletionTimestamp")}
     except (KeyError, TypeError, AttributeError):
         return []
     current = f"{job}-{attempt}"
