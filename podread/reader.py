@@ -86,6 +86,26 @@ class Reader:
         """
         return self._read("job_pods", CACHE, PodSelector(namespace=namespace, labels={JOB_LABEL: job}))
 
+    def counted_job_pods(self, namespace: str, job: str, reported: int | None) -> list[Pod]:
+        """A Job's workload pods for the count a status reports (``activePods``): JOB_LABEL=job in
+        namespace, from the cache (slim) when as many of them are active as ``reported`` (the count
+        the status holds now; ``None``: none yet), else from the API server (whole pods).
+
+        A count that differs from the reported one is therefore always the API server's current
+        answer, never a cache's alone. Each hooks process (a gunicorn worker) keeps its own cache,
+        listed at its own time, so two of them can disagree for up to a TTL (a watch each, for as
+        long as one lags): a count taken from whichever cache answered would move the status back
+        and forth, each write a new sync that the other process may answer. Confirmed this way, the
+        status changes only when the pods on the server do, and a status fed back is a fixed point.
+        When the cache missed and this call's own fill listed the pods from the live client, that
+        list is the answer (no second read). A failed read raises, never "no pods".
+        """
+        selector = PodSelector(namespace=namespace, labels={JOB_LABEL: job})
+        cached, listed_live = self._list("counted_job_pods", CACHE, selector)
+        if listed_live or sum(1 for pod in cached if is_active(pod)) == reported:
+            return cached
+        return self._read("counted_job_pods", LIVE, selector)
+
     def active_job_pods(self, namespace: str, job: str) -> list[Pod]:
         """A Job's workload pods that have not finished: JOB_LABEL=job in namespace, phase neither
         Succeeded nor Failed (a pod being deleted is still active).

@@ -13,8 +13,8 @@ An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
 - ``created``: the JobSet's ``creationTimestamp``, once the JobSet is observed (an entry made when
   the hooks first answer a JobSet, before it exists, has none until then);
 - ``started``: when the attempt's first pod was started (``started_at``: the earliest ``startTime``
-  of its pods that ran), from the pods this call read anyway (the cached ``job_pods`` of
-  ``hooks.core.reads``, the failed attempt's ``failure_pods``), so an attempt that ran and ended
+  of its pods that ran), from the pods this call read anyway (``counted_job_pods`` of
+  ``hooks.core.reads.counted``, the failed attempt's ``failure_pods``), so an attempt that ran and ended
   between two calls has one too;
 - ``ended`` and ``outcome``: ``Succeeded`` or ``Failed`` at the time of the JobSet's ``Completed``
   or ``Failed`` condition (``Failed`` is written once the failure policy judged it; ``Preempted``

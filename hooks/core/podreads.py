@@ -26,6 +26,11 @@ class PodReads(Protocol):
         """The Job's workload pods from the cache (``JOB_LABEL=job``)."""
         ...
 
+    def counted_job_pods(self, namespace: str, job: str, reported: int | None) -> list[Pod]:
+        """The Job's workload pods for ``activePods``: the cache when its active count is ``reported``,
+        else the API server."""
+        ...
+
     def active_job_pods(self, namespace: str, job: str) -> list[Pod]:
         """The Job's active workload pods: the cache, then the API server before answering none."""
         ...

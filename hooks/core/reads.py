@@ -1,6 +1,8 @@
 """The pod reads a row makes outside the drain barrier, and how any failed read holds.
 
-``counted`` is ``activePods`` from the cached ``Reader.job_pods`` (``counting``: into a row's step);
+``counted`` is ``activePods`` from ``Reader.counted_job_pods`` (``counting``: into a row's step): the
+cache, confirmed by the API server whenever its count differs from the status's, so the status
+settles whichever hooks process answers;
 every failed read outside the barrier leads to a hold (resync) whose words (``failed_words``, the
 barrier's too) depend only on the error's class; ``activePods`` keeps its previous value. The
 barrier's own failed reads are ``hooks.core.barrier.Drain`` (``Drained`` Unknown, ``ReadFailed``). Pods are read only
@@ -30,15 +32,19 @@ def failed_words(error: PodReadError) -> str:
 
 
 JOB_PODS = ("job_pods",)
-"""The ``ctx.once`` key of this call's ``job_pods`` read (``hooks.core.history`` dates an attempt's
-start from the same answer)."""
+"""The ``ctx.once`` key of this call's ``counted_job_pods`` read (``hooks.core.history`` dates an
+attempt's start from the same answer)."""
 
 
 def counted(ctx: Context) -> int | PodReadError:
-    """How many of the Job's pods are active, from the cached ``job_pods`` read (made once per call:
-    ``JOB_PODS``), or the read's error."""
+    """How many of the Job's pods are active, or the read's error. Read once per call (``JOB_PODS``)
+    by ``Reader.counted_job_pods`` with the count the parent's status reports: the cached pods when
+    they agree with it, else the API server's. A count that changes the status is thus never one
+    cache's view against another's (each hooks process has its own, listed at its own time; the
+    rule and why are the Reader method's), and the status it gives, fed back, is a fixed point."""
+    reported = ctx.observed.status.active_pods
     try:
-        pods = ctx.once.get(JOB_PODS, lambda: ctx.reader.job_pods(ctx.namespace, ctx.job))
+        pods = ctx.once.get(JOB_PODS, lambda: ctx.reader.counted_job_pods(ctx.namespace, ctx.job, reported))
     except PodReadError as error:
         return error
     return sum(1 for pod in pods if is_active(pod))

@@ -310,6 +310,9 @@ class QuickReader:
     def job_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         return self._of_job(job)
 
+    def counted_job_pods(self, namespace: str, job: str, reported: int | None) -> list[dict[str, Any]]:
+        return self._of_job(job)
+
     def active_job_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         return [p for p in self._of_job(job) if is_active(p)]
 

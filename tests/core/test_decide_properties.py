@@ -36,7 +36,7 @@ LATER = NOW + timedelta(hours=1)
 JOB = "train"
 PHASES = ["", "Pending", "Running", "Restarting", "Suspending", "Suspended", "Succeeded", "Failed", "Terminating"]
 TEARDOWN_PHASES = {"Terminating", "Suspending", "Suspended", "Restarting"}
-FAILURES = ["cache", "live", "job_pods", "active_job_pods", "workload_pods", "active_launcher_pods",
+FAILURES = ["cache", "live", "job_pods", "counted_job_pods", "active_job_pods", "workload_pods", "active_launcher_pods",
             "active_attempt_pods", "attempt_failure_pods", "node_states"]
 RULES = [{"name": "fatal", "action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
          {"name": "preempted", "action": "RestartJobIgnoreMaxRestarts",

@@ -105,6 +105,49 @@ def test_active_job_pods_live_failure_raises_never_none(metrics: ReadMetrics) ->
     assert reads(metrics, "active_job_pods", "live", "error") == 1
 
 
+def test_counted_job_pods_answers_from_the_cache_when_its_count_is_the_reported_one(metrics: ReadMetrics) -> None:
+    cached = FakeLister([pod("w-0"), pod("w-1", phase="Succeeded"), pod("other", job="gpt")])
+    live = FakeLister([pod("live-only")])
+    reader = Reader(cached, live, metrics=metrics)
+    assert names(reader.counted_job_pods("team-a", "llama", 1)) == ["w-0", "w-1"]
+    assert live.calls == [] and cached.calls[0].labels == {JOB_LABEL: "llama"}
+    assert reads(metrics, "counted_job_pods", "cache", "ok") == 1
+
+
+@pytest.mark.parametrize("reported", [0, 2, None])
+def test_counted_job_pods_reads_live_when_the_cache_counts_otherwise(reported: int | None,
+                                                                     metrics: ReadMetrics) -> None:
+    """A count that would change the status (or that none was reported before) is the API server's."""
+    cached = FakeLister([pod("w-0"), pod("w-1", phase="Succeeded")])  # one active, cached
+    live = FakeLister([pod("w-0", phase="Succeeded"), pod("w-1", phase="Succeeded")])
+    reader = Reader(cached, live, metrics=metrics)
+    answer = reader.counted_job_pods("team-a", "llama", reported)
+    assert [p["status"]["phase"] for p in answer] == ["Succeeded", "Succeeded"]
+    assert live.calls[0].labels == {JOB_LABEL: "llama"} and live.calls[0].namespace == "team-a"
+    assert reads(metrics, "counted_job_pods", "live", "ok") == 1
+
+
+def test_counted_job_pods_takes_this_calls_own_live_fill_as_the_check() -> None:
+    live = FakeLister([pod("w-0")])
+    reader = Reader(PodCache(live), live)
+    with recording() as records:
+        assert names(reader.counted_job_pods("team-a", "llama", 0)) == ["w-0"]
+    assert [(r.source, r.filled) for r in records] == [("cache", True)] and len(live.calls) == 1
+    with recording() as records:
+        assert names(reader.counted_job_pods("team-a", "llama", 0)) == ["w-0"]  # a hit that counts 1: confirmed
+    assert [r.source for r in records] == ["cache", "live"] and len(live.calls) == 2
+
+
+def test_counted_job_pods_live_failure_raises_never_none(metrics: ReadMetrics) -> None:
+    live = FakeLister()
+    live.fail_with = failing()
+    reader = Reader(FakeLister([pod("w-0")]), live, metrics=metrics)
+    with pytest.raises(PodReadError) as raised:
+        reader.counted_job_pods("team-a", "llama", 0)
+    assert raised.value.method == "counted_job_pods" and raised.value.source == "live"
+    assert reads(metrics, "counted_job_pods", "live", "error") == 1
+
+
 def test_cache_failure_raises_with_method_and_source(metrics: ReadMetrics) -> None:
     cached = FakeLister()
     cached.fail_with = failing("boom")
@@ -153,6 +196,7 @@ def test_workload_pods_selects_jobset_labels_live() -> None:
 
 @pytest.mark.parametrize("read", [
     lambda r: r.active_job_pods("team-a", "llama"),
+    lambda r: r.counted_job_pods("team-a", "llama", 1),  # the cache counts 0: confirmed live
     lambda r: r.namespace_pods("kube-system"),
     lambda r: r.workload_pods("team-a", "llama-0"),
 ])
@@ -164,7 +208,7 @@ def test_live_none_makes_every_live_read_raise_and_is_counted(read, metrics: Rea
     assert raised.value.source == "live"
     assert isinstance(raised.value, PodReadError)
     errors = sum(metrics.reads.labels(m, "live", "error")._value.get()
-                 for m in ("active_job_pods", "namespace_pods", "workload_pods"))
+                 for m in ("active_job_pods", "counted_job_pods", "namespace_pods", "workload_pods"))
     assert errors == 1
 
 

@@ -5,15 +5,15 @@ answering "none active"; the selectors; the sorting) rather than a copy of them.
 ``pods`` is what the cache holds (only pods carrying JOB_LABEL are visible through it, as in the real
 cache, and slim as the real cache keeps them: ``tests.support.slim_guard.guarded``, so a decision that reads a
 field the cache drops fails its test); ``live_pods`` what the API server holds (``None``: the same pods
-as the cache). ``fail`` names Reader methods whose reads raise (``"job_pods"``, ``"active_job_pods"``,
-``"workload_pods"``, ``"active_launcher_pods"``, ``"active_attempt_pods"``, ``"attempt_jobs"``, ...) or
-a whole source (``"cache"``, ``"live"``); ``error`` builds the error raised (default:
+as the cache). ``fail`` names Reader methods whose reads raise (``"job_pods"``, ``"counted_job_pods"``,
+``"active_job_pods"``, ``"workload_pods"``, ``"active_launcher_pods"``, ``"active_attempt_pods"``,
+``"attempt_jobs"``, ...) or a whole source (``"cache"``, ``"live"``); ``error`` builds the error raised (default:
 ``PodReadError("injected failure")``); the Reader locates it (method, source) as it does any failure.
 ``jobs`` are the batch Jobs the API server holds (``attempt_jobs``; none by default, ``make_batch_job``
 builds one); ``nodes`` the Nodes (``None``: every node read fails), read through ``node_cache`` when
 given (a ``podread.nodes.NodeCache``, as the production Reader has one); ``delete_allowed`` the access
 review's answer. ``calls`` lists ``(method, source, args)`` for each list a read sends (one for each
-source an ``active_job_pods`` reads) and one for each node, batch Job or access read.
+source an ``active_job_pods`` or a ``counted_job_pods`` reads) and one for each node, batch Job or access read.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from tests.support.slim_guard import guarded
 
 Pod = dict[str, Any]
 
-POD_READS = ("job_pods", "active_job_pods", "workload_pods", "active_launcher_pods", "active_attempt_pods",
-             "attempt_failure_pods", "job_pods_on_node", "namespace_pods")
+POD_READS = ("job_pods", "counted_job_pods", "active_job_pods", "workload_pods", "active_launcher_pods",
+             "active_attempt_pods", "attempt_failure_pods", "job_pods_on_node", "namespace_pods")
 """The Reader's pod reads: each list they send is recorded by the source it goes to."""
 OTHER_READS = ("attempt_jobs", "node_states", "pod_delete_allowed")
 """The Reader's live reads of other kinds: each call is recorded once, as live."""

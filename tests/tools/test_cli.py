@@ -113,7 +113,7 @@ def test_replay_json_output_is_one_document() -> None:
     assert document["decision"] == {"kind": "kept", "phase_before": "Pending", "phase_after": "Running",
                                     "message": ""}
     assert [(r["method"], r["source"], r["outcome"]) for r in document["reads"]] == [
-        ("job_pods", "cache", "ok")
+        ("counted_job_pods", "cache", "ok"), ("counted_job_pods", "live", "ok")  # a new count, confirmed live
     ]
     assert document["response"] == json.loads((KEPT / "response.json").read_text())
 
