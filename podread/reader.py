@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from podread import calldeadline, trace
 from podread.access import AccessReviewer, read_permission
@@ -19,6 +19,7 @@ from podread.nodes import NodeCache, NodeLister, NodeState, read_states
 from podread.selector import Pod, PodLister, PodSelector, is_active, tells_a_failure
 
 log = logging.getLogger("podread")
+L = TypeVar("L")
 
 CACHE = "cache"
 LIVE = "live"
@@ -205,13 +206,8 @@ class Reader:
         pod read is; raises ``PodReadError``."""
         started = time.perf_counter()
         try:
-            if self._jobs is None:
-                raise NoLiveReaderError("no batch Job lister: this Reader was built without one, so it cannot "
-                                        "read the API server's Jobs")
-            left = calldeadline.remaining()
-            if left is not None and left <= 0:
-                raise DeadlineExceeded("not sent: the hook call's deadline for reads had passed")
-            jobs = self._jobs.list_jobs(selector)
+            jobs = _sendable(self._jobs, "no batch Job lister: this Reader was built without one, so it cannot "
+                                         "read the API server's Jobs").list_jobs(selector)
         except Exception as exc:
             self._failed("attempt_jobs", LIVE, selector, started, exc)
         self._finish("attempt_jobs", LIVE, selector, started, pods=jobs)
@@ -274,13 +270,8 @@ class Reader:
                 answer = self._cached.read(selector)
                 pods, listed_from = answer.pods, answer.listed_from
             else:
-                if self._live is None:
-                    raise NoLiveReaderError("no live client: this Reader was built without one, so it cannot "
-                                            "read the API server")
-                left = calldeadline.remaining()
-                if left is not None and left <= 0:
-                    raise DeadlineExceeded("not sent: the hook call's deadline for reads had passed")
-                pods = self._live.list_pods(selector)
+                pods = _sendable(self._live, "no live client: this Reader was built without one, so it cannot "
+                                             "read the API server").list_pods(selector)
         except Exception as exc:
             self._failed(method, source, selector, started, exc)
         self._finish(method, source, selector, started, pods=pods, filled=listed_from is not None)
@@ -316,6 +307,17 @@ class Reader:
                 error_code=None if error is None else error.code,
                 items=tuple(pods) if pods is not None and trace.keeping_pods() else None,
             ))
+
+
+def _sendable(lister: L | None, missing: str) -> L:
+    """``lister``, once a live read may be sent through it: ``NoLiveReaderError`` (``missing``) when
+    this Reader has none, ``DeadlineExceeded`` when the hook call's deadline for reads has passed."""
+    if lister is None:
+        raise NoLiveReaderError(missing)
+    left = calldeadline.remaining()
+    if left is not None and left <= 0:
+        raise DeadlineExceeded("not sent: the hook call's deadline for reads had passed")
+    return lister
 
 
 def _object_key(obj: Mapping[str, Any]) -> str:
