@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from hooks.core.observed import Observed
 from hooks.core.status import as_json
 from hooks.core.wording import bounded
@@ -16,9 +18,10 @@ from hooks.core.work import Decision, Work
 
 
 def assemble(observed: Observed, work: Work, resync_seconds: float) -> Decision:
-    """Assembles the response body from ``work``."""
-    work.message = bounded(work.message)
-    status = as_json(work)
+    """Assembles the response body from ``work`` (read, not written): the status with its message
+    cut once (``hooks.core.wording.bounded``), the children, the resync and, while finalizing,
+    ``finalized``. Returns the ``Decision``."""
+    status = as_json(msgspec.structs.replace(work, message=bounded(work.message)))
     response: dict[str, Any] = {"status": status, "children": work.children}
     wakes = [seconds for seconds in (resync_seconds if work.resync else None, work.wake) if seconds is not None]
     if wakes:

@@ -19,8 +19,10 @@ failed or late read holds (``Drained=Unknown``, ``ReadFailed``), never "none". W
 
 ``barrier`` returns a value, ``Drain``: what was found, why it holds (``reason``) and what to say
 (``message``, framed by the row's own words). ``record`` (and ``record_gate``, before creating a
-JobSet) is the one place it enters the status: ``Drained``, ``DrainStuck``, ``ForceDeleteAllowed``,
-``activePods``, resync and the force deletes; the rows set the rest from the same value.
+JobSet) is the one place it is said how it enters the status: ``Drained``, ``DrainStuck``,
+``ForceDeleteAllowed``, ``activePods``, resync and the force deletes, as a value
+(``hooks.core.lifecycle.Record``) that the row's step carries and ``lifecycle.apply`` writes; the
+rows set the rest from the same value.
 ``leftovers`` is the same reads for a terminal queue-managed Job's quota.
 """
 
@@ -36,12 +38,13 @@ from hooks.core import stuckwait
 from hooks.core.claims import utc
 from hooks.core.deadlines import time_or_none
 from hooks.core.evidence import list_names
+from hooks.core.lifecycle import ConditionChange, Record
 from hooks.core.observed import InvalidRequest
 from hooks.core.reads import failed_words
 from hooks.core.stuckwait import NOT_KNOWN, StuckWait
-from hooks.core.vocab import Reason
+from hooks.core.vocab import ConditionType, Reason
 from hooks.core.wording import bounded, list_pods, pod_name
-from hooks.core.work import DRAINED, Context, Work
+from hooks.core.work import DRAINED, Context
 from podread.attempts import attempt_in_name, attempt_number, workload_name
 from podread.constants import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import PodReadError
@@ -189,34 +192,39 @@ def evidence_time(ctx: Context) -> datetime:
     return ctx.stamp
 
 
-def record(ctx: Context, work: Work, drain: Drain) -> None:
-    """Writes what the barrier found into the status, the one place it does: ``Drained``,
-    ``DrainStuck`` and ``ForceDeleteAllowed`` (``hooks.core.stuckwait.conditions``); ``activePods``
-    (the active pods that are not launchers; kept as it was when a read failed); resync while it
-    holds; the force deletes it asks for. The message, phase and kind are the row's, from the same
-    ``drain`` (``Drain.message``)."""
-    _record(ctx, work, drain, drained=True)
+def record(ctx: Context, conditions: cond.Conditions, drain: Drain) -> Record:
+    """What the barrier found, as it enters the status (the one place it is said; the step of the
+    row that read it carries it and ``hooks.core.lifecycle.apply`` writes it): ``Drained``,
+    ``DrainStuck`` and ``ForceDeleteAllowed`` (``hooks.core.stuckwait.conditions``), each with the
+    transition time it has once set over ``conditions`` (the work's, as the row read them);
+    ``activePods`` (the active pods that are not launchers; ``None``, kept as it was, when a read
+    failed); resync while it holds; the stuck pods and the force deletes it asks for. The message,
+    phase and kind are the row's, from the same ``drain`` (``Drain.message``)."""
+    return _record(ctx, conditions, drain, drained=True)
 
 
-def record_gate(ctx: Context, work: Work, drain: Drain) -> None:
+def record_gate(ctx: Context, conditions: cond.Conditions, drain: Drain) -> Record:
     """``record`` for the check before creating the current attempt's JobSet: a pass adds no
-    ``Drained`` condition where there was none (it updates one that exists), so a new Job's
-    status stays minimal."""
-    _record(ctx, work, drain, drained=not drain.passed or cond.get_condition(work.conditions, DRAINED) is not None)
+    ``Drained`` condition where there was none in ``conditions`` (it updates one that exists), so a
+    new Job's status stays minimal."""
+    return _record(ctx, conditions, drain,
+                   drained=not drain.passed or cond.get_condition(conditions, DRAINED) is not None)
 
 
-def _record(ctx: Context, work: Work, drain: Drain, *, drained: bool) -> None:
-    """``record``; ``drained``: whether the ``Drained`` condition is set."""
-    conditions = work.conditions
+def _record(ctx: Context, conditions: cond.Conditions, drain: Drain, *, drained: bool) -> Record:
+    """``record``; ``drained``: whether the ``Drained`` condition is set. The conditions it returns
+    are those it changes, each as it is once set (its ``since``: the transition time)."""
+    after = conditions
     if drained:
         status, reason, message = drain.drained()  # stamped from the evidence (hooks.core.stamps)
-        conditions = cond.set_condition(conditions, DRAINED, status, reason, message, _drained_stamp(ctx, conditions))
-    work.conditions = stuckwait.conditions(ctx, conditions, drain.stuck)
-    if drain.error is None:
-        work.active_pods = len(drain.workers)
-    work.resync = work.resync or not drain.passed
-    work.stuck_pods = drain.stuck.pods
-    work.actions = [*work.actions, *drain.stuck.deletes]
+        after = cond.set_condition(after, DRAINED, status, reason, message, _drained_stamp(ctx, conditions))
+    after = stuckwait.conditions(ctx, after, drain.stuck)
+    before = {condition.type: condition for condition in conditions}
+    changes = tuple(ConditionChange(ConditionType(c.type), str(c.status), str(c.reason), str(c.message),
+                                    since=str(c.last_transition_time))
+                    for c in after if before.get(c.type) != c)
+    return Record(conditions=changes, active_pods=len(drain.workers) if drain.error is None else None,
+                  resync=not drain.passed, stuck_pods=drain.stuck.pods, deletes=tuple(drain.stuck.deletes))
 
 
 def _drained_stamp(ctx: Context, conditions: cond.Conditions) -> datetime:

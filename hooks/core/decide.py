@@ -93,7 +93,7 @@ from hooks.core.observed import Observed
 from hooks.core.podreads import PodReads
 from hooks.core.rows import current, deadline, kueue, mismatch, teardown, terminal
 from hooks.core.rows.teardown import teardown as run_teardown
-from hooks.core.vocab import Reason
+from hooks.core.vocab import Outcome, Reason
 from hooks.core.work import (
     PENDING,
     RESTARTING,
@@ -107,9 +107,6 @@ from hooks.core.work import (
 )
 
 __all__ = ["Decision", "decide"]
-
-Row = Callable[[Context, Work], None]
-
 
 def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_seconds: float = 5.0) -> Decision:
     """Decides the desired children and the whole status for ``observed``.
@@ -197,7 +194,24 @@ class Pass(NamedTuple):
 
 
 def _gang(ctx: Context, work: Work, after: After) -> None:
-    gang.apply(ctx, work)
+    placed = gang.placement(ctx, work)
+    if placed is not None:
+        apply(ctx, gang_step(placed, work.kind), work)
+
+
+def gang_step(placed: gang.Placement, outcome: Outcome) -> Step:
+    """The ``Step`` of the gang's ``placed`` (``hooks.core.gang.placement``), over the row's
+    ``outcome``: its children and ``GangScheduled``; when it holds, the Job ``Pending`` with the
+    hold's words, and, when nothing is created (``Hold.stops``), ``held``, no workload and a resync
+    (else the row's outcome stays). Returns the step; ``decide`` applies it."""
+    hold = placed.hold
+    conditions = (placed.condition,) if placed.condition is not None else ()
+    if hold is None:
+        return Step(outcome, children=placed.children, conditions=conditions)
+    if not hold.stops:
+        return Step(outcome, phase=PENDING, message=hold.message, children=placed.children, conditions=conditions)
+    return Step(Outcome.HELD, phase=PENDING, message=hold.message, workload="", resync=True,
+                children=placed.children, conditions=conditions)
 
 
 def agreement(ctx: Context, work: Work, after: After) -> None:
@@ -222,10 +236,11 @@ def pin(ctx: Context, work: Work, after: After) -> None:
 
 
 def on_the_phase(ctx: Context, work: Work, after: After) -> None:
-    """Rows 12 and 13 (``ON_THE_PHASE``), each run when it matches, in order."""
+    """Rows 12 and 13 (``ON_THE_PHASE``), each run when it matches, in order: each returns its
+    ``Step``, applied (``lifecycle.apply``) before the next reads the work."""
     for numbered in ON_THE_PHASE:
         if numbered.when(ctx, work, after.trusted):
-            numbered.then(ctx, work)
+            apply(ctx, numbered.then(ctx, work), work)
 
 
 def _workload(ctx: Context, work: Work, after: After) -> None:
@@ -241,11 +256,11 @@ def _standing(jobset: Mapping[str, Any] | None) -> bool:
 class OnThePhase(NamedTuple):
     """A row matched on the phase rows 1-11 decided (rows 12, 13): ``when`` reads the call, the work
     as those rows left it and whether the status agrees with the evidence (``trusted``); ``then``
-    is the row's work."""
+    is the row: it returns its ``Step`` (``on_the_phase`` applies it)."""
 
     number: str
     when: Callable[[Context, Work, bool], bool]
-    then: Row
+    then: Callable[[Context, Work], Step]
 
 
 ON_THE_PHASE: tuple[OnThePhase, ...] = (
@@ -257,9 +272,9 @@ keeps the quota, is then the status message)."""
 
 
 PASSES: tuple[Pass, ...] = (
-    # each JobSet answered gets its attempt's PodGroup, or is held for it (issue 22; its hold still
-    # writes the work itself: issue 32 leaves it to return a hold that decide turns into a Step)
-    Pass("gang", gang.apply, _gang),
+    # each JobSet answered gets its attempt's PodGroup, or is held for it (issue 22): the gang says
+    # so as a value (gang.Placement) that gang_step turns into a Step
+    Pass("gang", gang.placement, _gang),
     Pass("agreement", agreement, agreement),
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
     Pass("times", deadline.times, _times),

@@ -38,14 +38,16 @@ creates nothing and waits; ``StartWithoutGang`` creates the JobSet without a gro
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from hooks.core import apitime
 from hooks.core import conditions as cond
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.jobset import InvalidSpec, json_copy, kept_child
+from hooks.core.lifecycle import ConditionChange
 from hooks.core.status import Condition
-from hooks.core.vocab import Outcome
+from hooks.core.vocab import ConditionType, GangPolicy, Outcome, Reason, WhenUnavailable
 from hooks.core.wording import bounded
 from hooks.core.work import PENDING, RUNNING, Context, Work
 from podread.attempts import workload_name
@@ -55,25 +57,27 @@ from podread.selector import is_active
 
 API_VERSION = "scheduling.k8s.io/v1beta1"
 KIND = "PodGroup"
-GANG, NONE = "Gang", "None"
-POLICIES = (GANG, NONE)
-WAIT, START_WITHOUT_GANG = "Wait", "StartWithoutGang"
-WHEN_UNAVAILABLE = (WAIT, START_WITHOUT_GANG)
-CONDITION = "GangScheduled"
-SCHEDULED = "Scheduled"
+# The gang's words are hooks.core.vocab's (GangPolicy, WhenUnavailable, ConditionType.GANG_SCHEDULED
+# and the GangScheduled reasons); the short names the module and its readers use:
+GANG, NONE = GangPolicy.GANG, GangPolicy.NONE
+POLICIES = tuple(GangPolicy)
+WAIT, START_WITHOUT_GANG = WhenUnavailable.WAIT, WhenUnavailable.START_WITHOUT_GANG
+WHEN_UNAVAILABLE = tuple(WhenUnavailable)
+CONDITION = ConditionType.GANG_SCHEDULED
+SCHEDULED = Reason.SCHEDULED
 """``GangScheduled=True``: the scheduler placed the whole gang."""
-WAITING = "WaitingForScheduler"
+WAITING = Reason.WAITING_FOR_SCHEDULER
 """``GangScheduled=False`` before the PodGroup reports anything."""
-UNAVAILABLE = "GangUnavailable"
-STARTED_WITHOUT_GANG = "StartedWithoutGang"
-NOT_REPORTED = "PlacementNotReported"
+UNAVAILABLE = Reason.GANG_UNAVAILABLE
+STARTED_WITHOUT_GANG = Reason.STARTED_WITHOUT_GANG
+NOT_REPORTED = Reason.PLACEMENT_NOT_REPORTED
 """``GangScheduled=False`` while the attempt's pods are active and its PodGroup says nothing: the
 scheduling group was dropped (``GenericWorkload`` off on the API server) or not used by the scheduler."""
-NOT_REQUESTED = "NotRequested"
+NOT_REQUESTED = Reason.NOT_REQUESTED
 """``GangScheduled=False`` for an attempt that runs without a gang after one that had one."""
-WAITING_FOR_PODGROUP = "WaitingForPodGroup"
+WAITING_FOR_PODGROUP = Reason.WAITING_FOR_POD_GROUP
 """``GangScheduled=False`` while a new attempt's JobSet waits for its PodGroup among the Job's children."""
-MISMATCH = "GangMismatch"
+MISMATCH = Reason.GANG_MISMATCH
 """``GangScheduled=False``: the attempt's PodGroup is not the gang the hooks build (``mismatch``)."""
 NEVER_SET = ("workloadRef", "parentCompositePodGroupName", "schedulingConstraints", "resourceClaims")
 """PodGroup ``spec`` fields the hooks never set, each of which changes what the group is (a Workload's
@@ -229,16 +233,43 @@ def scheduled(podgroup: Mapping[str, Any] | None) -> tuple[str, str, str, str]:
     return "", "", "", ""
 
 
-def apply(ctx: Context, work: Work) -> None:
+@dataclass(frozen=True)
+class Placement:
+    """What the gang says of an answer (``placement``), as a value: the ``children`` (every JobSet
+    the rows answered, with its gang, and the PodGroups; a JobSet held for its group left out),
+    ``condition`` (``GangScheduled`` as it is once set, its ``since`` the transition time; ``None``:
+    unchanged) and, when it holds, ``hold`` (``Hold``). ``hooks.core.decide`` turns it into a
+    ``hooks.core.lifecycle.Step``: the gang writes nothing itself."""
+
+    children: tuple[dict[str, Any], ...]
+    condition: ConditionChange | None = None
+    hold: Hold | None = None
+
+
+@dataclass(frozen=True)
+class Hold:
+    """The gang holds the Job ``Pending`` and says why in ``message``: ``stops`` when nothing of the
+    attempt is created but what the answer already holds (a JobSet that waits for its PodGroup, or
+    for the API: ``held``, no workload, a resync); else the attempt's JobSet runs but none of its pods
+    is placed (the scheduler: the outcome stays the row's)."""
+
+    message: str
+    stops: bool
+
+
+def placement(ctx: Context, work: Work) -> Placement | None:
     """Gives every JobSet the rows put in ``work.children`` its gang, and says where the current
-    attempt's gang stands (module doc). Does nothing for a Job without a gang and without a
-    ``GangScheduled`` condition, so such an answer is exactly what the rows decided."""
+    attempt's gang stands (module doc). Reads the call and the work as the row left it (children,
+    attempt, conditions, phase, outcome); writes nothing. Returns the ``Placement``, or ``None``
+    for a Job without a gang and without a ``GangScheduled`` condition, so such an answer is
+    exactly what the rows decided."""
     observed = ctx.observed
     groups = {pg["metadata"]["name"]: pg for pg in observed.podgroups}
     wanted = policy(observed.spec, observed.gang.default_policy) == GANG
     had = cond.get_condition(work.conditions, CONDITION) is not None
     if not (wanted or groups or had):
-        return
+        return None
+    said = _Said(work.conditions, work.kind == Outcome.HELD, work.phase, None)
     children: list[dict[str, Any]] = []
     gangs: list[dict[str, Any]] = []
     jobsets = {js["metadata"]["name"]: js for js in observed.jobsets}
@@ -252,10 +283,10 @@ def apply(ctx: Context, work: Work) -> None:
         is_current = name == workload_name(ctx.job, work.attempt)
         if on and existing is None and not observed.podgroups_enabled:
             if when_unavailable(observed.spec) == WAIT:
-                _wait(ctx, work, name)
+                said = _wait(ctx, said, name)
                 continue
-            _say(ctx, work, cond.FALSE, STARTED_WITHOUT_GANG,
-                 f"started JobSet {name} without a gang: {_unavailable_words(ctx)}")
+            said = _say(ctx, said, cond.FALSE, STARTED_WITHOUT_GANG,
+                        f"started JobSet {name} without a gang: {_unavailable_words(ctx)}")
             children.append(child)
             continue
         if on:
@@ -264,16 +295,31 @@ def apply(ctx: Context, work: Work) -> None:
             wrong = mismatch(observed_group, min_count(child), observed.uid) if observed_group is not None else ()
             gangs.append(as_observed(observed_group) if observed_group is not None else build_podgroup(child))
             if existing is None and (observed_group is None or wrong or _deleting(observed_group)):
-                _hold_for_group(ctx, work, child, observed_group, wrong)  # the group first: no JobSet yet
+                said = _hold_for_group(ctx, said, child, observed_group, wrong)  # the group first: no JobSet yet
                 continue
             if is_current:
-                _report(ctx, work, child, observed_group, wrong)
+                said = _report(ctx, work, said, child, observed_group, wrong)
         elif is_current and had:
-            reason = (cond.get_condition(work.conditions, CONDITION) or _NO_CONDITION).reason
+            reason = (cond.get_condition(said.conditions, CONDITION) or _NO_CONDITION).reason
             if reason != STARTED_WITHOUT_GANG:
-                _say(ctx, work, cond.FALSE, NOT_REQUESTED, f"JobSet {name} runs without a gang")
+                said = _say(ctx, said, cond.FALSE, NOT_REQUESTED, f"JobSet {name} runs without a gang")
         children.append(child)
-    work.children = children + gangs
+    now = cond.get_condition(said.conditions, CONDITION)
+    changed = None if now is None or now == cond.get_condition(work.conditions, CONDITION) else ConditionChange(
+        CONDITION, str(now.status), str(now.reason), str(now.message),
+        since=str(now.last_transition_time))
+    return Placement(tuple(children + gangs), changed, said.hold)
+
+
+class _Said(NamedTuple):
+    """What the gang has said so far in one ``placement``: the conditions with ``GangScheduled`` as
+    set, whether the answer holds (the row's outcome, or a ``Hold`` that stops), the phase (the
+    row's, or ``Pending`` once held) and the hold."""
+
+    conditions: cond.Conditions
+    held: bool
+    phase: str
+    hold: Hold | None
 
 
 _NO_CONDITION = Condition(type=CONDITION)
@@ -284,79 +330,73 @@ def _unavailable_words(ctx: Context) -> str:
     return NOT_LISTED + (f" ({note})" if note else "")
 
 
-def _wait(ctx: Context, work: Work, name: str) -> None:
+def _wait(ctx: Context, said: _Said, name: str) -> _Said:
     """``whenUnavailable: Wait``: the JobSet that would be created is not; the Job stays Pending."""
-    _hold(ctx, work, UNAVAILABLE, f"not creating JobSet {name}: the Job asks for a gang and {_unavailable_words(ctx)}")
+    return _hold(ctx, said, UNAVAILABLE,
+                 f"not creating JobSet {name}: the Job asks for a gang and {_unavailable_words(ctx)}")
 
 
-def _hold_for_group(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mapping[str, Any] | None,
-                    wrong: tuple[str, ...]) -> None:
+def _hold_for_group(ctx: Context, said: _Said, jobset: Mapping[str, Any], podgroup: Mapping[str, Any] | None,
+                    wrong: tuple[str, ...]) -> _Said:
     """The new JobSet ``jobset`` is not created yet: its PodGroup (``podgroup``, observed or not) is
     not among the Job's children, is being deleted, or is not the gang the hooks build (``wrong``,
     ``mismatch``'s words). The Job stays Pending and says which (module doc)."""
     name, count = jobset["metadata"]["name"], min_count(jobset)
     if podgroup is None:
-        _hold(ctx, work, WAITING_FOR_PODGROUP,
-              f"creating PodGroup {name} (gang of {count} pods) before JobSet {name}: the JobSet comes once the "
-              f"PodGroup is among this Job's children; if it never comes, a PodGroup {name} this Job does not "
-              "own is in the way (Metacontroller ignores AlreadyExists): delete it")
-    elif wrong:
-        _hold(ctx, work, MISMATCH,
-              f"not creating JobSet {name}: PodGroup {name} is not the gang of {count} pods the hooks build "
-              f"({'; '.join(wrong)}) and the JobSet's pods would name it: fix it or delete it")
-    else:
-        _hold(ctx, work, WAITING_FOR_PODGROUP,
-              f"PodGroup {name} is being deleted: JobSet {name} and its own PodGroup come once it is gone")
+        return _hold(ctx, said, WAITING_FOR_PODGROUP,
+                     f"creating PodGroup {name} (gang of {count} pods) before JobSet {name}: the JobSet comes once "
+                     f"the PodGroup is among this Job's children; if it never comes, a PodGroup {name} this Job "
+                     "does not own is in the way (Metacontroller ignores AlreadyExists): delete it")
+    if wrong:
+        return _hold(ctx, said, MISMATCH,
+                     f"not creating JobSet {name}: PodGroup {name} is not the gang of {count} pods the hooks build "
+                     f"({'; '.join(wrong)}) and the JobSet's pods would name it: fix it or delete it")
+    return _hold(ctx, said, WAITING_FOR_PODGROUP,
+                 f"PodGroup {name} is being deleted: JobSet {name} and its own PodGroup come once it is gone")
 
 
-def _hold(ctx: Context, work: Work, reason: str, words: str) -> None:
+def _hold(ctx: Context, said: _Said, reason: str, words: str) -> _Said:
     """Nothing of the attempt is created but what the answer already holds: ``GangScheduled=False``
-    ``reason`` saying ``words``, the Job Pending, no workload, a resync."""
-    _say(ctx, work, cond.FALSE, reason, words)
-    work.kind = Outcome.HELD
-    work.workload = ""
-    work.phase = work.phase if work.phase == PENDING else PENDING
-    work.resync = True
-    work.message = bounded(f"waiting: {words}")
+    ``reason`` saying ``words``, and a ``Hold`` that stops (the Job Pending, no workload, a resync)."""
+    said = _say(ctx, said, cond.FALSE, reason, words)
+    return said._replace(held=True, phase=PENDING, hold=Hold(bounded(f"waiting: {words}"), stops=True))
 
 
-def _report(ctx: Context, work: Work, jobset: Mapping[str, Any], podgroup: Mapping[str, Any] | None,
-            wrong: tuple[str, ...] = ()) -> None:
+def _report(ctx: Context, work: Work, said: _Said, jobset: Mapping[str, Any], podgroup: Mapping[str, Any] | None,
+            wrong: tuple[str, ...] = ()) -> _Said:
     """``GangScheduled`` for the current attempt from its PodGroup. A PodGroup that is not the gang
     the hooks build (``wrong``: ``mismatch``'s words) is never claimed, whatever it says: ``GangMismatch``
     and the attempt runs on. While the gang is not placed and none of the attempt's pods is bound (the
     cached pods' ``spec.nodeName``), the Job is ``Pending`` (its pods exist, but wait for the
-    scheduler: not ``Running``) and its message says why."""
+    scheduler: not ``Running``) and its message says why (a ``Hold`` that does not stop)."""
     name = jobset["metadata"]["name"]
     count = min_count(jobset)
     if wrong:
-        _say(ctx, work, cond.FALSE, MISMATCH,
-             f"PodGroup {name} is not the gang of {count} pods the hooks build ({'; '.join(wrong)}): the scheduler "
-             f"may place its pods apart; JobSet {name} runs on (its pods name the group for life: the hooks "
-             "neither replace nor change it)")
-        return
+        return _say(ctx, said, cond.FALSE, MISMATCH,
+                    f"PodGroup {name} is not the gang of {count} pods the hooks build ({'; '.join(wrong)}): the "
+                    f"scheduler may place its pods apart; JobSet {name} runs on (its pods name the group for life: "
+                    "the hooks neither replace nor change it)")
     status, reason, message, since = scheduled(podgroup)
     if status == cond.TRUE:
-        _say(ctx, work, cond.TRUE, reason or SCHEDULED,
-             f"PodGroup {name} placed: the scheduler bound its gang of {count} pods together", since)
-        return
+        return _say(ctx, said, cond.TRUE, reason or SCHEDULED,
+                    f"PodGroup {name} placed: the scheduler bound its gang of {count} pods together", since)
     placed = _bound(ctx, work, name)
     if not status and placed:
-        _say(ctx, work, cond.FALSE, NOT_REPORTED,
-             f"{placed} pods of JobSet {name} are bound while PodGroup {name} reports no placement: the gang was "
-             "probably not used (the API server dropped spec.schedulingGroup, or kube-scheduler runs without "
-             "the GenericWorkload gate)")
-        return
+        return _say(ctx, said, cond.FALSE, NOT_REPORTED,
+                    f"{placed} pods of JobSet {name} are bound while PodGroup {name} reports no placement: the gang "
+                    "was probably not used (the API server dropped spec.schedulingGroup, or kube-scheduler runs "
+                    "without the GenericWorkload gate)")
     if not status:
         words = f"PodGroup {name} (gang of {count} pods) waits for the scheduler"
-        _say(ctx, work, cond.FALSE, WAITING, words)
+        said = _say(ctx, said, cond.FALSE, WAITING, words)
     else:
         shown = "none" if placed == 0 else "an unknown number" if placed is None else str(placed)
         words = f"PodGroup {name}: {shown} of its {count} pods bound: {reason}" + (f": {message}" if message else "")
-        _say(ctx, work, cond.FALSE, reason or WAITING, words, since)
-    if placed == 0 and work.kind != Outcome.HELD and work.phase in (PENDING, RUNNING):
-        work.phase = PENDING
-        work.message = bounded(f"waiting for the scheduler to place the gang: {words}")
+        said = _say(ctx, said, cond.FALSE, reason or WAITING, words, since)
+    if placed == 0 and not said.held and said.phase in (PENDING, RUNNING):
+        return said._replace(phase=PENDING, hold=Hold(bounded(f"waiting for the scheduler to place the gang: {words}"),
+                                                      stops=False))
+    return said
 
 
 def _bound(ctx: Context, work: Work, jobset: str) -> int | None:
@@ -376,15 +416,16 @@ def _of_attempt(labels: Mapping[str, Any], attempt: str, jobset: str) -> bool:
     return labels.get(ATTEMPT_LABEL) == attempt or labels.get(JOBSET_NAME_LABEL) == jobset
 
 
-def _say(ctx: Context, work: Work, status: str, reason: str, message: str, since: str = "") -> None:
-    """Sets ``GangScheduled``. ``since``: the PodGroup's own ``lastTransitionTime`` for this status,
-    evidence that is the same in every call (a status from a stale parent never moves it back and
-    forth); else it moves only when the status changes (``conditions.set_condition``)."""
-    previous = cond.get_condition(work.conditions, CONDITION)
+def _say(ctx: Context, said: _Said, status: str, reason: str, message: str, since: str = "") -> _Said:
+    """``said`` with ``GangScheduled`` set. ``since``: the PodGroup's own ``lastTransitionTime`` for
+    this status, evidence that is the same in every call (a status from a stale parent never moves it
+    back and forth); else it moves only when the status changes (``conditions.set_condition``)."""
+    previous = cond.get_condition(said.conditions, CONDITION)
     if since and apitime.admitted(since) and (previous is None or previous.status != status
                                               or previous.last_transition_time != since):
         updated = Condition(type=CONDITION, status=status, reason=reason, message=bounded(message),
                             last_transition_time=since)
-        work.conditions = cond.sort_conditions([*(c for c in work.conditions if c.type != CONDITION), updated])
-        return
-    work.conditions = cond.set_condition(work.conditions, CONDITION, status, reason, bounded(message), ctx.stamp)
+        return said._replace(conditions=cond.sort_conditions([*(c for c in said.conditions if c.type != CONDITION),
+                                                              updated]))
+    return said._replace(conditions=cond.set_condition(said.conditions, CONDITION, status, reason, bounded(message),
+                                                       ctx.stamp))

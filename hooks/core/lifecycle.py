@@ -22,10 +22,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+import msgspec
+
 from hooks.core import budget
 from hooks.core import conditions as cond
+from hooks.core.actions import Action
 from hooks.core.budget import Charge
-from hooks.core.status import Status
+from hooks.core.status import Condition, Status
 from hooks.core.vocab import TERMINAL, ConditionType, EndCause, Outcome, Phase, Quota
 
 if TYPE_CHECKING:
@@ -238,12 +241,30 @@ class JobSetFate(StrEnum):
 class ConditionChange:
     """A condition a step sets: ``type``, ``status``, ``reason``, ``message``; stamped by ``apply``
     with the call's evidence time (``Context.stamp``), its transition time kept while its status
-    does not change (``hooks.core.conditions.set_condition``)."""
+    does not change (``hooks.core.conditions.set_condition``). ``since``, when said: the transition
+    time as the step decided it (evidence of its own: the drain barrier's, a PodGroup's), set as it
+    is."""
 
     type: ConditionType
     status: str
     reason: str
     message: str
+    since: str = ""
+
+
+@dataclass(frozen=True)
+class Record:
+    """What the drain barrier puts into the status (``hooks.core.barrier.record``), carried by the
+    step of the row that read it: the ``conditions`` it sets (``Drained``, ``DrainStuck``,
+    ``ForceDeleteAllowed``, each with its transition time), ``active_pods`` (``None``: a read failed,
+    the count is kept), ``resync`` (it holds), ``stuck_pods`` (how many it found stuck on dead nodes)
+    and the force ``deletes`` it asks for."""
+
+    conditions: tuple[ConditionChange, ...] = ()
+    active_pods: int | None = None
+    resync: bool = False
+    stuck_pods: int = 0
+    deletes: tuple[Action, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -266,7 +287,9 @@ class Step:
     ``active_pods``; ``last_failure`` (``status.lastFailure``: how the attempt failed, in structured
     words); ``finalized``; ``resync`` (ask again soon); ``wakes`` (named wake-ups); ``transition``
     (the move it makes, an arrow's ``by`` in ``ARROWS``); ``charge`` (what the ended attempt costs,
-    ``hooks.core.budget.Charge``: ``apply`` pays it by ``budget.spend``)."""
+    ``hooks.core.budget.Charge``: ``apply`` pays it by ``budget.spend``); ``record`` (what the drain
+    barrier the row read puts into the status, ``Record``: written before the step's own
+    conditions); ``actions`` (the writes it asks for besides the answer, ``hooks.core.actions``)."""
 
     outcome: Outcome
     phase: Phase | None = None
@@ -284,21 +307,53 @@ class Step:
     wakes: tuple[Wake, ...] = ()
     transition: Move | None = None
     charge: Charge | None = None
+    record: Record | None = None
+    actions: tuple[Action, ...] = ()
+
+
+def then(first: Step, second: Step) -> Step:
+    """The one step that says what ``first`` then ``second`` say, applied once (``apply``): the
+    outcome is ``second``'s; every other field ``second``'s where it says it, else ``first``'s; the
+    conditions, ``first``'s then ``second``'s; the wake-ups ``second``'s when it names any;
+    finalized and resync when either says so; the actions of both. Reads nothing else; raises
+    ``ValueError`` when both carry a charge or a barrier's record (each is written once)."""
+    if first.charge is not None and second.charge is not None:
+        raise ValueError("two steps that each carry a charge are not one step")
+    if first.record is not None and second.record is not None:
+        raise ValueError("two steps that each carry a barrier's record are not one step")
+
+    def said(name: str) -> Any:
+        value = getattr(second, name)
+        return value if value is not None else getattr(first, name)
+
+    return Step(second.outcome, phase=said("phase"), attempt=said("attempt"), message=said("message"),
+                jobset=said("jobset"), children=said("children"), workload=said("workload"), quota=said("quota"),
+                conditions=first.conditions + second.conditions, active_pods=said("active_pods"),
+                last_failure=said("last_failure"), finalized=first.finalized or second.finalized,
+                resync=first.resync or second.resync, wakes=second.wakes or first.wakes,
+                transition=said("transition"), charge=said("charge"), record=said("record"),
+                actions=first.actions + second.actions)
 
 
 def apply(ctx: Context, step: Step, work: Work) -> None:
     """Writes ``step`` into ``work``: the one place a ``Step``'s phase, outcome, message, attempt,
-    children, workload, quota, conditions (stamped ``ctx.stamp``), active pods, last failure, charge
-    (``restarts``, ``restartsByCause``: as ``hooks.core.budget.spend`` says, with the budget of
-    ``ctx.observed.spec``), finalized, resync and wake-ups enter the status and the answer. Reads
-    ``work.conditions`` only to set the changes on them. Returns nothing; raises ``ValueError`` for a
-    charge the budget refuses (a row carries one only once ``spend`` allowed it: never paid
-    silently, never dropped)."""
+    children, workload, quota, barrier's record (``Record``: its conditions, active pods, resync,
+    stuck pods and force deletes, before the step's own), conditions (stamped ``ctx.stamp``, or as
+    a change's ``since`` says), active pods, last failure, charge (``restarts``,
+    ``restartsByCause``: as ``hooks.core.budget.spend`` says, with the budget of
+    ``ctx.observed.spec``), finalized, resync, wake-ups, actions and transition (kept when the step
+    names none) enter the status and the answer. Reads ``work.conditions`` only to set the changes
+    on them. Returns nothing; raises ``ValueError`` for a charge the budget refuses (a row carries
+    one only once ``spend`` allowed it: never paid silently, never dropped)."""
     conditions = work.conditions
-    for change in step.conditions:
-        conditions = cond.set_condition(conditions, change.type, change.status, change.reason, change.message,
-                                        ctx.stamp)
-    work.conditions = conditions
+    if step.record is not None:
+        conditions = _set(ctx, conditions, step.record.conditions)
+        if step.record.active_pods is not None:
+            work.active_pods = step.record.active_pods
+        work.resync = work.resync or step.record.resync
+        work.stuck_pods = step.record.stuck_pods
+        work.actions = [*work.actions, *step.record.deletes]
+    work.conditions = _set(ctx, conditions, step.conditions)
     work.kind = step.outcome
     if step.phase is not None:
         work.phase = step.phase
@@ -325,7 +380,34 @@ def apply(ctx: Context, step: Step, work: Work) -> None:
     work.resync = work.resync or step.resync
     if step.wakes:
         work.wake = min(wake.seconds for wake in step.wakes)
-    work.transition = step.transition or ""
+    if step.actions:
+        work.actions = [*work.actions, *step.actions]
+    if step.transition is not None:
+        work.transition = step.transition
+
+
+def ahead(ctx: Context, step: Step, work: Work) -> Work:
+    """The work as it is once ``step`` is applied (``apply``), as a new ``Work``: ``work`` is not
+    written. For a row that decides what follows a step from the step's result (the next attempt:
+    rows 7-11 read attempt+1, Pending) and returns both as one (``then``)."""
+    view = msgspec.structs.replace(work)
+    apply(ctx, step, view)
+    return view
+
+
+def _set(ctx: Context, conditions: cond.Conditions, changes: tuple[ConditionChange, ...]) -> cond.Conditions:
+    """``conditions`` with ``changes`` set in order: stamped ``ctx.stamp`` (its transition time kept
+    while its status does not change), or at the change's own ``since``."""
+    for change in changes:
+        if change.since:
+            conditions = cond.sort_conditions([
+                Condition(type=change.type, status=change.status, reason=change.reason, message=change.message,
+                          last_transition_time=change.since),
+                *conditions])
+        else:
+            conditions = cond.set_condition(conditions, change.type, change.status, change.reason,
+                                            change.message, ctx.stamp)
+    return conditions
 
 
 # ---- the teardown declaration ---------------------------------------------------------------------------

@@ -81,6 +81,7 @@ class ConditionType(StrEnum):
     DRAIN_STUCK = "DrainStuck"
     FAILED = "Failed"
     FORCE_DELETE_ALLOWED = "ForceDeleteAllowed"
+    GANG_SCHEDULED = "GangScheduled"
     INVALID_SPEC = "InvalidSpec"
     STATUS_MISMATCH = "StatusMismatch"
 
@@ -136,3 +137,29 @@ class Reason(StrEnum):
     ATTEMPTS_DISAGREE = "AttemptsDisagree"
     UNKNOWN_ATTEMPT = "UnknownAttempt"
     REPLICATED_JOBS_CHANGED = "ReplicatedJobsChanged"
+    # GangScheduled (hooks.core.gang): where the current attempt's gang stands. True: SCHEDULED (or
+    # the scheduler's own reason); False while it is not placed: the scheduler's reason, or one of these
+    SCHEDULED = "Scheduled"
+    WAITING_FOR_SCHEDULER = "WaitingForScheduler"         # the PodGroup reports nothing yet
+    GANG_UNAVAILABLE = "GangUnavailable"                   # no PodGroup API listed: whenUnavailable Wait
+    STARTED_WITHOUT_GANG = "StartedWithoutGang"            # no PodGroup API listed: StartWithoutGang
+    PLACEMENT_NOT_REPORTED = "PlacementNotReported"        # pods bound, the PodGroup says nothing
+    NOT_REQUESTED = "NotRequested"                         # an attempt without a gang after one with one
+    WAITING_FOR_POD_GROUP = "WaitingForPodGroup"           # a new JobSet waits for its PodGroup
+    GANG_MISMATCH = "GangMismatch"                         # the PodGroup is not the gang the hooks build
+
+
+class GangPolicy(StrEnum):
+    """``spec.gang.policy`` (and the cluster's default, ``NVCRE_GANG_POLICY``): whether an attempt
+    runs as one gang (``hooks.core.gang``)."""
+
+    GANG = "Gang"
+    NONE = "None"
+
+
+class WhenUnavailable(StrEnum):
+    """``spec.gang.whenUnavailable``: what a Job that asks for a gang does where no PodGroup API is
+    listed (``hooks.core.gang``): ``WAIT`` creates nothing, ``START_WITHOUT_GANG`` runs without one."""
+
+    WAIT = "Wait"
+    START_WITHOUT_GANG = "StartWithoutGang"

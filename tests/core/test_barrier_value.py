@@ -24,6 +24,7 @@ from hooks.core.observed import parse_request
 from hooks.core.once import Once
 from hooks.core.rows import deadline, kueue
 from hooks.core.stuckwait import NOT_KNOWN
+from hooks.core.vocab import Outcome
 from hooks.core.wording import MAX_MESSAGE
 from hooks.core.work import Context, Work
 from podread.errors import PodReadError
@@ -185,27 +186,35 @@ def work() -> Work:
     return Work(phase="Running", attempt=0, restarts=0, workload="train-0", active_pods=3, conditions=())
 
 
-def test_record_writes_the_condition_the_pods_and_resync() -> None:
+def recorded(record: lifecycle.Record) -> Work:
+    """A fresh work with ``record`` applied (``lifecycle.apply``)."""
+    written = work()
+    lifecycle.apply(Context(parse_request(job_request(), "sync"), FakeReader(), NOW),
+                    lifecycle.Step(Outcome.HELD, record=record), written)
+    return written
+
+
+def test_record_is_a_value_of_the_condition_the_pods_and_resync() -> None:
+    """``barrier.record`` returns what the drain puts into the status (a ``lifecycle.Record``, which
+    the row's step carries); ``apply`` writes it."""
     ctx = Context(parse_request(job_request(), "sync"), FakeReader(), NOW)
-    held = work()
-    barrier.record(ctx, held, Drain(workers=(POD,)))
+    said = barrier.record(ctx, (), Drain(workers=(POD,)))
+    assert [(c.type, c.status, c.reason) for c in said.conditions] == [("Drained", "False", "PodsActive")]
+    assert (said.active_pods, said.resync) == (1, True)
+    held = recorded(said)
     assert [(c.type, c.status, c.reason) for c in held.conditions] == [("Drained", "False", "PodsActive")]
     assert (held.active_pods, held.resync) == (1, True)
-    failed = work()
-    barrier.record(ctx, failed, Drain(error=PodReadError("x"), stuck=NOT_KNOWN))
+    failed = recorded(barrier.record(ctx, (), Drain(error=PodReadError("x"), stuck=NOT_KNOWN)))
     assert (failed.conditions[0].status, failed.active_pods) == ("Unknown", 3), "a failed read keeps the count"
 
 
 def test_a_passing_gate_adds_no_drained_condition_where_there_was_none() -> None:
     ctx = Context(parse_request(job_request(), "sync"), FakeReader(), NOW)
-    new = work()
-    barrier.record_gate(ctx, new, Drain())
+    new = recorded(barrier.record_gate(ctx, (), Drain()))
     assert (new.conditions, new.active_pods, new.resync) == ((), 0, False)
-    teardown = work()
-    barrier.record(ctx, teardown, Drain())
+    teardown = recorded(barrier.record(ctx, (), Drain()))
     assert [(c.type, c.status) for c in teardown.conditions] == [("Drained", "True")]
-    held = work()
-    barrier.record_gate(ctx, held, Drain(workers=(POD,)))
+    held = recorded(barrier.record_gate(ctx, (), Drain(workers=(POD,))))
     assert [(c.type, c.status) for c in held.conditions] == [("Drained", "False")]
 
 
@@ -223,17 +232,24 @@ def assigned_fields(function: Any) -> set[str]:
     return fields
 
 
+def guarded_example(work: Work) -> None:
+    """What the guard below refuses (a pass that words the status itself)."""
+    work.message = "a pass's own words"
+
+
 def test_nothing_after_the_rows_writes_the_message() -> None:
     """The status message, phase and outcome are the rows' (rows 1-13): the passes that run after
     them, taken from decide's own sequence (``decide.PASSES``: the gang, the agreement, the times, the
-    history, the spec pin, the Workload child; rows 12 and 13 run among them as rows), add children,
-    conditions or times, never words; the answer's assembly cuts the message once, never rewords it."""
+    history, the spec pin, the Workload child; rows 12 and 13 run among them as rows, each returning a
+    Step), add children, conditions or times, or return a value decide turns into a Step (the gang's
+    hold, rows 12 and 13), never write words; the answer's assembly cuts the message once, never
+    rewords it."""
     assert [later.name for later in decide_module.PASSES][-1] == "workload"  # the Workload child joins last
     for later in decide_module.PASSES:
         assert not assigned_fields(later.function) & {"message", "phase", "kind"}, later.name
         assert not assigned_fields(later.run) & {"message", "phase", "kind"}, later.name
-    assert assigned_fields(assemble) == {"message"}  # cut to MAX_MESSAGE once, never reworded
-    assert "message" in assigned_fields(deadline.delete_job)  # the guard sees a row's words (row 12)
+    assert not assigned_fields(assemble)  # it cuts the message to MAX_MESSAGE once, on a copy: never reworded
+    assert "message" in assigned_fields(guarded_example)  # the guard sees a pass's words
     assert {"message", "phase", "kind"} <= assigned_fields(lifecycle.apply)  # the one place a Step writes them
 
 

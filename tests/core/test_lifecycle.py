@@ -18,8 +18,9 @@ import pytest
 from hooks.core import conditions as cond
 from hooks.core import decide as decide_module
 from hooks.core import evidence, history, lifecycle
+from hooks.core.actions import DeleteJob, ForceDeletePod
 from hooks.core.decide import decide
-from hooks.core.lifecycle import ConditionChange, GateVerdict, JobSetFate, Move, Step, Teardown, apply
+from hooks.core.lifecycle import ConditionChange, GateVerdict, JobSetFate, Move, Record, Step, Teardown, apply
 from hooks.core.observed import parse_request
 from hooks.core.rows import current, deadline, kueue, mismatch, terminal
 from hooks.core.rows.teardown import DELETE, SUSPEND, teardown
@@ -62,16 +63,21 @@ def test_a_teardown_holds_on_the_barrier_then_steps_as_declared(declared: Teardo
                                                                quota: tuple[Quota | None, Quota | None],
                                                                outcome: Outcome) -> None:
     """The JobSet is left out, the workload cleared; held: the holding phase, the barrier's words;
-    drained: the done phase and the declared outcome. ``teardown`` itself writes only the barrier's
-    record (``Drained``) into the work: the step is applied by the caller."""
+    drained: the done phase and the declared outcome. ``teardown`` writes nothing into the work: the
+    step carries the barrier's record (``Drained``), and the caller applies it."""
     held_ctx = context(FakeReader([running_pod()]), status=RUNNING, jobsets=[jobset_child("train", 0)])
     work = work_of(held_ctx)
+    before = work_of(held_ctx)
     held = teardown(held_ctx, work, declared)
     assert (held.phase, held.outcome, held.quota, held.jobset, held.children, held.workload, held.transition) == (
         holding, Outcome.HELD, quota[0], JobSetFate.DROP, (), "", declared.move)
     assert "waiting for JobSet train-0 to be deleted" in (held.message or "") and not held.finalized
-    assert (work.phase, work.kind, work.message) == ("Running", Outcome.KEPT, "")  # only the record
+    assert work == before, "the teardown writes nothing: not even the barrier's record"
+    assert held.record is not None and (held.record.active_pods, held.record.resync) == (1, True)
+    assert [(c.type, c.reason) for c in held.record.conditions] == [("Drained", "WorkloadPresent")]
+    apply(held_ctx, held, work)
     assert [c.reason for c in work.conditions if c.type == "Drained"] == ["WorkloadPresent"]
+    assert (work.active_pods, work.resync, work.phase) == (1, True, holding)
     drained_ctx = context(status=RUNNING)
     passed = teardown(drained_ctx, work_of(drained_ctx), declared)
     assert (passed.phase, passed.outcome, passed.quota, passed.finalized) == (
@@ -137,7 +143,39 @@ def test_apply_writes_what_the_step_says_and_leaves_the_rest() -> None:
                     quota=Quota.RELEASE, finalized=True, wakes=(lifecycle.Wake("ttl", 30.0),)), work)
     assert (work.phase, work.attempt, work.message, work.children, work.quota, work.finalized, work.wake) == (
         Phase.PENDING, 3, "", [], Quota.RELEASE, True, 30.0)
-    assert work.resync and work.transition == ""
+    assert work.resync and work.transition == Move.SUSPEND, "a step that names no move leaves the one made"
+
+
+def test_apply_writes_a_barrier_s_record_before_the_step_s_conditions_and_a_change_at_its_own_time() -> None:
+    ctx = context()
+    work = Work(phase="Running", attempt=0, restarts=0, workload="train-0", active_pods=3, conditions=())
+    deletes = (ForceDeletePod("default", "p", "uid", "node-a", "stuck"),)
+    record = Record(conditions=(ConditionChange(ConditionType.DRAINED, "False", "PodsActive", "x",
+                                                since="2025-12-31T00:00:00Z"),),
+                    active_pods=None, resync=True, stuck_pods=2, deletes=deletes)
+    apply(ctx, Step(Outcome.HELD, record=record, actions=(DeleteJob("default", "train", "u", "why"),),
+                    conditions=(ConditionChange(ConditionType.DRAINED, "False", "Other", "y"),)), work)
+    assert [(c.reason, c.last_transition_time) for c in work.conditions] == [("Other", "2025-12-31T00:00:00Z")]
+    assert (work.active_pods, work.resync, work.stuck_pods) == (3, True, 2), "a failed read keeps the count"
+    assert work.actions == [*deletes, DeleteJob("default", "train", "u", "why")]
+
+
+def test_then_is_one_step_that_says_what_two_applied_in_turn_say() -> None:
+    """``lifecycle.then``: the next attempt's step is the teardown's, then rows 7-11's, applied once;
+    applying the composed step gives the work that applying both in turn gives."""
+    ctx = context()
+    first = Step(Outcome.PROCEEDED, phase=Phase.PENDING, attempt=1, message="", workload="", resync=True,
+                 conditions=(ConditionChange(ConditionType.DRAINED, "True", "NoActivePods", ""),),
+                 record=Record(active_pods=0), transition=Move.NEXT_ATTEMPT)
+    second = Step(Outcome.CREATED, workload="train-1", children=({"kind": "JobSet"},), message="waiting",
+                  conditions=(ConditionChange(ConditionType.INVALID_SPEC, "False", "Valid", ""),))
+    one, two = (Work(phase="Restarting", attempt=0, restarts=1, conditions=()) for _ in range(2))
+    apply(ctx, first, one)
+    apply(ctx, second, one)
+    apply(ctx, lifecycle.then(first, second), two)
+    assert one == two
+    with pytest.raises(ValueError, match="record"):
+        lifecycle.then(first, first)
 
 
 def work_writers() -> set[str]:
@@ -158,12 +196,9 @@ def work_writers() -> set[str]:
     return found
 
 
-STILL_WRITING = {
-    # rows 12, 13 and the gang's hold (a hold decide should turn into a Step)
-    "rows/deadline.py:delete_job", "rows/kueue.py:release_quota", "gang.py:_hold", "gang.py:_report",
-    # the answer cuts the message once
-    "answer.py:assemble",
-}
+STILL_WRITING: set[str] = set()
+"""Every row returns a Step, the gang's hold is a value (``gang.Placement``) decide turns into one,
+and the answer cuts the message on a copy: nothing writes the phase, outcome or message but ``apply``."""
 
 
 def test_the_phase_outcome_and_message_enter_the_work_through_apply_or_a_row_not_yet_converted() -> None:
@@ -173,12 +208,51 @@ def test_the_phase_outcome_and_message_enter_the_work_through_apply_or_a_row_not
     assert work_writers() == STILL_WRITING | {"lifecycle.py:apply"}
 
 
+ROWS = (teardown, terminal.final, current.resume, current.restart, current.next_attempt, current.steady,
+        current.failed, current.run, current.invalid_spec, kueue.queued, mismatch.hold, deadline.delete_job,
+        kueue.release_quota)
+"""Every row of the table (1-13), each returning a ``Step``."""
+
+
 def test_the_rows_that_return_steps_write_no_phase_outcome_or_message() -> None:
-    for function in (teardown, terminal.final, current.resume, current.restart, current.next_attempt, current.steady,
-                     current.failed, current.run, current.invalid_spec, kueue.queued, mismatch.hold):
+    for function in ROWS:
         path = pathlib.Path(inspect.getsourcefile(function) or "")
         assert f"{path.relative_to(ROOT / 'hooks' / 'core')}:{function.__name__}" not in work_writers()
-        assert "apply(" not in inspect.getsource(function) or function is current.next_attempt
+        assert "apply(" not in inspect.getsource(function), function.__name__
+        assert inspect.signature(function).return_annotation in ("Step", "Step | None"), function.__name__
+    assert {row.then for row in decide_module.ON_THE_PHASE} <= set(ROWS)
+
+
+def written_fields(function: Any) -> set[str]:
+    """The ``work.<field>`` names ``function``'s own body writes: assigned, or changed in place
+    (``work.<field>.append``/``extend``/``update``)."""
+    fields = set()
+    for node in ast.walk(ast.parse(inspect.getsource(function))):
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AugAssign) else [])
+        for target in targets:
+            for part in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "work":
+                    fields.add(part.attr)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("append", "extend", "update") and isinstance(node.func.value, ast.Attribute)
+                and isinstance(node.func.value.value, ast.Name) and node.func.value.value.id == "work"):
+            fields.add(node.func.value.attr)
+    return fields
+
+
+def test_the_rows_the_barrier_s_record_and_the_gang_write_nothing_into_the_work() -> None:
+    """Rows 12 and 13, the barrier's record, the teardown and the gang return values: none of them
+    (nor the functions of their modules) writes any field of the work."""
+    import hooks.core.barrier
+    import hooks.core.gang
+    import hooks.core.rows.teardown
+    for module in (hooks.core.gang, hooks.core.barrier, hooks.core.rows.teardown):
+        for name, function in vars(module).items():
+            if inspect.isfunction(function) and function.__module__ == module.__name__:
+                assert not written_fields(function), f"{module.__name__}.{name}"
+    for function in (deadline.delete_job, kueue.release_quota, current.next_attempt, current.run):
+        assert not written_fields(function), function.__name__
 
 
 # ---- gates, and what evidence asks the lifecycle ------------------------------------------------------------

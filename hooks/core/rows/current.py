@@ -28,7 +28,7 @@ from hooks.core.barrier import (
 from hooks.core.children import as_observed
 from hooks.core.evidence import COMPLETED, jobset_state
 from hooks.core.jobset import InvalidSpec
-from hooks.core.lifecycle import ConditionChange, JobSetFate, Move, Step, Teardown, apply
+from hooks.core.lifecycle import ConditionChange, JobSetFate, Move, Record, Step, Teardown, ahead, then
 from hooks.core.reads import counted, counting, failed_words
 from hooks.core.rows.kueue import admitted, queued
 from hooks.core.rows.teardown import teardown
@@ -119,18 +119,18 @@ once it passed, attempt+1 (or the first attempt of a Job that never started one)
 
 def next_attempt(ctx: Context, work: Work, *, kind: Outcome) -> Step:
     """The next attempt, behind ``NEXT_ATTEMPT`` (``rows.teardown.teardown``). Returns the step while
-    it holds (or at the attempt limit). Once it passed, the teardown's step (attempt+1, Pending) is
-    applied to ``work`` first, because rows 7-11 (``steady``) decide the new attempt from it; their
-    step is returned, its move the next attempt's, and ``kind`` names it: the call's outcome
+    it holds (or at the attempt limit). Once it passed, rows 7-11 (``steady``) decide the new attempt
+    from the work as the teardown's step leaves it (``lifecycle.ahead``: attempt+1, Pending; a copy,
+    ``work`` is not written), and the one step returned is the teardown's, then theirs
+    (``lifecycle.then``), its move the next attempt's; ``kind`` names it: the call's outcome
     whatever the new attempt then waits for (Kueue's admission, a flavor: not a drain hold), unless
     its spec is invalid (``invalid-spec``)."""
     step = teardown(ctx, work, NEXT_ATTEMPT)
     if step.outcome != Outcome.PROCEEDED:
         return step
-    apply(ctx, step, work)
-    then = steady(ctx, work, passed=Drain())  # the barrier has just passed, live, in this call
-    return replace(then, outcome=then.outcome if then.outcome == Outcome.INVALID_SPEC else kind,
-                   transition=Move.NEXT_ATTEMPT)
+    started = steady(ctx, ahead(ctx, step, work), passed=Drain())  # the barrier has just passed, live
+    return then(step, replace(started, outcome=started.outcome if started.outcome == Outcome.INVALID_SPEC else kind,
+                              transition=Move.NEXT_ATTEMPT))
 
 
 def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> Step:
@@ -221,13 +221,15 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
     until the JobSet reports Completed or Failed: only a never-started attempt is Pending.
 
     A JobSet that is not observed is created only after the drain barrier (``passed``: its value
-    when it already passed in this call; its record is written into ``work``), so a new JobSet
+    when it already passed in this call; else it is read here and the step carries its record,
+    ``barrier.record_gate``), so a new JobSet
     never overlaps pods left by one deleted outside this controller. While that barrier holds,
     nothing is emitted and the phase stays Pending (or Running).
     """
     name = desired["metadata"]["name"]
     waiting_phase = work.phase if work.phase in (RUNNING, PENDING) else PENDING
     said: tuple[ConditionChange, ...] = ()
+    recorded: Record | None = None
     if ctx.queue:
         admission = ctx.admission
         if current is None and admission.state != queueing.ADMITTED:
@@ -251,14 +253,15 @@ def run(ctx: Context, work: Work, current: Mapping[str, Any] | None, desired: di
         drain = barrier(ctx, work.conditions, through=work.attempt)
         refuse_if_behind(ctx, work.attempt)  # a cached parent from before attempt+1 would create this one
         refuse_if_children_behind(ctx, work.attempt)  # cached children from before this JobSet was created
-        record_gate(ctx, work, drain)
+        recorded = record_gate(ctx, work.conditions, drain)
         if not drain.passed:
             return Step(Outcome.HELD, phase=waiting_phase, children=(), workload=name, conditions=said,
-                        message=drain.message(after=f" (before creating JobSet {name})"), transition=Move.RUN)
+                        message=drain.message(after=f" (before creating JobSet {name})"), transition=Move.RUN,
+                        record=recorded)
         passed = drain
     kept = Step(Outcome.KEPT if current is not None else Outcome.CREATED, workload=name, conditions=said,
                 jobset=JobSetFate.KEEP if current is not None else JobSetFate.CREATE, children=(desired,),
-                transition=Move.RUN)
+                transition=Move.RUN, record=recorded)
     if passed is not None:  # the barrier has just found no active pod and no active launcher, live: nothing runs
         active, running = 0, False
     else:

@@ -22,7 +22,7 @@ from hooks.core import conditions as cond
 from hooks.core.actions import DeleteJob
 from hooks.core.barrier import evidence_time
 from hooks.core.jobset import KIND as JOBSET_KIND
-from hooks.core.lifecycle import ConditionChange, Move, Teardown
+from hooks.core.lifecycle import ConditionChange, Move, Step, Teardown
 from hooks.core.vocab import EndCause, Reason
 from hooks.core.wording import bounded
 from hooks.core.work import DEADLINE_EXCEEDED, FAILED, FAILED_CONDITION, TERMINAL, TERMINATING, Context, Work
@@ -109,16 +109,19 @@ def ttl_passed(ctx: Context, work: Work, trusted: bool) -> bool:
     return trusted and not ctx.observed.finalizing and ttl_due(ctx, work) is not None
 
 
-def delete_job(ctx: Context, work: Work) -> None:
-    """Row 12: ``ttlSecondsAfterFinished`` passed (``ttl_due``): asks for the Job's deletion
-    (``DeleteJob``, repeated every call until the deletion is observed: a failed write is simply
-    asked again; the finalize row then drains it), says so and resyncs."""
+def delete_job(ctx: Context, work: Work) -> Step:
+    """Row 12: ``ttlSecondsAfterFinished`` passed (``ttl_due``, read from ``work`` as the rows and
+    the times left it): asks for the Job's deletion (``DeleteJob``, repeated every call until the
+    deletion is observed: a failed write is simply asked again; the finalize row then drains it),
+    says so and resyncs. Returns the ``Step``: the outcome as the rows before it decided
+    (``work.kind``), the message, resync and the action; nothing but the outcome when ``ttl_due``
+    says it is not due."""
     at = ttl_due(ctx, work)
     if at is None:  # ttl_passed says it is not: nothing to delete
-        return
-    work.message = f"deleting the Job: spec.ttlSecondsAfterFinished passed at {deadlines.stamp(at)}"
-    work.resync = True
-    work.actions.append(DeleteJob(ctx.namespace, ctx.job, ctx.observed.uid, work.message))
+        return Step(work.kind)
+    words = f"deleting the Job: spec.ttlSecondsAfterFinished passed at {deadlines.stamp(at)}"
+    return Step(work.kind, message=words, resync=True,
+                actions=(DeleteJob(ctx.namespace, ctx.job, ctx.observed.uid, words),))
 
 
 def _created(ctx: Context, jobset: Mapping[str, Any] | None) -> datetime | None:

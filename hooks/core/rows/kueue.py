@@ -159,16 +159,16 @@ def quota_releasable(ctx: Context, work: Work, trusted: bool) -> bool:
             and queueing.current_workload(ctx.observed) is not None)
 
 
-def release_quota(ctx: Context, work: Work) -> None:
+def release_quota(ctx: Context, work: Work) -> Step:
     """Row 13: a terminal queue-managed Job whose Workload is observed releases its quota once no
     pod of the Job is active and no batch Job of it may still create one (``leftovers``, the
-    barrier's live reads); otherwise the Workload is kept, the message says what keeps it and
-    resync is set (a failed read keeps it too)."""
+    barrier's live reads through ``work.attempt``); otherwise the Workload is kept, the message says
+    what keeps it and resync is set (a failed read keeps it too). Returns the ``Step``: the quota,
+    and the outcome as the rows before it decided (``work.kind``)."""
     left = leftovers(ctx, work.attempt)
-    work.quota = Quota.RELEASE if left.none else Quota.KEEP
-    if not left.none:
-        work.message = left.message()
-        work.resync = True
+    if left.none:
+        return Step(work.kind, quota=Quota.RELEASE)
+    return Step(work.kind, quota=Quota.KEEP, message=left.message(), resync=True)
 
 
 def workload_child(ctx: Context, work: Work, *, hold: bool) -> None:

@@ -3,7 +3,8 @@
 
 Every teardown is a ``hooks.core.lifecycle.Teardown`` declaration run by ``teardown``: its gates,
 then the drain barrier (``hooks.core.barrier.barrier``) and its record (``barrier.record``), then the
-``Step`` the declaration says, which ``hooks.core.lifecycle.apply`` writes into the work. The five
+``Step`` the declaration says, carrying that record, which ``hooks.core.lifecycle.apply`` writes
+into the work. The five
 declarations: ``DELETE`` and ``SUSPEND`` here, ``rows.kueue.EVICTION`` (row 2a),
 ``rows.deadline.DEADLINE`` (row 3a) and ``rows.current.NEXT_ATTEMPT`` (the hold before attempt+1,
 rows 5 and 6).
@@ -29,12 +30,12 @@ def teardown(ctx: Context, work: Work, declared: Teardown) -> Step:
     its gates in order (the first that holds is the step: the holding phase, the gate's words and
     conditions, the current JobSet kept as observed when the gate lets it run, else left out); then
     the drain barrier through ``declared.through``, ``declared.refuse`` (a request behind the
-    cluster: ``StaleRequest``) and the barrier's record into ``work`` (the one
-    place a drain enters the status: ``Drained``, ``DrainStuck``, ``activePods``, resync, force
-    deletes). Reads the call (``ctx``) and the work as the rows left it; writes only the barrier's
-    record. Returns the ``Step``: while the barrier holds, the holding phase, ``held``, the barrier's
-    words framed by the declaration's; once passed, the done phase, the finalize flag, ``proceeded``
-    (``terminal`` into a terminal phase), then whatever ``declared.passed`` makes of it."""
+    cluster: ``StaleRequest``) and the barrier's record (``hooks.core.barrier.record``: ``Drained``,
+    ``DrainStuck``, ``activePods``, resync, force deletes, as a value). Reads the call (``ctx``) and
+    the work as the rows left it; writes nothing. Returns the ``Step``, carrying the barrier's
+    record: while the barrier holds, the holding phase, ``held``, the barrier's words framed by the
+    declaration's; once passed, the done phase, the finalize flag, ``proceeded`` (``terminal`` into
+    a terminal phase), then whatever ``declared.passed`` makes of it."""
     first = declared.first(ctx, work)
     if first is not None:
         return replace(first, workload="")
@@ -49,8 +50,7 @@ def teardown(ctx: Context, work: Work, declared: Teardown) -> Step:
                         transition=declared.move)
     drain = barrier(ctx, work.conditions, through=declared.through(ctx, work))
     declared.refuse(ctx, work, drain)
-    record(ctx, work, drain)
-    return _step(ctx, work, declared, drain)
+    return replace(_step(ctx, work, declared, drain), record=record(ctx, work.conditions, drain))
 
 
 def _step(ctx: Context, work: Work, declared: Teardown, drain: Drain) -> Step:
