@@ -54,7 +54,9 @@ row 3 (``UnknownAttempt``).
 After the row, the passes, in ``PASSES``' order. Before anything else: every JobSet the row answers
 gets its attempt's PodGroup when its gang is on, and a gang that cannot be had holds the JobSet's
 creation or starts it without one (``hooks.core.gang``, issue 22, ADR-106; nothing when no gang is
-asked for).
+asked for); the gang says so as a value (``gang.Placement``) that ``gang_step`` turns into a Step.
+Rows 12 and 13 return Steps too: every Step is written by ``lifecycle.apply``, and nothing else
+writes the phase, outcome or message.
 
 Around rows 12 and 13, for every answer: ``StatusMismatch`` turns False once the disagreement is
 gone; unless the status disagrees (whichever row ran: rows 2 and 2a come before row 3; finalizing
@@ -74,8 +76,9 @@ current JobSet out. The drain barrier is ``hooks.core.barrier``: it passes only 
 Job is observed, no pod of it is active and no batch Job of any of its attempts may still create a
 pod (the garbage collector deletes them after the JobSet, and until then one that has not finished
 may; they are found by the Job's own label, whatever the status says), all read live, once per call;
-it returns a value (``Drain``) that ``barrier.record`` writes into the status. The status words are
-``hooks.core.wording``.
+it returns a value (``Drain``), and ``barrier.record`` says what it puts into the status (a
+``lifecycle.Record``), which the row's Step carries and ``lifecycle.apply`` writes. The status words
+are ``hooks.core.wording``.
 """
 
 from __future__ import annotations
@@ -157,8 +160,8 @@ def row(ctx: Context, work: Work, tearing_down: Teardown | None, disagreement: t
     ``tearing_down``, run by ``rows.teardown.teardown``; Kueue's word is not a status claim: rows 1,
     2 and 2a come before the mismatch hold), the mismatch hold (row 3, on ``disagreement``), the
     final phases (row 4), the next attempt (rows 5, 6) or the current one (rows 7-11). Returns the
-    row's ``Step``; the row writes nothing into ``work`` but the barrier's record (and rows 5-6,
-    once their barrier passed, the new attempt they start, which rows 7-11 then read)."""
+    row's ``Step`` (carrying the barrier's record when the row read the barrier); the row writes
+    nothing into ``work``."""
     if tearing_down is not None:
         return run_teardown(ctx, work, tearing_down)                      # rows 1, 2, 2a, 3a
     if disagreement is not None:

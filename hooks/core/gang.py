@@ -7,7 +7,8 @@ holds a ``scheduling.k8s.io/v1beta1`` ``PodGroup`` of the same name, ``<job>-<at
 and every pod template of that JobSet names it in ``spec.schedulingGroup.podGroupName``. The
 kube-scheduler then binds all of them in one cycle or none.
 
-The PodGroup lives and goes with its JobSet (``apply``, run once on the children the rows decided):
+The PodGroup lives and goes with its JobSet (``placement``, run once on the children the rows
+decided; it returns a value, ``Placement``, that ``hooks.core.decide`` turns into a Step):
 an answer holds the PodGroup of every JobSet it holds (or is about to create) whose gang is on, and
 no other, so the drain barrier that gates the JobSet gates its group too, and an attempt's group is
 deleted with its JobSet (kube-controller-manager's podgroup-protection keeps it until its pods are

@@ -1,13 +1,15 @@
 """The attempt lifecycle as a model of its own (issue 32): the phases and the transitions between
-them, declared once; the value every converted row returns (``Step``); the teardown declaration
-(``Teardown``) and its gates (``Gate``); and ``apply``, the one place a ``Step`` enters the ``Work``.
+them, declared once; the value every row returns (``Step``, with the drain barrier's ``Record``;
+``then`` makes one of two); the teardown declaration (``Teardown``) and its gates (``Gate``); and
+``apply``, the one place a ``Step`` enters the ``Work``.
 
-Pure and low in the import order: it reads nothing and imports only the vocabulary and the
-conditions, so that ``hooks.core.evidence`` can ask it which phase may stand next to a running
-JobSet. The one teardown protocol that runs a declaration (the gates, the drain barrier and its
-record) is ``hooks.core.rows.teardown.teardown``; the declarations are next to their words, in the
-modules of their rows (``rows.teardown``: delete and suspend; ``rows.kueue``: the eviction;
-``rows.deadline``: the active deadline; ``rows.current``: the next attempt's hold).
+Pure and low in the import order: it reads nothing and imports only the vocabulary, the
+conditions, the status' shapes, the budget and the actions' shapes, so that ``hooks.core.evidence``
+can ask it which phase may stand next to a running JobSet. The one teardown protocol that runs a
+declaration (the gates, the drain barrier and its record) is ``hooks.core.rows.teardown.teardown``;
+the declarations are next to their words, in the modules of their rows (``rows.teardown``: delete
+and suspend; ``rows.kueue``: the eviction; ``rows.deadline``: the active deadline; ``rows.current``:
+the next attempt's hold).
 
 The shapes are learned from kopf's frozen ``Outcome`` (a handler returns a value, the framework
 applies it), JobSet's action registry and collected events, and controller-runtime's single

@@ -4,7 +4,7 @@
 ``spec.drain.stuckAfterSeconds``, judges them with ``hooks.core.stuck`` and returns what it found, a
 ``StuckWait``: the stuck pods and, only as ``hooks.core.stuck`` allows, the force deletes to ask for
 (``ForceDeletePod``). ``conditions`` turns it into ``DrainStuck`` and ``ForceDeleteAllowed``;
-``hooks.core.barrier.record`` writes it into the status with the rest of the barrier's result. The
+``hooks.core.barrier.record`` says how it enters the status with the rest of the barrier's result. The
 barrier's answer never changes here: a stuck pod is still active, and the barrier still waits.
 
 Before it asks for a force delete it confirms, live, what licenses it (a status claim never does):

@@ -79,8 +79,7 @@ class Work(StatusFields, kw_only=True):
     quota: Quota = Quota.CREATE
     """Queue-managed Jobs: what becomes of the Workload child (``hooks.core.vocab.Quota``)."""
     transition: str = ""
-    """The move the row's ``Step`` made (``hooks.core.lifecycle.Move``; ``""``: a row that still writes
-    the work itself, or none)."""
+    """The move the row's ``Step`` made (``hooks.core.lifecycle.Move``; ``""``: none)."""
 
     def __post_init__(self) -> None:
         """Nothing to check: a ``Work`` begins from a ``Status`` already read (``of``) and the rows set

@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
+from hooks.core import decide as decide_module
 from hooks.core import gang
 from hooks.core.decide import Decision, decide
 from hooks.core.jobset import build_jobset
 from hooks.core.observed import GangCluster, parse_request
+from hooks.core.vocab import ConditionType, GangPolicy, Outcome, Phase, Reason, WhenUnavailable
+from hooks.core.work import Context, Work
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, podgroup_child
 from tests.support.uids import uid
 
@@ -409,3 +412,33 @@ def test_mismatch_names_every_field_that_differs() -> None:
                                              "spec.resourceClaims is set, the hooks set none")
     assert gang.mismatch({"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}, 2, "u1") == ()
     assert gang.mismatch({"spec": None}, 2, "u1") == ("spec.schedulingPolicy.gang is unset, want a gang of minCount 2",)
+
+
+def test_the_gang_says_its_hold_as_a_value_that_decide_turns_into_a_step() -> None:
+    """``gang.placement`` writes nothing into the work (issue 32): a new gang Job's JobSet waits for its
+    PodGroup as a ``Hold`` that stops (``decide.gang_step``: held, Pending, no workload, a resync), and
+    an unplaced gang as one that does not (the row's outcome stays, the Job Pending)."""
+    observed = parse_request(job_request(spec=spec(), podgroups=[]), "sync")
+    ctx = Context(observed, FakeReader(), NOW)
+    work = Work.of(observed.status, phase="Pending", kind=Outcome.CREATED,
+                   children=[build_jobset({"metadata": {"name": "train", "namespace": "default"}, "spec": spec()}, 0)])
+    before = copy.deepcopy(work)
+    placed = gang.placement(ctx, work)
+    assert work == before, "the gang writes nothing: decide applies its step"
+    assert placed is not None and placed.hold is not None and placed.hold.stops
+    assert [c["kind"] for c in placed.children] == ["PodGroup"]
+    assert placed.condition is not None and placed.condition.reason == Reason.WAITING_FOR_POD_GROUP
+    step = decide_module.gang_step(placed, work.kind)
+    assert (step.outcome, step.phase, step.workload, step.resync, step.message) == (
+        Outcome.HELD, Phase.PENDING, "", True, placed.hold.message)
+    unplaced = dataclasses.replace(placed, hold=gang.Hold("waiting for the scheduler", stops=False))
+    step = decide_module.gang_step(unplaced, Outcome.KEPT)
+    assert (step.outcome, step.phase, step.workload, step.resync) == (Outcome.KEPT, Phase.PENDING, None, False)
+
+
+def test_the_gang_s_words_are_the_vocabulary_s() -> None:
+    assert gang.CONDITION is ConditionType.GANG_SCHEDULED
+    assert {gang.SCHEDULED, gang.WAITING, gang.UNAVAILABLE, gang.STARTED_WITHOUT_GANG, gang.NOT_REPORTED,
+            gang.NOT_REQUESTED, gang.WAITING_FOR_PODGROUP, gang.MISMATCH} <= set(Reason)
+    assert gang.POLICIES == tuple(GangPolicy) == ("Gang", "None")
+    assert gang.WHEN_UNAVAILABLE == tuple(WhenUnavailable) == ("Wait", "StartWithoutGang")

@@ -355,3 +355,20 @@ def test_a_restart_spends_the_verdict_s_charge_when_the_step_is_applied() -> Non
     apply(ctx, step, work)
     assert (work.restarts, work.restarts_by_cause) == (1, {step.charge.cause: 1})
     assert work.last_failure["cause"] == step.charge.cause and work.workload == ""
+
+
+def test_the_next_attempt_is_one_step_decided_on_a_view_of_the_work() -> None:
+    """Once the barrier passed, rows 7-11 decide attempt+1 on ``lifecycle.ahead`` (a copy): the work is
+    not written, and the one step returned starts attempt+1 (the teardown's attempt, the barrier's
+    record, then rows 7-11's JobSet), applied once."""
+    ctx = context(status={"phase": "Restarting", "attempt": 3, "restarts": 1, "workload": ""})
+    work = work_of(ctx)
+    before = work_of(ctx)
+    step = current.restart(ctx, work)
+    assert work == before, "the row writes nothing"
+    assert (step.attempt, step.outcome, step.transition, step.workload) == (
+        4, Outcome.PROCEEDED, Move.NEXT_ATTEMPT, "train-4")
+    assert step.record is not None and [c.reason for c in step.record.conditions] == ["NoActivePods"]
+    assert [c["metadata"]["name"] for c in step.children or ()] == ["train-4"]
+    apply(ctx, step, work)
+    assert (work.attempt, work.phase, work.workload) == (4, Phase.PENDING, "train-4")
