@@ -364,15 +364,18 @@ def test_why_restarting_names_the_failure_and_what_the_barrier_waits_for_now(
     assert "restarts 2 of 3" in text
     assert "waiting for 1 active pod: llama-1-worker-0-0 (terminating, grace period ends" in text
     assert "launcher pod llama-1-launcher-0-0 to finish" in text and "batch Job llama-1-worker-0" in text
-    assert "Attempt 2 is created, Pending, only once nothing of attempt 1 is left." in text
+    assert "From Restarting it moves to Pending when drain barrier passed, JobSet llama-2; to Failed when " in text
     code, out, _ = run(cluster, "why", "llama", capsys=capsys)
     assert code == 0 and all(len(line) <= 100 for line in out.splitlines()) and "\n\n" not in out
 
 
 @pytest.mark.parametrize(("status", "spec", "deleting", "expected"), [
     ({}, {}, "", "has no status yet"),
-    (RUNNING, {}, "", "is Running at attempt 0 with 2 active pods of JobSet llama-0. It becomes Succeeded when "
-                      "JobSet llama-0 reports Completed; when it reports Failed, it restarts as attempt 1"),
+    (RUNNING, {}, "", "is Running at attempt 0 with 2 active pods of JobSet llama-0 (restarts 0 of 2). From Running "
+                      "it moves to Succeeded when JobSet Completed; to Restarting when JobSet Failed, restarts left; "
+                      "to Failed when JobSet Failed, no restarts left or a FailJob rule; to Suspending when "
+                      "spec.suspend or when evicted by Kueue; to Terminating when activeDeadlineSeconds passed or "
+                      "when deleted."),
     ({**RUNNING, "activePods": 0, "message": "no pod of JobSet llama-0 is active: waiting for the JobSet to report "
                                              "how it ended"}, {}, "", "with 0 active pods: no pod of JobSet llama-0"),
     ({"phase": "Pending", "attempt": 0, "workload": "llama-0", "message": "waiting for the pods of JobSet llama-0 to "
@@ -382,7 +385,8 @@ def test_why_restarting_names_the_failure_and_what_the_barrier_waits_for_now(
     ({"phase": "Failed", "attempt": 2, "restarts": 2, "conditions": [{"type": "Failed", "status": "True", "reason":
       "MaxRestartsReached", "message": "JobSet llama-2 failed; no restart left"}]}, {}, "",
      "Failed (MaxRestartsReached) at attempt 2 after 2 restarts: JobSet llama-2 failed; no restart left. The phase "
-     "is final"),
+     "is final (terminal in hooks/core/lifecycle.py): create a new Job to run again. From Failed it moves to "
+     "Terminating when deleted (by you, or ttlSecondsAfterFinished)."),
     ({"phase": "Succeeded", "attempt": 0, "workload": "llama-0"}, {"ttlSecondsAfterFinished": 600}, "",
      "deleted 600s after it finished"),
     ({**RUNNING, "activePods": 0, "conditions": [{"type": "InvalidSpec", "status": "True", "reason":

@@ -174,7 +174,7 @@ def describe_document(cluster: client.Cluster, namespace: str, name: str, now: d
 def drain_of(cluster: client.Cluster, job: dict[str, Any], namespace: str, now: datetime) -> drain.DrainView:
     """The barrier's view of ``job`` now; a failed JobSet read is a view that says so (unknown)."""
     deleting = bool((job.get("metadata") or {}).get("deletionTimestamp"))
-    draining = view.status_of(job).get("phase") in drain.DRAINING_PHASES or deleting
+    draining = drain.is_draining(str(view.status_of(job).get("phase") or ""), deleting)
     try:
         jobsets = drain.owned_jobsets(job, cluster.list_jobsets(namespace))
     except client.CommandError as exc:
@@ -220,7 +220,7 @@ def why_command(ctx: click.Context, name: str, kubeconfig: str | None, context: 
     now = _now(options)
     job = cluster.get_job(ns, name)
     summary = view.summary(job, now)
-    draining = summary["phase"] in drain.DRAINING_PHASES or summary["deleting"]
+    draining = drain.is_draining(summary["phase"], summary["deleting"])
     barrier = drain_of(cluster, job, ns, now) if draining else None
     paragraph = why_paragraph(job, barrier, now)
     if options.output:
