@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 
 class JSONPathError(Exception):
     """A template that does not parse, or fails on the object (client-go's error text)."""
+
+
+class Literal(str):
+    """Text the template itself holds (outside an action, or quoted in one): printed as written,
+    never escaped, unlike the strings read from the object."""
+
+    __slots__ = ()
 
 
 # ---- the nodes ------------------------------------------------------------------------------------------
@@ -499,7 +506,7 @@ class _Run:
                 values = self.walk(values, child)
             return values
         if isinstance(node, TextNode):
-            return [node.text]
+            return [Literal(node.text)]
         if isinstance(node, FieldNode):
             return [value[node.value] for value in values
                     if isinstance(value, Mapping) and node.value in value]
@@ -618,10 +625,13 @@ def go_text(value: Any) -> str:
     return str(value)
 
 
-def execute(template: ListNode, data: Any) -> str:
+def execute(template: ListNode, data: Any, escape: Callable[[str], str] = str) -> str:
     """The text the template prints for ``data`` (a decoded JSON value): each action's results
-    joined by a space, maps and lists as ``go_json``, the rest as ``go_text``. Raises ``JSONPathError``."""
+    joined by a space, maps and lists as ``go_json``, the rest as ``go_text``; every string read
+    from ``data`` goes through ``escape`` (the template's own text does not: its ``{"\n"}`` is a
+    line break). Raises ``JSONPathError``."""
     out: list[str] = []
     for results in _Run().find(data, template.nodes):
-        out.append(" ".join(go_json(r) if isinstance(r, Mapping | list) else go_text(r) for r in results))
+        out.append(" ".join(r if isinstance(r, Literal) else escape(go_json(r) if isinstance(r, Mapping | list)
+                                                                    else go_text(r)) for r in results))
     return "".join(out)
