@@ -206,9 +206,8 @@ class JobPrinter:
         try:
             click.echo(jsonpath.execute(self.output.template, document, rendering.escape), nl=False)
         except jsonpath.JSONPathError as exc:
-            raise CommandError(f"error: error executing jsonpath {json.dumps(self.output.text)}: {exc}. Printing more "
-                               f"information for debugging the template:\n\ttemplate was:\n\t\t{self.output.text}"
-                               ) from exc
+            # kubectl's first sentence; the object it then dumps (Go syntax, every field) is left out
+            raise CommandError(f"error: error executing jsonpath {json.dumps(self.output.text)}: {exc}") from exc
 
 
 def read_jobs(cluster: client.Cluster, namespace: str | None, names: Sequence[str],
