@@ -202,7 +202,9 @@ class KubeCluster:
         the server ends a watch); with it, the server ends the watch after that long and so does the
         iterator. A failure is a ``CommandError`` (an expired resourceVersion: ``Error from server
         (Expired): ...``)."""
-        options: dict[str, Any] = {"_request_timeout": (self._timeout[0], None)}
+        options: dict[str, Any] = {}
+        if timeout_seconds is not None:  # the server ends the watch then; without it, reads wait (a watch is quiet)
+            options["_request_timeout"] = (self._timeout[0], timeout_seconds + self._timeout[1])
         if selector:
             options["label_selector"] = selector
         if name:
