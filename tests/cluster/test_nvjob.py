@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
+import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -54,6 +57,31 @@ class Kubectl:
     def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["kubectl", *args], env=self.env, capture_output=True, text=True, timeout=60,
                               cwd=self.cwd, check=False)
+
+    def streaming(self, *args: str) -> tuple[subprocess.Popen[str], queue.Queue[str]]:
+        """Starts ``kubectl ARGS...`` (a watch); returns the process and a queue of its stdout lines,
+        filled by a reader thread as they come."""
+        process = subprocess.Popen(["kubectl", *args], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, cwd=self.cwd)
+        lines: queue.Queue[str] = queue.Queue()
+
+        def read() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                lines.put(line.rstrip("\n"))
+
+        threading.Thread(target=read, daemon=True).start()
+        return process, lines
+
+
+def next_line(lines: queue.Queue[str], process: subprocess.Popen[str], seconds: float = 30.0) -> str:
+    """The next line a watch printed, within ``seconds``; fails with its stderr when none came."""
+    try:
+        return lines.get(timeout=seconds)
+    except queue.Empty:
+        process.kill()
+        _, err = process.communicate(timeout=10)
+        pytest.fail(f"the watch printed no line in {seconds} s: {err}")
 
 
 @pytest.fixture
@@ -96,7 +124,7 @@ def test_kubectl_finds_the_plugin_and_it_reports_a_running_job(world: ClusterWor
     header, row = got.stdout.splitlines()
     assert header.split()[:5] == ["NAME", "PHASE", "ATTEMPT", "RESTARTS", "ACTIVE"]
     assert row.split()[:5] == ["plug", "Running", "0", "0", "2"]
-    every = kubectl("nvjob", "get", "-A", "-o", "json")
+    every = kubectl("nvjob", "summary", "-A")
     assert (ns, "plug") in {(i["namespace"], i["name"]) for i in json.loads(every.stdout)["items"]}
 
     described = kubectl("nvjob", "describe", "plug", "-n", ns, "-o", "json")
@@ -116,6 +144,27 @@ def test_kubectl_finds_the_plugin_and_it_reports_a_running_job(world: ClusterWor
     why = kubectl("nvjob", "why", "plug", "-n", ns)
     assert why.returncode == 0 and why.stdout.startswith("Job plug is Running at attempt 0 with 2 active pods")
 
+
+    # kubectl get's flags, against the real API server: -o json|jsonpath (the Job object), -l, -w
+    assert json.loads(kubectl("nvjob", "get", "plug", "-n", ns, "-o", "json").stdout)["kind"] == "Job"
+    phase = kubectl("nvjob", "get", "plug", "-n", ns, "-o", "jsonpath={.status.phase}")
+    assert (phase.returncode, phase.stdout) == (0, "Running"), phase.stderr
+    watch, lines = kubectl.streaming("nvjob", "get", "-n", ns, "-l", "!watched", "-w", "--request-timeout", "60s")
+    try:
+        assert next_line(lines, watch).split()[:2] == ["NAME", "PHASE"]
+        assert next_line(lines, watch).split()[:2] == ["plug", "Running"], "listed first"
+        labelled = kubectl("label", "nvjob", "plug", "-n", ns, "watched=no")
+        assert labelled.returncode == 0, labelled.stderr
+        deadline = time.monotonic() + 30
+        seen = next_line(lines, watch)  # the label change: the Job leaves the selector, a last row for it
+        while not seen.startswith("plug") and time.monotonic() < deadline:
+            seen = next_line(lines, watch)
+        assert seen.split()[:2] == ["plug", "Running"], seen
+    finally:
+        watch.kill()
+        watch.communicate(timeout=10)
+    selected = kubectl("nvjob", "get", "-n", ns, "-l", "watched=no", "-o", "name")
+    assert (selected.returncode, selected.stdout) == (0, "job.nvcre.nvidia.com/plug\n"), selected.stderr
 
     missing = kubectl("nvjob", "describe", "nope", "-n", ns)
     assert (missing.returncode, missing.stdout) == (1, "")

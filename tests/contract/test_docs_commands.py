@@ -85,10 +85,11 @@ RULES: list[tuple[str, str, str]] = [
     (r"^(\.venv/bin/)?python -m hooks replay tests/payloads/\S+ --diff$", "run", ""),
     (r"^(\.venv/bin/)?python -m hooks replay SCENARIO_DIR", "synopsis", ""),
     (r"^(\.venv/bin/)?python -m hooks node-pods NODE ", "synopsis", ""),
-    (r"^kubectl nvjob (get|describe|why) .*(\[|NAME)", "synopsis", ""),
+    (r"^kubectl nvjob (get|describe|why|history|summary) .*(\[|NAME)", "synopsis", ""),
     (r"^kubectl nvjob get -n cluster-0$|^kubectl nvjob (describe|why) retry -n cluster-0$", "elsewhere",
      "recorded objects: tests/tools/test_nvjob_recorded.py compares every line of the README's sample"),
-    (r"^kubectl nvjob ", "elsewhere", CLUSTER + " (tests/cluster/test_nvjob.py runs get, describe and why)"),
+    (r"^kubectl nvjob ", "elsewhere", CLUSTER + " (tests/cluster/test_nvjob.py runs get with -o json|jsonpath|name, "
+                                                "-l and -w, summary, describe and why)"),
     (r"^pip install \.$", "elsewhere", "needs the package index for the build backend: "
                                        "tests/contract/test_packaging.py reads the same configuration with setuptools"),
     (r"^(\.venv/bin/)?python -m hooks (replay request\.json|node-pods gpu-)", "elsewhere", CLUSTER),

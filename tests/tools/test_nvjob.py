@@ -9,7 +9,7 @@ own code (``hooks.core.barrier``) judges them as it would live.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import podread
 from hooks.core import historyentry
 from hooks.tools.nvjob import client, commands, view
 from hooks.tools.nvjob.commands import Options
+from tests.fakekube.selectors import SelectorError, parse_label_selector
 from tests.support import job_request as request
 from tests.support import job_spec, jobset_child, make_batch_job, make_pod
 from tests.support.uids import uid
@@ -31,13 +32,17 @@ LONG_AGO = "2020-01-01T00:00:00Z"
 
 class Recorded:
     """A cluster of recorded objects: what ``client.Cluster`` reads, with the pods, batch Jobs and
-    nodes behind a real podread Reader."""
+    nodes behind a real podread Reader. ``changes``: what a watch of the Jobs reports, in order
+    (``watches`` records each watch asked for: its namespace, selector, name, resourceVersion, timeout)."""
 
     def __init__(self, jobs: Sequence[Mapping[str, Any]] = (), *, jobsets: Sequence[Mapping[str, Any]] = (),
                  events: Sequence[Mapping[str, Any]] = (), pods: Sequence[Mapping[str, Any]] = (),
                  batch_jobs: Sequence[Mapping[str, Any]] = (), nodes: Sequence[Mapping[str, Any]] = (),
-                 pods_fail: str = "", jobsets_fail: str = "") -> None:
+                 pods_fail: str = "", jobsets_fail: str = "",
+                 changes: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> None:
         self.jobs = [dict(job) for job in jobs]
+        self.changes = [(kind, dict(job)) for kind, job in changes]
+        self.watches: list[tuple[str | None, str, str, str, int | None]] = []
         self.jobsets = list(jobsets)
         self.events = list(events)
         self.jobsets_fail = jobsets_fail
@@ -55,8 +60,26 @@ class Recorded:
                 return job
         raise client.CommandError(f'Error from server (NotFound): jobs.nvcre.nvidia.com "{name}" not found')
 
-    def list_jobs(self, namespace: str | None) -> list[dict[str, Any]]:
-        return [job for job in self.jobs if namespace is None or job["metadata"]["namespace"] == namespace]
+    def list_jobs(self, namespace: str | None, selector: str = "") -> client.Listed:
+        """The Jobs of ``namespace`` whose labels match ``selector`` (judged as the API server judges
+        it: a selector that does not parse is its BadRequest), at resourceVersion 7."""
+        try:
+            matches = parse_label_selector(selector).matches
+        except SelectorError as exc:
+            raise client.CommandError(f"Error from server (BadRequest): unable to parse requirement: {exc}") from exc
+        return client.Listed([job for job in self.jobs
+                              if (namespace is None or job["metadata"]["namespace"] == namespace)
+                              and matches(job["metadata"].get("labels") or {})], "7")
+
+    def watch_jobs(self, namespace: str | None, *, selector: str = "", name: str = "", resource_version: str = "",
+                   timeout_seconds: int | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        self.watches.append((namespace, selector, name, resource_version, timeout_seconds))
+        matches = parse_label_selector(selector).matches
+        for kind, job in self.changes:
+            metadata = job["metadata"]
+            if (namespace is None or metadata["namespace"] == namespace) and (not name or metadata["name"] == name) \
+                    and matches(metadata.get("labels") or {}):
+                yield kind, job
 
     def list_jobsets(self, namespace: str) -> list[dict[str, Any]]:
         if self.jobsets_fail:
@@ -162,18 +185,18 @@ def test_get_lists_phase_attempt_restarts_active_and_what_each_waits_for(capsys:
     assert "<none>" in lines[2]  # bert waits for nothing
 
 
-def test_get_all_namespaces_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+def test_get_all_namespaces_and_the_summary_rows(capsys: pytest.CaptureFixture[str]) -> None:
     cluster = Recorded([nvjob("bert", status=RUNNING), nvjob("gpt", namespace="team-b", status={})])
     code, out, _ = run(cluster, "get", "-A", capsys=capsys)
     assert code == 0
     assert [line.split()[:3] for line in out.splitlines()] == [["NAMESPACE", "NAME", "PHASE"],
                                                               [NS, "bert", "Running"], ["team-b", "gpt", "<none>"]]
-    code, out, _ = run(cluster, "get", "-A", "-o", "json", capsys=capsys)
+    code, out, _ = run(cluster, "summary", "-A", capsys=capsys)
     document = json.loads(out)
     assert document["kind"] == "List"
     assert [(i["namespace"], i["name"], i["phase"], i["attempt"]) for i in document["items"]] == [
         (NS, "bert", "Running", 0), ("team-b", "gpt", "", None)]
-    code, out, _ = run(cluster, "-o", "yaml", "get", "bert", capsys=capsys)
+    code, out, _ = run(cluster, "-o", "yaml", "summary", "bert", capsys=capsys)
     assert code == 0 and yaml.safe_load(out)["items"][0]["activePods"] == 2
 
 
@@ -192,14 +215,14 @@ def test_a_missing_job_is_kubectls_not_found_and_exit_1(capsys: pytest.CaptureFi
     assert code == 1 and out.splitlines()[1].split()[0] == "bert" and "not found" in err
 
 
-@pytest.mark.parametrize("args", [["get", "--bogus"], ["describe"], ["why", "a", "b"], ["get", "-o", "wide"],
-                                  ["frobnicate"], ["get", "-A", "x"]])
+@pytest.mark.parametrize("args", [["get", "--bogus"], ["describe"], ["why", "a", "b"], ["describe", "x", "-o", "wide"],
+                                  ["frobnicate"], ["get", "-A", "x"], ["history"], ["get", "-Z"]])
 def test_bad_flags_and_arguments_exit_1_with_the_error_and_usage(args: list[str],
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(Recorded(), *args, capsys=capsys)
     assert (code, out) == (1, "")
     assert err.startswith("error: ")
-    if args != ["get", "-A", "x"]:
+    if args not in (["get", "-A", "x"], ["describe", "x", "-o", "wide"]):
         assert "Usage: kubectl nvjob" in err and "--help' for usage." in err
 
 
@@ -364,15 +387,18 @@ def test_why_restarting_names_the_failure_and_what_the_barrier_waits_for_now(
     assert "restarts 2 of 3" in text
     assert "waiting for 1 active pod: llama-1-worker-0-0 (terminating, grace period ends" in text
     assert "launcher pod llama-1-launcher-0-0 to finish" in text and "batch Job llama-1-worker-0" in text
-    assert "Attempt 2 is created, Pending, only once nothing of attempt 1 is left." in text
+    assert "From Restarting it moves to Pending when drain barrier passed, JobSet llama-2; to Failed when " in text
     code, out, _ = run(cluster, "why", "llama", capsys=capsys)
     assert code == 0 and all(len(line) <= 100 for line in out.splitlines()) and "\n\n" not in out
 
 
 @pytest.mark.parametrize(("status", "spec", "deleting", "expected"), [
     ({}, {}, "", "has no status yet"),
-    (RUNNING, {}, "", "is Running at attempt 0 with 2 active pods of JobSet llama-0. It becomes Succeeded when "
-                      "JobSet llama-0 reports Completed; when it reports Failed, it restarts as attempt 1"),
+    (RUNNING, {}, "", "is Running at attempt 0 with 2 active pods of JobSet llama-0 (restarts 0 of 2). From Running "
+                      "it moves to Succeeded when JobSet Completed; to Restarting when JobSet Failed, restarts left; "
+                      "to Failed when JobSet Failed, no restarts left or a FailJob rule; to Suspending when "
+                      "spec.suspend or when evicted by Kueue; to Terminating when activeDeadlineSeconds passed or "
+                      "when deleted."),
     ({**RUNNING, "activePods": 0, "message": "no pod of JobSet llama-0 is active: waiting for the JobSet to report "
                                              "how it ended"}, {}, "", "with 0 active pods: no pod of JobSet llama-0"),
     ({"phase": "Pending", "attempt": 0, "workload": "llama-0", "message": "waiting for the pods of JobSet llama-0 to "
@@ -382,7 +408,8 @@ def test_why_restarting_names_the_failure_and_what_the_barrier_waits_for_now(
     ({"phase": "Failed", "attempt": 2, "restarts": 2, "conditions": [{"type": "Failed", "status": "True", "reason":
       "MaxRestartsReached", "message": "JobSet llama-2 failed; no restart left"}]}, {}, "",
      "Failed (MaxRestartsReached) at attempt 2 after 2 restarts: JobSet llama-2 failed; no restart left. The phase "
-     "is final"),
+     "is final (terminal in hooks/core/lifecycle.py): create a new Job to run again. From Failed it moves to "
+     "Terminating when deleted (by you, or ttlSecondsAfterFinished)."),
     ({"phase": "Succeeded", "attempt": 0, "workload": "llama-0"}, {"ttlSecondsAfterFinished": 600}, "",
      "deleted 600s after it finished"),
     ({**RUNNING, "activePods": 0, "conditions": [{"type": "InvalidSpec", "status": "True", "reason":

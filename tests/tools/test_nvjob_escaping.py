@@ -132,7 +132,12 @@ def test_json_and_yaml_keep_the_exact_strings_and_stay_terminal_safe(output: str
     cluster = hostile_cluster()
     listed = shown(cluster, "get", "-A", "-o", output, capsys=capsys)
     assert unsafe(listed) == []
-    items = {item["name"]: item for item in load(listed)["items"]}
+    objects = {item["metadata"]["name"]: item for item in load(listed)["items"]}
+    assert objects["llama"]["status"]["message"] == "waiting for " + HOSTILE, "the Job objects, exact"
+    assert objects["evil" + HOSTILE]["metadata"]["namespace"] == "ns" + HOSTILE
+    rows = shown(cluster, "summary", "-A", "-o", output, capsys=capsys)
+    assert unsafe(rows) == []
+    items = {item["name"]: item for item in load(rows)["items"]}
     assert items["llama"]["waitingFor"] == "waiting for " + HOSTILE
     assert items["evil" + HOSTILE]["namespace"] == "ns" + HOSTILE
     described = shown(cluster, "describe", "llama", "-o", output, capsys=capsys)
@@ -148,6 +153,21 @@ def test_json_and_yaml_keep_the_exact_strings_and_stay_terminal_safe(output: str
     said = shown(cluster, "why", "llama", "-o", output, capsys=capsys)
     assert unsafe(said) == []
     assert f"attempt 1 failed (failed {HOSTILE})" in load(said)["why"]
+
+
+def test_names_history_and_jsonpath_show_the_cluster_text_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    whole = "".join(SHOWN)
+    cluster = hostile_cluster()
+    assert shown(cluster, "get", "-A", "-o", "name", capsys=capsys).splitlines() == [
+        "job.nvcre.nvidia.com/llama", f"job.nvcre.nvidia.com/evil{whole}"]
+    template = '{range .items[*]}{.metadata.name}{"\\t"}{.status.message}{"\\n"}{end}'
+    out = shown(cluster, "get", "-A", "-o", f"jsonpath={template}", capsys=capsys)
+    assert out == f"llama\twaiting for {whole}\nevil{whole}\trunning {whole}\n", \
+        "the objects' strings escaped, the template's own tab and line breaks kept"
+    history = shown(cluster, "history", "llama", capsys=capsys)
+    assert unsafe(history) == [] and f"Reason{whole}" in history and f"gpu{whole}" in history
+    table = shown(cluster, "get", "llama", "-o", "wide", capsys=capsys)
+    assert unsafe(table) == [] and f"queue{whole}" in table and "StuckSince" not in table
 
 
 def test_an_error_that_quotes_the_server_is_escaped_with_kubectls_words_and_exit_code(

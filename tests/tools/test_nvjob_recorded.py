@@ -86,7 +86,8 @@ def test_why_says_what_failed_and_what_the_restart_waits_for(capsys: pytest.Capt
     assert text.startswith("Job retry is Restarting: attempt 0 failed (JobSet failed (FailedJobs))")
     assert f"launcher pod {LAUNCHER} (terminating, grace period ends 2026-12-04T20:44:31Z) to finish" in text
     assert "batch Job" not in text, "a Failed batch Job and one being deleted hold nothing (issue 31)"
-    assert text.endswith("Attempt 1 is created, Pending, only once nothing of attempt 0 is left.")
+    assert "From Restarting it moves to Pending when drain barrier passed, JobSet retry-1;" in text, \
+        "the lifecycle table's arrows out of Restarting, the next attempt's JobSet named"
 
 
 README = Path(__file__).resolve().parents[2] / "README.md"

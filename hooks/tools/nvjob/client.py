@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
@@ -27,6 +27,7 @@ from urllib.parse import urlparse
 import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
 from podread.cache import PodCache
@@ -52,6 +53,15 @@ class CommandError(Exception):
         self.code = code
 
 
+@dataclass(frozen=True)
+class Listed:
+    """NVCRE Jobs as one list answered them: the ``items`` (sorted by namespace and name) and the
+    list's ``resource_version``, where a watch of the changes after it starts."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    resource_version: str = ""
+
+
 class Cluster(Protocol):
     """What the commands read. ``KubeCluster`` reads a real API server; a test passes recorded objects."""
 
@@ -62,7 +72,10 @@ class Cluster(Protocol):
 
     def get_job(self, namespace: str, name: str) -> dict[str, Any]: ...
 
-    def list_jobs(self, namespace: str | None) -> list[dict[str, Any]]: ...
+    def list_jobs(self, namespace: str | None, selector: str = "") -> Listed: ...
+
+    def watch_jobs(self, namespace: str | None, *, selector: str = "", name: str = "", resource_version: str = "",
+                   timeout_seconds: int | None = None) -> Iterator[tuple[str, dict[str, Any]]]: ...
 
     def list_jobsets(self, namespace: str) -> list[dict[str, Any]]: ...
 
@@ -161,17 +174,63 @@ class KubeCluster:
             GROUP, VERSION, namespace, PLURAL, name, _preload_content=False, _request_timeout=self._timeout),
             JOB_RESOURCE, name)
 
-    def list_jobs(self, namespace: str | None) -> list[dict[str, Any]]:
-        """Every NVCRE Job in ``namespace`` (every namespace for ``None``), sorted by namespace and name."""
+    def list_jobs(self, namespace: str | None, selector: str = "") -> Listed:
+        """The NVCRE Jobs in ``namespace`` (every namespace for ``None``) whose labels match ``selector``
+        (a label selector, as ``kubectl get -l``; the API server judges it), sorted by namespace and
+        name, with the list's resourceVersion."""
+        options: dict[str, Any] = {"_preload_content": False, "_request_timeout": self._timeout}
+        if selector:
+            options["label_selector"] = selector
         if namespace is None:
-            body = self._call(lambda: self._custom.list_cluster_custom_object(
-                GROUP, VERSION, PLURAL, _preload_content=False, _request_timeout=self._timeout), JOB_RESOURCE)
+            body = self._call(lambda: self._custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, **options),
+                              JOB_RESOURCE)
         else:
             body = self._call(lambda: self._custom.list_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, _preload_content=False, _request_timeout=self._timeout),
-                JOB_RESOURCE)
-        return sorted(_items(body), key=lambda job: (str(job["metadata"].get("namespace", "")),
-                                                     str(job["metadata"].get("name", ""))))
+                GROUP, VERSION, namespace, PLURAL, **options), JOB_RESOURCE)
+        items = sorted(_items(body), key=lambda job: (str(job["metadata"].get("namespace", "")),
+                                                      str(job["metadata"].get("name", ""))))
+        metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        return Listed(items, str(metadata.get("resourceVersion") or ""))
+
+    def watch_jobs(self, namespace: str | None, *, selector: str = "", name: str = "", resource_version: str = "",
+                   timeout_seconds: int | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The changes to the NVCRE Jobs of ``namespace`` (every namespace for ``None``) after
+        ``resource_version``, as the kubernetes client's ``Watch`` streams them: ``(type, object)``,
+        type ``ADDED``, ``MODIFIED`` or ``DELETED``. ``selector`` keeps the Jobs whose labels match,
+        ``name`` one Job (``metadata.name`` field selector). Without ``timeout_seconds`` it goes on
+        for as long as the caller reads (the client watches again from the last resourceVersion when
+        the server ends a watch); with it, the server ends the watch after that long and so does the
+        iterator. A failure is a ``CommandError`` (an expired resourceVersion: ``Error from server
+        (Expired): ...``)."""
+        options: dict[str, Any] = {}
+        if timeout_seconds is not None:  # the server ends the watch then; without it, reads wait (a watch is quiet)
+            options["_request_timeout"] = (self._timeout[0], timeout_seconds + self._timeout[1])
+        if selector:
+            options["label_selector"] = selector
+        if name:
+            options["field_selector"] = f"metadata.name={name}"
+        if resource_version:
+            options["resource_version"] = resource_version
+        if timeout_seconds is not None:
+            options["timeout_seconds"] = timeout_seconds
+        args: tuple[Any, ...] = (GROUP, VERSION, PLURAL) if namespace is None else (GROUP, VERSION, namespace, PLURAL)
+        func = self._custom.list_cluster_custom_object if namespace is None \
+            else self._custom.list_namespaced_custom_object
+        watcher = k8s_watch.Watch()
+        try:
+            for event in watcher.stream(func, *args, **options):
+                raw = event.get("raw_object")
+                obj = raw if isinstance(raw, dict) else event.get("object")
+                if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
+                    yield str(event.get("type", "")), obj
+        except ApiException as exc:
+            raise api_error(exc, JOB_RESOURCE) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise connection_error(self._target.server, exc) from exc
+        except ValueError as exc:
+            raise CommandError(f"error: the server's watch event is not JSON: {exc}") from exc
+        finally:
+            watcher.stop()
 
     def list_jobsets(self, namespace: str) -> list[dict[str, Any]]:
         """Every JobSet in ``namespace`` (the caller keeps a Job's own, by owner UID)."""
@@ -220,6 +279,9 @@ def api_error(exc: ApiException, resource: str, name: str | None = None) -> Comm
     except ValueError:
         status = {}
     status = status if isinstance(status, dict) else {}
+    if not status and isinstance(exc.reason, str) and ": " in exc.reason:  # a watch's ERROR event: "Reason: message"
+        reason, _, message = exc.reason.partition(": ")
+        status = {"reason": reason, "message": message}
     reason = str(status.get("reason") or exc.reason or exc.status)
     details = status.get("details") if isinstance(status.get("details"), dict) else {}
     if exc.status == 404 and name is not None and details.get("name"):

@@ -16,14 +16,30 @@ from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
+from hooks.core import lifecycle
 from hooks.core.barrier import barrier
 from hooks.core.deadlines import stamp
 from hooks.core.history import deletion_times
 from hooks.core.observed import JOBSET_GROUP, InvalidRequest, Observed, parse_request
-from hooks.core.work import RESTARTING, SUSPENDING, TERMINATING, Context
+from hooks.core.work import Context
 
-DRAINING_PHASES = frozenset({RESTARTING, SUSPENDING, TERMINATING})
-"""Phases whose next step waits on the barrier now (a deleted Job too, whatever its phase)."""
+BARRIER_PASSED = "drain barrier passed"
+"""The words with which an arrow of ``hooks.core.lifecycle.ARROWS`` says it waits for the drain barrier."""
+
+
+def draining_phases() -> frozenset[str]:
+    """The phases whose next step waits on the drain barrier now, read from the lifecycle table
+    (``hooks.core.lifecycle.ARROWS``, at each call): the sources of the arrows whose words say the
+    drain barrier passed (today Restarting, Suspending and Terminating). The plugin keeps no list
+    of its own: a phase the table gives such an arrow is shown draining without editing it."""
+    return frozenset(str(arrow.source) for arrow in lifecycle.ARROWS
+                     if BARRIER_PASSED in arrow.words and arrow.source != lifecycle.START)
+
+
+def is_draining(phase: str, deleting: bool) -> bool:
+    """Whether a Job in ``phase`` (``deleting``: it carries a deletionTimestamp) waits on the barrier
+    now: a deleted Job whatever its phase, else a phase of ``draining_phases``."""
+    return deleting or phase in draining_phases()
 
 
 @dataclass(frozen=True)
@@ -79,7 +95,7 @@ def drain_view(job: Mapping[str, Any], jobsets: Sequence[Mapping[str, Any]], rea
     metadata = job.get("metadata") or {}
     status = job.get("status") if isinstance(job.get("status"), Mapping) else {}
     phase = str(status.get("phase") or "")
-    draining = phase in DRAINING_PHASES or bool(metadata.get("deletionTimestamp"))
+    draining = is_draining(phase, bool(metadata.get("deletionTimestamp")))
     try:
         observed = observed_of(job, jobsets)
     except InvalidRequest as exc:

@@ -96,13 +96,26 @@ class _TerminalSafeDumper(yaml.SafeDumper):
             self.allow_unicode = allow_unicode
 
 
-def dump(document: Any, output: str) -> str:
-    """``document`` as indented JSON (sorted keys) or YAML, its strings exact and still safe to show
-    on a terminal (``_TerminalSafeDumper``)."""
+def dump(document: Any, output: str, indent: int = 2) -> str:
+    """``document`` as indented JSON (sorted keys, ``indent`` spaces) or YAML, its strings exact and
+    still safe to show on a terminal (JSON escapes every control and non-ASCII character; YAML:
+    ``_TerminalSafeDumper``)."""
     if output == "yaml":
         return yaml.dump(document, Dumper=_TerminalSafeDumper, sort_keys=True, default_flow_style=False,
                          allow_unicode=True).rstrip("\n")
-    return json.dumps(document, indent=2, sort_keys=True)
+    return json.dumps(document, indent=indent, sort_keys=True)
+
+
+def dump_objects(document: Any, output: str) -> str:
+    """API objects as ``kubectl get -o json|yaml`` prints them: JSON indented by four spaces with
+    sorted keys (Go's ``json.MarshalIndent`` of an unstructured object), or YAML with sorted keys;
+    exact, terminal-safe (``dump``)."""
+    return dump(document, output, indent=4)
+
+
+def name_line(name: str) -> str:
+    """One object as ``kubectl get -o name`` prints it: ``job.nvcre.nvidia.com/<name>``, ``escape``d."""
+    return escape(f"job.nvcre.nvidia.com/{name}")
 
 
 def cell(value: Any) -> str:
@@ -126,18 +139,33 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "
                      for line in cells)
 
 
-def get_table(rows: Sequence[Mapping[str, Any]], all_namespaces: bool) -> str:
-    """``get``'s table: NAME, PHASE, ATTEMPT, RESTARTS, ACTIVE, WAITING FOR, AGE (NAMESPACE first with
-    ``-A``), from the rows of ``view.summary``, ``escape``d."""
+def phase_cell(row: Mapping[str, Any]) -> str:
+    """``get``'s PHASE cell: the phase, and ``,STUCK <for how long>`` while its drain is stuck on pods
+    on lost nodes (``DrainStuck=True``; ``,STUCK`` alone when the condition carries no time), as
+    kubectl marks a node ``Ready,SchedulingDisabled``."""
+    phase = str(row["phase"] or NONE)
+    if not row.get("stuck"):
+        return phase
+    return f"{phase},STUCK {row['stuckFor']}" if row.get("stuckFor") else f"{phase},STUCK"
+
+
+def get_table(rows: Sequence[Mapping[str, Any]], all_namespaces: bool, *, wide: bool = False,
+              headers: bool = True) -> str:
+    """``get``'s table: NAME, PHASE (``phase_cell``), ATTEMPT, RESTARTS, ACTIVE, WAITING FOR (cut to
+    ``WAITING_WIDTH``), AGE (NAMESPACE first with ``-A``); ``wide`` (``-o wide``) adds WORKLOAD,
+    QUEUE and GANG before WAITING FOR and shows it whole; ``headers`` False (``--no-headers``)
+    leaves the header line out. From the rows of ``view.summary``, ``escape``d."""
     rows = terminal_safe(rows)
-    columns = ["NAME", "PHASE", "ATTEMPT", "RESTARTS", "ACTIVE", "WAITING FOR", "AGE"]
+    columns = ["NAME", "PHASE", "ATTEMPT", "RESTARTS", "ACTIVE", *(["WORKLOAD", "QUEUE", "GANG"] if wide else []),
+               "WAITING FOR", "AGE"]
     body = []
     for row in rows:
-        phase = row["phase"] or NONE
-        line = [row["name"], phase, row["attempt"], row["restarts"], row["activePods"],
-                cut(row["waitingFor"], WAITING_WIDTH), row["age"]]
+        line = [row["name"], phase_cell(row), row["attempt"], row["restarts"], row["activePods"],
+                *([row["workload"], row["queue"], row["gang"]] if wide else []),
+                row["waitingFor"] if wide else cut(row["waitingFor"], WAITING_WIDTH), row["age"]]
         body.append(([row["namespace"]] if all_namespaces else []) + line)
-    return table((["NAMESPACE"] if all_namespaces else []) + columns, body)
+    text = table((["NAMESPACE"] if all_namespaces else []) + columns, body)
+    return text if headers else "\n".join(text.splitlines()[1:])
 
 
 def _seconds(value: Any) -> str:
@@ -221,6 +249,25 @@ def _attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: 
         return [*lines, "  no attempt history recorded (status.attempts is absent)"]
     if not rows:
         return [*lines, "  none yet"]
+    lines.append(attempts_table(rows, now, indent="  "))
+    if dropped:
+        lines.append(f"  ({dropped} earlier attempts counted, not kept)")
+    return lines
+
+
+def history_text(rows: Sequence[Mapping[str, Any]], dropped: int, now: datetime, *, headers: bool = True) -> str:
+    """``history``'s output: the attempts table alone (``attempts_table``; without its header line
+    for ``--no-headers``), then how many older attempts the status counted but no longer keeps.
+    Every string ``escape``d."""
+    text = attempts_table(terminal_safe(list(rows)), now)
+    if not headers:
+        text = "\n".join(text.splitlines()[1:])
+    return text + (f"\n({dropped} earlier attempts counted, not kept)" if dropped else "")
+
+
+def attempts_table(rows: Sequence[Mapping[str, Any]], now: datetime, indent: str = "") -> str:
+    """The attempts as a table: #, JOBSET, CREATED, STARTED, ENDED (ages), OUTCOME, REPLICATED JOB,
+    FAILING POD, NODE, EXIT/REASON, CAUSE, DRAIN (its length, ``(stuck)`` when it got stuck)."""
     body = []
     for row in rows:
         exit_or_reason = row.get("exitCode") if row.get("exitCode") is not None else row.get("reason")
@@ -234,11 +281,8 @@ def _attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: 
         body.append([row.get("attempt"), row.get("jobSet"), created, started, ended,
                      row.get("outcome"), row.get("failedReplicatedJob"), row.get("failedPod"), row.get("node"),
                      exit_or_reason, row.get("cause"), drain])
-    lines.append(table(["#", "JOBSET", "CREATED", "STARTED", "ENDED", "OUTCOME", "REPLICATED JOB", "FAILING POD",
-                        "NODE", "EXIT/REASON", "CAUSE", "DRAIN"], body, indent="  "))
-    if dropped:
-        lines.append(f"  ({dropped} earlier attempts counted, not kept)")
-    return lines
+    return table(["#", "JOBSET", "CREATED", "STARTED", "ENDED", "OUTCOME", "REPLICATED JOB", "FAILING POD", "NODE",
+                  "EXIT/REASON", "CAUSE", "DRAIN"], body, indent=indent)
 
 
 def _terminating(pod: Mapping[str, Any]) -> str:

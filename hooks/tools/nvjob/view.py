@@ -104,10 +104,24 @@ def waiting_for(job: Mapping[str, Any]) -> str:
     return ""
 
 
+def stuck_since(job: Mapping[str, Any]) -> str:
+    """Since when the Job's drain has been stuck on pods on lost nodes, as the hooks wrote it: the
+    ``DrainStuck=True`` condition's ``lastTransitionTime`` (``""`` when the drain is not stuck, or
+    the condition carries no time)."""
+    stuck = condition(status_of(job), "DrainStuck")
+    since = stuck.get("lastTransitionTime") if stuck.get("status") == "True" else None
+    return since if isinstance(since, str) else ""
+
+
 def summary(job: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     """One Job as ``get`` lists it: name, phase, attempt, restarts, active pods (``status.activePods``,
-    the hooks' last count), what it waits for, age."""
+    the hooks' last count), what it waits for, age; whether its drain is stuck and for how long
+    (``stuck``, ``stuckSince``, ``stuckFor``: ``stuck_since``); and for ``-o wide`` its current
+    JobSet (``workload``), Kueue LocalQueue (``queue``) and gang (``gang``: the ``GangScheduled``
+    condition's reason, as the CRD's wide column)."""
     metadata, status = as_map(job.get("metadata")), status_of(job)
+    since = stuck_since(job)
+    labels = as_map(metadata.get("labels"))
     return {
         "namespace": str(metadata.get("namespace", "")),
         "name": str(metadata.get("name", "")),
@@ -119,6 +133,12 @@ def summary(job: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         "deleting": bool(metadata.get("deletionTimestamp")),
         "creationTimestamp": metadata.get("creationTimestamp"),
         "age": age(metadata.get("creationTimestamp"), now),
+        "stuck": bool(since) or condition(status, "DrainStuck").get("status") == "True",
+        "stuckSince": since or None,
+        "stuckFor": age(since, now) if since else None,
+        "workload": str(status.get("workload") or "") if status else "",
+        "queue": str(labels.get(QUEUE_LABEL) or ""),
+        "gang": str(condition(status, "GangScheduled").get("reason") or ""),
     }
 
 

@@ -3,8 +3,11 @@
 Pure. The words come from the status the hooks wrote (phase, attempt, restarts, the conditions and
 their reasons, ``message``, ``lastFailure``, and ``attempts``: the first failing pod, its node and
 exit code) and, while the Job drains, from the barrier's view read
-now (``drain.DrainView``). Where the hooks' own rules say what happens next (the attempt a resumed
-Job starts, whether a gang's JobSet exists yet), the hooks' own code is asked, never a copy of it.
+now (``drain.DrainView``). What a phase may move on to, and when, is the lifecycle table's
+(``hooks.core.lifecycle``: the arrows out of the phase and their words, whether the phase is
+terminal), read at each call: a phase or an arrow added there is explained here without editing
+this module. Where the hooks' own rules say what happens next (the attempt a resumed Job starts,
+whether a gang's JobSet exists yet), the hooks' own code is asked, never a copy of it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from hooks.core import gang
+from hooks.core import gang, lifecycle
 from hooks.core.declared import InvalidRequest, decode
 from hooks.core.rows.current import never_started
 from hooks.core.status import Status
@@ -90,6 +93,50 @@ def _stuck(job: Mapping[str, Any], drain: DrainView | None, now: datetime | None
     return f"Pods are stuck on lost nodes{lasted}: {words}. " + STUCK_STEPS.format(namespace=namespace)
 
 
+GONE = "gone (its finalizer removed)"
+"""What the table's ``START`` is as a target: the Job no longer exists."""
+
+
+def ways_on(phase: str, *, to: frozenset[str] | None = None,
+            but: frozenset[str] = frozenset()) -> list[tuple[str, list[str]]]:
+    """The lifecycle table's ways out of ``phase`` (``hooks.core.lifecycle.ARROWS``, its order; not
+    a phase's arrow to itself): each target with the words of every arrow to it. ``to`` keeps
+    only those targets, ``but`` leaves those out. ``[]`` for a phase the table does not know."""
+    ways: dict[str, list[str]] = {}
+    for arrow in lifecycle.ARROWS:
+        source, target = str(arrow.source), str(arrow.target)
+        if source != phase or target == phase or (to is not None and target not in to) or target in but:
+            continue
+        ways.setdefault(target, []).append(arrow.words)
+    return list(ways.items())
+
+
+def _fill(words: str, name: str, following: Any) -> str:
+    """An arrow's words for this Job: ``<job>`` its name, ``(attempt+1)`` the attempt that follows."""
+    return (words.replace("<job>-(attempt+1)", f"{name}-{following}").replace("<job>", name)
+            .replace("(attempt+1)", f"(attempt {following})"))
+
+
+def moves_on(phase: str, name: str, following: Any, *, to: frozenset[str] | None = None,
+             but: frozenset[str] = frozenset()) -> str:
+    """What moves a Job in ``phase`` on, as one sentence from the table (``ways_on``): ``From
+    Running it moves to Succeeded when JobSet Completed; to Suspending when spec.suspend or when
+    evicted by Kueue; ...``; ``following`` is the attempt that would follow (its words name it).
+    ``""`` when the table has no way out."""
+    ways = ways_on(phase, to=to, but=but)
+    if not ways:
+        return ""
+    said = [f"to {GONE if target == lifecycle.START else target} when "
+            + " or when ".join(_fill(words, name, following) for words in all_words) for target, all_words in ways]
+    return f"From {phase} it moves " + "; ".join(said)
+
+
+def terminal(phase: str) -> bool:
+    """Whether the table calls ``phase`` terminal (``hooks.core.lifecycle.PHASES``); a phase it does not know is not."""
+    rule = lifecycle.PHASES.get(phase)  # type: ignore[call-overload]  # any string: a status written by anyone
+    return bool(rule is not None and rule.terminal)
+
+
 @dataclass(frozen=True)
 class _Facts:
     """What the paragraph is made of, read once from the Job (and the barrier's view)."""
@@ -121,6 +168,10 @@ class _Facts:
         """`` of N`` for ``spec.maxRestarts`` N, ``""`` without one."""
         most = self.spec.get("maxRestarts")
         return f" of {most}" if isinstance(most, int) else ""
+
+    def moves(self, following: Any = None, **which: Any) -> str:
+        """``moves_on`` for this Job's phase (``following``: the attempt that would follow, the next by default)."""
+        return moves_on(self.phase, self.name, _next(self.attempt) if following is None else following, **which)
 
     def waits(self) -> str:
         """What the barrier waits for, then (once, here) the pods stuck on dead nodes (``_stuck``)."""
@@ -166,14 +217,15 @@ def _mismatch(f: _Facts) -> list[str]:
 
 def _deleted(f: _Facts) -> list[str]:
     return [f"Job {f.name} is Terminating: it was deleted, and its finalizer keeps it until no pod of any attempt "
-            "is left", f.waits(), "Once the barrier passes, the finalizer is removed and the Job goes away"]
+            "is left", f.waits(), moves_on(lifecycle.Phase.TERMINATING, f.name, _next(f.attempt),
+                                           to=frozenset({lifecycle.START}))]
 
 
 def _deadline(f: _Facts) -> list[str]:
     deadline = condition(f.status, "DeadlineExceeded")
     return [f"Job {f.name} is Terminating: spec.activeDeadlineSeconds passed "
             f"({deadline.get('message') or 'DeadlineExceeded'}), so its workload is being torn down", f.waits(),
-            "Once the barrier passes it becomes Failed (reason DeadlineExceeded)"]
+            moves_on(lifecycle.Phase.TERMINATING, f.name, _next(f.attempt), but=frozenset({lifecycle.START}))]
 
 
 def _invalid(f: _Facts) -> list[str]:
@@ -200,10 +252,10 @@ def _pending(f: _Facts) -> list[str]:
         return _gang_hold(f, str(held.get("reason")), str(held.get("message") or ""))
     if "before creating JobSet" in f.message or "admitted, waiting" in f.message:
         return [f"Job {f.name} is Pending at attempt {f.attempt}: JobSet {f.workload} is not created yet, because "
-                f"the drain barrier holds: {f.message}", "It is created once nothing of an earlier attempt is left"]
+                f"the drain barrier holds: {f.message}", "It is created once nothing of an earlier attempt is left",
+                f.moves()]
     return [f"Job {f.name} is Pending at attempt {f.attempt}: JobSet {f.workload} exists and no worker pod is "
-            "active yet" + (f" ({f.message})" if f.message else ""),
-            "It becomes Running when a worker pod is active (scheduled and started)"]
+            "active yet" + (f" ({f.message})" if f.message else ""), f.moves()]
 
 
 def _gang_hold(f: _Facts, reason: str, said: str) -> list[str]:
@@ -223,37 +275,33 @@ def _gang_hold(f: _Facts, reason: str, said: str) -> list[str]:
                           "it without a gang",
     }
     return [f"Job {f.name} is Pending at attempt {f.attempt}: JobSet {f.workload} is not created yet, because its "
-            f"gang holds it (GangScheduled {reason}: {said or f.message})", moves[reason]]
+            f"gang holds it (GangScheduled {reason}: {said or f.message})", moves[reason], f.moves()]
 
 
 def _running(f: _Facts) -> list[str]:
     active = f.status.get("activePods", 0)
     said = f": {f.message}" if f.message else f" of JobSet {f.workload}"
-    return [f"Job {f.name} is Running at attempt {f.attempt} with {active} active pods{said}",
-            f"It becomes Succeeded when JobSet {f.workload} reports Completed; when it reports Failed, it restarts "
-            f"as attempt {_next(f.attempt)} after the drain barrier (restarts {f.restarts}{f.limit}) or, with no "
-            "restart left or a FailJob rule, becomes Failed", _last_failure(f)]
+    return [f"Job {f.name} is Running at attempt {f.attempt} with {active} active pods{said} "
+            f"(restarts {f.restarts}{f.limit})", f.moves(), _last_failure(f)]
 
 
 def _restarting(f: _Facts) -> list[str]:
     failure = as_map(f.status.get("lastFailure"))
     why_failed = failure.get("message") or failure.get("cause") or "its JobSet failed"
     return [f"Job {f.name} is Restarting: attempt {f.attempt} failed ({why_failed}) and is being torn down "
-            f"(restarts {f.restarts}{f.limit})", _failing_pod(f, f.attempt), f.waits(),
-            f"Attempt {_next(f.attempt)} is created, Pending, only once nothing of attempt {f.attempt} is left"]
+            f"(restarts {f.restarts}{f.limit})", _failing_pod(f, f.attempt), f.waits(), f.moves()]
 
 
 def _suspending(f: _Facts) -> list[str]:
     cause = "spec.suspend is true" if f.spec.get("suspend") is True else (
         "Kueue evicted its Workload" if f.labels.get(QUEUE_LABEL) else "it is being suspended")
-    return [f"Job {f.name} is Suspending: {cause}, so attempt {f.attempt} is being torn down", f.waits(),
-            "It becomes Suspended (Queued behind Kueue, its quota released) once nothing is left"]
+    return [f"Job {f.name} is Suspending: {cause}, so attempt {f.attempt} is being torn down", f.waits(), f.moves()]
 
 
 def _suspended(f: _Facts) -> list[str]:
     return [f"Job {f.name} is Suspended: spec.suspend is true and nothing of it runs",
             f"Resume it with kubectl patch nvjob {f.name} --type merge -p '{{\"spec\":{{\"suspend\":false}}}}': "
-            f"attempt {_resumed(f)} starts once the drain barrier passes"]
+            f"attempt {_resumed(f)} starts once the drain barrier passes", f.moves(_resumed(f))]
 
 
 def _resumed(f: _Facts) -> Any:
@@ -271,27 +319,47 @@ def _queued(f: _Facts) -> list[str]:
     admitted = condition(f.status, "Admitted")
     said = admitted.get("message") or admitted.get("reason") or f.message or "not admitted yet"
     return [f"Job {f.name} is Queued in LocalQueue {f.labels.get(QUEUE_LABEL, '')}: Kueue has not admitted its "
-            f"Workload ({said})", "Its JobSet is created once Kueue admits the Workload"]
+            f"Workload ({said})", f.moves()]
 
 
 def _succeeded(f: _Facts) -> list[str]:
     when = f.status.get("completionTime")
     return [f"Job {f.name} Succeeded: JobSet {f.workload} completed at attempt {f.attempt}"
-            + (f" (completed at {when})" if when else ""), _final_words(f.spec)]
+            + (f" (completed at {when})" if when else "")]
 
 
 def _failed(f: _Facts) -> list[str]:
     failed = condition(f.status, "Failed")
     said = failed.get("message") or as_map(f.status.get("lastFailure")).get("message") or f.message or "it failed"
     return [f"Job {f.name} Failed ({failed.get('reason') or 'Failed'}) at attempt {f.attempt} after {f.restarts} "
-            f"restarts: {said}", _failing_pod(f, f.attempt), _final_words(f.spec)]
+            f"restarts: {said}", _failing_pod(f, f.attempt)]
 
 
-PHASES: dict[str, Callable[[_Facts], list[str]]] = {
+def _any_phase(f: _Facts) -> list[str]:
+    """A phase with no facts of its own here (one the table gained, or a status written by hand):
+    the phase and the hooks' message; what moves it on is the table's, as for every phase."""
+    return [f"Job {f.name} is {f.phase}" + (f": {f.message}" if f.message else ""), f.moves()]
+
+
+FACTS: dict[str, Callable[[_Facts], list[str]]] = {
     "Pending": _pending, "Running": _running, "Restarting": _restarting, "Suspending": _suspending,
     "Suspended": _suspended, "Queued": _queued, "Succeeded": _succeeded, "Failed": _failed,
 }
-"""The words of each phase when no condition overrides them (StatusMismatch, a delete, a deadline, InvalidSpec)."""
+"""The facts of the status each phase is said with (the attempt, the failing pod, the barrier's wait,
+the resume command) when no condition overrides them (StatusMismatch, a delete, a deadline,
+InvalidSpec). Not what a phase means or what moves it on: that is the lifecycle table's
+(``moves_on``, ``terminal``), and a phase not listed here is said by ``_any_phase``."""
+
+
+def _final(f: _Facts) -> str:
+    """For a phase the table calls terminal: nothing but what the table allows moves it on (a
+    deletion), and when ``spec.ttlSecondsAfterFinished`` deletes it. ``""`` for any other phase."""
+    if not terminal(f.phase):
+        return ""
+    ttl = f.spec.get("ttlSecondsAfterFinished")
+    after = f"; it is deleted {ttl}s after it finished (spec.ttlSecondsAfterFinished)" if isinstance(ttl, int) else ""
+    return f"The phase is final (terminal in hooks/core/lifecycle.py): create a new Job to run again{after}. " \
+        + f.moves()
 
 
 def why(job: Mapping[str, Any], drain: DrainView | None = None, now: datetime | None = None) -> str:
@@ -299,8 +367,9 @@ def why(job: Mapping[str, Any], drain: DrainView | None = None, now: datetime | 
     hooks wrote (phase, attempt, restarts, conditions and their reasons, message, lastFailure) and,
     while it drains, what the barrier waits for now (``drain``). First that applies: no status yet;
     ``StatusMismatch``; deleted; ``Terminating`` after the deadline; ``InvalidSpec``; the phase's own words
-    (``PHASES``). The pods stuck on dead nodes are said once (``_stuck``: how long, with ``now``, and
-    what to do): after what the barrier waits for, else last."""
+    (``FACTS``, ``_any_phase``) and what moves it on, from the lifecycle table (``moves_on``; for a
+    terminal phase, ``_final``). The pods stuck on dead nodes are said once (``_stuck``: how long,
+    with ``now``, and what to do): after what the barrier waits for, else last."""
     metadata, status = as_map(job.get("metadata")), status_of(job)
     facts = _Facts(job, drain, str(metadata.get("name", "")), str(status.get("phase") or ""),
                    status.get("attempt", 0), status.get("restarts", 0), current_workload(job),
@@ -318,8 +387,7 @@ def why(job: Mapping[str, Any], drain: DrainView | None = None, now: datetime | 
     elif condition(status, "InvalidSpec").get("status") == "True":
         parts = _invalid(facts)
     else:
-        parts = PHASES.get(facts.phase, lambda f: [f"Job {f.name} is {f.phase}" + (f": {f.message}" if f.message
-                                                                                   else "")])(facts)
+        parts = [*FACTS.get(facts.phase, _any_phase)(facts), _final(facts)]
     stuck = _stuck(job, drain, now)
     if stuck and not any(stuck in part for part in parts):  # a phase that says no barrier words says it last
         parts.append(stuck)
@@ -328,9 +396,3 @@ def why(job: Mapping[str, Any], drain: DrainView | None = None, now: datetime | 
 
 def _next(attempt: Any) -> Any:
     return attempt + 1 if isinstance(attempt, int) else "the next"
-
-
-def _final_words(spec: Mapping[str, Any]) -> str:
-    ttl = spec.get("ttlSecondsAfterFinished")
-    after = f"; it is deleted {ttl}s after it finished (spec.ttlSecondsAfterFinished)" if isinstance(ttl, int) else ""
-    return f"The phase is final: nothing moves it on, create a new Job to run again{after}"
