@@ -10,6 +10,8 @@ way to be checked, first match wins:
   DIR``), the overlay the docs write included, so what would be applied is well formed;
 - ``synopsis``: a usage line; every ``--flag`` it names is in the command's own ``--help``;
 - ``file``: the file the command reads is in the repository and parses;
+- ``make-run``: a ``curl`` to ``make run``'s address: the server starts as ``make run`` starts it (no
+  cluster, no token, a free port in place of 8080) and the command prints what the docs show;
 - ``elsewhere``: it needs a cluster, Docker, a registry or a long-running process; the reason names
   where it is exercised (the cluster tier, ``make dev``, another test).
 
@@ -18,16 +20,20 @@ A command no rule matches fails the test: a new command in the docs is either ch
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ("README.md", "docs/operations.md")
@@ -79,7 +85,8 @@ CLUSTER = "needs a cluster: the real control plane tier (tests/cluster) or `make
 RULES: list[tuple[str, str, str]] = [
     (r"^make test$", "elsewhere", "the whole suite: this test is part of it"),
     (r"^make test-cluster$", "elsewhere", "the cluster tier itself (.ci/run runs it)"),
-    (r"^make run$", "elsewhere", "a long-running server: tests/server/test_gunicorn.py starts the same config"),
+    (r"^make run$", "elsewhere", "a long-running server: the curl to it below runs against the same command"),
+    (r"^curl .*http://127\.0\.0\.1:8080/", "make-run", ""),
     (r"^make dev$", "elsewhere", "a long-running control plane: tests/cluster/dev.py, the tier's fixtures"),
     (r"^make demo$", "run", "python -m hooks demo tests/payloads"),
     (r"^(\.venv/bin/)?python -m hooks replay tests/payloads/\S+ --diff$", "run", ""),
@@ -226,3 +233,41 @@ def test_a_file_the_docs_apply_is_there_and_parses(shown: Shown) -> None:
     path = ROOT / shown.command.split()[-1]
     documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
     assert documents and all("kind" in d for d in documents)
+
+
+def make_run_command() -> list[str]:
+    """``make run``'s recipe as the Makefile writes it, with ``$(VENV)/bin/`` as this interpreter's
+    folder and HOST and PORT left as ``$(HOST):$(PORT)``."""
+    recipe = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1].split("\n", 2)[1].strip()
+    return shlex.split(recipe.replace("$(VENV)/bin/", str(Path(sys.executable).parent) + "/"))
+
+
+@pytest.mark.parametrize("shown", [s for s in ALL if (rule_of(s.command) or ("",))[0] == "make-run"], ids=ident)
+def test_a_request_to_make_run_answers_what_the_docs_show(shown: Shown, tmp_path: Path) -> None:
+    """``make run`` with no cluster (no kubeconfig, not in a pod) and no token, as a fresh clone has it."""
+    if shutil.which("curl") is None:
+        pytest.skip("no curl")
+    port, metrics_port = free_port(), free_port()
+    args = [arg.replace("$(HOST):$(PORT)", f"127.0.0.1:{port}") for arg in make_run_command()]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KUBERNETES_", "NVCRE_", "PROMETHEUS_", "GUNICORN_")) and k != "WEB_CONCURRENCY"}
+    env.update({"KUBECONFIG": str(tmp_path / "no-such-kubeconfig"), "HOME": str(tmp_path),
+                "NVCRE_METRICS_PORT": str(metrics_port)})
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}/readyz"], capture_output=True,
+                             check=False).returncode != 0:
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        done = run(["bash", "-c", shown.command.replace("127.0.0.1:8080", f"127.0.0.1:{port}")])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert shown.output, f"{ident(shown)}: show what it answers"
+    for line in shown.output:
+        head, _, tail = line.partition("(...)")
+        assert done.stdout.strip().startswith(head) and done.stdout.strip().endswith(tail), (line, done.stdout)
