@@ -422,7 +422,8 @@ def test_replay_accepts_exactly_what_kubectl_get_pods_prints(tmp_path: Path) -> 
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["decision"]["kind"] == "held", document["decision"]
-    assert document["decision"]["message"].startswith("waiting for a batch Job read to succeed")
+    assert document["decision"]["message"] == ("waiting for a batch Job read to succeed: the snapshot replayed "
+                                               "does not hold what this read asks for")
     assert not document["response"].get("finalized")
     assert "no cluster configuration" not in result.stdout, "a snapshot, not a missing cluster configuration"
     failed = [read["error"] for read in document["reads"] if read["outcome"] != "ok"]
