@@ -10,6 +10,8 @@ way to be checked, first match wins:
   DIR``), the overlay the docs write included, so what would be applied is well formed;
 - ``synopsis``: a usage line; every ``--flag`` it names is in the command's own ``--help``;
 - ``file``: the file the command reads is in the repository and parses;
+- ``pip``: ``pip install .`` of a copy of the tree into a folder of its own (``--target``, no
+  dependencies: the venv has them), then the installed commands run from elsewhere;
 - ``make-run``: a ``curl`` to ``make run``'s address: the server starts as ``make run`` starts it (no
   cluster, no token, a free port in place of 8080) and the command prints what the docs show;
 - ``elsewhere``: it needs a cluster, Docker, a registry or a long-running process; the reason names
@@ -96,8 +98,7 @@ RULES: list[tuple[str, str, str]] = [
     (r"^kubectl nvjob get -n cluster-0$|^kubectl nvjob (describe|why) retry -n cluster-0$", "elsewhere",
      "recorded objects: tests/tools/test_nvjob_recorded.py compares every line of the README's sample"),
     (r"^kubectl nvjob ", "elsewhere", CLUSTER + " (tests/cluster/test_nvjob.py runs get, describe and why)"),
-    (r"^pip install \.$", "elsewhere", "needs the package index for the build backend: "
-                                       "tests/contract/test_packaging.py reads the same configuration with setuptools"),
+    (r"^pip install \.$", "pip", ""),
     (r"^(\.venv/bin/)?python -m hooks (replay request\.json|node-pods gpu-)", "elsewhere", CLUSTER),
     (r"^docker ", "elsewhere", "Docker and a registry: tests/contract/test_dockerfile.py checks the Dockerfile"),
     (r"^mkdir -p deploy/prod && cd deploy/prod$", "elsewhere", "the site overlay: run with the heredoc after it "
@@ -137,8 +138,9 @@ def test_the_docs_show_commands_and_every_one_has_a_rule() -> None:
     assert not unruled, f"commands in the docs that no rule checks or explains: {unruled}"
 
 
-def run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False, **kwargs)
+def run(args: list[str], cwd_override: Path | None = None, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd_override or ROOT, capture_output=True, text=True, timeout=300, check=False,
+                          **kwargs)
 
 
 def normalized(line: str) -> str:
@@ -271,3 +273,30 @@ def test_a_request_to_make_run_answers_what_the_docs_show(shown: Shown, tmp_path
     for line in shown.output:
         head, _, tail = line.partition("(...)")
         assert done.stdout.strip().startswith(head) and done.stdout.strip().endswith(tail), (line, done.stdout)
+
+
+@pytest.mark.parametrize("shown", [s for s in ALL if (rule_of(s.command) or ("",))[0] == "pip"], ids=ident)
+def test_pip_install_dot_installs_commands_that_run_from_anywhere(shown: Shown, tmp_path: Path) -> None:
+    """The package index gives the build backend (build isolation, as a user's pip does); the tree is
+    copied first, so the build's ``build/`` and ``*.egg-info`` land in the copy."""
+    source = tmp_path / "source"
+    tracked = run(["git", "ls-files", "pyproject.toml", "requirements.txt", "README.md", "hooks", "podread"])
+    for name in tracked.stdout.split():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, source / name)
+    site = tmp_path / "site"
+    done = run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
+                *shlex.split(shown.command)[2:]], cwd_override=source)
+    assert done.returncode == 0, done.stdout + done.stderr
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    usage = subprocess.run([sys.executable, str(site / "bin" / "nvcre-hooks"), "--help"], cwd=elsewhere, env=env,
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert usage.returncode == 0 and usage.stdout.startswith("Usage: nvcre-hooks "), usage.stdout + usage.stderr
+    demo = subprocess.run([sys.executable, str(site / "bin" / "nvcre-hooks"), "demo"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert demo.returncode == 2 and "run it from a clone" in demo.stderr, demo.stderr
+    plugin = subprocess.run([sys.executable, str(site / "bin" / "kubectl-nvjob"), "--help"], cwd=elsewhere, env=env,
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert plugin.returncode == 0, plugin.stderr
