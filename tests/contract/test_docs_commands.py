@@ -99,7 +99,8 @@ RULES: list[tuple[str, str, str]] = [
      "recorded objects: tests/tools/test_nvjob_recorded.py compares every line of the README's sample"),
     (r"^kubectl nvjob ", "elsewhere", CLUSTER + " (tests/cluster/test_nvjob.py runs get, describe and why)"),
     (r"^pip install \.$", "pip", ""),
-    (r"^(\.venv/bin/)?python -m hooks (replay request\.json|node-pods gpu-)", "elsewhere", CLUSTER),
+    (r"^(\.venv/bin/)?python -m hooks (replay request\.json|node-pods gpu-)", "elsewhere",
+     CLUSTER + " (tests/cluster/test_docs_commands.py runs each as written)"),
     (r"^docker ", "elsewhere", "Docker and a registry: tests/contract/test_dockerfile.py checks the Dockerfile"),
     (r"^mkdir -p deploy/prod && cd deploy/prod$", "elsewhere", "the site overlay: run with the heredoc after it "
                                                                "before `kubectl apply -k deploy/prod/` is built"),
