@@ -24,6 +24,7 @@ CAUSES: dict[str, str] = {
     "no-live-client": "there is no live client to read the API server with",
     "no-source": "there is no cluster configuration to read pods from",
     "cache-scope": "the pod cache cannot answer this read",
+    "not-in-snapshot": "the snapshot replayed does not hold what this read asks for",
     "unexpected": "an unexpected error stopped the pod read",
 }
 """Every error class a read can end in: code -> the fixed phrase a status shows. HTTP errors add

@@ -69,7 +69,7 @@ def _nodes(side: object) -> SnapshotNodes:
 
 def _access(side: object) -> SnapshotAccess:
     if side is None:  # unknown, not "refused": a snapshot without the review fails it, so no force delete
-        return SnapshotAccess(error="the snapshot holds no access review", code="no-source")
+        return SnapshotAccess(error="the snapshot holds no access review", code="not-in-snapshot")
     if not isinstance(side, Mapping):
         raise ValueError("access: expected an object with 'allowed' or 'error'")
     if "error" in side:
@@ -87,9 +87,10 @@ def _jobs(side: object) -> SnapshotJobs:
 
 def _items(side: object, key: str, kind: str, make: Callable[..., _Side]) -> _Side:
     """A snapshot side of objects that are not pods (``{"items": [...]}`` or ``{"error": ..., "code": ...}``)
-    as the lister ``make`` builds; a missing side fails every read of it (code ``no-source``)."""
+    as the lister ``make`` builds; a missing side fails every read of it (code ``not-in-snapshot``: the
+    replay's own gap, not the cluster's)."""
     if side is None:
-        return make(error=f"the snapshot holds no {kind}s", code="no-source")
+        return make(error=f"the snapshot holds no {kind}s", code="not-in-snapshot")
     if not isinstance(side, Mapping):
         raise ValueError(f"{key}: expected an object with 'items' or 'error'")
     if "error" in side:

@@ -184,13 +184,20 @@ def node_pods_command(node: str, output: str, namespace: str | None) -> None:
 
 @cli.command("demo")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path),
-                default=DEFAULT_DEMO_DIR, required=False, metavar="[DIR]")
-def demo_command(directory: Path) -> None:
-    """Replay every scenario folder under DIR (default tests/payloads) without a cluster.
+                required=False, metavar="[DIR]")
+def demo_command(directory: Path | None) -> None:
+    """Replay every scenario folder under DIR (default tests/payloads of a clone) without a cluster.
 
     Prints one line per scenario: its name, the phase before -> after, the decision, and whether
-    the answer equals its response.json. Exit 1 if any differs or cannot be replayed.
+    the answer equals its response.json. Exit 1 if any differs or cannot be replayed. The recorded
+    scenarios ship with the repository, not with the installed package: run it from a clone, or
+    give DIR (a folder of scenarios, e.g. what ``nvcre-hooks record`` wrote).
     """
+    if directory is None:
+        directory = Path(DEFAULT_DEMO_DIR)
+        if not directory.is_dir():
+            fail(f"no {DEFAULT_DEMO_DIR} here: the demo replays the scenarios recorded in the repository; "
+                 "run it from a clone of nvcre-hooks, or give a folder of scenarios as DIR")
     folders = scenario.scenario_dirs(directory)
     if not folders:
         fail(f"no scenario folders (with a {scenario.REQUEST}) under {directory}")
@@ -216,6 +223,13 @@ def demo_command(directory: Path) -> None:
         sys.exit(EXIT_DIFFERS)
 
 
+def program_name(argv0: str) -> str:
+    """The name the usage lines give: ``python -m hooks`` when run as a module, else the command's
+    own name as it was invoked (``nvcre-hooks`` once installed)."""
+    name = Path(argv0).name
+    return "python -m hooks" if name in {"__main__.py", ""} else name
+
+
 def main() -> None:
-    """The console entry point."""
-    cli(prog_name="python -m hooks")
+    """The console entry point: its usage names the command as it was invoked."""
+    cli(prog_name=program_name(sys.argv[0]))

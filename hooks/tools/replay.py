@@ -84,9 +84,9 @@ def scenario_settings(scenario: Scenario, base: Settings) -> Settings:
     return dataclasses.replace(base, **changes)
 
 
-NOT_READ_CODE = "failed"
-"""The error class of a batch Job read a pod snapshot cannot answer (a fixed phrase, the one a failed
-read has: not ``no-source``, whose phrase speaks of a missing cluster configuration)."""
+NOT_READ_CODE = "not-in-snapshot"
+"""The error class of a batch Job read a pod snapshot cannot answer: its fixed phrase (what the held
+status shows) says the snapshot lacks it, not ``no-source``'s missing cluster configuration."""
 
 
 def batch_jobs(document: Any, name: str) -> list[dict[str, Any]]:

@@ -8,7 +8,11 @@
 #                         stamp again and, finding the other caller's build, builds nothing;
 #   build_dir OUT         sets build_tmp to a private folder beside OUT (mktemp -d OUT.tmp.XXXXXX),
 #                         removed when the script exits unless published (a failed build leaves none);
-#   publish OUT           replaces OUT with build_tmp by rename.
+#   publish OUT           replaces OUT with build_tmp by rename;
+#   go_step NAME WHAT CMD runs one build command (CMD...: a `go build`) with its own output (on a cold
+#                         cache, hundreds of `go: downloading` lines) kept in a log, and says instead
+#                         one line when it starts and one when it ends, with its elapsed time and the
+#                         number of modules it downloaded; on failure, the log without the downloads.
 # OUT is only ever made by that rename, so a folder whose stamp matches is a whole build.
 # This file does not shape what is built, so it is not part of the stamps.
 
@@ -37,4 +41,22 @@ publish() {
   local out="$1"
   rm -rf "$out"
   mv -T "$build_tmp" "$out"
+}
+
+go_step() {
+  local name="$1" what="$2" log started downloads
+  shift 2
+  log="$(mktemp)"
+  started=$(date +%s)
+  echo "$name: building $what ..." >&2
+  if "$@" >"$log" 2>&1; then
+    downloads=$(grep -c '^go: downloading ' "$log" || true)
+    echo "$name: $what built in $(( $(date +%s) - started )) s ($downloads modules downloaded)" >&2
+    rm -f "$log"
+  else
+    echo "$name: building $what failed after $(( $(date +%s) - started )) s:" >&2
+    grep -v '^go: downloading ' "$log" | tail -n 60 >&2
+    rm -f "$log"
+    return 1
+  fi
 }

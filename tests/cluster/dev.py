@@ -23,6 +23,17 @@ label ``nvcre.test/complete=true`` makes kwok succeed one, the label
 ``type=kwok`` label (and marking it not Ready) loses it. ``--run-seconds N`` makes every Running pod
 succeed after N seconds instead. The kubeconfig is written to ``--kubeconfig`` (default
 ``.dev/kubeconfig``, git-ignored).
+
+``--kueue`` adds the real Kueue (built like the other parts, ``make kueue``): the ``manifests-kueue``
+overlay's RBAC, a ClusterQueue ``dev-cq`` of ``KUEUE_GPUS`` GPUs with the LocalQueue ``team`` in
+``default``, the stand-in serving Workload children, and the samples of ``manifests/samples/kueue/``
+(labelled with the queue: admitted, then run). ``--gang`` adds gang scheduling: the ``manifests-gang``
+overlay's RBAC, the stand-in serving PodGroup children (the control plane always serves
+``scheduling.k8s.io/v1beta1`` with ``GenericWorkload``), and the samples of ``manifests/samples/gang/``
+(a gang larger than the free nodes: it waits, then binds all together once a sample ends).
+
+A stop removes the control plane's folder and keeps the hooks' log as ``hooks.log`` beside the
+kubeconfig (printed on the way out).
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ import argparse
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import sys
 import time
@@ -55,6 +67,7 @@ from tests.cluster.kube import (
     load_documents,
     service_account_token,
 )
+from tests.cluster.kueue import Kueue
 from tests.cluster.kwokctl import Kwok
 from tests.cluster.metacontroller import token_secret
 from tests.cluster.scheduler import Scheduler
@@ -73,6 +86,8 @@ HookServer's short test timeouts do not apply."""
 OWN_ENV = ("NVCRE_HOOK_TOKEN_FILE", "NVCRE_HOOK_PREVIOUS_TOKEN_FILE")
 """``NVCRE_*`` that make dev sets itself: the token it created is the one the stand-in sends."""
 
+KUEUE_GPUS = 16
+"""The ClusterQueue's GPUs in ``--kueue``: the queued sample's 2 workers of 8 GPUs each."""
 NAMESPACE_REFRESH_SECONDS = 2.0
 DEV_NODES = 12
 """The samples take 8 nodes (one pod per node); 4 more leave room for a Job of your own."""
@@ -116,17 +131,45 @@ class Installed:
     service_token: str
 
 
-def install(plane: ControlPlane, *, token_seconds: int = 3600) -> Installed:
+OVERLAY_RBAC = {"kueue": REPO / "manifests-kueue" / "kueue-rbac.yaml",
+                "gang": REPO / "manifests-gang" / "podgroup-rbac.yaml"}
+"""What each option's overlay adds to manifests/ besides its CompositeController patch (the stand-in
+plays Metacontroller, told the child types itself)."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What ``make dev`` runs beside the base: real Kueue, gang scheduling."""
+
+    kueue: bool = False
+    gang: bool = False
+
+    def samples(self) -> list[Path]:
+        """The sample Jobs applied in ``default``: ``manifests/samples/job-*.yaml``, then those of
+        each option's folder (``samples/kueue/``, ``samples/gang/``)."""
+        folder = REPO / "manifests" / "samples"
+        found = sorted(folder.glob("job-*.yaml"))
+        for name, wanted in (("kueue", self.kueue), ("gang", self.gang)):
+            if wanted:
+                found += sorted((folder / name).glob("job-*.yaml"))
+        return found
+
+
+def install(plane: ControlPlane, *, token_seconds: int = 3600, options: Options = Options()) -> Installed:
     """Installs what the hooks and the Metacontroller stand-in need on ``plane``: JobSet's CRD,
-    manifests/ without the CompositeController (the stand-in plays Metacontroller), a restart of
-    kube-controller-manager (its garbage collector then watches the new kinds at once), the hook
-    token Secret with a token of its own (``secrets.token_hex(32)``, as ``openssl rand -hex 32``) and
-    a TokenRequest token of the hooks' ServiceAccount valid ``token_seconds``."""
+    manifests/ without the CompositeController (the stand-in plays Metacontroller) and the RBAC of
+    each option's overlay, a restart of kube-controller-manager (its garbage collector then watches
+    the new kinds at once), the hook token Secret with a token of its own
+    (``secrets.token_hex(32)``, as ``openssl rand -hex 32``) and a TokenRequest token of the hooks'
+    ServiceAccount valid ``token_seconds``."""
     admin = plane.api_client()
     applier = Applier(admin)
     jobset = JobSetManager(plane)
     jobset.install_crds()
     applier.apply_all([o for o in kustomized_manifests() if o["kind"] != "CompositeController"])
+    for name, wanted in (("kueue", options.kueue), ("gang", options.gang)):
+        if wanted:
+            applier.apply_all(load_documents(OVERLAY_RBAC[name]))
     plane.restart_controller_manager()
     hook_token = secrets.token_hex(32)
     applier.apply(token_secret(hook_token))
@@ -154,48 +197,80 @@ def main(argv: list[str] | None = None) -> int:
                              "labelled nvcre.test/complete=true or failed)")
     parser.add_argument("--nodes", type=int, default=DEV_NODES,
                         help=f"kwok's GPU nodes, kwok-node-0 .. kwok-node-<N-1> (default {DEV_NODES})")
+    parser.add_argument("--kueue", action="store_true",
+                        help=f"run the real Kueue too: ClusterQueue dev-cq ({KUEUE_GPUS} GPUs), LocalQueue team in "
+                             "default, the samples of manifests/samples/kueue/")
+    parser.add_argument("--gang", action="store_true",
+                        help="gang scheduling too: PodGroup children, the samples of manifests/samples/gang/")
     args = parser.parse_args(argv)
     for signum in STOP_SIGNALS:  # explicit: a shell's `make dev &` starts it with SIGINT ignored
         signal.signal(signum, _raise_stop)
     try:
-        run(args.kubeconfig, args.run_seconds or None, args.nodes)
-    except (Stop, KeyboardInterrupt) as why:
+        run(args.kubeconfig, args.run_seconds or None, args.nodes, Options(kueue=args.kueue, gang=args.gang))
+    except (Stop, KeyboardInterrupt) as why:  # a stop before the control plane was up
         print(f"stopping ({why or 'SIGINT'})", file=sys.stderr)
     print("stopped", file=sys.stderr)
     return 0
 
 
-def run(kubeconfig: str, run_seconds: float | None, nodes: int = DEV_NODES) -> None:
-    """Starts everything (module doc) and serves until a stop signal raises ``Stop``."""
+def run(kubeconfig: str, run_seconds: float | None, nodes: int = DEV_NODES, options: Options = Options()) -> None:
+    """Starts everything (module doc) and serves until a stop signal raises ``Stop``. The stop is
+    caught inside the control plane's block, so that the plane takes it as a clean exit and removes
+    its folder (an exception there keeps it for a post-mortem); the hooks' log is copied out first."""
     with ControlPlane() as plane:
-        print(f"control plane up in {plane.started_in:.1f}s; logs in {plane.logs_dir}", file=sys.stderr)
-        admin = plane.api_client()
-        applier = Applier(admin)
-        installed = install(plane)
-        jobset, hook_token, token = installed.jobset, installed.hook_token, installed.service_token
-        Path(kubeconfig).parent.mkdir(parents=True, exist_ok=True)
-        plane.write_kubeconfig(kubeconfig)
-        env = hook_env(os.environ)
-        with Scheduler(plane), jobset, Kwok(plane, nodes=nodes, complete_after=run_seconds) as kwok, \
-                HookServer(KubeconfigSource(plane, token, "nvcre-hooks"), token=hook_token, env=env) as hooks:
-            world = ClusterWorld(plane, hooks, "default", kwok)
-            for sample in sorted((REPO / "manifests" / "samples").glob("job-*.yaml")):
-                doc = load_documents(sample)[0]
-                doc["metadata"]["namespace"] = "default"
-                applier.apply(doc)
-            for line in startup_lines(hooks, env):
-                print(line, file=sys.stderr)
-            print(f"nodes: {' '.join(kwok.nodes())}", file=sys.stderr)
-            print(f"ready: export KUBECONFIG={kubeconfig}; kubectl get nvjob -A -w   "
-                  f"(Ctrl-C or kill -INT {os.getpid()} stops)", file=sys.stderr)
-            refreshed = 0.0
-            while True:
-                if time.monotonic() - refreshed > NAMESPACE_REFRESH_SECONDS:
-                    # the list of the last refresh is served until the server answers again
-                    with contextlib.suppress(*SERVER_ERRORS):
-                        world.backend.namespaces = all_namespaces(admin)
-                    refreshed = time.monotonic()
-                world.step()
+        try:
+            print(f"control plane up in {plane.started_in:.1f}s; logs in {plane.logs_dir}", file=sys.stderr)
+            serve(plane, kubeconfig, run_seconds, nodes, options)
+        except (Stop, KeyboardInterrupt) as why:
+            print(f"stopping ({why or 'SIGINT'})", file=sys.stderr)
+
+
+def serve(plane: ControlPlane, kubeconfig: str, run_seconds: float | None, nodes: int, options: Options) -> None:
+    """Installs, starts the parts and steps the stand-in until a stop signal raises ``Stop``."""
+    admin = plane.api_client()
+    applier = Applier(admin)
+    installed = install(plane, options=options)
+    jobset, hook_token, token = installed.jobset, installed.hook_token, installed.service_token
+    Path(kubeconfig).parent.mkdir(parents=True, exist_ok=True)
+    plane.write_kubeconfig(kubeconfig)
+    env = hook_env(os.environ)
+    with contextlib.ExitStack() as parts:
+        parts.enter_context(Scheduler(plane))
+        parts.enter_context(jobset)
+        kwok = parts.enter_context(Kwok(plane, nodes=nodes, complete_after=run_seconds))
+        if options.kueue:
+            kueue = parts.enter_context(Kueue(plane))
+            kueue.queue("default", "team", gpus=KUEUE_GPUS, cluster_queue="dev-cq")
+        hooks = parts.enter_context(HookServer(KubeconfigSource(plane, token, "nvcre-hooks"), token=hook_token,
+                                               env=env))
+        parts.callback(keep_log, hooks, Path(kubeconfig).parent / "hooks.log")
+        world = ClusterWorld(plane, hooks, "default", kwok, workloads=options.kueue, podgroups=options.gang)
+        for sample in options.samples():
+            doc = load_documents(sample)[0]
+            doc["metadata"]["namespace"] = "default"
+            applier.apply(doc)
+        for line in startup_lines(hooks, env):
+            print(line, file=sys.stderr)
+        print(f"nodes: {' '.join(kwok.nodes())}", file=sys.stderr)
+        print(f"ready: export KUBECONFIG={kubeconfig}; kubectl get nvjob -A -w   "
+              f"(Ctrl-C or kill -INT {os.getpid()} stops)", file=sys.stderr)
+        refreshed = 0.0
+        while True:
+            if time.monotonic() - refreshed > NAMESPACE_REFRESH_SECONDS:
+                # the list of the last refresh is served until the server answers again
+                with contextlib.suppress(*SERVER_ERRORS):
+                    world.backend.namespaces = all_namespaces(admin)
+                refreshed = time.monotonic()
+            world.step()
+
+
+def keep_log(hooks: HookServer, destination: Path) -> None:
+    """Stops the hooks (their log then ends) and copies their log to ``destination``, which outlives
+    the hooks' temporary folder; says where."""
+    hooks.stop()
+    with contextlib.suppress(OSError):
+        shutil.copyfile(hooks.log_path, destination)
+        print(f"hooks log kept in {destination}", file=sys.stderr)
 
 
 if __name__ == "__main__":

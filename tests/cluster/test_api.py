@@ -46,7 +46,7 @@ def _create_job(plane: ControlPlane, namespace: str, body: Mapping[str, Any]) ->
 
 def test_valid_samples_are_accepted_with_defaults(control_plane: ControlPlane, installed: dict) -> None:
     ensure_namespace(control_plane.api_client(), "samples-ok")
-    for path in sorted(SAMPLES.glob("*.yaml")):
+    for path in sorted([*SAMPLES.glob("*.yaml"), *SAMPLES.glob("kueue/*.yaml"), *SAMPLES.glob("gang/*.yaml")]):
         created = _create_job(control_plane, "samples-ok", load_documents(path)[0])
         spec = created["spec"]
         assert spec["maxRestarts"] >= 0 and spec["suspend"] in (True, False), path.name

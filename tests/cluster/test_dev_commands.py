@@ -2,7 +2,8 @@
 as written with the real kubectl against a world of the tier (the same kwok stages as ``make dev``),
 checking that what the docs say happens does (issue 23, item 5): a failed pod restarts the Job, a held
 pod keeps it Restarting until released, a lost node is named by the stuck drain and restoring it ends
-the drain, and the complete label ends the Job Succeeded.
+the drain, the complete label ends the Job Succeeded, and the launcher's complete label ends the MPI
+sample (``manifests/samples/job-mpi.yaml``, its launcher labelled apart: issue 35).
 
 tests/contract/test_docs_commands.py finds the commands and classifies them; here each one that
 touches a pod or a node is run, POD, NODE and the sample's name standing for the world's own.
@@ -16,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.world import ClusterWorld
@@ -23,9 +25,11 @@ from tests.contract.test_docs_commands import ALL, rule_of
 from tests.e2e.harness import job_spec
 
 pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[2]
 
 KINDS = {
-    "complete": "nvcre.test/complete=true",
+    "complete": "nvcre.nvidia.com/job=llm-pretrain nvcre.test/complete=true",
+    "complete-launcher": "nvcre.nvidia.com/launcher=allreduce-bench nvcre.test/complete=true",
     "fail": "pod-container-running-failed.stage.kwok.x-k8s.io/exit-code",
     "hold": '"value":"nvcre.test/hold"',
     "release": '"finalizers":null',
@@ -49,7 +53,7 @@ def dev_commands() -> dict[str, str]:
     return found
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(240)
 def test_the_make_dev_commands_fail_hold_lose_and_complete_as_the_docs_say(
         world: ClusterWorld, control_plane: ControlPlane, tmp_path: Path) -> None:
     binary = shutil.which("kubectl")
@@ -105,4 +109,13 @@ def test_the_make_dev_commands_fail_hold_lose_and_complete_as_the_docs_say(
     world.run_until_pods_run("devcmd", 2)
     kubectl("complete")
     world.run_until(lambda: world.phase("devcmd") == "Succeeded", "Succeeded")
+    world.assert_safe()
+
+    # the MPI sample, as shipped: its launcher's complete label ends it Succeeded (successPolicy Any)
+    sample = yaml.safe_load((ROOT / "manifests" / "samples" / "job-mpi.yaml").read_text())
+    world.create_job("allreduce-bench", sample["spec"])
+    world.run_until(lambda: world.phase("allreduce-bench") == "Running", "the MPI sample Running")
+    world.run_until_pods_run("allreduce-bench", 3)
+    kubectl("complete-launcher")
+    world.run_until(lambda: world.phase("allreduce-bench") == "Succeeded", "the MPI sample Succeeded")
     world.assert_safe()

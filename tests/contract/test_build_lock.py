@@ -30,6 +30,7 @@ case "$1" in
     out="" prev=""
     for arg in "$@"; do [[ "$prev" == "-o" ]] && out="$arg"; prev="$arg"; done
     echo "$(basename "$out")" >> "$STUB_LOG"
+    for m in one two three; do echo "go: downloading example.com/$m v1.0.0" >&2; done
     for _ in $(seq 1200); do [[ -e "$STUB_RELEASE" ]] && break; sleep 0.05; done
     if [[ -n "${STUB_FAIL:-}" ]]; then echo "stub go: failing as told" >&2; exit 1; fi
     printf '#!/bin/sh\n' > "$out" && chmod +x "$out";;
@@ -168,6 +169,12 @@ def test_a_second_caller_waits_for_the_first_build_and_builds_nothing(sandbox: S
     assert sorted(sandbox.builds()) == sorted(sandbox.part.binaries), "built once"
     assert all(os.access(built / name, os.X_OK) for name in sandbox.part.binaries)
     assert "built meanwhile by another caller" in second_err.read_text()
+    # a line when each binary starts and one when it ends, instead of go's module downloads
+    said = first_err.read_text()
+    assert "go: downloading" not in said, said
+    for name in sandbox.part.binaries:
+        assert f": building {name} ...\n" in said and f": {name} built in " in said, said
+        assert "(3 modules downloaded)" in said.split(f": {name} built in ", 1)[1].splitlines()[0]
     assert sandbox.leftovers() == []
     # a third caller finds the build without the lock
     third, third_err = sandbox.start("third")

@@ -83,3 +83,44 @@ def test_a_stop_signal_stops_it_cleanly_even_with_sigint_ignored(signum: int) ->
     assert child.returncode == 0, err
     assert "not stopped" not in out
     assert f"stopping ({signal.Signals(signum).name})" in err and err.rstrip().endswith("stopped")
+
+
+def test_a_stop_leaves_no_control_plane_folder_and_keeps_the_hooks_log(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    """The stop is caught inside the control plane's block (ControlPlane keeps its folder when its
+    block ends in an exception), and the hooks' log is copied out of their temporary folder."""
+    exits: list[object] = []
+
+    class Plane:
+        started_in, logs_dir = 1.0, tmp_path / "logs"
+
+        def __enter__(self) -> Plane:
+            return self
+
+        def __exit__(self, kind: object, exc: object, tb: object) -> None:
+            exits.append(exc)
+
+    def serve(*args: object) -> None:
+        raise dev.Stop("SIGTERM")
+
+    monkeypatch.setattr(dev, "ControlPlane", Plane)
+    monkeypatch.setattr(dev, "serve", serve)
+    dev.run(str(tmp_path / "kubeconfig"), None)
+    assert exits == [None], "the control plane's block ended cleanly, so it removes its folder"
+
+    log = tmp_path / "gunicorn.log"
+    log.write_text("a log line\n")
+    stopped: list[bool] = []
+    hooks: Any = SimpleNamespace(log_path=log, stop=lambda: stopped.append(True))
+    dev.keep_log(hooks, tmp_path / "hooks.log")
+    assert stopped == [True] and (tmp_path / "hooks.log").read_text() == "a log line\n"
+
+
+def test_the_options_apply_their_samples_and_overlays() -> None:
+    base = {p.name for p in dev.Options().samples()}
+    assert "job-multinode.yaml" in base and "job-queued.yaml" not in base and "job-gang.yaml" not in base
+    both = {p.name for p in dev.Options(kueue=True, gang=True).samples()}
+    assert both == base | {"job-queued.yaml", "job-gang.yaml"}
+    assert all(path.is_file() for path in dev.OVERLAY_RBAC.values())
+    flowing = " ".join((ROOT / "docs" / "operations.md").read_text().split())
+    assert 'make dev DEV_ARGS="--kueue --gang"' in flowing

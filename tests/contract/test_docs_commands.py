@@ -10,6 +10,10 @@ way to be checked, first match wins:
   DIR``), the overlay the docs write included, so what would be applied is well formed;
 - ``synopsis``: a usage line; every ``--flag`` it names is in the command's own ``--help``;
 - ``file``: the file the command reads is in the repository and parses;
+- ``pip``: ``pip install .`` of a copy of the tree into a folder of its own (``--target``, no
+  dependencies: the venv has them), then the installed commands run from elsewhere;
+- ``make-run``: a ``curl`` to ``make run``'s address: the server starts as ``make run`` starts it (no
+  cluster, no token, a free port in place of 8080) and the command prints what the docs show;
 - ``elsewhere``: it needs a cluster, Docker, a registry or a long-running process; the reason names
   where it is exercised (the cluster tier, ``make dev``, another test).
 
@@ -18,16 +22,20 @@ A command no rule matches fails the test: a new command in the docs is either ch
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ("README.md", "docs/operations.md")
@@ -79,7 +87,8 @@ CLUSTER = "needs a cluster: the real control plane tier (tests/cluster) or `make
 RULES: list[tuple[str, str, str]] = [
     (r"^make test$", "elsewhere", "the whole suite: this test is part of it"),
     (r"^make test-cluster$", "elsewhere", "the cluster tier itself (.ci/run runs it)"),
-    (r"^make run$", "elsewhere", "a long-running server: tests/server/test_gunicorn.py starts the same config"),
+    (r"^make run$", "elsewhere", "a long-running server: the curl to it below runs against the same command"),
+    (r"^curl .*http://127\.0\.0\.1:8080/", "make-run", ""),
     (r"^make dev$", "elsewhere", "a long-running control plane: tests/cluster/dev.py, the tier's fixtures"),
     (r"^make demo$", "run", "python -m hooks demo tests/payloads"),
     (r"^(\.venv/bin/)?python -m hooks replay tests/payloads/\S+ --diff$", "run", ""),
@@ -90,9 +99,9 @@ RULES: list[tuple[str, str, str]] = [
      "recorded objects: tests/tools/test_nvjob_recorded.py compares every line of the README's sample"),
     (r"^kubectl nvjob ", "elsewhere", CLUSTER + " (tests/cluster/test_nvjob.py runs get with -o json|jsonpath|name, "
                                                 "-l and -w, summary, describe and why)"),
-    (r"^pip install \.$", "elsewhere", "needs the package index for the build backend: "
-                                       "tests/contract/test_packaging.py reads the same configuration with setuptools"),
-    (r"^(\.venv/bin/)?python -m hooks (replay request\.json|node-pods gpu-)", "elsewhere", CLUSTER),
+    (r"^pip install \.$", "pip", ""),
+    (r"^(\.venv/bin/)?python -m hooks (replay request\.json|node-pods gpu-)", "elsewhere",
+     CLUSTER + " (tests/cluster/test_docs_commands.py runs each as written)"),
     (r"^docker ", "elsewhere", "Docker and a registry: tests/contract/test_dockerfile.py checks the Dockerfile"),
     (r"^mkdir -p deploy/prod && cd deploy/prod$", "elsewhere", "the site overlay: run with the heredoc after it "
                                                                "before `kubectl apply -k deploy/prod/` is built"),
@@ -131,8 +140,9 @@ def test_the_docs_show_commands_and_every_one_has_a_rule() -> None:
     assert not unruled, f"commands in the docs that no rule checks or explains: {unruled}"
 
 
-def run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False, **kwargs)
+def run(args: list[str], cwd_override: Path | None = None, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd_override or ROOT, capture_output=True, text=True, timeout=300, check=False,
+                          **kwargs)
 
 
 def normalized(line: str) -> str:
@@ -227,3 +237,68 @@ def test_a_file_the_docs_apply_is_there_and_parses(shown: Shown) -> None:
     path = ROOT / shown.command.split()[-1]
     documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
     assert documents and all("kind" in d for d in documents)
+
+
+def make_run_command() -> list[str]:
+    """``make run``'s recipe as the Makefile writes it, with ``$(VENV)/bin/`` as this interpreter's
+    folder and HOST and PORT left as ``$(HOST):$(PORT)``."""
+    recipe = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1].split("\n", 2)[1].strip()
+    return shlex.split(recipe.replace("$(VENV)/bin/", str(Path(sys.executable).parent) + "/"))
+
+
+@pytest.mark.parametrize("shown", [s for s in ALL if (rule_of(s.command) or ("",))[0] == "make-run"], ids=ident)
+def test_a_request_to_make_run_answers_what_the_docs_show(shown: Shown, tmp_path: Path) -> None:
+    """``make run`` with no cluster (no kubeconfig, not in a pod) and no token, as a fresh clone has it."""
+    if shutil.which("curl") is None:
+        pytest.skip("no curl")
+    port, metrics_port = free_port(), free_port()
+    args = [arg.replace("$(HOST):$(PORT)", f"127.0.0.1:{port}") for arg in make_run_command()]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KUBERNETES_", "NVCRE_", "PROMETHEUS_", "GUNICORN_")) and k != "WEB_CONCURRENCY"}
+    env.update({"KUBECONFIG": str(tmp_path / "no-such-kubeconfig"), "HOME": str(tmp_path),
+                "NVCRE_METRICS_PORT": str(metrics_port)})
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}/readyz"], capture_output=True,
+                             check=False).returncode != 0:
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        done = run(["bash", "-c", shown.command.replace("127.0.0.1:8080", f"127.0.0.1:{port}")])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert shown.output, f"{ident(shown)}: show what it answers"
+    for line in shown.output:
+        head, _, tail = line.partition("(...)")
+        assert done.stdout.strip().startswith(head) and done.stdout.strip().endswith(tail), (line, done.stdout)
+
+
+@pytest.mark.parametrize("shown", [s for s in ALL if (rule_of(s.command) or ("",))[0] == "pip"], ids=ident)
+def test_pip_install_dot_installs_commands_that_run_from_anywhere(shown: Shown, tmp_path: Path) -> None:
+    """The package index gives the build backend (build isolation, as a user's pip does); the tree is
+    copied first, so the build's ``build/`` and ``*.egg-info`` land in the copy."""
+    source = tmp_path / "source"
+    tracked = run(["git", "ls-files", "pyproject.toml", "requirements.txt", "README.md", "hooks", "podread"])
+    for name in tracked.stdout.split():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, source / name)
+    site = tmp_path / "site"
+    done = run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
+                *shlex.split(shown.command)[2:]], cwd_override=source)
+    assert done.returncode == 0, done.stdout + done.stderr
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    usage = subprocess.run([sys.executable, str(site / "bin" / "nvcre-hooks"), "--help"], cwd=elsewhere, env=env,
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert usage.returncode == 0 and usage.stdout.startswith("Usage: nvcre-hooks "), usage.stdout + usage.stderr
+    demo = subprocess.run([sys.executable, str(site / "bin" / "nvcre-hooks"), "demo"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert demo.returncode == 2 and "run it from a clone" in demo.stderr, demo.stderr
+    plugin = subprocess.run([sys.executable, str(site / "bin" / "kubectl-nvjob"), "--help"], cwd=elsewhere, env=env,
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert plugin.returncode == 0, plugin.stderr

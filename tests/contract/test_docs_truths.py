@@ -4,6 +4,8 @@ against its source here, so it cannot drift again."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -93,3 +95,48 @@ def test_suspend_resume_and_the_replay_pod_source_are_documented() -> None:
     documented = "--pods <(kubectl get pods -n team-a -o json) --jobs <(kubectl get jobs -n team-a -o json)"
     assert documented in README and "pods,jobs" not in README.split("## Operator tools", 1)[1].split("```", 2)[1]
     assert "`--pods <(kubectl get pods -n NS -o json) --jobs <(kubectl get jobs -n NS -o json)`" in flowing
+
+
+METRIC = re.compile(r"\b(?:Counter|Gauge|Histogram|Summary)\(\s*\"([a-z_]+)\"")
+
+
+def test_the_readmes_metrics_row_names_every_metric_family_the_code_registers() -> None:
+    """Every family a ``Counter``/``Gauge``/``Histogram``/``Summary`` of hooks/ or podread/ declares
+    is named in the README's ``GET /metrics`` row, by its name or by a ``prefix_*`` the row gives."""
+    declared = {name for path in [*ROOT.glob("hooks/**/*.py"), *ROOT.glob("podread/**/*.py")]
+                for name in METRIC.findall(path.read_text())}
+    assert len(declared) > 20, "the metric declarations were not found"
+    row = next(line for line in README.splitlines() if line.startswith("| `GET /metrics`"))
+    named = set(re.findall(r"`([a-z_]+)(?:\{[^}]*\})?`", row))
+    prefixes = tuple(name.removesuffix("*") for name in re.findall(r"`([a-z_]+_\*)`", row))
+    missing = sorted(name for name in declared if name not in named and not name.startswith(prefixes))
+    assert not missing, f"registered but not in the README's /metrics row: {missing}"
+
+
+def test_the_reader_roles_grants_are_the_ones_operations_md_lists() -> None:
+    """docs/operations.md's install section lists the reader ClusterRole's grants as
+    ``resource `verbs```; each rule of ``manifests/rbac.yaml``'s reader is there, and no other."""
+    role = next(doc for doc in yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text())
+                if doc and doc["kind"] == "ClusterRole" and doc["metadata"]["name"] == "nvcre-hooks-pod-reader")
+    flowing = " ".join(OPERATIONS.split())
+    listed = flowing.split("`nvcre-hooks-pod-reader` (", 1)[1].split("), and the writer", 1)[0]
+    granted = set()
+    for rule in role["rules"]:
+        for resource in rule["resources"]:
+            group = rule["apiGroups"][0]
+            granted.add((resource if not group else f"{resource}.{group}", "/".join(rule["verbs"])))
+    shown = {(resource, verbs) for resource, verbs in re.findall(r"`?([a-z.]+)`? `([a-z/`]+)`", listed)}
+    shown = {(resource, verbs.replace("`", "")) for resource, verbs in shown}
+    assert shown == granted, listed
+
+
+def test_the_tier_readme_states_how_many_tests_the_tier_has() -> None:
+    """tests/cluster/README.md says "(N tests" of the tier: N is what pytest collects there."""
+    stated = re.search(r"\((\d+) tests\b", (ROOT / "tests" / "cluster" / "README.md").read_text())
+    assert stated, "tests/cluster/README.md states no test count"
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "-m", "cluster", "tests/cluster"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    count = sum(1 for line in collected.stdout.splitlines() if "::" in line)
+    assert count > 50, collected.stdout[-2000:] + collected.stderr[-2000:]
+    assert int(stated.group(1)) == count

@@ -24,7 +24,8 @@ ROOT = crdschema.REPO_ROOT
 MANIFESTS = ROOT / "manifests"
 SAMPLES = MANIFESTS / "samples"
 INVALID = SAMPLES / "invalid"
-VALID_SAMPLES = sorted(SAMPLES.glob("*.yaml"))
+VALID_SAMPLES = sorted([*SAMPLES.glob("*.yaml"), *SAMPLES.glob("kueue/*.yaml"), *SAMPLES.glob("gang/*.yaml")])
+"""The samples: make dev applies those of kueue/ and gang/ with its options of those names."""
 INVALID_SAMPLES = sorted(INVALID.glob("*.yaml"))
 
 METACONTROLLER_CRDS = "metacontroller-v4.17.2-crds.yaml"

@@ -2,9 +2,10 @@
 subpackage, the runtime dependencies of requirements.txt and the ``nvcre-hooks`` command, so podread and
 the CLI import from anywhere, not only from the repository root.
 
-No wheel is built here (the venv has no ``wheel`` and the machine no index): setuptools' own reader of
-``pyproject.toml`` (``read_configuration``, what its build backend runs) expands the configuration, and the
-packages it finds are compared with the package directories on disk.
+No wheel is built here: setuptools' own reader of ``pyproject.toml`` (``read_configuration``, what its
+build backend runs) expands the configuration, and the packages it finds are compared with the package
+directories on disk. tests/contract/test_docs_commands.py runs the README's ``pip install .`` for real
+(build isolation, the backend from the package index) and the installed commands from another folder.
 """
 
 from __future__ import annotations

@@ -198,7 +198,7 @@ def test_snapshot_jobs_and_the_snapshot_forms() -> None:
     for doc in ({"live": {"pods": []}}, {"kind": "PodList", "items": []}):
         with pytest.raises(ApiError) as raised:
             reader_from_snapshot(doc).attempt_jobs("team-a", "llama", 0)
-        assert raised.value.code == "no-source"
+        assert raised.value.code == "not-in-snapshot" and "snapshot" in raised.value.cause
     listed = reader_from_snapshot({"kind": "List", "items": [{"kind": "Job", **jobs[0]}]})
     assert names(listed.attempt_jobs("team-a", "llama", 0)) == ["llama-0-worker-0"]
     with pytest.raises(ValueError):

@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 
 from hooks.server.app import create_app
 from hooks.server.config import Settings
+from hooks.tools import cli as cli_mod
 from hooks.tools import cli_format
 from hooks.tools.cli import cli
 from podread import JOB_LABEL, reader_from_snapshot
@@ -364,6 +365,20 @@ def test_demo_defaults_to_tests_payloads(monkeypatch: pytest.MonkeyPatch) -> Non
     assert result.exit_code == 0 and "scenarios answer as recorded" in result.stdout
 
 
+def test_demo_outside_a_clone_says_it_needs_the_clone_or_a_folder(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run("demo")
+    assert result.exit_code == 2
+    assert "run it from a clone of nvcre-hooks, or give a folder of scenarios as DIR" in result.stderr
+
+
+@pytest.mark.parametrize(("argv0", "shown"), [("/usr/local/bin/nvcre-hooks", "nvcre-hooks"),
+                                              ("/src/hooks/__main__.py", "python -m hooks")])
+def test_the_usage_names_the_command_as_it_was_invoked(argv0: str, shown: str) -> None:
+    assert cli_mod.program_name(argv0) == shown
+
+
 def test_demo_exits_non_zero_when_an_answer_differs(tmp_path: Path) -> None:
     copy_scenario(KEPT, tmp_path)
     changed = copy_scenario(STALE, tmp_path)
@@ -407,7 +422,8 @@ def test_replay_accepts_exactly_what_kubectl_get_pods_prints(tmp_path: Path) -> 
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["decision"]["kind"] == "held", document["decision"]
-    assert document["decision"]["message"].startswith("waiting for a batch Job read to succeed")
+    assert document["decision"]["message"] == ("waiting for a batch Job read to succeed: the snapshot replayed "
+                                               "does not hold what this read asks for")
     assert not document["response"].get("finalized")
     assert "no cluster configuration" not in result.stdout, "a snapshot, not a missing cluster configuration"
     failed = [read["error"] for read in document["reads"] if read["outcome"] != "ok"]

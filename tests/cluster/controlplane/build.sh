@@ -51,10 +51,10 @@ minor="${kube_version#v1.}"; minor="${minor%%.*}"
 ldflags="-s -w -X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=$minor"
 ldflags+=" -X $version_pkg.gitTreeState=clean -X $version_pkg.buildDate=1970-01-01T00:00:00Z"
 echo "control plane: building $kube_version into $out (Go caches in $cache_home/go)" >&2
-go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
-go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
-go build -trimpath -ldflags "-s -w" -o "$build_tmp/etcd" go.etcd.io/etcd/server/v3
+go_step "control plane" kube-apiserver go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+go_step "control plane" kube-controller-manager go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+go_step "control plane" kube-scheduler go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
+go_step "control plane" etcd go build -trimpath -ldflags "-s -w" -o "$build_tmp/etcd" go.etcd.io/etcd/server/v3
 echo "$stamp_value" > "$build_tmp/.stamp"
 publish "$out"
 echo "control plane: built in $(( $(date +%s) - started )) s" >&2

@@ -50,7 +50,7 @@ mkdir "$build_tmp/webhook"
 started=$(date +%s)
 cd "$here"
 echo "jobset: building $jobset_version into $out (Go caches in $cache_home/go)" >&2
-go build -trimpath -ldflags "-s -w" -o "$build_tmp/jobset-manager" sigs.k8s.io/jobset
+go_step "jobset" jobset-manager go build -trimpath -ldflags "-s -w" -o "$build_tmp/jobset-manager" sigs.k8s.io/jobset
 module_dir="$(go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)"
 cp -r "$module_dir/config/components/crd/bases" "$build_tmp/crd"
 cp "$module_dir/config/components/webhook/manifests.yaml" "$build_tmp/webhook/manifests.yaml"

@@ -50,7 +50,7 @@ cd "$here"
 version_pkg="sigs.k8s.io/kueue/pkg/version"
 ldflags="-s -w -X $version_pkg.GitVersion=$kueue_version -X $version_pkg.BuildDate=1970-01-01T00:00:00Z"
 echo "kueue: building $kueue_version into $out (Go caches in $cache_home/go)" >&2
-go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kueue" sigs.k8s.io/kueue/cmd/kueue
+go_step "kueue" kueue go build -trimpath -ldflags "$ldflags" -o "$build_tmp/kueue" sigs.k8s.io/kueue/cmd/kueue
 module_dir="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"
 cp -r "$module_dir/config/components/crd/bases" "$build_tmp/crd"
 cp "$module_dir/config/components/webhook/manifests.yaml" "$build_tmp/webhook.yaml"

@@ -49,7 +49,7 @@ mkdir "$build_tmp/stage"
 started=$(date +%s)
 cd "$here"
 echo "kwok: building $kwok_version into $out (Go caches in $cache_home/go)" >&2
-go build -trimpath -ldflags "-s -w" -o "$build_tmp/kwok" sigs.k8s.io/kwok/cmd/kwok
+go_step "kwok" kwok go build -trimpath -ldflags "-s -w" -o "$build_tmp/kwok" sigs.k8s.io/kwok/cmd/kwok
 module_dir="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
 for kind in node pod; do
   cp -r "$module_dir/kustomize/stage/$kind" "$build_tmp/stage/$kind"
