@@ -150,11 +150,11 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
     if suspended is not None:
         add(MOVED[Phase.SUSPENDED], NORMAL, "Suspend", "suspended: the workload is torn down and no pod is active",
             str(suspended.attempts[1]))
-    failed_ = into.get(Phase.FAILED)
-    if failed_ is not None:
+    failing = into.get(Phase.FAILED)
+    if failing is not None:
         failed = conditions.get(ConditionType.FAILED) or {}
         note = str(failed.get("message") or (status.get("lastFailure") or {}).get("message") or "the Job failed")
-        add(MOVED[Phase.FAILED], WARNING, "Finish", f"failed: {note}", str(failed_.attempts[1]))
+        add(MOVED[Phase.FAILED], WARNING, "Finish", f"failed: {note}", str(failing.attempts[1]))
     succeeded = into.get(Phase.SUCCEEDED)
     if succeeded is not None:
         add(MOVED[Phase.SUCCEEDED], NORMAL, "Finish", f"succeeded at attempt {succeeded.attempts[1]}",
