@@ -84,6 +84,7 @@ are ``hooks.core.wording``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -91,7 +92,7 @@ from hooks.core import conditions as cond
 from hooks.core import gang, history, specpin
 from hooks.core.answer import assemble
 from hooks.core.barrier import refuse_if_behind
-from hooks.core.lifecycle import Step, Teardown, apply
+from hooks.core.lifecycle import Move, Step, Teardown, apply, path
 from hooks.core.observed import Observed
 from hooks.core.podreads import PodReads
 from hooks.core.rows import current, deadline, kueue, mismatch, teardown, terminal
@@ -149,10 +150,12 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
         tearing_down = deadline.DEADLINE                                  # row 3a
     apply(ctx, row(ctx, work, tearing_down, disagreement), work)  # the one place a row's Step enters the work
     after = After(trusted=trusted, tearing_down=tearing_down is not None, attempt=attempt,
-                  ending=tearing_down.ends if tearing_down is not None and tearing_down.ends else None)
+                  ended_by=tearing_down.move if tearing_down is not None else None)
     for later in PASSES:                                                  # then rows 12, 13 among them
         later.run(ctx, work, after)
-    return assemble(observed, work, resync_seconds)
+    decision = assemble(observed, work, resync_seconds)
+    return replace(decision, transitions=path((prior.phase, prior.attempt), (phase, attempt), work.transition,
+                                              (decision.phase_after, work.attempt), bool(work.finalized)))
 
 
 def row(ctx: Context, work: Work, tearing_down: Teardown | None, disagreement: tuple[str, str] | None) -> Step:
@@ -177,13 +180,14 @@ def row(ctx: Context, work: Work, tearing_down: Teardown | None, disagreement: t
 
 class After(NamedTuple):
     """What the passes after the row read of the call: whether the status agrees with the evidence
-    (``trusted``), whether a teardown row ran (``tearing_down``), the current attempt and how a
-    teardown ends it in the history (``ending``)."""
+    (``trusted``), whether a teardown row ran (``tearing_down``), the current attempt and the move of
+    the teardown that ends it (``ended_by``: its ``Teardown.move``, which the history records; at the
+    last attempt the row's own move is then the attempt limit's)."""
 
     trusted: bool
     tearing_down: bool
     attempt: int
-    ending: str | None
+    ended_by: Move | None
 
 
 class Pass(NamedTuple):
@@ -229,7 +233,7 @@ def _times(ctx: Context, work: Work, after: After) -> None:
 
 def _history(ctx: Context, work: Work, after: After) -> None:
     if after.trusted or after.tearing_down:  # whatever row 3 holds on, it moves nothing: nor the history
-        history.update(ctx, work, attempt=after.attempt, ending=after.ending)
+        history.update(ctx, work, attempt=after.attempt, ended_by=after.ended_by)
 
 
 def pin(ctx: Context, work: Work, after: After) -> None:

@@ -1,19 +1,35 @@
 """Kubernetes Events for a Job's transitions: which ones one answer makes, as plain data.
 
-Pure: reads the request's ``parent.status`` (``Observed.status``), the answer's new status and the
-writes it asks for (``Decision.actions``). An event is made only by a *transition* between the
-two statuses, so a status fed back (a fixed point) makes none. Each event carries a ``key`` built
-from the new status alone (the attempt, a condition's ``lastTransitionTime``): the same transition
-answered twice (Metacontroller calling again before its status write lands) has the same key, and
-``hooks.server.effects`` names the Event object after it, so the API server itself refuses the second
-(409) whichever process or replica sends it.
+Pure: reads the decision's named transitions (``Decision.transitions``: each a ``Move`` along an
+arrow of ``hooks.core.lifecycle.ARROWS``, from its phase to its phase, from one attempt to the
+next), the request's ``parent.status`` (``Observed.status``: its conditions and workload only), the
+answer's new status and the writes it asks for (``Decision.actions``). A phase change's Event is
+rendered from the arrow the decision took, never inferred by comparing the two statuses' phases;
+a fixed point takes no arrow (``lifecycle.path``) and makes none. Each event carries a ``key``
+built from the new status alone (the attempt, a condition's ``lastTransitionTime``): the same
+transition answered twice (Metacontroller calling again before its status write lands, or two
+hooks replicas) has the same key, and ``hooks.server.effects`` names the Event object after it, so
+the API server itself refuses the second (409) whichever process or replica sends it.
 
-Transitions: ``AttemptCreated`` (created attempt N), ``Restarting`` (restarting because ...),
-``DrainWaiting`` (waiting on N pods), ``DrainPassed``, ``Suspended``, ``Resumed``,
-``DeadlineExceeded``, ``DrainStuck``, ``Failed``, ``Succeeded``, ``Deleting`` (TTL),
-``ForceDeletingPod`` and, for a gang (issue 22, ``hooks.core.gang``), ``GangUnschedulable`` (the
-scheduler cannot place it), ``GangScheduled`` (placed), ``GangUnavailable`` and ``GangMismatch`` (its
-PodGroup is not the gang the hooks build).
+Rendered from the transition (``MOVED``): ``Resumed`` (the next attempt, from Suspending or
+Suspended, to a new attempt), ``Restarting`` (restarting because ...), ``Suspended``, ``Failed``,
+``Succeeded``: each the arrow's target phase.
+
+What no move names, handled on its own (each compares one field of the prior status with the
+answer's, so that it is said once):
+
+- ``AttemptCreated``: the attempt's JobSet enters the answer. Not the move that asks for it: a
+  gate after the row (the gang, ``hooks.core.gang``) may hold the JobSet back past that move, and
+  the JobSet then comes in a later answer whose move (row 11's ``run``) takes no arrow. Said when
+  ``status.workload`` names a JobSet the prior status did not and the answer holds it, while the
+  Job is Pending or Running.
+- The conditions the drain barrier's record (``hooks.core.barrier.record``), the deadline's
+  teardown and the gang's pass write, once each turns: ``DrainWaiting``, ``DrainPassed``,
+  ``DrainStuck``, ``DeadlineExceeded`` and, for a gang (issue 22, ``hooks.core.gang``),
+  ``GangUnschedulable`` (the scheduler cannot place it), ``GangScheduled`` (placed),
+  ``GangUnavailable`` and ``GangMismatch`` (its PodGroup is not the gang the hooks build). The
+  barrier writes them on every call of a hold, under the same move, and the gang after the row.
+- The writes the answer asks for: ``Deleting`` (TTL), ``ForceDeletingPod``.
 """
 
 from __future__ import annotations
@@ -24,6 +40,7 @@ from typing import Any
 
 from hooks.core.actions import Action, DeleteJob, ForceDeletePod
 from hooks.core.failurepolicy import spends_no_restart
+from hooks.core.lifecycle import Move, Transition
 from hooks.core.observed import PriorStatus
 from hooks.core.vocab import ConditionStatus, ConditionType, Phase
 
@@ -50,18 +67,39 @@ class Event:
     key: str
 
 
+MOVED: Mapping[Phase, str] = {
+    Phase.RESTARTING: "Restarting",
+    Phase.SUSPENDED: "Suspended",
+    Phase.FAILED: "Failed",
+    Phase.SUCCEEDED: "Succeeded",
+}
+"""The Event of a transition into each phase that has one (the arrow's target), whatever the move;
+and ``Resumed``, a next attempt from Suspending or Suspended (``resumed``)."""
+
+
+def resumed(transition: Transition) -> bool:
+    """Whether ``transition`` resumes the Job: the next attempt (``Move.NEXT_ATTEMPT``) from
+    Suspending or Suspended to a new attempt (not a Job created suspended starting its first)."""
+    return (transition.move == Move.NEXT_ATTEMPT and transition.source in (Phase.SUSPENDING, Phase.SUSPENDED)
+            and transition.target in (Phase.PENDING, Phase.RUNNING)
+            and transition.attempts[1] > transition.attempts[0])
+
+
 def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action, ...] = (),
-                      children: tuple[str, ...] | None = None) -> list[Event]:
-    """The Events of going from ``prior`` to ``status`` and of ``actions``, in a fixed order.
+                      children: tuple[str, ...] | None = None, *,
+                      transitions: tuple[Transition, ...] = ()) -> list[Event]:
+    """The Events of the decision that answered ``status`` to ``prior``, in a fixed order: of its
+    named ``transitions`` (``Decision.transitions``; the module doc), of what no move names (the
+    attempt's JobSet entering the answer, the conditions that turned) and of ``actions``.
     ``children`` names the JobSets the answer holds (``None``: take ``status.workload`` as held):
     an attempt is "created" only when its JobSet is in the answer, not while a gate holds it back."""
     events: list[Event] = []
-    before, after = prior.phase, str(status.get("phase", ""))
     attempt = int(status.get("attempt", 0))
     workload = str(status.get("workload", ""))
     conditions = {str(c.get("type")): c for c in status.get("conditions") or ()}
     old = {c.type: c.status for c in prior.conditions}  # the prior conditions' statuses by type
     old_gang = next(((c.status, c.reason, c.message) for c in prior.conditions if c.type == GANG_CONDITION), None)
+    into = {transition.target: transition for transition in transitions}  # the phases the decision entered
 
     def add(reason: str, type_: str, action: str, note: str, key: str) -> None:
         text = note if len(note) <= MAX_NOTE else note[: MAX_NOTE - 3] + "..."
@@ -73,19 +111,20 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
             return None
         return new
 
-    started = after in (Phase.PENDING, Phase.RUNNING)
-    if started and before in (Phase.SUSPENDED, Phase.SUSPENDING) and attempt > prior.attempt:
-        add("Resumed", NORMAL, "Resume", f"resumed as attempt {attempt}", str(attempt))
+    for resume in (transition for transition in transitions if resumed(transition)):
+        add("Resumed", NORMAL, "Resume", f"resumed as attempt {resume.attempts[1]}", str(resume.attempts[1]))
     held = children is None or workload in children
-    if workload and workload != prior.workload and started and held:
+    if workload and workload != prior.workload and status.get("phase") in (Phase.PENDING, Phase.RUNNING) and held:
         add("AttemptCreated", NORMAL, "CreateWorkload", f"created attempt {attempt} (JobSet {workload})", str(attempt))
-    if after == Phase.RESTARTING and before != Phase.RESTARTING:
+    restarting = into.get(Phase.RESTARTING)
+    if restarting is not None:
         failure = status.get("lastFailure") or {}
         counted = "does not count against maxRestarts" if spends_no_restart(failure.get("action")) else \
             "counts against maxRestarts"
         why = failure.get("message", "it failed")
-        add("Restarting", WARNING, "Restart", f"restarting attempt {attempt} because {why} "
-            f"(cause {failure.get('cause', 'default')}; {counted})", str(attempt))
+        number = restarting.attempts[1]
+        add(MOVED[Phase.RESTARTING], WARNING, "Restart", f"restarting attempt {number} because {why} "
+            f"(cause {failure.get('cause', 'default')}; {counted})", str(number))
     drained = turned(ConditionType.DRAINED, ConditionStatus.FALSE)
     if drained is not None:
         add("DrainWaiting", NORMAL, "Drain", str(drained.get("message", "")), str(drained.get("lastTransitionTime")))
@@ -107,14 +146,19 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
         elif gang.get("reason") in GANG_WARNINGS:
             add(GANG_WARNINGS[str(gang.get("reason"))], WARNING, "Schedule", str(gang.get("message", "")),
                 f"{attempt}/{gang.get('lastTransitionTime')}")
-    if after == Phase.SUSPENDED and before != Phase.SUSPENDED:
-        add("Suspended", NORMAL, "Suspend", "suspended: the workload is torn down and no pod is active", str(attempt))
-    if after == Phase.FAILED and before != Phase.FAILED:
+    suspended = into.get(Phase.SUSPENDED)
+    if suspended is not None:
+        add(MOVED[Phase.SUSPENDED], NORMAL, "Suspend", "suspended: the workload is torn down and no pod is active",
+            str(suspended.attempts[1]))
+    failing = into.get(Phase.FAILED)
+    if failing is not None:
         failed = conditions.get(ConditionType.FAILED) or {}
         note = str(failed.get("message") or (status.get("lastFailure") or {}).get("message") or "the Job failed")
-        add("Failed", WARNING, "Finish", f"failed: {note}", str(attempt))
-    if after == Phase.SUCCEEDED and before != Phase.SUCCEEDED:
-        add("Succeeded", NORMAL, "Finish", f"succeeded at attempt {attempt}", str(attempt))
+        add(MOVED[Phase.FAILED], WARNING, "Finish", f"failed: {note}", str(failing.attempts[1]))
+    succeeded = into.get(Phase.SUCCEEDED)
+    if succeeded is not None:
+        add(MOVED[Phase.SUCCEEDED], NORMAL, "Finish", f"succeeded at attempt {succeeded.attempts[1]}",
+            str(succeeded.attempts[1]))
     for action in actions:
         if isinstance(action, DeleteJob):
             add("Deleting", NORMAL, "Delete", action.reason, str(status.get("completionTime", "")))

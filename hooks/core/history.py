@@ -7,7 +7,8 @@ verdict in ``lastFailure``), never the wall clock and never a read of its own. `
 per call after the rows, and only when the status agrees with the evidence (a status that
 disagrees keeps its history as it came).
 
-An entry (keys in ``ENTRY_KEYS`` order, each present only once known):
+An entry (keys in ``ENTRY_KEYS`` order, the words of ``hooks.core.vocab.AttemptField``, each present
+only once known; ``outcome`` is a ``vocab.EndCause``):
 
 - ``attempt``, ``jobSet``: the attempt's number and its JobSet's name;
 - ``created``: the JobSet's ``creationTimestamp``, once the JobSet is observed (an entry made when
@@ -59,8 +60,10 @@ from hooks.core.evidence import COMPLETED, FAILED, jobset_state
 from hooks.core.failurepolicy import disruption, ended_as, failed_container, first_failing
 from hooks.core.historyentry import ENTRY_KEYS, MAX_ENTRIES, STRING_LIMITS
 from hooks.core.jobset import KIND as JOBSET_KIND
+from hooks.core.lifecycle import ENDS, Move
 from hooks.core.reads import JOB_PODS
-from hooks.core.vocab import ConditionType, EndCause
+from hooks.core.vocab import TORN_DOWN, ConditionType, EndCause
+from hooks.core.vocab import AttemptField as F
 from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, SUCCEEDED, Context, Work
 from hooks.core.work import FAILED as FAILED_PHASE
 from podread.attempts import workload_name
@@ -75,12 +78,6 @@ MAX_HISTORY_BYTES = 128 * 1024
 """An upper bound of ``status.attempts`` as JSON, at ``MAX_LIMIT`` entries of the longest values
 (about 12 KiB at the default limit): well inside the 1.5 MiB an object may have in etcd."""
 
-SUSPENDED, DELETED, EVICTED = EndCause.SUSPENDED, EndCause.DELETED, EndCause.EVICTED
-DEADLINE_EXCEEDED, PREEMPTED = EndCause.DEADLINE_EXCEEDED, EndCause.PREEMPTED
-OUTCOMES = tuple(EndCause)
-"""Every ``outcome`` an entry may have: ``hooks.core.vocab.EndCause``, the one vocabulary of why an attempt ended."""
-TORN_DOWN = frozenset({SUSPENDED, DELETED, EVICTED, DEADLINE_EXCEEDED})
-"""Outcomes whose teardown the drain barrier waits for (a failure that restarts the Job too: ``cause``)."""
 
 
 def limit(spec: Mapping[str, Any]) -> int:
@@ -104,12 +101,14 @@ def _pods_key(workload: str) -> tuple[str, str]:
     return ("attempt_failure_pods", workload)
 
 
-def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> None:
+def update(ctx: Context, work: Work, *, attempt: int, ended_by: Move | None) -> None:
     """Updates ``work.attempts`` (and ``work.attempts_dropped``) after the rows.
 
     ``attempt`` is the attempt the rows started from (after adoption); ``work.attempt`` where they
-    left it. ``ending`` names the teardown a row began (``SUSPENDED``, ``DELETED``, ``EVICTED``,
-    ``DEADLINE_EXCEEDED``: ``hooks.core.vocab.EndCause``), ``None`` when none did. An entry is made
+    left it. ``ended_by`` is the move of the teardown a row began (``hooks.core.lifecycle.Move``:
+    suspend, delete, evict, deadline), ``None`` when none did; the attempt ends as the lifecycle's
+    table says that move ends one (``lifecycle.ENDS``: ``Suspended``, ``Deleted``, ``Evicted``,
+    ``DeadlineExceeded``). An entry is made
     for each of the two whose JobSet is observed or answered, and dated (``created``, ``started``)
     once the evidence shows when; ``attempt``'s is ended (once) and its drain recorded (once). Then
     only the last ``limit`` entries up to the later of the two are kept; the prior status' entries
@@ -119,25 +118,25 @@ def update(ctx: Context, work: Work, *, attempt: int, ending: str | None) -> Non
     # write): written by hand. The claim check holds on it (``AttemptsDisagree``) except where a
     # teardown row runs first; then it is let go uncounted, or the teardown would end it once the Job
     # reached its number (and the next call would end it again: no fixed point).
-    written = [entry for entry in work.attempts if int(entry["attempt"]) <= attempt]
-    entries = {int(entry["attempt"]): dict(entry) for entry in written}
+    written = [entry for entry in work.attempts if int(entry[F.ATTEMPT]) <= attempt]
+    entries = {int(entry[F.ATTEMPT]): dict(entry) for entry in written}
     for number in sorted({attempt, work.attempt}):
         jobset = ctx.jobset(number)
         if number not in entries and (jobset is not None or _answered(work, workload_name(ctx.job, number))):
-            entries[number] = {"attempt": number, "jobSet": workload_name(ctx.job, number)}
+            entries[number] = {F.ATTEMPT: number, F.JOB_SET: workload_name(ctx.job, number)}
         if number in entries:
             _date(ctx, entries[number], workload_name(ctx.job, number), jobset)
     entry = entries.get(attempt)
     if entry is not None:
-        if "outcome" not in entry:
-            _end(ctx, work, entry, attempt, ending)
-        if _drains(entry) and "drainSeconds" not in entry:
+        if F.OUTCOME not in entry:
+            _end(ctx, work, entry, attempt, ENDS.get(ended_by) if ended_by is not None else None)
+        if _drains(entry) and F.DRAIN_SECONDS not in entry:
             _drain(ctx, work, entry)
     most = limit(ctx.observed.spec)
     kept = [number for number in sorted(entries) if number <= max(attempt, work.attempt)][-most:]
     # Only entries the hooks wrote are counted when let go: one made in this call and not kept is not
     # made at all, and one written by hand is no attempt that ran, so the count cannot grow on every call.
-    work.attempts_dropped += sum(1 for entry in written if int(entry["attempt"]) not in kept)
+    work.attempts_dropped += sum(1 for entry in written if int(entry[F.ATTEMPT]) not in kept)
     work.attempts = [_ordered(entries[number]) for number in kept]
 
 
@@ -180,33 +179,35 @@ RAN = frozenset({"Running", "Succeeded", "Failed"})
 """The pod phases reached only once the kubelet started the pod's containers."""
 
 
-def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: str | None) -> None:
-    """Ends ``entry`` when this call shows how ``attempt`` ended (the module doc); else leaves it."""
+def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: EndCause | None) -> None:
+    """Ends ``entry`` when this call shows how ``attempt`` ended (the module doc): as ``ending`` says,
+    the end of the teardown that began (``update``), else as the JobSet's own condition says; else
+    leaves it."""
     if ending is not None:
-        entry["outcome"] = ending
-        entry["ended"] = _at(ctx, _ending_time(ctx, work, ending))
-        reason = _evicted_reason(ctx) if ending == EVICTED else ""
+        entry[F.OUTCOME] = ending
+        entry[F.ENDED] = _at(ctx, _ending_time(ctx, work, ending))
+        reason = _evicted_reason(ctx) if ending == EndCause.EVICTED else ""
         if reason:
-            entry["reason"] = reason
+            entry[F.REASON] = reason
         return
     jobset = ctx.jobset(attempt)
     state = jobset_state(jobset) if jobset is not None else ""
     if state == COMPLETED and work.phase == SUCCEEDED:
-        entry["outcome"] = EndCause.SUCCEEDED
-        entry["ended"] = _at(ctx, _condition_time(jobset, COMPLETED))
+        entry[F.OUTCOME] = EndCause.SUCCEEDED
+        entry[F.ENDED] = _at(ctx, _condition_time(jobset, COMPLETED))
         return
     judged = (work.last_failure.get("attempt") == attempt
               and (work.phase in (RESTARTING, FAILED_PHASE) or work.attempt > attempt))
     if state != FAILED or jobset is None or not judged:
         return
-    entry["ended"] = _at(ctx, _condition_time(jobset, FAILED))
+    entry[F.ENDED] = _at(ctx, _condition_time(jobset, FAILED))
     pods = ctx.once.peek(_pods_key(str(jobset["metadata"]["name"]))) or []
     facts = failure_facts(jobset, pods)
     entry.update(facts)  # its ``outcome`` is the failure's class (``failurepolicy.ended_as``)
     if work.phase == RESTARTING or work.attempt > attempt:
         cause = work.last_failure.get("cause")
         if isinstance(cause, str) and cause:
-            entry["cause"] = cause
+            entry[F.CAUSE] = cause
 
 
 def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
@@ -215,14 +216,14 @@ def _ending_time(ctx: Context, work: Work, ending: str) -> Any:
     Workload's ``Evicted`` condition's time; for a delete, the Job's ``deletionTimestamp``; for a
     suspend (and a delete whose request carries no ``deletionTimestamp``), the newest time the
     request's evidence carries (``barrier.evidence_time``: when the API server wrote this parent)."""
-    if ending == DEADLINE_EXCEEDED:
+    if ending == EndCause.DEADLINE_EXCEEDED:
         marked = cond.get_condition(work.conditions, ConditionType.DEADLINE_EXCEEDED)
         when = marked.last_transition_time if marked is not None else None
         return when if isinstance(when, str) else None
-    if ending == EVICTED:
+    if ending == EndCause.EVICTED:
         workload = queueing.current_workload(ctx.observed) or {}
         return _condition_time(workload, "Evicted")
-    if ending == DELETED and deadlines.time_or_none(ctx.observed.deletion_timestamp) is not None:
+    if ending == EndCause.DELETED and deadlines.time_or_none(ctx.observed.deletion_timestamp) is not None:
         return ctx.observed.deletion_timestamp
     return deadlines.stamp(evidence_time(ctx))
 
@@ -235,7 +236,7 @@ def _evicted_reason(ctx: Context) -> str:
 
 def _drains(entry: Entry) -> bool:
     """Whether the drain barrier waits after ``entry``'s end: a teardown, or a failure that restarted."""
-    return entry.get("outcome") in TORN_DOWN or "cause" in entry
+    return entry.get(F.OUTCOME) in TORN_DOWN or F.CAUSE in entry
 
 
 def _drain(ctx: Context, work: Work, entry: Entry) -> None:
@@ -246,15 +247,15 @@ def _drain(ctx: Context, work: Work, entry: Entry) -> None:
     version made a second apart wrote 0, 2 and 3 and the status never settled (issue 21)."""
     stuck = cond.get_condition(work.conditions, DRAIN_STUCK)
     if stuck is not None and stuck.status == cond.TRUE:
-        entry["drainStuck"] = True
+        entry[F.DRAIN_STUCK] = True
     drained = cond.get_condition(work.conditions, DRAINED)
     if drained is None or drained.status != cond.TRUE:
         return
-    ended = deadlines.time_or_none(entry.get("ended"))
+    ended = deadlines.time_or_none(entry.get(F.ENDED))
     passed = deadlines.time_or_none(drained.last_transition_time) or utc(ctx.stamp)
     seconds = (utc(passed) - ended).total_seconds() if ended is not None else 0.0
-    entry["drainSeconds"] = int(min(deadlines.MAX_SECONDS, max(0.0, seconds)))
-    entry["drainStuck"] = bool(entry.get("drainStuck"))
+    entry[F.DRAIN_SECONDS] = int(min(deadlines.MAX_SECONDS, max(0.0, seconds)))
+    entry[F.DRAIN_STUCK] = bool(entry.get(F.DRAIN_STUCK))
 
 
 def failure_facts(jobset: Mapping[str, Any], pods: Sequence[Pod]) -> Entry:
@@ -262,25 +263,25 @@ def failure_facts(jobset: Mapping[str, Any], pods: Sequence[Pod]) -> Entry:
     ``failedPod``, ``node``, ``failedReplicatedJob``, ``exitCode``, ``reason``, the deletion times
     of a pod being deleted, and ``outcome``: the failure's class (``failurepolicy.ended_as``, the one
     place a failure is classified: ``Failed``, or ``Preempted``)."""
-    facts: Entry = {"outcome": ended_as(pods)}
+    facts: Entry = {F.OUTCOME: ended_as(pods)}
     pod = first_failing(pods)
     if pod is not None:
         metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-        facts["failedPod"] = metadata.get("name")
-        facts["node"] = spec.get("nodeName")
-        facts["failedReplicatedJob"] = (metadata.get("labels") or {}).get(REPLICATED_JOB_LABEL)
+        facts[F.FAILED_POD] = metadata.get("name")
+        facts[F.NODE] = spec.get("nodeName")
+        facts[F.FAILED_REPLICATED_JOB] = (metadata.get("labels") or {}).get(REPLICATED_JOB_LABEL)
         container = failed_container(pod)
         if container is not None:
-            facts["exitCode"] = container[0]
+            facts[F.EXIT_CODE] = container[0]
         disrupted = disruption(pod)
         disrupted_by = str(disrupted.get("reason") or "") if disrupted is not None else ""
-        facts["reason"] = (disrupted_by or str((pod.get("status") or {}).get("reason") or "")
+        facts[F.REASON] = (disrupted_by or str((pod.get("status") or {}).get(F.REASON) or "")
                            or (container[1] if container is not None else ""))
         facts.update(deletion_times(pod))
-    if not facts.get("failedReplicatedJob"):
-        facts["failedReplicatedJob"] = _failed_replicated_job(jobset)
-    if not facts.get("reason"):
-        facts["reason"] = _condition_reason(jobset, FAILED)
+    if not facts.get(F.FAILED_REPLICATED_JOB):
+        facts[F.FAILED_REPLICATED_JOB] = _failed_replicated_job(jobset)
+    if not facts.get(F.REASON):
+        facts[F.REASON] = _condition_reason(jobset, FAILED)
     return {key: value for key, value in facts.items() if value not in (None, "")}
 
 
@@ -292,12 +293,12 @@ def deletion_times(pod: Pod) -> Entry:
     ends = deadlines.time_or_none(metadata.get("deletionTimestamp"))
     if ends is None:
         return {}
-    times = {"failedPodGracePeriodEnds": deadlines.stamp(ends)}
+    times = {F.FAILED_POD_GRACE_PERIOD_ENDS: deadlines.stamp(ends)}
     grace = metadata.get("deletionGracePeriodSeconds")
     if isinstance(grace, int) and not isinstance(grace, bool) and 0 <= grace <= deadlines.MAX_SECONDS:
         earliest = datetime.min.replace(tzinfo=UTC)
         if ends - earliest >= timedelta(seconds=grace):  # not below datetime's range
-            times["failedPodDeletionStarted"] = deadlines.stamp(ends - timedelta(seconds=grace))
+            times[F.FAILED_POD_DELETION_STARTED] = deadlines.stamp(ends - timedelta(seconds=grace))
     return times
 
 

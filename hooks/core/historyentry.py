@@ -1,8 +1,9 @@
 """The shape of a ``status.attempts`` entry: its keys, their types and bounds, and how a
 prior history is read. What goes into an entry is ``hooks.core.history``'s.
 
-Pure, and the standard library only (with ``hooks.core.apitime``, which is too), so that whatever
-reads the prior status (``hooks.core.observed``) can check a history without the decision's modules.
+Pure, and the standard library only (with ``hooks.core.apitime`` and ``hooks.core.vocab``, which are
+too: the keys are ``vocab.AttemptField``), so that whatever reads the prior status
+(``hooks.core.observed``) can check a history without the decision's modules.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from hooks.core import apitime
+from hooks.core.vocab import AttemptField as F
 
-ENTRY_KEYS = ("attempt", "jobSet", "created", "started", "ended", "outcome", "failedReplicatedJob", "failedPod",
-              "node", "exitCode", "reason", "cause", "drainSeconds", "drainStuck", "failedPodDeletionStarted",
-              "failedPodGracePeriodEnds")
-"""Every key of an entry, in the order written."""
-TIME_KEYS = ("created", "started", "ended", "failedPodDeletionStarted", "failedPodGracePeriodEnds")
-STRING_LIMITS = {"jobSet": 63, "outcome": 32, "failedReplicatedJob": 63, "failedPod": 253, "node": 253,
-                 "reason": 128, "cause": 63}
+ENTRY_KEYS: tuple[str, ...] = tuple(key.value for key in F)
+"""Every key of an entry, in the order written (``hooks.core.vocab.AttemptField``), as plain strings."""
+TIME_KEYS: tuple[str, ...] = tuple(key.value for key in (F.CREATED, F.STARTED, F.ENDED, F.FAILED_POD_DELETION_STARTED,
+                                                         F.FAILED_POD_GRACE_PERIOD_ENDS))
+STRING_LIMITS: dict[str, int] = {F.JOB_SET.value: 63, F.OUTCOME.value: 32, F.FAILED_REPLICATED_JOB.value: 63,
+                                 F.FAILED_POD.value: 253, F.NODE.value: 253, F.REASON.value: 128, F.CAUSE.value: 63}
 """The longest value of each string key (the CRD's ``maxLength``); a longer one is cut when written."""
 MAX_ENTRIES = 100
 """``status.attempts``' ``maxItems``, and the largest ``spec.attemptsHistoryLimit``."""
@@ -46,21 +47,21 @@ def entries_of(value: object) -> tuple[dict[str, Any], ...]:
             raise ValueError(f"{where}: expected an object, got {_json_type(entry)}")
         kept = {key: _checked(key, entry[key], f"{where}.{key}") for key in ENTRY_KEYS
                 if entry.get(key) not in (None, "")}
-        if "attempt" not in kept:
+        if F.ATTEMPT not in kept:
             raise ValueError(f"{where}.attempt: expected an integer, got nothing")
-        found.setdefault(kept["attempt"], kept)
+        found.setdefault(kept[F.ATTEMPT], kept)
     return tuple(found[number] for number in sorted(found))
 
 
 def _checked(key: str, value: object, path: str) -> Any:
     """``value`` when it has ``key``'s type (the module doc), else ``ValueError`` naming ``path``."""
-    if key in ("attempt", "exitCode", "drainSeconds"):
+    if key in (F.ATTEMPT, F.EXIT_CODE, F.DRAIN_SECONDS):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{path}: expected an integer, got {_json_type(value)}")
-        if key != "exitCode" and value < 0:
+        if key != F.EXIT_CODE and value < 0:
             raise ValueError(f"{path}: expected an integer >= 0, got {value}")
         return value
-    if key == "drainStuck":
+    if key == F.DRAIN_STUCK:
         if not isinstance(value, bool):
             raise ValueError(f"{path}: expected a boolean, got {_json_type(value)}")
         return value

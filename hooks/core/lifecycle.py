@@ -141,6 +141,10 @@ ARROWS: tuple[Arrow, ...] = (
     _arrow(SD, Q, "queue-managed, suspend unset, Workload submitted again", Move.NEXT_ATTEMPT, Move.QUEUE),
     _arrow(SD, KO, "suspend unset past activeDeadlineSeconds, or at attempt 9999", Move.DEADLINE,
            Move.ATTEMPT_LIMIT),
+    _arrow(SG, KO, "suspend unset past activeDeadlineSeconds, or at attempt 9999", Move.DEADLINE,
+           Move.ATTEMPT_LIMIT),
+    _arrow(SD, T, "suspend unset past activeDeadlineSeconds, pods left to drain", Move.DEADLINE),
+    _arrow(SG, T, "suspend unset past activeDeadlineSeconds, pods left to drain", Move.DEADLINE),
     _arrow(Q, SG, "spec.suspend", Move.SUSPEND),
     _arrow(Q, SD, "spec.suspend, nothing to drain", Move.SUSPEND),
     _arrow(Q, KO, "activeDeadlineSeconds passed (after an eviction), nothing to drain", Move.DEADLINE),
@@ -175,6 +179,79 @@ def mermaid() -> str:
 def arrows(source: str, target: str) -> tuple[Arrow, ...]:
     """The arrows from ``source`` to ``target`` (none when the table has no such transition)."""
     return tuple(a for a in ARROWS if (a.source, a.target) == (source, target))
+
+
+def taken(move: str, source: str, target: str) -> Arrow | None:
+    """The arrow ``move`` makes from ``source`` to ``target`` (phases, or ``START``); ``None`` when the
+    table has none: the move left the phase where no self-loop is declared (a hold, a fixed point),
+    or ``source`` is no phase of the table (a status written by hand)."""
+    return next((a for a in arrows(source, target) if move in a.by), None)
+
+
+ENDS: Mapping[Move, EndCause] = {
+    Move.SUSPEND: EndCause.SUSPENDED,
+    Move.EVICT: EndCause.EVICTED,
+    Move.DEADLINE: EndCause.DEADLINE_EXCEEDED,
+    Move.DELETE: EndCause.DELETED,
+}
+"""How a teardown's move ends the attempt it tears down, in ``status.attempts`` (``hooks.core.history``):
+the one home of ``Teardown.ends``. A move not listed ends no attempt by itself: a success or a
+failure is read from the JobSet's own condition (``history``), and the next attempt's hold ends none."""
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One transition a decision made, named: ``move`` from phase ``source`` to phase ``target``
+    (or ``START``), from attempt ``attempts[0]`` to ``attempts[1]``, along ``arrow``: the table's
+    (its README words), or ``None`` when the table does not show it, because the status it began
+    from is none the hooks wrote (none at all beside a JobSet that already ended, a phase of no
+    table). What ``hooks.core.events`` renders the Job's Events of a phase change from
+    (``Decision.transitions``)."""
+
+    move: Move
+    source: str
+    target: str
+    attempts: tuple[int, int]
+    arrow: Arrow | None
+
+
+def path(before: tuple[str, int], start: tuple[str, int], move: str, after: tuple[str, int],
+         finalized: bool) -> tuple[Transition, ...]:
+    """The transitions one decision made, in order, as the table names them.
+
+    ``before``: the prior status' phase (``""``: none yet, ``START``) and attempt; ``start``: the
+    phase and attempt the row began from. They differ only when ``decide`` found that a step to the
+    next attempt already happened and its status write was lost (``rows.mismatch.adopt``, or a
+    never-started Job's first JobSet): that step is named first, ``Move.NEXT_ATTEMPT`` to Pending.
+    Then the row's ``move`` (``Decision.transition``; ``""``: a row that names none, which makes no
+    transition) from there to ``after`` (the answer's phase and attempt), and on to ``START`` when
+    the answer is ``finalized``: ``_along``. A fixed point makes none."""
+    steps: list[Transition] = []
+    source = before[0] or START
+    if start != before:
+        steps += _along(Move.NEXT_ATTEMPT, source, start[0], (before[1], start[1]))
+        source = start[0]
+    if move:
+        for target in (after[0], START) if finalized else (after[0],):
+            steps += _along(Move(move), source, target, (start[1], after[1]))
+            source = target
+    return tuple(steps)
+
+
+def _along(move: Move, source: str, target: str, attempts: tuple[int, int]) -> tuple[Transition, ...]:
+    """``move`` from ``source`` to ``target``: none when the phase stays, unless the table declares
+    that self-loop; the table's arrow made by ``move``; else two of its arrows both made by ``move``
+    through the phase between (a teardown whose barrier passed in the call that began it: Running,
+    Suspending, Suspended); else one the table does not show (``Transition.arrow`` ``None``)."""
+    direct = taken(move, source, target)
+    if direct is not None or source == target:
+        return () if direct is None else (Transition(move, source, target, attempts, direct),)
+    for first in ARROWS:
+        then = taken(move, first.target, target) if first.source == source and move in first.by else None
+        if then is not None:
+            return (Transition(move, source, first.target, attempts, first),
+                    Transition(move, first.target, target, attempts, then))
+    return (Transition(move, source, target, attempts, None),)
 
 
 # ---- gates: what a teardown waits for before the drain barrier --------------------------------------------
@@ -442,8 +519,8 @@ def _as_declared(ctx: Context, work: Work, step: Step) -> Step:
 class Teardown:
     """A teardown, declared: what ends and how (run by ``hooks.core.rows.teardown.teardown``).
 
-    ``move``: the transition it makes (``ARROWS``); ``ends``: how the attempt ends in
-    ``status.attempts`` (``hooks.core.history``; ``None``: it says nothing); ``holding``: the phase
+    ``move``: the transition it makes (``ARROWS``; how it ends the attempt, ``ends``, is the
+    table's: ``ENDS``); ``holding``: the phase
     while it holds (``None``: as the work has it); ``done``: the phase once the barrier passed
     (``None``: as the work has it, for ``passed`` to say); ``quota_holding``/``quota_done``: what
     becomes of a queue-managed Job's Workload while it holds and once it passed (``None``: as the
@@ -459,7 +536,6 @@ class Teardown:
     declared one)."""
 
     move: Move
-    ends: EndCause | None
     holding: Phase | None
     done: Phase | None
     quota_holding: Quota | None
@@ -479,6 +555,12 @@ class Teardown:
         unknown = [gate.name for gate in self.gates if gate not in GATES]
         if unknown:
             raise ValueError(f"teardown {self.move}: gates {unknown} are not listed in hooks.core.lifecycle.GATES")
+
+    @property
+    def ends(self) -> EndCause | None:
+        """How this teardown ends the attempt in ``status.attempts``: its move's (``ENDS``; ``None``:
+        it says nothing, the next attempt's hold)."""
+        return ENDS.get(self.move)
 
     def outcome(self, passed: bool) -> Outcome:
         """``held`` while it holds; once passed, ``terminal`` into a terminal phase, else ``proceeded``."""

@@ -1,5 +1,5 @@
-"""The words the hooks write, named once: phases, what a decision did, condition types, statuses and
-reasons.
+"""The words the hooks write, named once: phases, why an attempt ended and the keys its history
+entry has, what a decision did, condition types, statuses and reasons.
 
 Each is a ``StrEnum``: a member is the string it stands for (``Phase.PENDING == "Pending"``), so it
 goes into the answer, a log line or a metric label as that string, and a status written by anyone
@@ -48,6 +48,31 @@ class EndCause(StrEnum):
 FAILURES = frozenset({EndCause.FAILED, EndCause.PREEMPTED})
 """The ends that are failures: judged by the failure policy, and a restart after one is one of
 ``status.restartsByCause`` (``hooks.core.budget``)."""
+TORN_DOWN = frozenset({EndCause.SUSPENDED, EndCause.DELETED, EndCause.EVICTED, EndCause.DEADLINE_EXCEEDED})
+"""The ends of a teardown (``hooks.core.lifecycle.ENDS``): the history records how long the drain
+barrier waited after one (a failure that restarts the Job too: its ``cause``)."""
+
+
+class AttemptField(StrEnum):
+    """The keys of a ``status.attempts`` entry, in the order written (``hooks.core.history`` writes
+    them; ``hooks.core.historyentry`` reads a prior history by them and bounds them)."""
+
+    ATTEMPT = "attempt"
+    JOB_SET = "jobSet"
+    CREATED = "created"
+    STARTED = "started"
+    ENDED = "ended"
+    OUTCOME = "outcome"
+    FAILED_REPLICATED_JOB = "failedReplicatedJob"
+    FAILED_POD = "failedPod"
+    NODE = "node"
+    EXIT_CODE = "exitCode"
+    REASON = "reason"
+    CAUSE = "cause"
+    DRAIN_SECONDS = "drainSeconds"
+    DRAIN_STUCK = "drainStuck"
+    FAILED_POD_DELETION_STARTED = "failedPodDeletionStarted"
+    FAILED_POD_GRACE_PERIOD_ENDS = "failedPodGracePeriodEnds"
 
 
 class Outcome(StrEnum):

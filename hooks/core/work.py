@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -26,6 +26,9 @@ from hooks.core.status import Status, StatusFields
 from hooks.core.vocab import TERMINAL as TERMINAL  # re-exported: the rows import it from here
 from hooks.core.vocab import ConditionType, Outcome, Phase, Quota
 from podread.attempts import workload_name
+
+if TYPE_CHECKING:
+    from hooks.core.lifecycle import Transition
 
 # Short names the rows use for the members of hooks.core.vocab.
 PENDING, RUNNING, RESTARTING = Phase.PENDING, Phase.RUNNING, Phase.RESTARTING
@@ -51,7 +54,8 @@ class Decision:
     ``actions`` the writes it asks for besides the answer (``hooks.core.actions``); ``stuck_pods`` how
     many pods the barrier found stuck on dead nodes; ``transition`` the move the row made
     (``hooks.core.lifecycle.Move``, an arrow's ``by`` in ``hooks.core.lifecycle.ARROWS``; ``""`` when
-    the row does not say yet).
+    the row does not say yet); ``transitions`` the arrows of the table the decision took, named
+    (``hooks.core.lifecycle.path``: empty for a fixed point), which ``hooks.core.events`` renders.
     """
 
     response: dict[str, Any]
@@ -62,6 +66,7 @@ class Decision:
     actions: tuple[Action, ...] = ()
     stuck_pods: int = 0
     transition: str = ""
+    transitions: tuple[Transition, ...] = ()
 
 
 class Work(StatusFields, kw_only=True):

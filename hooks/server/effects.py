@@ -117,7 +117,8 @@ class Effects:
         try:
             status = decision.response["status"]
             children = tuple(str(c["metadata"]["name"]) for c in decision.response.get("children") or ())
-            for event in transition_events(observed.status, status, decision.actions, children):
+            for event in transition_events(observed.status, status, decision.actions, children,
+                                           transitions=decision.transitions):
                 self._queue_event(observed, event, now)
             for action in decision.actions:
                 self._queue_action(action)

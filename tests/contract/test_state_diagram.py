@@ -17,13 +17,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hooks.core import lifecycle
-from hooks.core.decide import decide
+from hooks.core.decide import Decision, decide
 from hooks.core.observed import parse_request
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
 
@@ -62,9 +63,10 @@ def status(phase: str, attempt: int = 0, **more: Any) -> dict[str, Any]:
 def walk(spec: Mapping[str, Any], prior: Mapping[str, Any], jobsets: Sequence[dict[str, Any]] = (),
          pods: Sequence[dict[str, Any]] = (), workloads: list[dict[str, Any]] | None = None,
          labels: Mapping[str, str] | None = None, finalizing: bool = False,
-         calls: int = 3) -> Iterator[tuple[str, str, str]]:
-    """The phase changes of ``calls`` answers fed back (the module doc), each with the move the
-    decision names (``""``: none yet); ``[*]`` before a Job's first status and after it is finalized."""
+         calls: int = 3) -> Iterator[tuple[str, str, Decision]]:
+    """The phase changes of ``calls`` answers fed back (the module doc), each with its decision
+    (``Decision.transition``: the move it names, ``""``: none yet); ``[*]`` before a Job's first
+    status and after it is finalized."""
     current: dict[str, Any] = copy.deepcopy(dict(prior))
     observed, alive = list(jobsets), list(pods)
     for call in range(calls):
@@ -74,9 +76,9 @@ def walk(spec: Mapping[str, Any], prior: Mapping[str, Any], jobsets: Sequence[di
                           NOW + timedelta(seconds=call))
         answer = decision.response
         before, after = current.get("phase") or START, answer["status"]["phase"]
-        yield before, after, decision.transition
+        yield before, after, decision
         if answer.get("finalized"):
-            yield after, START, decision.transition
+            yield after, START, decision
             return
         current = answer["status"]
         kept = {child["metadata"]["name"] for child in answer["children"] if child.get("kind") == "JobSet"}
@@ -151,6 +153,12 @@ CASES: dict[str, dict[str, Any]] = {
     "Suspending, resumed": dict(spec=job_spec(), prior=status("Suspending")),
     "Suspending after an eviction, drained": dict(spec=job_spec(), prior=status("Suspending"),
                                                   workloads=[workload_child("train", state="evicted")], labels=QUEUE),
+    "Suspending, resumed at the last attempt": dict(spec=job_spec(), prior=status("Suspending", 9999)),
+    "Suspending, resumed past the deadline": dict(spec=DEADLINE, prior=status("Suspending")),
+    "Suspending, resumed past the deadline, a pod still running": dict(spec=DEADLINE, prior=status("Suspending"),
+                                                                       pods=[pod(0)]),
+    "Suspended, resumed past the deadline, a pod still running": dict(spec=DEADLINE, prior=status("Suspended"),
+                                                                      pods=[pod(0)]),
     "Suspending, deleted": dict(spec=job_spec(suspend=True), prior=status("Suspending"), finalizing=True),
     "Suspended, resumed": dict(spec=job_spec(), prior=status("Suspended")),
     "Suspended, resumed, queue-managed": dict(spec=job_spec(), prior=status("Suspended"), workloads=[], labels=QUEUE),
@@ -174,9 +182,9 @@ def moves() -> dict[tuple[str, str], list[tuple[str, str]]]:
     """Every phase change the cases show, with the cases that show it and the move each named."""
     found: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for name, case in CASES.items():
-        for before, after, move in walk(**case):
+        for before, after, decision in walk(**case):
             if before != after:
-                found.setdefault((before, after), []).append((name, move))
+                found.setdefault((before, after), []).append((name, decision.transition))
     return found
 
 
@@ -214,6 +222,28 @@ def test_a_named_move_takes_an_arrow_that_move_makes() -> None:
                     wrong.append((name, before, after, move, sorted(made_by)))
     assert not wrong, wrong
     assert named >= {"delete", "suspend", "evict", "deadline", "next-attempt", "attempt-limit"}, named
+
+
+def test_each_decision_names_its_phase_change_along_arrows_of_the_table() -> None:
+    """``Decision.transitions`` (what the Events are rendered from, ``hooks.core.events``): each along
+    an arrow of the table made by its move, chained from the phase before to the phase after (to
+    ``[*]`` once finalized); none when the phase stays, but along a self-loop the table declares."""
+    wrong, seen = [], set()
+    for name, case in CASES.items():
+        for _, _, decision in walk(**case):
+            if id(decision) in seen:
+                continue
+            seen.add(id(decision))
+            source = decision.phase_before or START
+            end = START if decision.response.get("finalized") else decision.phase_after
+            steps = decision.transitions
+            chain = [source, *(step.target for step in steps)]
+            along = all(step.arrow is not None and step.move in step.arrow.by
+                        and (step.arrow.source, step.arrow.target) == (step.source, step.target) for step in steps)
+            linked = all(a.target == b.source for a, b in pairwise(steps))
+            if not (along and linked and (not steps or steps[0].source == source) and chain[-1] == end):
+                wrong.append((name, source, end, [(s.move, s.source, s.target) for s in steps]))
+    assert not wrong, wrong
 
 
 @pytest.mark.parametrize("prior", ["Running", "Pending"])

@@ -115,7 +115,6 @@ def test_a_failure_is_classified_once_and_the_verdict_and_the_history_agree() ->
 def test_the_end_words_are_the_history_s_outcomes_byte_for_byte() -> None:
     assert [str(end) for end in EndCause] == ["Succeeded", "Failed", "Preempted", "Evicted", "DeadlineExceeded",
                                               "Suspended", "Deleted"]
-    assert tuple(EndCause) == history.OUTCOMES
     assert (kueue.EVICTION.ends, current.NEXT_ATTEMPT.ends) == (EndCause.EVICTED, None)
 
 

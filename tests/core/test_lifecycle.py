@@ -17,7 +17,7 @@ import pytest
 
 from hooks.core import conditions as cond
 from hooks.core import decide as decide_module
-from hooks.core import evidence, history, lifecycle
+from hooks.core import evidence, lifecycle
 from hooks.core.actions import DeleteJob, ForceDeletePod
 from hooks.core.decide import decide
 from hooks.core.lifecycle import ConditionChange, GateVerdict, JobSetFate, Move, Record, Step, Teardown, apply
@@ -25,7 +25,7 @@ from hooks.core.observed import parse_request
 from hooks.core.rows import current, deadline, kueue, mismatch, terminal
 from hooks.core.rows.teardown import DELETE, SUSPEND, teardown
 from hooks.core.status import Status
-from hooks.core.vocab import ConditionType, Outcome, Phase, Quota
+from hooks.core.vocab import TORN_DOWN, ConditionType, EndCause, Outcome, Phase, Quota
 from hooks.core.work import Context, Work
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
 
@@ -123,7 +123,8 @@ def test_the_next_attempt_s_hold_leaves_the_phase_and_the_children_to_the_row_be
 
 def test_decide_matches_the_teardowns_as_declarations_and_the_history_reads_how_they_end() -> None:
     assert (DELETE.ends, SUSPEND.ends, kueue.EVICTION.ends, deadline.DEADLINE.ends) == (
-        history.DELETED, history.SUSPENDED, history.EVICTED, history.DEADLINE_EXCEEDED)
+        EndCause.DELETED, EndCause.SUSPENDED, EndCause.EVICTED, EndCause.DEADLINE_EXCEEDED)
+    assert {end for end in (DELETE.ends, SUSPEND.ends, kueue.EVICTION.ends, deadline.DEADLINE.ends)} == TORN_DOWN
     assert decide_module.teardown_row(context(finalizing=True, deleting="2025-12-31T00:00:00Z")) is DELETE
     assert decide_module.teardown_row(context(spec=job_spec(suspend=True))) is SUSPEND
 

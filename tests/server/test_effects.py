@@ -15,6 +15,7 @@ import podread
 from hooks.core.actions import DeleteJob, ForceDeletePod
 from hooks.core.decide import decide
 from hooks.core.events import Event, transition_events
+from hooks.core.lifecycle import Move, Transition, taken
 from hooks.core.observed import PriorStatus, parse_request
 from hooks.server.app import create_app
 from hooks.server.config import Settings
@@ -39,6 +40,13 @@ def prior(**status: Any) -> PriorStatus:
     return parse_request(job_request(status=status), "sync").status
 
 
+def moved(move: Move, source: str, target: str, attempts: tuple[int, int] = (0, 0)) -> tuple[Transition, ...]:
+    """The one transition ``move`` makes from ``source`` to ``target`` (an arrow of the table)."""
+    arrow = taken(move, source, target)
+    assert arrow is not None, (move, source, target)
+    return (Transition(move, source, target, attempts, arrow),)
+
+
 # ---- which transitions make Events ---------------------------------------------------------------
 
 def test_a_fixed_point_makes_no_event() -> None:
@@ -57,16 +65,19 @@ def test_transitions_make_their_events() -> None:
                   "lastFailure": {"cause": "default", "message": "JobSet failed (FailedJobs)", "action": "RestartJob"},
                   "conditions": [{"type": "Drained", "status": "False", "message": "waiting for 2 active pods",
                                   "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
-    events = transition_events(prior(phase="Running", workload="train-0"), restarting)
+    events = transition_events(prior(phase="Running", workload="train-0"), restarting,
+                               transitions=moved(Move.FAIL, "Running", "Restarting"))
     assert reasons(events) == ["Restarting", "DrainWaiting"]
     assert "because JobSet failed (FailedJobs)" in events[0].note and "counts against" in events[0].note
     assert events[1].note == "waiting for 2 active pods"
     passed = {"phase": "Suspended", "attempt": 0, "conditions": [
         {"type": "Drained", "status": "True", "lastTransitionTime": "2026-01-01T00:01:00Z"}]}
     was = prior(phase="Suspending", conditions=restarting["conditions"])
-    assert reasons(transition_events(was, passed)) == ["DrainPassed", "Suspended"]
+    assert reasons(transition_events(was, passed, transitions=moved(Move.SUSPEND, "Suspending", "Suspended"))) == [
+        "DrainPassed", "Suspended"]
     resumed = {"phase": "Pending", "attempt": 1, "workload": "train-1", "conditions": []}
-    assert reasons(transition_events(prior(phase="Suspended"), resumed)) == ["Resumed", "AttemptCreated"]
+    assert reasons(transition_events(prior(phase="Suspended"), resumed, transitions=moved(
+        Move.NEXT_ATTEMPT, "Suspended", "Pending", (0, 1)))) == ["Resumed", "AttemptCreated"]
     deadline = {"phase": "Terminating", "attempt": 0, "conditions": [
         {"type": "DeadlineExceeded", "status": "True", "message": "m", "lastTransitionTime": "t"},
         {"type": "DrainStuck", "status": "True", "message": "1 pod waits", "lastTransitionTime": "t"}]}
@@ -114,7 +125,7 @@ def test_events_of_one_job_are_rate_limited() -> None:
     def created(attempt: int) -> Any:
         status = {"phase": "Pending", "attempt": attempt, "workload": f"train-{attempt}", "conditions": []}
         response = {"status": status, "children": [{"metadata": {"name": f"train-{attempt}"}}]}
-        return type("D", (), {"response": response, "actions": ()})()
+        return type("D", (), {"response": response, "actions": (), "transitions": ()})()
 
     for attempt in range(BURST + 5):
         effects.submit(observed, created(attempt), NOW)
@@ -260,7 +271,7 @@ def test_a_delete_without_a_uid_is_refused_never_sent_and_counted(fake_kube: Fak
     memory = MemoryWriter()
     effects = Effects(memory, instance="test")
     before = (_writes("delete-job", "refused"), _writes("force-delete-pod", "refused"))
-    decision = type("D", (), {"response": {"status": {}, "children": []}, "actions": (
+    decision = type("D", (), {"response": {"status": {}, "children": []}, "transitions": (), "actions": (
         DeleteJob("team-a", "train", missing, "ttl"),
         ForceDeletePod("team-a", "train-0-worker-0-0", missing, "gpu-7", "stuck"))})()
     effects.submit(parse_request(job_request(namespace="team-a"), "sync"), decision, NOW)

@@ -108,7 +108,7 @@ def _started(ctx: Context, work: Work, step: Step) -> Step:
     return replace(step, attempt=work.attempt + _step(ctx, work))
 
 
-NEXT_ATTEMPT = Teardown(Move.NEXT_ATTEMPT, ends=None, holding=None, done=PENDING, quota_holding=Quota.KEEP,
+NEXT_ATTEMPT = Teardown(Move.NEXT_ATTEMPT, holding=None, done=PENDING, quota_holding=Quota.KEEP,
                         quota_done=None, jobset=None, first=_limit, through=_through, refuse=_refuse_if_ahead,
                         passed=_started)
 """The hold before the next attempt (rows 5 and 6): the drain barrier through attempt+1; while it

@@ -23,7 +23,7 @@ from hooks.core.actions import DeleteJob
 from hooks.core.barrier import evidence_time
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.lifecycle import ConditionChange, Move, Step, Teardown
-from hooks.core.vocab import EndCause, Reason
+from hooks.core.vocab import Reason
 from hooks.core.wording import bounded
 from hooks.core.work import DEADLINE_EXCEEDED, FAILED, FAILED_CONDITION, TERMINAL, TERMINATING, Context, Work
 
@@ -62,7 +62,7 @@ def _framing(ctx: Context, work: Work) -> tuple[str, str]:
     return "deadline exceeded, tearing down: ", ""
 
 
-DEADLINE = Teardown(Move.DEADLINE, ends=EndCause.DEADLINE_EXCEEDED, holding=TERMINATING, done=FAILED,
+DEADLINE = Teardown(Move.DEADLINE, holding=TERMINATING, done=FAILED,
                     quota_holding=None, quota_done=None, words=_framing, conditions=exceeded)
 """Row 3a: past the active deadline. No children; Terminating until the drain barrier passes, then
 Failed (terminal) with condition ``Failed`` reason ``DeadlineExceeded`` (``exceeded``). The quota

@@ -94,7 +94,7 @@ def _queued_again(ctx: Context, work: Work, step: Step) -> Step:
         f"LocalQueue {ctx.queue}"))
 
 
-EVICTION = Teardown(Move.EVICT, ends=EndCause.EVICTED, holding=SUSPENDING, done=QUEUED, quota_holding=Quota.KEEP,
+EVICTION = Teardown(Move.EVICT, holding=SUSPENDING, done=QUEUED, quota_holding=Quota.KEEP,
                     quota_done=Quota.RELEASE, through=_through, words=_framing, conditions=_admitted,
                     passed=_queued_again)
 """Row 2a, evicted by Kueue (preempted, deactivated, its queue stopped, ...). No JobSet; the Workload

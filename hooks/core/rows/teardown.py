@@ -21,7 +21,7 @@ from dataclasses import replace
 from hooks.core.barrier import Drain, barrier, record, refuse_if_behind
 from hooks.core.children import as_observed
 from hooks.core.lifecycle import JobSetFate, Move, Step, Teardown
-from hooks.core.vocab import EndCause, Quota
+from hooks.core.vocab import Quota
 from hooks.core.work import SUSPENDED, SUSPENDING, TERMINATING, Context, Work
 
 
@@ -66,7 +66,7 @@ def _step(ctx: Context, work: Work, declared: Teardown, drain: Drain) -> Step:
     return declared.passed(ctx, work, step) if passed else step
 
 
-DELETE = Teardown(Move.DELETE, ends=EndCause.DELETED, holding=TERMINATING, done=TERMINATING,
+DELETE = Teardown(Move.DELETE, holding=TERMINATING, done=TERMINATING,
                   quota_holding=Quota.KEEP, quota_done=Quota.RELEASE, finalizes=True)
 """Row 1: no children; Terminating; finalized once the barrier passes."""
 
@@ -78,6 +78,6 @@ def _refuse_if_behind(ctx: Context, work: Work, drain: Drain) -> None:
     refuse_if_behind(ctx, work.attempt)
 
 
-SUSPEND = Teardown(Move.SUSPEND, ends=EndCause.SUSPENDED, holding=SUSPENDING, done=SUSPENDED,
+SUSPEND = Teardown(Move.SUSPEND, holding=SUSPENDING, done=SUSPENDED,
                    quota_holding=Quota.KEEP, quota_done=Quota.RELEASE, refuse=_refuse_if_behind)
 """Row 2: no children; Suspending until the barrier passes, then Suspended."""
