@@ -12,7 +12,8 @@ import msgspec
 import pytest
 
 from hooks.core import budget, deadlines, gang, history, stuck
-from hooks.core.jobset import InvalidSpec, spec_of
+from hooks.core.declared import InvalidRequest
+from hooks.core.jobset import InvalidSpec, build_jobset, spec_of
 from hooks.core.observed import parse_request
 from hooks.core.request import (
     MAX_SECONDS,
@@ -152,3 +153,30 @@ def test_a_struct_field_is_declared_with_its_default() -> None:
     for declared in (Spec, DrainSpec, GangSpec):
         for field in msgspec.structs.fields(declared):
             assert field.default is not msgspec.NODEFAULT, f"{declared.__name__}.{field.name} has a default"
+
+
+def test_a_job_built_by_hand_is_read_as_a_request_is() -> None:
+    """``build_jobset`` of a raw Job (the CRD cross-check, the tests): the spec is read once by
+    ``spec_of``; a field of the wrong JSON type is ``InvalidSpec`` in the words a request's 400 has."""
+    job = {"metadata": {"name": "train", "namespace": "default"}, "spec": {**job_spec(), "maxRestarts": "3"}}
+    with pytest.raises(InvalidSpec, match=r"^spec\.maxRestarts: expected an integer, got string$"):
+        build_jobset(job, 0)
+    with pytest.raises(InvalidSpec, match=r"^spec must be an object$"):
+        build_jobset({**job, "spec": ["x"]}, 0)
+    raw = {**job, "spec": job_spec()}
+    assert build_jobset(raw, 0) == build_jobset({**raw, "spec": read_spec(job_spec())}, 0)
+
+
+def test_the_400_words_of_the_failure_policy_are_kept() -> None:
+    """The rules stay raw, yet a rule or matcher of the wrong JSON type is the same 400 as when each rule
+    was a declared Struct."""
+    for rules, words in (([{"name": "a", "onExitCodes": 3}], "rules[0].onExitCodes: expected an object, got integer"),
+                         ([{"onJobSetFailure": []}], "rules[0].onJobSetFailure: expected an object, got array"),
+                         ([5], "rules[0]: expected an object, got integer"),
+                         ({}, "rules: expected an array, got object")):
+        with pytest.raises(InvalidRequest) as refused:
+            parse_request(job_request(spec={**job_spec(), "failurePolicy": {"rules": rules}}), "sync")
+        assert refused.value.message == f"parent.spec.failurePolicy.{words}"
+    rule = {"name": "a", "action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget"}]}
+    spec = parse_request(job_request(spec={**job_spec(), "failurePolicy": {"rules": [rule]}}), "sync").spec
+    assert spec.rules == [rule], "a rule is kept whole, its fields as written"
