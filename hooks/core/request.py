@@ -7,10 +7,9 @@ reads that value (``Observed.spec``), never the raw mapping. Everything else is 
 not read at all: the JobSet templates (``spec.replicatedJobs``, passed through to the JobSet, whose
 meaning ``hooks.core.spec.check_spec`` judges as ``InvalidSpec``), the failure-policy rules, a
 child's spec, the Workload's admission placement (``hooks.core.queueing`` reads it, holding on a
-shape Kueue does not write). A wrong JSON
-type in a declared field, a name that could not go into a label selector, a UID that is not a UUID
-and a time the API server would refuse as a ``date-time`` (``hooks.core.apitime``) are a 400 naming
-the field (``hooks.core.declared.decode``).
+shape Kueue does not write). A wrong JSON type in a declared field, a name that could not go into a
+label selector, a UID that is not a UUID and a time the API server would refuse as a ``date-time``
+(``hooks.core.apitime``) are a 400 naming the field (``hooks.core.declared.decode``).
 Pure: msgspec and the standard library.
 """
 
@@ -122,7 +121,8 @@ class DrainSpec(Declared, frozen=True, rename="camel"):
     force_delete_stuck_pods_after_seconds: Annotated[int | None, Range(0, MAX_SECONDS)] = None
 
 
-_MATCHERS = (("onJobSetFailure", "on_job_set_failure"), ("onExitCodes", "on_exit_codes"))
+_MATCHERS = ("onJobSetFailure", "onExitCodes")
+"""The matchers of a failure-policy rule whose JSON type is a 400 (an object, or absent)."""
 
 
 class FailurePolicy(Checked, frozen=True):
@@ -135,7 +135,7 @@ class FailurePolicy(Checked, frozen=True):
 
     def __post_init__(self) -> None:
         for index, rule in enumerate(self.rules or ()):
-            for key, _ in _MATCHERS:
+            for key in _MATCHERS:
                 value = rule.get(key)
                 if value is not None and not isinstance(value, dict):
                     raise ValueError(f"rules[{index}].{key}: expected an object, got {json_type(value)}")
@@ -144,7 +144,7 @@ class FailurePolicy(Checked, frozen=True):
 class GangSpec(Declared, frozen=True, rename="camel"):
     """``spec.gang``: whether each attempt's pods are placed all together (``hooks.core.gang``).
     ``policy`` unset is the cluster's default (``GangCluster.default_policy``); the words of both are
-the vocabulary's (``hooks.core.vocab.GangPolicy``, ``WhenUnavailable``)."""
+    the vocabulary's (``hooks.core.vocab.GangPolicy``, ``WhenUnavailable``)."""
 
     policy: Annotated[str | None, Range(values=tuple(word.value for word in GangPolicy))] = None
     when_unavailable: Annotated[str | None, Range(values=tuple(word.value for word in WhenUnavailable))] = (
@@ -193,19 +193,18 @@ class Spec(Declared, frozen=True, rename="camel"):
 
 
 def range_of(declared: type, name: str) -> Range:
-    """The ``Range`` field ``name`` of the spec type ``declared`` is declared with (``Range()``, which
-    admits every integer, when none). Raises ``KeyError`` for a name that is no field."""
-    ranges = _RANGES.get(declared)
-    if ranges is None:
-        hints = get_type_hints(declared, include_extras=True)
-        ranges = _RANGES[declared] = {
-            field.name: next((extra for extra in getattr(hints[field.name], "__metadata__", ())
+    """The ``Range`` field ``name`` of the spec type ``declared`` (``Spec``, ``DrainSpec``, ``GangSpec``)
+    is declared with (``Range()``, which admits every value, when none). Raises ``KeyError`` for a name
+    that is no field."""
+    return _RANGES[declared][name]
+
+
+def _ranges(declared: type) -> dict[str, Range]:
+    """Each field of ``declared`` -> the ``Range`` in its ``Annotated`` type (``Range()`` when none)."""
+    hints = get_type_hints(declared, include_extras=True)
+    return {field.name: next((extra for extra in getattr(hints[field.name], "__metadata__", ())
                               if isinstance(extra, Range)), Range())
             for field in msgspec.structs.fields(declared)}
-    return ranges[name]
-
-
-_RANGES: dict[type, dict[str, Range]] = {}
 
 
 def default_of(declared: type, name: str) -> Any:
@@ -359,6 +358,8 @@ class PriorityClass(Checked, frozen=True):
 prepare(Request, Spec, JobSetChild, PodGroupChild, WorkloadChild, Flavor, PriorityClass)
 _UNSET_SPEC = Spec()
 """The spec of a Job that sends none (every field its default)."""
+_RANGES = {declared: _ranges(declared) for declared in (Spec, DrainSpec, GangSpec)}
+"""The declared ranges, read once at import (``range_of``)."""
 
 __all__ = ["Condition", "DrainSpec", "GangSpec", "Range", "Request", "Spec", "Status", "default_of", "kept", "range_of",
            "read_spec"]
