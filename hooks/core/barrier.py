@@ -437,7 +437,7 @@ def split_launchers(ctx: Context, pods: list[Mapping[str, Any]]) -> tuple[list[M
     """``pods`` without duplicates, sorted by name and split into (workers, launchers). A launcher
     carries LAUNCHER_LABEL=<job> and not JOB_LABEL=<job>, or lost both and is in the replicated job
     ``spec.launcher`` names."""
-    launcher = ctx.observed.spec.get("launcher")
+    launcher = ctx.observed.spec.launcher
     unique = {pod_key(pod): pod for pod in reversed(pods)}
     workers, launchers = [], []
     for pod in sorted(unique.values(), key=lambda p: (pod_name(p), pod_key(p))):

@@ -2,7 +2,7 @@
 says whether it may be paid and what ``status.restarts`` and ``status.restartsByCause`` become
 (``spend``).
 
-Pure and low in the import order (the vocabulary only), so that every place that counts restarts
+Pure and low in the import order (the vocabulary and the declared spec only), so that every place that counts restarts
 asks it: the failure row (``hooks.core.rows.current.failed``: whether a restart is left), the
 eviction (``hooks.core.rows.kueue.EVICTION``: an ended attempt that costs nothing),
 ``hooks.core.lifecycle.apply`` (the one place a charge enters the status), and the two invariants
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from hooks.core.request import Spec, kept
 from hooks.core.vocab import FAILURES, EndCause
 
 PER_CHARGE = 1
@@ -63,12 +63,12 @@ class Spent:
     counters: Counters
 
 
-def max_restarts(spec: Mapping[str, Any]) -> int:
-    """``spec.maxRestarts``: 0 when unset (the CRD's default)."""
-    return spec.get("maxRestarts") or 0
+def max_restarts(spec: Spec) -> int:
+    """``spec.maxRestarts``: its declared default, 0, when unset (or negative: ``InvalidSpec``'s to report)."""
+    return kept(spec, "max_restarts")
 
 
-def spend(spec: Mapping[str, Any], counters: Counters, charge: Charge) -> Spent:
+def spend(spec: Spec, counters: Counters, charge: Charge) -> Spent:
     """Whether ``charge`` may be paid from the budget ``spec`` gives (``max_restarts``) with
     ``counters`` spent so far, and the counters after it. Reads nothing else.
 

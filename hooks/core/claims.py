@@ -107,7 +107,7 @@ def start_time(observed: Observed, attempt: int, phase: str, now: datetime) -> D
     text = observed.status.start_time
     if not text:
         ran = has_run(observed)
-        if ran and observed.spec.get("activeDeadlineSeconds") is not None:
+        if ran and observed.spec.active_deadline_seconds is not None:
             return Reason.START_TIME_DISAGREES, (f"status.startTime is missing, but {ran}: the Job has run, and "
                                           "spec.activeDeadlineSeconds is not counted again from a later attempt")
         return None
@@ -161,7 +161,7 @@ def deadline_exceeded(observed: Observed, attempt: int, phase: str, now: datetim
     if phase == TERMINATING and not any(healthy(js) for js in observed.jobsets):
         return None
     field = "status.conditions[DeadlineExceeded] is True"
-    seconds = observed.spec.get("activeDeadlineSeconds")
+    seconds = observed.spec.active_deadline_seconds
     if seconds is None:
         return Reason.DEADLINE_EXCEEDED_DISAGREES, f"{field}, but spec.activeDeadlineSeconds is not set"
     if not observed.status.start_time:
@@ -181,7 +181,7 @@ def terminal(observed: Observed, attempt: int, phase: str, now: datetime) -> Dis
     current = _jobset(observed, name)
     if current is not None and healthy(current):
         return Reason.PHASE_DISAGREES, f"status.phase is {phase}, but JobSet {name} runs"
-    if observed.spec.get("ttlSecondsAfterFinished") is None:
+    if observed.spec.ttl_seconds_after_finished is None:
         return None
     proof = terminal_evidence(observed, attempt, phase, now)
     if proof:

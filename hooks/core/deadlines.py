@@ -11,18 +11,15 @@ status fed back stays the same. ``wake_in`` tells the caller when to be called a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from hooks.core import apitime
 from hooks.core.conditions import format_time
 from hooks.core.jobset import InvalidSpec
+from hooks.core.request import MAX_SECONDS, STUCK_AFTER_DEFAULT, Spec, kept, range_of
 
-MAX_SECONDS = 10 * 365 * 24 * 3600
-"""The largest limit accepted (ten years): enough for any job, and far from datetime's range."""
-STUCK_AFTER_DEFAULT = 300
-"""``spec.drain.stuckAfterSeconds`` when it is unset (the CRD's default)."""
+__all__ = ["MAX_SECONDS", "STUCK_AFTER_DEFAULT", "check", "deadline_at", "parse_time", "passed", "stamp",
+           "time_or_none", "ttl_at", "wake_in"]
 
 
 def parse_time(text: str) -> datetime | None:
@@ -47,52 +44,41 @@ def time_or_none(text: object) -> datetime | None:
         return None
 
 
-def check(spec: Mapping[str, Any]) -> None:
-    """Checks the time limits of ``spec``: each unset or an integer (``activeDeadlineSeconds`` and
-    ``drain.stuckAfterSeconds`` at least 1, the others at least 0), at most ``MAX_SECONDS``;
-    ``forceDeleteStuckPodsAfterSeconds`` not below ``stuckAfterSeconds`` (default 300; ``null`` is
-    unset, as the API server prunes it). Raises ``InvalidSpec`` (code ``InvalidTimeLimit``) and
-    nothing else."""
-    drain = spec.get("drain")
-    drain = {} if drain is None else drain
-    if not isinstance(drain, Mapping):
-        raise InvalidSpec(f"spec.drain must be an object, got {type(drain).__name__}", "InvalidTimeLimit")
-    for path, value, low in (("activeDeadlineSeconds", spec.get("activeDeadlineSeconds"), 1),
-                             ("ttlSecondsAfterFinished", spec.get("ttlSecondsAfterFinished"), 0),
-                             ("drain.stuckAfterSeconds", drain.get("stuckAfterSeconds"), 1),
-                             ("drain.forceDeleteStuckPodsAfterSeconds",
-                              drain.get("forceDeleteStuckPodsAfterSeconds"), 0)):
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_SECONDS:
-            raise InvalidSpec(f"spec.{path} must be an integer from {low} to {MAX_SECONDS}, got {value!r}",
+def check(spec: Spec) -> None:
+    """Checks the time limits of ``spec``: each unset or within its declared ``Range``
+    (``hooks.core.request``: ``activeDeadlineSeconds`` and ``drain.stuckAfterSeconds`` at least 1,
+    the others at least 0, all at most ``MAX_SECONDS``); ``forceDeleteStuckPodsAfterSeconds`` not
+    below ``stuckAfterSeconds`` (its declared default when unset or ``null``, as the CRD's CEL rule
+    reads it). Raises ``InvalidSpec`` (code ``InvalidTimeLimit``) and nothing else."""
+    drain = spec.drain
+    for path, holder, name in (("activeDeadlineSeconds", spec, "active_deadline_seconds"),
+                               ("ttlSecondsAfterFinished", spec, "ttl_seconds_after_finished"),
+                               ("drain.stuckAfterSeconds", drain, "stuck_after_seconds"),
+                               ("drain.forceDeleteStuckPodsAfterSeconds", drain,
+                                "force_delete_stuck_pods_after_seconds")):
+        value, bounds = getattr(holder, name), range_of(type(holder), name)
+        if value is not None and not bounds.admits(value):
+            raise InvalidSpec(f"spec.{path} must be an integer from {bounds.low} to {bounds.high}, got {value!r}",
                               "InvalidTimeLimit")
-    force, after = drain.get("forceDeleteStuckPodsAfterSeconds"), drain.get("stuckAfterSeconds")
-    after = STUCK_AFTER_DEFAULT if after is None else after  # null is unset, as the CRD's CEL rule reads it
+    force, after = drain.force_delete_stuck_pods_after_seconds, drain.stuck_after_seconds
     if force is not None and force < after:
         raise InvalidSpec(f"spec.drain.forceDeleteStuckPodsAfterSeconds ({force}) must be at least stuckAfterSeconds "
                           f"({after}): a pod is only force-deleted once it is known to be stuck", "InvalidTimeLimit")
 
 
-def _limit(spec: Mapping[str, Any], key: str) -> int | None:
-    value = spec.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > MAX_SECONDS:
-        return None
-    return value
-
-
-def deadline_at(spec: Mapping[str, Any], start_time: str) -> datetime | None:
+def deadline_at(spec: Spec, start_time: str) -> datetime | None:
     """When the Job's active deadline passes: ``startTime + activeDeadlineSeconds``, or ``None``
-    without either, when ``startTime`` is not a time (``parse_time``), or when the sum is past
-    ``datetime``'s range (a moment that never comes). Never raises."""
-    return _after(_limit(spec, "activeDeadlineSeconds"), start_time)
+    without either (a limit out of its range is none: ``hooks.core.request.kept``), when
+    ``startTime`` is not a time (``parse_time``), or when the sum is past ``datetime``'s range (a
+    moment that never comes). Never raises."""
+    return _after(kept(spec, "active_deadline_seconds"), start_time)
 
 
-def ttl_at(spec: Mapping[str, Any], completion_time: str) -> datetime | None:
+def ttl_at(spec: Spec, completion_time: str) -> datetime | None:
     """When a finished Job is to be deleted: ``completionTime + ttlSecondsAfterFinished``, or
-    ``None`` without either, when ``completionTime`` is not a time, or when the sum is past
-    ``datetime``'s range. Never raises."""
-    return _after(_limit(spec, "ttlSecondsAfterFinished"), completion_time)
+    ``None`` without either (or out of its range), when ``completionTime`` is not a time, or when
+    the sum is past ``datetime``'s range. Never raises."""
+    return _after(kept(spec, "ttl_seconds_after_finished"), completion_time)
 
 
 def _after(seconds: int | None, since: str) -> datetime | None:

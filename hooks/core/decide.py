@@ -306,7 +306,7 @@ def teardown_row(ctx: Context) -> Teardown | None:
         return teardown.DELETE                                            # row 1
     if observed.status.phase in TERMINAL:
         return None  # suspending or evicting a finished Job never moves it out of its final phase
-    if observed.spec.get("suspend") is True:
+    if observed.spec.suspend:
         return teardown.SUSPEND                                           # row 2
     if ctx.queue and kueue.is_evicted(ctx):
         return kueue.EVICTION                                             # row 2a

@@ -33,6 +33,7 @@ from typing import Any
 from hooks.core import deadlines
 from hooks.core.budget import Charge
 from hooks.core.jobset import InvalidSpec
+from hooks.core.request import Spec
 from hooks.core.vocab import EndCause
 
 FAIL_JOB = "FailJob"
@@ -83,24 +84,17 @@ def spends_no_restart(action: object) -> bool:
     return action == RESTART_IGNORE
 
 
-def rules_of(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The rules of ``spec.failurePolicy``, checked. Raises ``InvalidSpec`` (code
-    ``InvalidFailurePolicy``) for anything the CRD would have refused: not a list, over
-    ``MAX_RULES``, a rule without a unique name, an unknown action or operator, a matcher of the
-    wrong shape, ``In`` with exit code 0."""
-    policy = spec.get("failurePolicy")
-    if policy is None:
-        return []
-    if not isinstance(policy, Mapping):
-        raise _invalid("spec.failurePolicy must be an object")
-    rules = policy.get("rules") or []
-    if not isinstance(rules, list) or len(rules) > MAX_RULES:
+def rules_of(spec: Spec) -> list[Mapping[str, Any]]:
+    """The rules of ``spec.failurePolicy`` (``Spec.rules``: raw objects, each rule's meaning is judged
+    here), checked. Raises ``InvalidSpec`` (code ``InvalidFailurePolicy``) for anything the CRD
+    would have refused: over ``MAX_RULES``, a rule without a unique name, an unknown action or
+    operator, a matcher of the wrong shape, ``In`` with exit code 0."""
+    rules = spec.rules
+    if len(rules) > MAX_RULES:
         raise _invalid(f"spec.failurePolicy.rules must be a list of at most {MAX_RULES} rules")
     names: set[str] = set()
     for index, rule in enumerate(rules):
         path = f"spec.failurePolicy.rules[{index}]"
-        if not isinstance(rule, Mapping):
-            raise _invalid(f"{path} must be an object")
         name = rule.get("name")
         if not isinstance(name, str) or not name or name in names:
             raise _invalid(f"{path}.name must be a non-empty name unique among the rules")

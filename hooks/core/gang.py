@@ -47,6 +47,7 @@ from hooks.core import conditions as cond
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.jobset import InvalidSpec, json_copy, kept_child
 from hooks.core.lifecycle import ConditionChange
+from hooks.core.request import GangSpec, Spec, kept, range_of
 from hooks.core.status import Condition
 from hooks.core.vocab import ConditionType, GangPolicy, Outcome, Reason, WhenUnavailable
 from hooks.core.wording import bounded
@@ -91,34 +92,29 @@ NOT_LISTED = ("the CompositeController nvcre-jobs lists no PodGroup children (sc
               "podgroups): install manifests-gang/ on a cluster that serves them")
 
 
-def check(spec: Mapping[str, Any]) -> None:
-    """Checks ``spec.gang``: unset, or an object whose ``policy`` is ``Gang`` or ``None`` and whose
-    ``whenUnavailable`` is ``Wait`` or ``StartWithoutGang`` (each may be unset). Raises
-    ``InvalidSpec`` (``InvalidGang``) naming the field (the CRD refuses the same)."""
-    gang = spec.get("gang")
-    if gang is None:
-        return
-    if not isinstance(gang, Mapping):
-        raise InvalidSpec("spec.gang must be an object", "InvalidGang")
-    for key, allowed in (("policy", POLICIES), ("whenUnavailable", WHEN_UNAVAILABLE)):
-        value = gang.get(key)
+def check(spec: Spec) -> None:
+    """Checks ``spec.gang``: its ``policy`` and ``whenUnavailable`` each unset or one of the values
+    their declared ``Range`` names (``hooks.core.request.GangSpec``: ``Gang``/``None``,
+    ``Wait``/``StartWithoutGang``). Raises ``InvalidSpec`` (``InvalidGang``) naming the field (the
+    CRD refuses the same)."""
+    gang = spec.gang
+    for key, name in (("policy", "policy"), ("whenUnavailable", "when_unavailable")):
+        value, allowed = getattr(gang, name), range_of(GangSpec, name).values
         if value is not None and value not in allowed:
             raise InvalidSpec(f"spec.gang.{key} must be one of {', '.join(allowed)}, got {str(value)[:40]!r}",
                               "InvalidGang")
 
 
-def policy(spec: Mapping[str, Any], default: str) -> str:
-    """``spec.gang.policy``, or ``default`` (the cluster's, ``NVCRE_GANG_POLICY``) when unset."""
-    gang = spec.get("gang")
-    chosen = gang.get("policy") if isinstance(gang, Mapping) else None
-    return str(chosen) if chosen in POLICIES else default
+def policy(spec: Spec, default: str) -> str:
+    """``spec.gang.policy``, or ``default`` (the cluster's, ``NVCRE_GANG_POLICY``) when unset (or
+    not one of ``POLICIES``: ``InvalidSpec``'s to report)."""
+    return kept(spec.gang, "policy") or default
 
 
-def when_unavailable(spec: Mapping[str, Any]) -> str:
-    """``spec.gang.whenUnavailable``, ``Wait`` when unset."""
-    gang = spec.get("gang")
-    chosen = gang.get("whenUnavailable") if isinstance(gang, Mapping) else None
-    return str(chosen) if chosen in WHEN_UNAVAILABLE else WAIT
+def when_unavailable(spec: Spec) -> str:
+    """``spec.gang.whenUnavailable``: its declared default, ``Wait``, when unset (or not one of
+    ``WHEN_UNAVAILABLE``)."""
+    return kept(spec.gang, "when_unavailable")
 
 
 def min_count(jobset: Mapping[str, Any]) -> int:

@@ -58,10 +58,11 @@ from hooks.core.barrier import evidence_time
 from hooks.core.claims import utc
 from hooks.core.evidence import COMPLETED, FAILED, jobset_state
 from hooks.core.failurepolicy import disruption, ended_as, failed_container, first_failing
-from hooks.core.historyentry import ENTRY_KEYS, MAX_ENTRIES, STRING_LIMITS
+from hooks.core.historyentry import ENTRY_KEYS, STRING_LIMITS
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.lifecycle import ENDS, Move
 from hooks.core.reads import JOB_PODS
+from hooks.core.request import Spec, default_of, range_of
 from hooks.core.vocab import TORN_DOWN, ConditionType, EndCause
 from hooks.core.vocab import AttemptField as F
 from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, SUCCEEDED, Context, Work
@@ -72,21 +73,19 @@ from podread.constants import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 Pod = Mapping[str, Any]
 Entry = dict[str, Any]
 
-DEFAULT_LIMIT, MAX_LIMIT = 10, MAX_ENTRIES
-"""``spec.attemptsHistoryLimit``: its default and largest value (the CRD's, with minimum 1)."""
+DEFAULT_LIMIT, MAX_LIMIT = default_of(Spec, "attempts_history_limit"), range_of(Spec, "attempts_history_limit").high
+"""``spec.attemptsHistoryLimit``: its default and largest value, as ``hooks.core.request.Spec`` declares them."""
 MAX_HISTORY_BYTES = 128 * 1024
 """An upper bound of ``status.attempts`` as JSON, at ``MAX_LIMIT`` entries of the longest values
 (about 12 KiB at the default limit): well inside the 1.5 MiB an object may have in etcd."""
 
 
 
-def limit(spec: Mapping[str, Any]) -> int:
-    """``spec.attemptsHistoryLimit``: ``DEFAULT_LIMIT`` when unset, else kept within 1..``MAX_LIMIT``
-    (the CRD refuses anything else: only a request not from the API server carries it)."""
-    value = spec.get("attemptsHistoryLimit")
-    if not isinstance(value, int) or isinstance(value, bool):
-        return DEFAULT_LIMIT
-    return min(MAX_LIMIT, max(1, value))
+def limit(spec: Spec) -> int:
+    """``spec.attemptsHistoryLimit`` (its declared default when unset), kept within its declared
+    range, 1..``MAX_LIMIT`` (the CRD refuses anything else: only a request not from the API server
+    carries it)."""
+    return range_of(Spec, "attempts_history_limit").clamp(spec.attempts_history_limit)
 
 
 def failure_pods(ctx: Context, workload: str) -> list[Pod]:
@@ -266,9 +265,9 @@ def failure_facts(jobset: Mapping[str, Any], pods: Sequence[Pod]) -> Entry:
     facts: Entry = {F.OUTCOME: ended_as(pods)}
     pod = first_failing(pods)
     if pod is not None:
-        metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        metadata, pod_spec = pod.get("metadata") or {}, pod.get("spec") or {}
         facts[F.FAILED_POD] = metadata.get("name")
-        facts[F.NODE] = spec.get("nodeName")
+        facts[F.NODE] = pod_spec.get("nodeName")
         facts[F.FAILED_REPLICATED_JOB] = (metadata.get("labels") or {}).get(REPLICATED_JOB_LABEL)
         container = failed_container(pod)
         if container is not None:

@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 
+from hooks.core.declared import InvalidRequest
+from hooks.core.request import Spec, range_of, read_spec
 from podread.attempts import workload_name
 from podread.constants import ATTEMPT_LABEL, JOB_LABEL, LAUNCHER_LABEL
 
@@ -68,9 +70,25 @@ def kept_child(observed: Mapping[str, Any], api_version: str, kind: str) -> dict
             "metadata": kept, "spec": json_copy(observed.get("spec") or {})}
 
 
+def spec_of(job: Mapping[str, Any]) -> Spec:
+    """The typed spec of ``job``: ``job["spec"]`` when it is a ``Spec`` already (the decision's Job,
+    ``Observed.spec``), else the raw mapping a Job built by hand carries (the CRD cross-check, the
+    tests) read as a request's spec is (``hooks.core.request.read_spec``). Raises ``InvalidSpec``
+    when it is not an object, or holds a field of the wrong JSON type (a 400 in a request, which
+    never gets here)."""
+    spec = job.get("spec") or None
+    if spec is not None and not isinstance(spec, Spec | Mapping):
+        raise InvalidSpec("spec must be an object", "InvalidSpec")
+    try:
+        return read_spec(spec)
+    except InvalidRequest as refused:
+        raise InvalidSpec(refused.message, "InvalidSpec") from None
+
+
 def build_jobset(job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
     """Returns the JobSet for ``attempt`` of ``job`` (an NVCRE Job: ``metadata.name``,
-    ``metadata.namespace``, ``spec``).
+    ``metadata.namespace``, ``spec``: typed or raw, ``spec_of``). The replicated jobs are the raw
+    templates the user wrote, checked here and copied into the JobSet.
 
     Raises ``InvalidSpec`` when the spec has no replicated jobs, an entry without a name or
     template, a template whose parts the hooks write into have the wrong type (the pod template
@@ -87,13 +105,11 @@ def build_jobset(job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
     metadata = job.get("metadata") or {}
     name = str(metadata.get("name", ""))
     namespace = str(metadata.get("namespace", ""))
-    spec = job.get("spec") or {}
-    if not isinstance(spec, Mapping):
-        raise InvalidSpec("spec must be an object", "InvalidSpec")
-    entries = _check_entries(spec.get("replicatedJobs"))
-    launcher = _check_launcher(spec.get("launcher"), entries)
-    _check_max_restarts(spec.get("maxRestarts"))
-    _check_managed_by(spec.get("managedBy"), "spec.managedBy", JOBSET_CONTROLLER)
+    spec = spec_of(job)
+    entries = _check_entries(spec.replicated_jobs)
+    launcher = _check_launcher(spec.launcher, entries)
+    _check_max_restarts(spec.max_restarts)
+    _check_managed_by(spec.managed_by, "spec.managedBy", JOBSET_CONTROLLER)
     check_names(name, entries)
     if attempt > MAX_ATTEMPT:
         raise InvalidSpec(f"attempt {attempt} is beyond the last attempt a Job can have ({MAX_ATTEMPT})",
@@ -250,11 +266,9 @@ def _check_launcher(raw: object, entries: list[Mapping[str, Any]]) -> str:
     return raw
 
 
-def _check_max_restarts(raw: object) -> None:
-    """Checks ``spec.maxRestarts``: unset or a non-negative integer."""
-    if raw is None:
-        return
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+def _check_max_restarts(raw: int | None) -> None:
+    """Checks ``spec.maxRestarts``: within its declared range (``hooks.core.request.Spec``: not negative)."""
+    if raw is not None and not range_of(Spec, "max_restarts").admits(raw):
         raise InvalidSpec(f"spec.maxRestarts must be a non-negative integer, got {_shown(raw)}", "InvalidMaxRestarts")
 
 

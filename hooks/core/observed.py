@@ -18,7 +18,7 @@ hooks to this over every field of every recorded request.
 
 The fields are declared once (``hooks.core.request``, ``hooks.core.status``; ADR-105) and read by
 ``hooks.core.declared.decode``; this module puts what they say into the ``Observed`` the rows read: the
-prior ``Status`` as declared, the spec and the observed children raw (normalized: one per object,
+prior ``Status`` and the ``Spec`` as declared, the observed children raw (normalized: one per object,
 named and sorted), as the rows and ``build_jobset`` read them.
 """
 
@@ -38,7 +38,9 @@ from hooks.core.request import (
     PodGroupChild,
     PriorityClass,
     Request,
+    Spec,
     WorkloadChild,
+    read_spec,
 )
 from hooks.core.status import Status
 
@@ -74,14 +76,15 @@ class GangCluster:
 class Observed:
     """Everything ``decide`` may know about one Job, from one hook request.
 
-    ``spec`` is the Job's raw spec mapping; ``jobsets`` the observed JobSet children (raw dicts),
-    sorted by namespace and name, whichever object-key version the request used.
+    ``spec`` is the Job's spec, typed (``hooks.core.request.Spec``: read its attributes; the JobSet
+    templates in it stay raw); ``jobsets`` the observed JobSet children (raw dicts), sorted by
+    namespace and name, whichever object-key version the request used.
     """
 
     namespace: str
     name: str
     finalizing: bool
-    spec: Mapping[str, Any]
+    spec: Spec
     status: Status
     jobsets: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     uid: str = ""
@@ -184,7 +187,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     version_times, world_times = _write_times(raw_metadata)
     resource_version = raw_metadata.get("resourceVersion") if isinstance(raw_metadata, Mapping) else None
     return Observed(namespace=namespace, name=metadata.name or "", finalizing=bool(request.finalizing),
-                    spec=raw_parent.get("spec") or {}, status=parent.status or Status(),
+                    spec=read_spec(parent.spec), status=parent.status or Status(),
                     jobsets=_jobsets(_group(children, JOBSET_GROUP, "children"), namespace),
                     uid=metadata.uid or "",
                     creation_timestamp=metadata.creation_timestamp,

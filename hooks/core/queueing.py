@@ -155,22 +155,22 @@ def build_workload(observed: Observed, jobset: Mapping[str, Any]) -> dict[str, A
         job_spec = entry["template"].get("spec") or {}
         count = count_of(entry, "replicas") * count_of(job_spec, "parallelism")
         pod_sets.append({"name": entry["name"], "count": count, "template": json_copy(job_spec.get("template") or {})})
-    spec: dict[str, Any] = {"queueName": queue_name(observed), "podSets": pod_sets}
+    workload_spec: dict[str, Any] = {"queueName": queue_name(observed), "podSets": pod_sets}
     priority_class = observed.labels.get(PRIORITY_LABEL, "")
     if priority_class:
         value = observed.priority_classes.get(priority_class)
         if value is None:
             raise PriorityUnknown(f"WorkloadPriorityClass {priority_class!r} ({PRIORITY_LABEL}) is not known "
                                   "(not created yet, or the customize hook is not configured)")
-        spec["priorityClassRef"] = {"group": PRIORITY_GROUP, "kind": PRIORITY_KIND, "name": priority_class}
-        spec["priority"] = value
+        workload_spec["priorityClassRef"] = {"group": PRIORITY_GROUP, "kind": PRIORITY_KIND, "name": priority_class}
+        workload_spec["priority"] = value
     labels = {key: value for key, value in sorted(observed.labels.items())
               if key.startswith(KUEUE_PREFIX) and key not in NOT_PASSED_ON}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {"name": workload_name(observed.name), "namespace": observed.namespace, "labels": labels},
-        "spec": spec,
+        "spec": workload_spec,
     }
 
 
@@ -207,12 +207,12 @@ def pod_set_infos(workload: Mapping[str, Any], flavors: Mapping[str, Mapping[str
         info: dict[str, Any] = {"nodeSelector": {}, "tolerations": [], "labels": {}, "annotations": {}}
         assigned = _strings_map(assignment.get("flavors"), f"{where}[{index}].flavors")
         for flavor in sorted(set(assigned.values())):
-            spec = flavors.get(flavor)
-            if spec is None:
+            flavor_spec = flavors.get(flavor)
+            if flavor_spec is None:
                 raise FlavorUnknown(f"ResourceFlavor {flavor[:80]!r} (assigned to pod set {name[:80]}) is not "
                                     "known yet")
-            info["nodeSelector"].update(spec.get("nodeLabels") or {})
-            _add_tolerations(info["tolerations"], spec.get("tolerations") or ())
+            info["nodeSelector"].update(flavor_spec.get("nodeLabels") or {})
+            _add_tolerations(info["tolerations"], flavor_spec.get("tolerations") or ())
         infos[name] = info
     for index, check in enumerate(_entries(status.get("admissionChecks"), "status.admissionChecks")):
         at = f"status.admissionChecks[{index}]"

@@ -12,18 +12,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from hooks.core import deadlines, failurepolicy, gang
-from hooks.core.jobset import build_jobset
+from hooks.core.jobset import build_jobset, spec_of
+from hooks.core.request import Spec
 
 
 def check_spec(job: Mapping[str, Any], attempt: int) -> tuple[dict[str, Any], list[Mapping[str, Any]]]:
-    """The JobSet of ``attempt`` of ``job`` (``hooks.core.jobset.build_jobset``) and the checked
+    """The JobSet of ``attempt`` of ``job`` (``hooks.core.jobset.build_jobset``; ``job["spec"]`` a
+    typed ``Spec`` or a raw mapping, read by ``hooks.core.jobset.spec_of``) and the checked
     failure-policy rules (``hooks.core.failurepolicy.rules_of``), after the time limits are checked
     (``hooks.core.deadlines.check``). Raises ``InvalidSpec`` from the first check that refuses."""
     jobset = build_jobset(job, attempt)
-    return jobset, check_policies(job.get("spec") or {})
+    return jobset, check_policies(spec_of(job))
 
 
-def check_policies(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def check_policies(spec: Spec) -> list[Mapping[str, Any]]:
     """The checks of ``check_spec`` after the JobSet is built, for a caller that has it already
     (``hooks.core.built``): the failure-policy rules, returned checked, then the time limits and
     ``spec.gang`` (``hooks.core.gang.check``). Raises ``InvalidSpec`` from the first check that refuses."""

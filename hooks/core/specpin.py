@@ -16,12 +16,11 @@ nothing new is created, until the spec is restored or the Job is recreated).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from typing import Any
 
 import orjson
 
 from hooks.core.jobset import InvalidSpec
+from hooks.core.request import Spec
 from hooks.core.vocab import Reason
 
 PREFIX = "sha256:"
@@ -30,14 +29,14 @@ HEX_DIGITS = 32
 CHANGED = Reason.REPLICATED_JOBS_CHANGED
 
 
-def digest(spec: Mapping[str, Any]) -> str:
-    """``sha256:<32 hex>`` of ``spec.replicatedJobs`` in canonical JSON (keys sorted): the same
-    for the same content however it was serialized."""
-    canonical = orjson.dumps(spec.get("replicatedJobs"), option=orjson.OPT_SORT_KEYS)
+def digest(spec: Spec) -> str:
+    """``sha256:<32 hex>`` of ``spec.replicatedJobs`` (raw, as the user wrote it) in canonical JSON
+    (keys sorted): the same for the same content however it was serialized."""
+    canonical = orjson.dumps(spec.replicated_jobs, option=orjson.OPT_SORT_KEYS)
     return PREFIX + hashlib.sha256(canonical).hexdigest()[:HEX_DIGITS]
 
 
-def pinned(spec: Mapping[str, Any], recorded: str, *, answers_jobset: bool) -> str:
+def pinned(spec: Spec, recorded: str, *, answers_jobset: bool) -> str:
     """The digest the status keeps: ``recorded`` once there is one; else, from the first answer
     that holds a JobSet (the workload has begun: a Job new, or one whose status predates the
     field), the spec's own; else none (a spec no JobSet was ever built from may still change)."""
@@ -46,7 +45,7 @@ def pinned(spec: Mapping[str, Any], recorded: str, *, answers_jobset: bool) -> s
     return digest(spec)
 
 
-def check(spec: Mapping[str, Any], recorded: str) -> None:
+def check(spec: Spec, recorded: str) -> None:
     """Raises ``InvalidSpec`` (code ``ReplicatedJobsChanged``) when ``recorded`` is set and is not
     the digest of ``spec.replicatedJobs``; returns None otherwise."""
     if not recorded:

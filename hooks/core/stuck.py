@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from hooks.core.deadlines import STUCK_AFTER_DEFAULT, parse_time
+from hooks.core.deadlines import parse_time
+from hooks.core.request import Spec, kept
 from podread.attempts import attempt_in_name, batch_job_of
 from podread.constants import JOBSET_NAME_LABEL
 
@@ -73,27 +74,16 @@ class Stuck:
         return f"{len(self.pods)} {noun} gone or not ready: {shown}{more}"
 
 
-def _drain(spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    drain = spec.get("drain") if isinstance(spec, Mapping) else None
-    return drain if isinstance(drain, Mapping) else {}
+def stuck_after(spec: Spec) -> int:
+    """``spec.drain.stuckAfterSeconds`` when it is within its declared range, else its declared
+    default, ``STUCK_AFTER_DEFAULT`` (unset, ``null``, or out of range: ``InvalidSpec``'s to report)."""
+    return kept(spec.drain, "stuck_after_seconds")
 
 
-def _integer(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def stuck_after(spec: Mapping[str, Any]) -> int:
-    """``spec.drain.stuckAfterSeconds`` when it is a positive integer, else ``STUCK_AFTER_DEFAULT``
-    (missing, ``null``, negative, zero or not an integer)."""
-    value = _integer(_drain(spec).get("stuckAfterSeconds"))
-    return value if value is not None and value > 0 else STUCK_AFTER_DEFAULT
-
-
-def force_after(spec: Mapping[str, Any]) -> int | None:
-    """``spec.drain.forceDeleteStuckPodsAfterSeconds`` (opt-in) when it is an integer >= 0, else
-    ``None`` (no force delete)."""
-    value = _integer(_drain(spec).get("forceDeleteStuckPodsAfterSeconds"))
-    return value if value is not None and value >= 0 else None
+def force_after(spec: Spec) -> int | None:
+    """``spec.drain.forceDeleteStuckPodsAfterSeconds`` (opt-in) when it is within its declared range,
+    else ``None`` (no force delete)."""
+    return kept(spec.drain, "force_delete_stuck_pods_after_seconds")
 
 
 def elapsed(now: datetime, since: datetime) -> float:
@@ -158,7 +148,7 @@ def after_not_ready(since: datetime, node: NodeState) -> datetime:
 
 
 def may_force_delete(pod: Mapping[str, Any], job: str, node: NodeState, now: datetime,
-                     spec: Mapping[str, Any]) -> bool:
+                     spec: Spec) -> bool:
     """Whether ``pod`` (whole, read live) may be force-deleted now: opted in
     (``force_after``), terminating, on ``node`` confirmed gone, carrying ``job``'s own workload
     identity (``own_workload``), and waiting ``force_after`` seconds counted from ``force_since``."""
@@ -172,7 +162,7 @@ def may_force_delete(pod: Mapping[str, Any], job: str, node: NodeState, now: dat
 
 
 def candidates(pods: Sequence[Mapping[str, Any]], waiting_since: datetime | None, now: datetime,
-               spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+               spec: Spec) -> list[Mapping[str, Any]]:
     """The waited-on pods that may be stuck: terminating (``deletionTimestamp``), bound to a node,
     once the wait has lasted ``stuck_after``. Before that no node is read at all."""
     if waiting_since is None or elapsed(now, waiting_since) < stuck_after(spec):
@@ -182,7 +172,7 @@ def candidates(pods: Sequence[Mapping[str, Any]], waiting_since: datetime | None
 
 
 def judge(pods: Sequence[Mapping[str, Any]], nodes: Mapping[str, NodeState], waiting_since: datetime,
-          now: datetime, spec: Mapping[str, Any], job: str) -> Stuck:
+          now: datetime, spec: Spec, job: str) -> Stuck:
     """Which of ``pods`` (``candidates``) are stuck: bound to an unhealthy node (a node not in
     ``nodes`` was not read: unknown, so not stuck) for ``stuck_after`` seconds, counted from the
     later of the wait's start and the node's ``Ready`` transition; and which may be force-deleted,

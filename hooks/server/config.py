@@ -12,10 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from hooks.core.vocab import GangPolicy
+
 T = TypeVar("T")
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-GANG_POLICIES = ("Gang", "None")
+GANG_POLICIES = tuple(policy.value for policy in GangPolicy)
 READ_DEADLINE_SECONDS = 7.5
 """The deadline of all pod reads of one hook call: Metacontroller gives up at 10 s, and the answer
 still has to be decided, encoded and sent after the last read."""

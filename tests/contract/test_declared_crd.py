@@ -18,13 +18,16 @@ import msgspec.inspect as mi
 import pytest
 import yaml
 
-from hooks.core.request import Spec
+from hooks.core.request import DrainSpec, GangSpec, Spec, range_of
 from hooks.core.status import Condition, Status
 from hooks.core.vocab import ConditionStatus, Phase
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd-job.yaml"
 NOT_OURS = {"observedGeneration"}
 """Status fields the CRD declares that the hooks neither read nor write (Metacontroller writes it)."""
+HAND_BUILT = {"managedBy"}
+"""Spec fields the hooks declare that the CRD does not (the API server prunes them): read only so that a
+request built by hand carrying one is refused (``InvalidSpec`` ``ManagedElsewhere``)."""
 
 
 def schema() -> dict[str, Any]:
@@ -75,6 +78,8 @@ def mismatches(info: mi.Type, crd: dict[str, Any], where: str, *, bounds: bool, 
     assert isinstance(info, mi.StructType), info
     properties = crd.get("properties") or {}
     for field in info.fields:
+        if field.encode_name in HAND_BUILT and isinstance(field.type, mi.AnyType):
+            continue
         if field.encode_name not in properties:
             found.append(f"{where}.{field.encode_name}: declared, not in the CRD")
             continue
@@ -92,6 +97,45 @@ def test_the_status_is_the_crds_status() -> None:
 
 def test_the_declared_spec_fields_are_the_crds() -> None:
     assert mismatches(mi.type_info(Spec), schema()["spec"], "spec", bounds=False, exact=False) == []
+
+
+SPEC_TYPES = {"spec": Spec, "spec.drain": DrainSpec, "spec.gang": GangSpec}
+NOT_REFUSED_ABOVE = {"spec.maxRestarts"}
+"""Fields whose CRD ``maximum`` the hooks do not refuse (``maxRestarts`` over 9999: no attempt past 9999
+is ever built, ``AttemptLimitReached``), so their declared range has no upper bound."""
+DEFAULTED_BY_THE_HOOKS = {"spec.gang.whenUnavailable"}
+"""Fields the hooks read with a default the CRD cannot write: its CEL rule refuses ``whenUnavailable``
+beside ``policy: None``, so the API server leaves it unset and ``Wait`` is the hooks' reading."""
+
+
+def _crd_at(path: str) -> dict[str, Any]:
+    node: dict[str, Any] = {"properties": schema()}
+    for part in path.split("."):
+        node = node["properties"][part]
+    return node
+
+
+@pytest.mark.parametrize("where", sorted(SPEC_TYPES))
+def test_each_spec_fields_range_and_default_are_the_crds(where: str) -> None:
+    """The one declaration of a spec field's range (``Range``) and default (``hooks.core.request``)
+    says what the CRD says: ``minimum``/``maximum``, ``enum`` and ``default``."""
+    declared, crd = SPEC_TYPES[where], _crd_at(where)["properties"]
+    found = []
+    for field in msgspec.structs.fields(declared):
+        schema_of = crd.get(field.encode_name)
+        if schema_of is None or schema_of.get("type") not in ("integer", "string", "boolean"):
+            continue
+        at, bounds, default = f"{where}.{field.encode_name}", range_of(declared, field.name), field.default
+        if "enum" in schema_of and tuple(schema_of["enum"]) != bounds.values:
+            found.append(f"{at}: declared values {bounds.values}, the CRD says {schema_of['enum']}")
+        if schema_of.get("minimum") != bounds.low:
+            found.append(f"{at}: declared low {bounds.low}, the CRD says {schema_of.get('minimum')}")
+        high = None if at in NOT_REFUSED_ABOVE else schema_of.get("maximum")
+        if high != bounds.high:
+            found.append(f"{at}: declared high {bounds.high}, the CRD says {high}")
+        if schema_of.get("default") != (None if at in DEFAULTED_BY_THE_HOOKS else default):
+            found.append(f"{at}: declared default {default!r}, the CRD says {schema_of.get('default')!r}")
+    assert found == []
 
 
 def test_the_vocabulary_is_the_crds() -> None:

@@ -20,6 +20,7 @@ from hooks.core import conditions as cond
 from hooks.core.budget import Charge, Counters, Spent
 from hooks.core.lifecycle import Step, apply
 from hooks.core.observed import parse_request
+from hooks.core.request import read_spec
 from hooks.core.rows import current, kueue
 from hooks.core.rows.teardown import teardown
 from hooks.core.vocab import EndCause, Outcome, Phase, Reason
@@ -47,16 +48,17 @@ def failure(cause: str = "default", *, counted: bool = True) -> Charge:
 # ---- the rule ---------------------------------------------------------------------------------------------
 
 def test_a_counted_restart_spends_one_of_max_restarts_and_counts_its_cause() -> None:
-    assert budget.spend({"maxRestarts": 2}, Counters(1, {"oom": 1}), failure("oom")) == Spent(
+    assert budget.spend(read_spec({"maxRestarts": 2}), Counters(1, {"oom": 1}), failure("oom")) == Spent(
         True, Counters(2, {"oom": 2}))
-    assert budget.spend({"maxRestarts": 2}, Counters(), failure()) == Spent(True, Counters(1, {"default": 1}))
+    assert budget.spend(read_spec({"maxRestarts": 2}), Counters(), failure()) == Spent(
+        True, Counters(1, {"default": 1}))
 
 
 def test_a_counted_restart_is_refused_once_max_restarts_is_used_up_and_nothing_moves() -> None:
     spent = Counters(2, {"default": 2})
-    assert budget.spend({"maxRestarts": 2}, spent, failure()) == Spent(False, spent)
-    assert budget.spend({}, Counters(), failure()) == Spent(False, Counters()), "maxRestarts unset is 0"
-    assert budget.spend({"maxRestarts": None}, Counters(), failure()).allowed is False
+    assert budget.spend(read_spec({"maxRestarts": 2}), spent, failure()) == Spent(False, spent)
+    assert budget.spend(read_spec({}), Counters(), failure()) == Spent(False, Counters()), "maxRestarts unset is 0"
+    assert budget.spend(read_spec({"maxRestarts": None}), Counters(), failure()).allowed is False
 
 
 def test_the_policy_s_uncounted_restart_is_allowed_past_the_budget_and_counts_only_its_cause() -> None:
@@ -65,15 +67,16 @@ def test_the_policy_s_uncounted_restart_is_allowed_past_the_budget_and_counts_on
     verdict = failurepolicy.Verdict(failurepolicy.RESTART_IGNORE, "preempted", "rule preempted matched")
     charge = verdict.charge
     assert charge == Charge("preempted", EndCause.FAILED, counted=False)
-    assert budget.spend({"maxRestarts": 0}, Counters(3, {"default": 3}), charge) == Spent(
+    assert budget.spend(read_spec({"maxRestarts": 0}), Counters(3, {"default": 3}), charge) == Spent(
         True, Counters(3, {"default": 3, "preempted": 1}))
 
 
 def test_an_eviction_is_a_charge_that_moves_neither_counter() -> None:
     evicted = Charge("Preempted", EndCause.EVICTED, counted=False)
     assert not evicted.restart
-    assert budget.spend({"maxRestarts": 0}, Counters(0, {}), evicted) == Spent(True, Counters(0, {}))
-    assert budget.spend({"maxRestarts": 1}, Counters(1, {"x": 1}), evicted) == Spent(True, Counters(1, {"x": 1}))
+    assert budget.spend(read_spec({"maxRestarts": 0}), Counters(0, {}), evicted) == Spent(True, Counters(0, {}))
+    assert budget.spend(read_spec({"maxRestarts": 1}), Counters(1, {"x": 1}), evicted) == Spent(
+        True, Counters(1, {"x": 1}))
 
 
 def test_every_failure_class_is_a_restart_and_no_other_end_is() -> None:
@@ -89,7 +92,7 @@ def test_most_spent_is_what_paying_that_many_counted_charges_adds() -> None:
     for charged in range(5):
         counters = Counters()
         for _ in range(charged):
-            counters = budget.spend({"maxRestarts": 99}, counters, failure()).counters
+            counters = budget.spend(read_spec({"maxRestarts": 99}), counters, failure()).counters
         assert budget.most_spent(charged) == counters.restarts == sum(counters.by_cause.values())
 
 
@@ -203,7 +206,7 @@ def test_counters_the_budget_can_reach_pass_both_invariants_and_one_past_them_is
     ``most_spent`` of that attempt is held by the invariant of that counter."""
     counters = Counters()
     for cause, ended, counted in charges:
-        spent = budget.spend({"maxRestarts": 99}, counters, Charge(cause, ended, counted))
+        spent = budget.spend(read_spec({"maxRestarts": 99}), counters, Charge(cause, ended, counted))
         assert spent.allowed
         counters = spent.counters
     attempt = len(charges)

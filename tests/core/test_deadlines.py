@@ -1,5 +1,6 @@
 """hooks.core.deadlines is total: times parse to UTC or raise ValueError, limits never raise (no value
-the CRD admits may become a 5xx)."""
+the CRD admits may become a 5xx). The limits are read from the typed spec (``hooks.core.request.Spec``):
+a limit of the wrong JSON type never gets here (a 400 when the request is read)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from hooks.core import deadlines
+from hooks.core.declared import InvalidRequest
 from hooks.core.jobset import InvalidSpec
+from hooks.core.request import read_spec
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 EXTREMES = ["9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "0001-01-01T00:00:00+23:59",
             "9999-12-31T23:59:59-23:59", "9999-12-31T23:59:59", "2026-01-01T00:00:00Z", "not a time", "",
             "2026-13-01T00:00:00Z"]
-LIMITS = [0, 1, 3600, deadlines.MAX_SECONDS, deadlines.MAX_SECONDS + 1, 2**63 - 1, -(2**63), -1, None, "60", 1.5,
-          True]
+LIMITS = [0, 1, 3600, deadlines.MAX_SECONDS, deadlines.MAX_SECONDS + 1, 2**63 - 1, -(2**63), -1, None]
+WRONG_TYPES = ["60", 1.5, True, [], {}]
 
 
 def test_parse_time_gives_utc() -> None:
@@ -43,8 +46,8 @@ def test_a_non_string_is_a_value_error() -> None:
 @pytest.mark.parametrize("text", EXTREMES)
 @pytest.mark.parametrize("seconds", LIMITS)
 def test_deadline_and_ttl_never_raise(text: str, seconds: object) -> None:
-    for at in (deadlines.deadline_at({"activeDeadlineSeconds": seconds}, text),
-               deadlines.ttl_at({"ttlSecondsAfterFinished": seconds}, text)):
+    for at in (deadlines.deadline_at(read_spec({"activeDeadlineSeconds": seconds}), text),
+               deadlines.ttl_at(read_spec({"ttlSecondsAfterFinished": seconds}), text)):
         assert at is None or at.tzinfo == UTC
         for now in (NOW, datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC), datetime(2026, 1, 1)):
             deadlines.passed(at, now)
@@ -53,7 +56,7 @@ def test_deadline_and_ttl_never_raise(text: str, seconds: object) -> None:
 
 
 def test_a_moment_past_the_range_never_comes() -> None:
-    spec = {"activeDeadlineSeconds": 60, "ttlSecondsAfterFinished": 60}
+    spec = read_spec({"activeDeadlineSeconds": 60, "ttlSecondsAfterFinished": 60})
     assert deadlines.deadline_at(spec, "9999-12-31T23:59:59Z") is None
     assert deadlines.ttl_at(spec, "9999-12-31T23:59:59Z") is None
     assert deadlines.deadline_at(spec, "0001-01-01T00:00:00+23:59") is None
@@ -69,23 +72,39 @@ def test_wake_in_is_bounded_so_metacontroller_can_hold_it_as_a_duration() -> Non
 
 
 def test_check_takes_a_null_stuck_after_as_its_default() -> None:
-    deadlines.check({"drain": {"stuckAfterSeconds": None, "forceDeleteStuckPodsAfterSeconds": 300}})
+    deadlines.check(read_spec({"drain": {"stuckAfterSeconds": None, "forceDeleteStuckPodsAfterSeconds": 300}}))
     with pytest.raises(InvalidSpec, match="at least stuckAfterSeconds"):
-        deadlines.check({"drain": {"stuckAfterSeconds": None, "forceDeleteStuckPodsAfterSeconds": 299}})
+        deadlines.check(read_spec({"drain": {"stuckAfterSeconds": None, "forceDeleteStuckPodsAfterSeconds": 299}}))
 
 
 @pytest.mark.parametrize("drain", ["x", [], 5])
-def test_check_refuses_a_drain_that_is_not_an_object(drain: object) -> None:
-    with pytest.raises(InvalidSpec, match=r"spec\.drain"):
-        deadlines.check({"drain": drain})
+def test_a_drain_that_is_not_an_object_is_refused_when_read(drain: object) -> None:
+    with pytest.raises(InvalidRequest, match=r"^spec\.drain: expected an object"):
+        read_spec({"drain": drain})
 
 
-@pytest.mark.parametrize("value", [2**63 - 1, -(2**63), deadlines.MAX_SECONDS + 1, "1", 1.5, True, [], {}])
+@pytest.mark.parametrize("value", WRONG_TYPES)
+@pytest.mark.parametrize("key", ["activeDeadlineSeconds", "ttlSecondsAfterFinished", "drain.stuckAfterSeconds",
+                                 "drain.forceDeleteStuckPodsAfterSeconds"])
+def test_a_limit_of_the_wrong_json_type_is_refused_when_read(key: str, value: object) -> None:
+    spec: dict[str, object] = {"drain": {key.removeprefix("drain."): value}} if key.startswith("drain.") else \
+        {key: value}
+    with pytest.raises(InvalidRequest, match=re.escape(f"spec.{key}: expected an integer")):
+        read_spec(spec)
+
+
+def test_a_limit_out_of_its_range_is_read_as_none() -> None:
+    """``activeDeadlineSeconds: 0`` (``InvalidSpec``: the CRD's minimum is 1) sets no deadline."""
+    assert deadlines.deadline_at(read_spec({"activeDeadlineSeconds": 0}), "2026-01-01T00:00:00Z") is None
+    assert deadlines.ttl_at(read_spec({"ttlSecondsAfterFinished": 0}), "2026-01-01T00:00:00Z") == NOW
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, -(2**63), deadlines.MAX_SECONDS + 1, -1])
 @pytest.mark.parametrize("key", ["activeDeadlineSeconds", "ttlSecondsAfterFinished", "drain.stuckAfterSeconds",
                                  "drain.forceDeleteStuckPodsAfterSeconds"])
 def test_check_refuses_out_of_range_limits_naming_them(key: str, value: object) -> None:
     spec: dict[str, object] = {"drain": {key.removeprefix("drain."): value}} if key.startswith("drain.") else \
         {key: value}
     with pytest.raises(InvalidSpec, match=re.escape(f"spec.{key}")) as refused:
-        deadlines.check(spec)
+        deadlines.check(read_spec(spec))
     assert refused.value.code == "InvalidTimeLimit"

@@ -12,6 +12,7 @@ from hooks.core.barrier import StaleRequest
 from hooks.core.decide import Decision, decide
 from hooks.core.evidence import current_attempt
 from hooks.core.observed import parse_request
+from hooks.core.request import read_spec
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -51,7 +52,8 @@ def test_new_job_creates_attempt_zero_pending(keying: str) -> None:
     assert status(d) == {"phase": "Pending", "attempt": 0, "restarts": 0, "workload": "train-0",
                          "activePods": 0, "conditions": [],
                          "message": "waiting for the pods of JobSet train-0 to start",
-                         "startTime": "2026-01-01T00:00:00Z", "replicatedJobsDigest": specpin.digest(job_spec()),
+                         "startTime": "2026-01-01T00:00:00Z",
+                         "replicatedJobsDigest": specpin.digest(read_spec(job_spec())),
                          "attempts": [{"attempt": 0, "jobSet": "train-0"}]}  # dated once the JobSet exists
     assert "resyncAfterSeconds" not in d.response and "finalized" not in d.response
 

@@ -12,7 +12,8 @@ from hooks.core import stuck
 from hooks.core.actions import DeleteJob, ForceDeletePod
 from hooks.core.deadlines import STUCK_AFTER_DEFAULT
 from hooks.core.decide import Decision, decide
-from hooks.core.observed import parse_request
+from hooks.core.observed import InvalidRequest, parse_request
+from hooks.core.request import read_spec
 from podread.nodes import node_state
 from tests.core.test_decide import condition, names, status
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod
@@ -384,7 +385,7 @@ def test_drain_limits_are_total_while_a_drain_waits(drain: dict[str, Any]) -> No
     assert d.response["finalized"] is False, "whatever the limits, the barrier still waits on the pod"
     assert condition(d, "Drained")["status"] == "False"
     assert all(a.name == "train-0-worker-0-0" for a in d.actions)
-    spec = {"drain": drain}
+    spec = read_spec({"drain": drain})
     pods = stuck.candidates([stuck_pod()], NOW - timedelta(days=3650), NOW, spec)
     stuck.judge(pods, {"gpu-1": node_state("gpu-1", None)}, NOW - timedelta(days=3650), NOW, spec, "train")
     assert stuck.may_force_delete(stuck_pod(), "train", node_state("gpu-1", None), NOW, spec) in (True, False)
@@ -405,9 +406,15 @@ def test_drain_limits_on_a_running_job_are_total(drain: dict[str, Any], invalid:
 
 
 def test_drain_limits_of_any_json_type_never_raise() -> None:
-    for drain in ("x", 3, [], None, {"stuckAfterSeconds": "300"}, {"stuckAfterSeconds": 1.5},
+    """A limit of the wrong JSON type is a 400 naming it (the request is never decided); one of the right
+    type but out of its declared range reads as its default (``InvalidSpec`` reports it)."""
+    for drain in ("x", 3, [], {"stuckAfterSeconds": "300"}, {"stuckAfterSeconds": 1.5},
                   {"forceDeleteStuckPodsAfterSeconds": True}, {"stuckAfterSeconds": {}}):
-        spec = {"drain": drain}
+        with pytest.raises(InvalidRequest, match=r"^parent\.spec\.drain"):
+            parse_request(request(spec=spec_with(drain=drain)), "sync")
+    for drain in (None, {}, {"stuckAfterSeconds": 0}, {"stuckAfterSeconds": -5},
+                  {"stuckAfterSeconds": STUCK_AFTER_DEFAULT * 10**7, "forceDeleteStuckPodsAfterSeconds": -1}):
+        spec = parse_request(request(spec=spec_with(drain=drain)), "sync").spec
         assert stuck.stuck_after(spec) == STUCK_AFTER_DEFAULT
         assert stuck.force_after(spec) is None
 

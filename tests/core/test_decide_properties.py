@@ -222,7 +222,7 @@ def test_safety(scenario: tuple[dict[str, Any], dict[str, Any]]) -> None:
         healthy = not jobset["metadata"].get("deletionTimestamp") and not jobset["status"].get("terminalState")
         if healthy and jobset["metadata"]["name"] not in emitted:
             past_deadline = any(c["type"] == "DeadlineExceeded" and c["status"] == "True" for c in out["conditions"])
-            assert observed.finalizing or observed.spec.get("suspend") is True or past_deadline
+            assert observed.finalizing or observed.spec.suspend or past_deadline
     for action in decision.actions:  # a force delete only for a node confirmed gone
         if isinstance(action, ForceDeletePod):
             assert reader_args["nodes"] is not None and "node_states" not in reader_args["fail"]

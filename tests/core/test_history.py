@@ -9,6 +9,7 @@ import pytest
 
 from hooks.core import history, historyentry
 from hooks.core.observed import InvalidRequest, parse_request
+from hooks.core.request import read_spec
 from tests.support import job_request, jobset_child, make_pod
 
 
@@ -27,10 +28,17 @@ def failed_pod(name: str, *, exit_code: int = 1, finished: str = "", reason: str
 
 
 @pytest.mark.parametrize(("value", "kept"), [(None, 10), (1, 1), (37, 37), (100, 100), (0, 1), (-5, 1),
-                                             (2**63 - 1, 100), (True, 10), ("7", 10)])
+                                             (2**63 - 1, 100)])
 def test_the_limit_is_ten_by_default_and_within_one_to_a_hundred(value: Any, kept: int) -> None:
     spec = {} if value is None else {"attemptsHistoryLimit": value}
-    assert history.limit(spec) == kept
+    assert history.limit(read_spec(spec)) == kept
+    assert history.limit(read_spec({"attemptsHistoryLimit": None})) == 10, "null is unset"
+
+
+@pytest.mark.parametrize("value", [True, "7", 1.5])
+def test_a_limit_of_the_wrong_json_type_is_refused_when_read(value: Any) -> None:
+    with pytest.raises(InvalidRequest, match=r"spec\.attemptsHistoryLimit: expected an integer"):
+        read_spec({"attemptsHistoryLimit": value})
 
 
 def test_the_first_failing_pod_is_the_one_that_failed_earliest_not_the_first_by_name() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from hooks.core.observed import JOBSET_GROUP, InvalidRequest, PriorStatus, parse_request
+from hooks.core.request import read_spec
 from hooks.core.status import Condition
 from tests.support import job_request, job_spec, jobset_child
 
@@ -38,7 +39,7 @@ def test_parses_a_full_request() -> None:
     observed = parse_request(payload, "sync")
     assert (observed.namespace, observed.name) == ("default", "train")
     assert not observed.deletion_timestamp and not observed.finalizing
-    assert observed.spec["maxRestarts"] == 2
+    assert observed.spec.max_restarts == 2
     assert observed.status == PriorStatus(phase="Running", attempt=1, restarts=1, workload="train-1",
                                           active_pods=2, conditions=(Condition(type="Drained", status="True"),),
                                           message="m")
@@ -165,7 +166,7 @@ def test_invalid_namespaces_are_400(namespace: str) -> None:
 def test_semantic_spec_errors_are_not_4xx() -> None:
     for spec in ({}, {"replicatedJobs": []}, {"replicatedJobs": [{"name": "w"}], "launcher": "x"},
                  {"replicatedJobs": [{"name": "w", "template": {}}], "maxRestarts": -1}):
-        assert parse_request(job_request(spec=spec), "sync").spec == spec
+        assert parse_request(job_request(spec=spec), "sync").spec == read_spec(spec)
 
 
 def test_unknown_hook_is_a_programming_error() -> None:
@@ -189,7 +190,7 @@ def test_a_launcher_that_cannot_go_in_a_selector_is_400(launcher: str) -> None:
 def test_a_launcher_naming_no_replicated_job_is_not_a_400() -> None:
     """A well-formed name that names no entry is InvalidSpec (a 200), the decision's to report."""
     observed = parse_request(job_request(spec=job_spec(launcher="mpirun")), "sync")
-    assert observed.spec["launcher"] == "mpirun"
+    assert observed.spec.launcher == "mpirun"
 
 
 @pytest.mark.parametrize(("path", "value", "message"), [

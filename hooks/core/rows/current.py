@@ -288,8 +288,8 @@ def workload_running(ctx: Context, active: int, workload: str) -> bool | PodRead
     cached). Returns the read's error when it failed."""
     if active:
         return True
-    launcher = ctx.observed.spec.get("launcher")
-    if not (isinstance(launcher, str) and launcher):
+    launcher = ctx.observed.spec.launcher
+    if not launcher:
         return False
     try:
         return any(is_active(pod) for pod in ctx.reader.workload_pods(ctx.namespace, workload, launcher))
