@@ -90,16 +90,18 @@ def values_args(values: Mapping[str, Any]) -> list[str]:
 
 def run_helm(helm: Path, args: Sequence[str], *, kubeconfig: str | None = None,
              timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    """``helm ARGS`` with its own config and cache folders out of $HOME (``HELM_*_HOME``: nothing of
-    the developer's helm is read or written), against ``kubeconfig`` when given. Never raises on a
-    non-zero exit: the caller reads ``returncode``, ``stdout`` and ``stderr``."""
+    """``helm ARGS`` from the repository's root (as the docs run it), with its own config and cache
+    folders out of $HOME (``HELM_*_HOME``: nothing of the developer's helm is read or written),
+    against ``kubeconfig`` when given. Never raises on a non-zero exit: the caller reads
+    ``returncode``, ``stdout`` and ``stderr``."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("HELM_", "KUBECONFIG"))}
     state = Path(os.environ.get("TMPDIR", "/tmp")) / f"nvcre-helm-{os.getuid()}"
     env.update({"HELM_CONFIG_HOME": str(state / "config"), "HELM_CACHE_HOME": str(state / "cache"),
                 "HELM_DATA_HOME": str(state / "data")})
     if kubeconfig:
         env["KUBECONFIG"] = kubeconfig
-    return subprocess.run([str(helm), *args], capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    return subprocess.run([str(helm), *args], cwd=REPO, capture_output=True, text=True, env=env, timeout=timeout,
+                          check=False)
 
 
 def render(helm: Path, values: Mapping[str, Any] | None = None, *, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
