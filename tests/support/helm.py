@@ -10,6 +10,7 @@ the chart's README.md says why)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -29,6 +30,9 @@ HELM_LABELS = frozenset({"helm.sh/chart", "app.kubernetes.io/managed-by", "app.k
 """The labels the chart adds to every object's metadata (never to selectors or the pod template)."""
 HELM_ANNOTATIONS = frozenset({"helm.sh/resource-policy"})
 """``keep`` on the CRD and the Namespace: ``helm uninstall`` leaves them (and so every NVCRE Job)."""
+
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's loader when PyYAML has it: the CRD alone is 29 KB, parsed for every combination."""
 
 Key = tuple[str, str, str]
 """(kind, namespace or "", name)."""
@@ -84,7 +88,7 @@ def values_args(values: Mapping[str, Any]) -> list[str]:
     """``--set-json`` arguments for ``values`` (dotted keys: ``{"kueue.enabled": True}``)."""
     args = []
     for key, value in values.items():
-        args += ["--set-json", f"{key}={yaml.safe_dump(value, default_flow_style=True).strip()}"]
+        args += ["--set-json", f"{key}={json.dumps(value)}"]
     return args
 
 
@@ -110,7 +114,12 @@ def render(helm: Path, values: Mapping[str, Any] | None = None, *, namespace: st
     result = run_helm(helm, ["template", RELEASE, str(CHART), "--namespace", namespace,
                              *values_args(values or {})])
     assert result.returncode == 0, f"helm template {values}: {result.stderr}"
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    return documents(result.stdout)
+
+
+def documents(text: str) -> list[dict[str, Any]]:
+    """The non-empty YAML documents of ``text``."""
+    return [doc for doc in yaml.load_all(text, Loader=LOADER) if doc]
 
 
 def kustomize(folder: Path) -> list[dict[str, Any]]:
@@ -118,7 +127,7 @@ def kustomize(folder: Path) -> list[dict[str, Any]]:
     result = subprocess.run([require_kubectl(), "kustomize", str(folder)], capture_output=True, text=True,
                             timeout=60, check=False)
     assert result.returncode == 0, f"kubectl kustomize {folder}: {result.stderr}"
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    return documents(result.stdout)
 
 
 def key_of(obj: Mapping[str, Any]) -> Key:
