@@ -4,7 +4,7 @@ serving a Job with what it installed.
 The chart goes on a control plane of its own (the tier's binaries, started for this module): the
 session's has manifests/ applied with ``kubectl apply``, whose objects Helm refuses to take over, and
 an uninstall there would take from the other tests what they use. JobSet's CRD (from its module) and
-Metacontroller's CRDs (../shared/reference) go first, as on a cluster that has both.
+Metacontroller's CompositeController CRD (../shared/reference) go first, as on a cluster that has both.
 
 - With the token generated: the API server holds the CRD, the Namespace with Pod Security enforced,
   the RBAC (judged by the API server's own authorizer for the hooks' ServiceAccount), the
@@ -12,7 +12,8 @@ Metacontroller's CRDs (../shared/reference) go first, as on a cluster that has b
   survives ``helm upgrade``; the hooks, run as that ServiceAccount (locally, as everywhere on the
   tier) with the token files the Deployment's volume projects, serve a Job that Metacontroller's
   stand-in, built from the installed CompositeController and its Secret, syncs: the JobSet is
-  created and the status written, every call answered 200. ``helm uninstall`` keeps the CRD (and so
+  created and the status written, every call answered 200 (or 409 while the stand-in's cache is
+  behind, answered on the next sync). ``helm uninstall`` keeps the CRD (and so
   the Job) and the Namespace, and removes the rest.
 - With ``hookToken.existingSecret``: no Secret is made, the CompositeController and the Deployment
   name the operator's, and uninstall leaves it.
@@ -46,11 +47,13 @@ from tests.support.helm import CHART, NAMESPACE, RELEASE, HelmMissing, helm_bina
 pytestmark = pytest.mark.cluster
 
 CRD = "jobs.nvcre.nvidia.com"
+COMPOSITE_CONTROLLERS = "compositecontrollers.metacontroller.k8s.io"
+"""The one CRD of Metacontroller's the chart needs (its CompositeController)."""
 HOOKS_SA = f"system:serviceaccount:{NAMESPACE}:nvcre-hooks"
 JOBS_NAMESPACE = "helm-served"
 
 
-class Installed:
+class HelmPlane:
     """The module's control plane, the helm binary and an admin kubeconfig for it."""
 
     def __init__(self, plane: ControlPlane, helm: Path, kubeconfig: str) -> None:
@@ -91,9 +94,10 @@ class Installed:
 
 
 @pytest.fixture(scope="module")
-def installed(control_plane: ControlPlane) -> Iterator[Installed]:
-    """A control plane of its own with JobSet's and Metacontroller's CRDs (``control_plane`` is asked
-    for first so that the tier's skip-or-fail rule applies here too), and helm (built on a miss)."""
+def helm_plane(control_plane: ControlPlane) -> Iterator[HelmPlane]:
+    """A control plane of its own with JobSet's CRD and Metacontroller's CompositeController CRD
+    (``control_plane`` is asked for first so that the tier's skip-or-fail rule applies here too), and
+    helm (built on a miss)."""
     try:
         helm = helm_binary(build=True)
     except HelmMissing as exc:
@@ -101,10 +105,15 @@ def installed(control_plane: ControlPlane) -> Iterator[Installed]:
     crds = metacontroller_crds()
     if not crds.is_file():
         missing("Metacontroller's CRDs", "the Helm chart's install test", FileNotFoundError(str(crds)))
+    needed = [*jobset_crds(built_jobset()),
+              *(crd for crd in load_documents(crds) if crd["metadata"]["name"] == COMPOSITE_CONTROLLERS)]
     with ControlPlane(binaries_dir()) as plane, tempfile.TemporaryDirectory(prefix="nvcre-helm-") as workdir:
-        applier = Applier(plane.api_client())
-        applier.apply_all(jobset_crds(built_jobset()) + load_documents(crds))
-        yield Installed(plane, helm, plane.write_kubeconfig(Path(workdir) / "kubeconfig"))
+        extensions = kubernetes.client.ApiextensionsV1Api(plane.api_client())
+        for crd in needed:  # all created, then all waited on: the API server establishes them at once
+            extensions.create_custom_resource_definition(crd, _request_timeout=REQUEST_TIMEOUT)
+        for crd in needed:
+            Applier(plane.api_client()).wait_established(crd["metadata"]["name"])
+        yield HelmPlane(plane, helm, plane.write_kubeconfig(Path(workdir) / "kubeconfig"))
 
 
 def allowed(api: kubernetes.client.ApiClient, verb: str, group: str, resource: str, namespace: str = "") -> bool:
@@ -127,12 +136,12 @@ def project(secret: dict[str, str], directory: Path) -> dict[str, str]:
 
 
 def test_helm_install_with_a_generated_token_serves_a_job_and_uninstall_keeps_the_crd(
-        installed: Installed, tmp_path: Path) -> None:
-    installed.install(None, "--create-namespace")
-    Applier(installed.api).wait_established(CRD)
-    api = installed.api
+        helm_plane: HelmPlane, tmp_path: Path) -> None:
+    helm_plane.install(None, "--create-namespace")
+    Applier(helm_plane.api).wait_established(CRD)
+    api = helm_plane.api
 
-    namespace = installed.core.read_namespace(NAMESPACE, _request_timeout=REQUEST_TIMEOUT).metadata
+    namespace = helm_plane.core.read_namespace(NAMESPACE, _request_timeout=REQUEST_TIMEOUT).metadata
     assert namespace.labels["pod-security.kubernetes.io/enforce"] == "restricted"
     crd = kubernetes.client.ApiextensionsV1Api(api).read_custom_resource_definition(CRD).metadata
     assert crd.annotations["helm.sh/resource-policy"] == "keep"
@@ -146,27 +155,27 @@ def test_helm_install_with_a_generated_token_serves_a_job_and_uninstall_keeps_th
     judged = {grant: allowed(api, *grant, namespace=JOBS_NAMESPACE) for grant in grants}
     assert judged == grants, "the chart's RBAC, as the API server judges it for the hooks"
 
-    controller = installed.custom.get_cluster_custom_object("metacontroller.k8s.io", "v1alpha1",
+    controller = helm_plane.custom.get_cluster_custom_object("metacontroller.k8s.io", "v1alpha1",
                                                             "compositecontrollers", "nvcre-jobs")
     sync = controller["spec"]["hooks"]["sync"]["webhook"]
     assert sync["service"] == {"name": "nvcre-hooks", "namespace": NAMESPACE, "port": 80, "protocol": "http"}
     assert sync["authorization"]["secretRef"] == {"name": "nvcre-hooks-token", "namespace": NAMESPACE, "key": "token"}
-    assert installed.deployment_secret() == "nvcre-hooks-token", "the hooks mount the Secret Metacontroller reads"
-    generated = installed.secret("nvcre-hooks-token")
+    assert helm_plane.deployment_secret() == "nvcre-hooks-token", "the hooks mount the Secret Metacontroller reads"
+    generated = helm_plane.secret("nvcre-hooks-token")
     assert re.fullmatch(r"[A-Za-z0-9]{64}", generated["token"]) and generated["previous"] == ""
 
     # A rotation by hand (docs/operations.md, "Rotate the token"), then an upgrade: the Secret stays.
     rotated = {"token": "r" * 64, "previous": generated["token"]}
-    installed.core.patch_namespaced_secret("nvcre-hooks-token", NAMESPACE, {"stringData": rotated})
-    installed.helm_run("upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE)
-    assert installed.secret("nvcre-hooks-token") == rotated, "helm upgrade keeps the Secret's keys"
+    helm_plane.core.patch_namespaced_secret("nvcre-hooks-token", NAMESPACE, {"stringData": rotated})
+    helm_plane.helm_run("upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE)
+    assert helm_plane.secret("nvcre-hooks-token") == rotated, "helm upgrade keeps the Secret's keys"
 
     metacontroller = CompositeControllerStandIn(api)
     assert metacontroller.token == rotated["token"]
     ensure_namespace(api, JOBS_NAMESPACE)
-    env = project(installed.secret(installed.deployment_secret()), tmp_path)
-    source = KubeconfigSource(installed.plane, service_account_token(api, NAMESPACE, "nvcre-hooks"), "nvcre-hooks")
-    with HookServer(source, env=env) as hooks:
+    env = project(helm_plane.secret(helm_plane.deployment_secret()), tmp_path)
+    source = KubeconfigSource(helm_plane.plane, service_account_token(api, NAMESPACE, "nvcre-hooks"), "nvcre-hooks")
+    with HookServer(source, env=env, args=["--workers", "1"]) as hooks:  # one worker starts sooner
         view = ServerView(api, JOBS_NAMESPACE)
         driver = Metacontroller(ApiBackend(api, [JOBS_NAMESPACE]), hooks.transport(), Invariants(view),
                                 token=metacontroller.token, resync_period=1.0, staleness=TIER_STALENESS)
@@ -175,7 +184,7 @@ def test_helm_install_with_a_generated_token_serves_a_job_and_uninstall_keeps_th
         while time.monotonic() < deadline:
             driver.reconcile_due()
             job = driver.backend.get_parent(JOBS_NAMESPACE, "served") or {}
-            jobsets = installed.custom.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", JOBS_NAMESPACE,
+            jobsets = helm_plane.custom.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", JOBS_NAMESPACE,
                                                                      "jobsets")["items"]
             if jobsets and (job.get("status") or {}).get("phase"):
                 break
@@ -186,34 +195,34 @@ def test_helm_install_with_a_generated_token_serves_a_job_and_uninstall_keeps_th
         [(call.hook, call.reply.status) for call in driver.calls]
     assert not driver.invariants.violations, driver.invariants.violations
 
-    installed.helm_run("uninstall", RELEASE, "--namespace", NAMESPACE)
-    assert installed.exists(kubernetes.client.ApiextensionsV1Api(api).read_custom_resource_definition, CRD)
-    assert installed.exists(installed.core.read_namespace, NAMESPACE)
+    helm_plane.helm_run("uninstall", RELEASE, "--namespace", NAMESPACE)
+    assert helm_plane.exists(kubernetes.client.ApiextensionsV1Api(api).read_custom_resource_definition, CRD)
+    assert helm_plane.exists(helm_plane.core.read_namespace, NAMESPACE)
     assert driver.backend.get_parent(JOBS_NAMESPACE, "served") is not None, "the CRD kept, the Job is still there"
     rbac = kubernetes.client.RbacAuthorizationV1Api(api)
-    assert not installed.exists(rbac.read_cluster_role, "nvcre-hooks-pod-reader")
-    assert not installed.exists(installed.core.read_namespaced_secret, "nvcre-hooks-token", NAMESPACE)
-    assert not installed.exists(installed.custom.get_cluster_custom_object, "metacontroller.k8s.io", "v1alpha1",
+    assert not helm_plane.exists(rbac.read_cluster_role, "nvcre-hooks-pod-reader")
+    assert not helm_plane.exists(helm_plane.core.read_namespaced_secret, "nvcre-hooks-token", NAMESPACE)
+    assert not helm_plane.exists(helm_plane.custom.get_cluster_custom_object, "metacontroller.k8s.io", "v1alpha1",
                                 "compositecontrollers", "nvcre-jobs")
 
 
-def test_helm_install_with_an_existing_secret_names_it_and_makes_none(installed: Installed) -> None:
+def test_helm_install_with_an_existing_secret_names_it_and_makes_none(helm_plane: HelmPlane) -> None:
     """The operator's namespace and Secret first (``namespace.create=false``: the chart renders no
     Namespace), then the chart naming the Secret: Metacontroller's token is the operator's, and the
     Deployment mounts the same Secret."""
-    ensure_namespace(installed.api, NAMESPACE)
+    ensure_namespace(helm_plane.api, NAMESPACE)
     token = "s" * 64
-    Applier(installed.api).apply({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+    Applier(helm_plane.api).apply({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                                   "metadata": {"name": "site-token", "namespace": NAMESPACE},
                                   "stringData": {"token": token, "previous": ""}})
-    installed.install({"hookToken.existingSecret": "site-token", "namespace.create": False})
+    helm_plane.install({"hookToken.existingSecret": "site-token", "namespace.create": False})
     try:
-        assert "kind: Secret" not in installed.helm_run("get", "manifest", RELEASE, "--namespace", NAMESPACE)
-        assert CompositeControllerStandIn(installed.api).token == token
-        assert installed.deployment_secret() == "site-token"
+        assert "kind: Secret" not in helm_plane.helm_run("get", "manifest", RELEASE, "--namespace", NAMESPACE)
+        assert CompositeControllerStandIn(helm_plane.api).token == token
+        assert helm_plane.deployment_secret() == "site-token"
     finally:
-        installed.helm_run("uninstall", RELEASE, "--namespace", NAMESPACE)
-    assert installed.secret("site-token") == {"token": token, "previous": ""}, "the operator's Secret stays"
+        helm_plane.helm_run("uninstall", RELEASE, "--namespace", NAMESPACE)
+    assert helm_plane.secret("site-token") == {"token": token, "previous": ""}, "the operator's Secret stays"
 
 
 def _behind(call: Any) -> bool:
