@@ -48,14 +48,15 @@ def helm_binary(*, build: bool = False) -> Path:
     tier builds on a miss, as it does its other parts. Raises ``HelmMissing``."""
     override = os.environ.get("NVCRE_HELM_BIN")
     if override:
-        return Path(override)
-    env = dict(os.environ)
-    if not build:
-        env["NVCRE_HELM_NO_BUILD"] = "1"
-    result = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env, check=False)
-    if result.returncode != 0:
-        raise HelmMissing(result.stderr.strip()[-2000:])
-    binary = Path(result.stdout.strip().splitlines()[-1]) / "helm"
+        binary = Path(override)
+    else:
+        env = dict(os.environ)
+        if not build:
+            env["NVCRE_HELM_NO_BUILD"] = "1"
+        result = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env, check=False)
+        if result.returncode != 0:
+            raise HelmMissing(result.stderr.strip()[-2000:])
+        binary = Path(result.stdout.strip().splitlines()[-1]) / "helm"
     if not os.access(binary, os.X_OK):
         raise HelmMissing(f"{binary} is not an executable")
     return binary
