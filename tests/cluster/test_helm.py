@@ -15,8 +15,9 @@ Metacontroller's CompositeController CRD (../shared/reference) go first, as on a
   created and the status written, every call answered 200 (or 409 while the stand-in's cache is
   behind, answered on the next sync). ``helm uninstall`` keeps the CRD (and so
   the Job) and the Namespace, and removes the rest.
-- With ``hookToken.existingSecret``: no Secret is made, the CompositeController and the Deployment
-  name the operator's, and uninstall leaves it.
+- What ``kubectl apply -k manifests/`` installed, with the operator's Secret, taken over by
+  ``helm install --take-ownership`` with ``hookToken.existingSecret``: the same Deployment, no Secret
+  made, the operator's named by the CompositeController and the Deployment, and left by uninstall.
 """
 
 from __future__ import annotations
@@ -36,8 +37,15 @@ from kubernetes.client import ApiException
 from tests.cluster.conftest import built_jobset, metacontroller_crds, missing
 from tests.cluster.controlplane import ControlPlane, binaries_dir
 from tests.cluster.jobsetctl import jobset_crds
-from tests.cluster.kube import REQUEST_TIMEOUT, Applier, ensure_namespace, load_documents, service_account_token
-from tests.cluster.metacontroller import ApiBackend, CompositeControllerStandIn, Metacontroller
+from tests.cluster.kube import (
+    REQUEST_TIMEOUT,
+    Applier,
+    ensure_namespace,
+    kustomized_manifests,
+    load_documents,
+    service_account_token,
+)
+from tests.cluster.metacontroller import ApiBackend, CompositeControllerStandIn, Metacontroller, token_secret
 from tests.cluster.world import TIER_STALENESS, KubeconfigSource, ServerView
 from tests.e2e.harness import job_spec
 from tests.e2e.invariants import Invariants
@@ -206,23 +214,32 @@ def test_helm_install_with_a_generated_token_serves_a_job_and_uninstall_keeps_th
                                 "compositecontrollers", "nvcre-jobs")
 
 
-def test_helm_install_with_an_existing_secret_names_it_and_makes_none(helm_plane: HelmPlane) -> None:
-    """The operator's namespace and Secret first (``namespace.create=false``: the chart renders no
-    Namespace), then the chart naming the Secret: Metacontroller's token is the operator's, and the
-    Deployment mounts the same Secret."""
-    ensure_namespace(helm_plane.api, NAMESPACE)
+def test_an_install_of_kubectl_apply_k_moves_to_helm_with_its_secret(helm_plane: HelmPlane) -> None:
+    """docs/operations.md, "Install with Helm": what ``kubectl apply -k manifests/`` installed, with
+    the operator's token Secret, is taken over by ``helm install --take-ownership`` with
+    ``hookToken.existingSecret``: the same Deployment (not recreated: its pods stay), now Helm's; no
+    Secret made, the operator's named by both sides; and ``helm uninstall`` leaves that Secret."""
+    applier = Applier(helm_plane.api)
+    objects = kustomized_manifests()
+    applier.apply_all([o for o in objects if o["kind"] in ("Namespace", "CustomResourceDefinition")])
     token = "s" * 64
-    Applier(helm_plane.api).apply({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                                  "metadata": {"name": "site-token", "namespace": NAMESPACE},
-                                  "stringData": {"token": token, "previous": ""}})
-    helm_plane.install({"hookToken.existingSecret": "site-token", "namespace.create": False})
+    applier.apply(token_secret(token))
+    applier.apply_all([o for o in objects if o["kind"] not in ("Namespace", "CustomResourceDefinition")])
+    apps = kubernetes.client.AppsV1Api(helm_plane.api)
+    before = apps.read_namespaced_deployment("nvcre-hooks", NAMESPACE).metadata
+
+    helm_plane.install({"hookToken.existingSecret": "nvcre-hooks-token"}, "--take-ownership")
     try:
+        after = apps.read_namespaced_deployment("nvcre-hooks", NAMESPACE).metadata
+        assert after.uid == before.uid, "taken over, not recreated"
+        assert after.labels["app.kubernetes.io/managed-by"] == "Helm" and "app.kubernetes.io/managed-by" not in (
+            before.labels or {})
         assert "kind: Secret" not in helm_plane.helm_run("get", "manifest", RELEASE, "--namespace", NAMESPACE)
         assert CompositeControllerStandIn(helm_plane.api).token == token
-        assert helm_plane.deployment_secret() == "site-token"
+        assert helm_plane.deployment_secret() == "nvcre-hooks-token"
     finally:
         helm_plane.helm_run("uninstall", RELEASE, "--namespace", NAMESPACE)
-    assert helm_plane.secret("site-token") == {"token": token, "previous": ""}, "the operator's Secret stays"
+    assert helm_plane.secret("nvcre-hooks-token") == {"token": token, "previous": ""}, "the operator's Secret stays"
 
 
 def _behind(call: Any) -> bool:
