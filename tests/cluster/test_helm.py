@@ -46,7 +46,7 @@ from tests.cluster.kube import (
     service_account_token,
 )
 from tests.cluster.metacontroller import ApiBackend, CompositeControllerStandIn, Metacontroller, token_secret
-from tests.cluster.world import TIER_STALENESS, KubeconfigSource, ServerView
+from tests.cluster.world import KubeconfigSource, ServerView
 from tests.e2e.harness import job_spec
 from tests.e2e.invariants import Invariants
 from tests.e2e.server import HookServer
@@ -186,7 +186,7 @@ def test_helm_install_with_a_generated_token_serves_a_job_and_uninstall_keeps_th
     with HookServer(source, env=env, args=["--workers", "1"]) as hooks:  # one worker starts sooner
         view = ServerView(api, JOBS_NAMESPACE)
         driver = Metacontroller(ApiBackend(api, [JOBS_NAMESPACE]), hooks.transport(), Invariants(view),
-                                token=metacontroller.token, resync_period=1.0, staleness=TIER_STALENESS)
+                                token=metacontroller.token, resync_period=1.0)  # fresh caches: no lag to wait out
         driver.create_job(JOBS_NAMESPACE, "served", job_spec(workers=2))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
