@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: venv test lint run bench bench-cluster soak demo image clean control-plane kueue jobset kwok test-cluster dev
+.PHONY: venv test lint run bench bench-cluster soak demo image clean control-plane kueue jobset kwok helm test-cluster dev
 
 venv: $(STAMP)
 
@@ -46,9 +46,15 @@ kwok:
 	@start=$$(date +%s); bash tests/cluster/kwok/build.sh >/dev/null; \
 	echo "kwok: ready in $$(( $$(date +%s) - start )) s (build or cache)"
 
+# helm (helm.sh/helm/v4) built the same way, for the chart charts/nvcre-hooks: helm lint and helm
+# template in the fast suite (which skips them without it, outside CI), helm install on the tier.
+helm:
+	@start=$$(date +%s); bash tests/cluster/helm/build.sh >/dev/null; \
+	echo "helm: ready in $$(( $$(date +%s) - start )) s (build or cache)"
+
 # Two pytest-xdist workers, each with its own control plane (a session fixture), test files kept
 # whole (module fixtures): the tier waits far more than it computes, so two halve its time.
-test-cluster: $(STAMP) control-plane kueue jobset kwok
+test-cluster: $(STAMP) control-plane kueue jobset kwok helm
 	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster -n 2 --dist loadfile tests/cluster; rc=$$?; \
 	echo "cluster tier: $$(( $$(date +%s) - start )) s"; exit $$rc
 

@@ -61,6 +61,7 @@ PARTS = (
     Part("jobset", "jobset", ("jobset-manager",), "NVCRE_JOBSET_NO_BUILD"),
     Part("kueue", "kueue", ("kueue",), "NVCRE_KUEUE_NO_BUILD"),
     Part("kwok", "kwok", ("kwok",), "NVCRE_KWOK_NO_BUILD"),
+    Part("helm", "helm", ("helm",), "NVCRE_HELM_NO_BUILD"),
 )
 
 

@@ -14,6 +14,9 @@ way to be checked, first match wins:
   dependencies: the venv has them), then the installed commands run from elsewhere;
 - ``make-run``: a ``curl`` to ``make run``'s address: the server starts as ``make run`` starts it (no
   cluster, no token, a free port in place of 8080) and the command prints what the docs show;
+- ``helm``: ``helm install`` or ``helm upgrade`` of the chart renders with ``helm template`` and the
+  same chart, namespace and values (the flags that only act on a cluster dropped), so what would be
+  installed is well formed (the helm of ``make helm``; skipped without it, except in CI);
 - ``elsewhere``: it needs a cluster, Docker, a registry or a long-running process; the reason names
   where it is exercised (the cluster tier, ``make dev``, another test).
 
@@ -35,6 +38,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.helm import require_helm, run_helm
 from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,6 +111,7 @@ RULES: list[tuple[str, str, str]] = [
                                                                "before `kubectl apply -k deploy/prod/` is built"),
     (r"^cat > kustomization.yaml <<'EOF'\n", "elsewhere", "the site overlay (above)"),
     (r"^kubectl apply -k ", "kustomize", ""),
+    (r"^helm (install|upgrade) nvcre-hooks charts/nvcre-hooks ", "helm", ""),
     (r"^kubectl apply -f (manifests/\S+)$", "file", ""),
     (r"^kubectl (get|describe|patch) nvjob( NAME)?( -n NS| -A)?( |$)", "elsewhere",
      "about one Job: tests/cluster/test_docs_commands.py runs each as written with the real kubectl"),
@@ -230,6 +235,20 @@ def test_the_other_directory_the_docs_apply_builds_too() -> None:
     built = subprocess.run([kubectl(), "kustomize", str(ROOT / "manifests-kueue")], capture_output=True, text=True,
                            timeout=120, check=False)
     assert built.returncode == 0, built.stderr
+
+
+CLUSTER_ONLY_FLAGS = ("--create-namespace", "--take-ownership", "--reuse-values", "--wait")
+"""``helm install``/``upgrade`` flags that act on a cluster only: ``helm template`` has none of them."""
+
+
+@pytest.mark.parametrize("shown", [s for s in ALL if (rule_of(s.command) or ("",))[0] == "helm"], ids=ident)
+def test_what_helm_install_would_install_renders(shown: Shown) -> None:
+    helm = require_helm()
+    words = [w for w in shlex.split(shown.command)[2:] if w not in CLUSTER_ONLY_FLAGS]
+    done = run_helm(helm, ["template", *words])
+    assert done.returncode == 0, f"{ident(shown)}: helm template: {done.stderr}"
+    kinds = {o["kind"] for o in yaml.safe_load_all(done.stdout) if o}
+    assert {"CustomResourceDefinition", "Deployment", "CompositeController"} <= kinds, kinds
 
 
 @pytest.mark.parametrize("shown", [s for s in ALL if (rule_of(s.command) or ("",))[0] == "file"], ids=ident)

@@ -757,7 +757,9 @@ def test_deployment_configures_every_documented_variable(objects: dict) -> None:
                         "NVCRE_METRICS_PORT", "PROMETHEUS_MULTIPROC_DIR"}
     assert all(isinstance(value, str) for value in env.values()), "env values must be strings"
     from_pod = {e["name"]: e["valueFrom"] for e in hooks_container(objects)["env"] if "valueFrom" in e}
-    assert from_pod == {"POD_NAME": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    # apiVersion written out (the default): a server-side apply compares the whole fieldRef with the
+    # stored one, which has it (tests/cluster/test_helm.py takes a kubectl apply -k install over).
+    assert from_pod == {"POD_NAME": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}
     timeout = objects[("CompositeController", "nvcre-jobs")]["spec"]["hooks"]["sync"]["webhook"]["timeout"]
     assert float(env["NVCRE_API_TIMEOUT_SECONDS"]) < int(timeout.rstrip("s")) / 2
 
