@@ -55,8 +55,8 @@ class Unreadable(ValueError):
 
 def admitted(text: object) -> bool:
     """Whether the API server admits ``text`` as a ``format: date-time`` string (``strfmt.IsDateTime``;
-    ``""`` is not one). Never raises."""
-    return isinstance(text, str) and _parts(text) is not None
+    ``""`` is not one). Never raises. A text ``read`` remembers was admitted (it read as an instant)."""
+    return isinstance(text, str) and (text in _read_memo or _parts(text) is not None)
 
 
 READ_MEMO_MAX = 4096

@@ -140,3 +140,5 @@ def test_a_text_read_again_is_not_parsed_again_and_answers_as_the_first_read(mon
         apitime.read(f"2025-06-01T00:00:0{second}Z")
     assert len(apitime._read_memo) <= 2
     assert apitime.read("2025-06-01T00:00:04Z") == AT + timedelta(seconds=4)
+    monkeypatch.setattr(apitime, "_parts", lambda text: None)  # a remembered text is admitted unparsed
+    assert apitime.admitted("2025-06-01T00:00:04Z") and not apitime.admitted("2025-06-01T00:00:09Z")
