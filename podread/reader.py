@@ -16,7 +16,7 @@ from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.jobs import Job, JobLister
 from podread.metrics import ReadMetrics, default_metrics
 from podread.nodes import NodeCache, NodeLister, NodeState, read_states
-from podread.selector import Pod, PodLister, PodSelector, is_active, tells_a_failure
+from podread.selector import Pod, PodLister, PodSelector, count_active, is_active, tells_a_failure
 
 log = logging.getLogger("podread")
 L = TypeVar("L")
@@ -103,7 +103,7 @@ class Reader:
         """
         selector = PodSelector(namespace=namespace, labels={JOB_LABEL: job})
         cached, listed_live = self._list("counted_job_pods", CACHE, selector)
-        if listed_live or sum(1 for pod in cached if is_active(pod)) == reported:
+        if listed_live or count_active(cached) == reported:
             return cached
         return self._read("counted_job_pods", LIVE, selector)
 

@@ -55,14 +55,39 @@ class Unreadable(ValueError):
 
 def admitted(text: object) -> bool:
     """Whether the API server admits ``text`` as a ``format: date-time`` string (``strfmt.IsDateTime``;
-    ``""`` is not one). Never raises."""
-    return isinstance(text, str) and _parts(text) is not None
+    ``""`` is not one). Never raises. A text ``read`` remembers was admitted (it read as an instant)."""
+    return isinstance(text, str) and (text in _read_memo or _parts(text) is not None)
+
+
+READ_MEMO_MAX = 4096
+"""How many texts ``read`` remembers the instant of before it forgets them all (a bound on memory:
+the times of a cluster's pods and statuses repeat from call to call, and a gang's pods share a few)."""
+_read_memo: dict[str, datetime] = {}
 
 
 def read(text: object) -> datetime:
     """``text`` (an admitted ``date-time``) as an aware ``datetime`` in UTC. Raises ``NotAdmitted``
     when the API server would refuse it, ``Unreadable`` when it admits it but it names no instant
-    (the module doc); both are ``ValueError``, and nothing else is raised."""
+    (the module doc); both are ``ValueError``, and nothing else is raised.
+
+    A text read once is not read again: its instant (a ``datetime``, immutable) is remembered by the
+    text, up to ``READ_MEMO_MAX`` texts (then all are forgotten at once), so every call answers as
+    the first did; a refused text is read again each time. A sync reads the ``startTime`` of every
+    pod of its Job (``hooks.core.history.started_at``), the same texts call after call."""
+    if type(text) is str:
+        found = _read_memo.get(text)
+        if found is not None:
+            return found
+    instant = _read(text)
+    if type(text) is str:
+        if len(_read_memo) >= READ_MEMO_MAX:
+            _read_memo.clear()
+        _read_memo[text] = instant
+    return instant
+
+
+def _read(text: object) -> datetime:
+    """``read`` without the memo: the text parsed."""
     shown = repr(text[:SHOWN]) if isinstance(text, str) else type(text).__name__
     parts = _parts(text) if isinstance(text, str) else None
     if parts is None:

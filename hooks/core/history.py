@@ -163,14 +163,16 @@ def started_at(pods: Sequence[Pod], workload: str) -> datetime | None:
     """When the first of ``workload``'s pods (label ``jobset.sigs.k8s.io/jobset-name``) that the
     kubelet ran (phase ``Running``, ``Succeeded`` or ``Failed``) was started: the earliest such pod's
     ``status.startTime`` (set by its kubelet; kept in the cache, ``podread.slim``). ``None`` when no
-    pod of it says so (none read, none scheduled or started yet)."""
-    moments = []
+    pod of it says so (none read, none scheduled or started yet). Each distinct ``startTime`` is read
+    once: a gang's pods share a few (a sync reads all of its Job's pods, issue 32 item 4)."""
+    texts: set[str] = set()
     for pod in pods:
         status = pod.get("status") or {}
-        if (((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL) == workload
-                and status.get("phase") in RAN):
-            moments.append(deadlines.time_or_none(status.get("startTime")))
-    known = [moment for moment in moments if moment is not None]
+        start = status.get("startTime")
+        if (isinstance(start, str) and status.get("phase") in RAN
+                and ((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL) == workload):
+            texts.add(start)  # anything but a text is no time (``time_or_none``)
+    known = [moment for moment in map(deadlines.time_or_none, texts) if moment is not None]
     return min(known) if known else None
 
 

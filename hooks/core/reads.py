@@ -16,7 +16,7 @@ from dataclasses import replace
 from hooks.core.lifecycle import Step
 from hooks.core.work import Context
 from podread.errors import PodReadError
-from podread.selector import is_active
+from podread.selector import count_active
 
 
 def failed_words(error: PodReadError) -> str:
@@ -47,7 +47,7 @@ def counted(ctx: Context) -> int | PodReadError:
         pods = ctx.once.get(JOB_PODS, lambda: ctx.reader.counted_job_pods(ctx.namespace, ctx.job, reported))
     except PodReadError as error:
         return error
-    return sum(1 for pod in pods if is_active(pod))
+    return count_active(pods)
 
 
 def counting(ctx: Context, step: Step) -> Step:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -86,7 +85,10 @@ def gunicorn_logging(level: str) -> dict[str, Any]:
 
 def read_counts(reads: Iterable[Any]) -> dict[str, int]:
     """How many reads went to each source, e.g. ``{"cache": 1, "live": 1}``, from ReadRecords."""
-    return dict(sorted(Counter(record.source for record in reads).items()))
+    counts: dict[str, int] = {}
+    for record in reads:
+        counts[record.source] = counts.get(record.source, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def log_hook_call(
@@ -107,6 +109,9 @@ def log_hook_call(
     Level INFO for a 200, WARNING for a 4xx, ERROR for a 5xx. Carries names, sizes, phases, the
     decision kind, the reads by source and how many of them failed; never request content.
     """
+    level = logging.INFO if code < 400 else logging.WARNING if code < 500 else logging.ERROR
+    if not log.isEnabledFor(level):
+        return  # filtered out: nothing to build (issue 32 item 4)
     reads = list(reads)
     fields = {
         "hook": hook,
@@ -121,6 +126,5 @@ def log_hook_call(
         "duration_ms": round(seconds * 1000, 3),
         "request_bytes": body_bytes,
     }
-    level = logging.INFO if code < 400 else logging.WARNING if code < 500 else logging.ERROR
     target = f" {namespace}/{job}" if job else ""
     log.log(level, "%s%s -> %d", hook, target, code, extra={"fields": fields})

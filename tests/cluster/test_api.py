@@ -14,6 +14,7 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiException
 
+from hooks.server.freshness import METADATA_ONLY, LiveParentVersions
 from hooks.server.writer import ApiWriter
 from podread import JOB_LABEL, ApiError, LiveClient, PodSelector
 from tests.cluster.controlplane import ControlPlane
@@ -248,6 +249,29 @@ def test_live_client_maps_real_status_errors(control_plane: ControlPlane, instal
 
 
 # ---- RBAC ------------------------------------------------------------------------------------------
+
+
+def test_the_parent_check_reads_the_live_jobs_version_as_metadata_with_the_hooks_rbac(
+        control_plane: ControlPlane, installed: dict, hooks_token: str) -> None:
+    """Issue 32 item 4: the parent check's GET asks for the Job's metadata only. The real API server
+    answers a ``PartialObjectMetadata`` of the custom resource, with the live ``resourceVersion``,
+    to the hooks' own service account; a Job that is not there is ``None``."""
+    namespace = "parent-check"
+    ensure_namespace(control_plane.api_client(), namespace)
+    created = _create_job(control_plane, namespace, load_documents(sorted(SAMPLES.glob("*.yaml"))[0])[0])
+    name = created["metadata"]["name"]
+    live = LiveParentVersions(control_plane.api_client(hooks_token))
+    assert live.resource_version(namespace, name) == created["metadata"]["resourceVersion"]
+    assert live.resource_version(namespace, "no-such-job") is None
+    raw = _custom(control_plane, hooks_token).get_namespaced_custom_object(
+        "nvcre.nvidia.com", "v1alpha1", namespace, "jobs", name, _preload_content=False,
+        _headers={"Accept": METADATA_ONLY}).data
+    answer = json.loads(raw)
+    assert (answer["kind"], answer["apiVersion"]) == ("PartialObjectMetadata", "meta.k8s.io/v1")
+    assert "spec" not in answer and answer["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    _custom(control_plane).patch_namespaced_custom_object(  # a newer Job: the check sees the new version
+        "nvcre.nvidia.com", "v1alpha1", namespace, "jobs", name, {"metadata": {"labels": {"touched": "yes"}}})
+    assert live.resource_version(namespace, name) not in (None, created["metadata"]["resourceVersion"])
 
 
 def test_the_hooks_service_account_reads_pods_and_makes_only_its_own_writes(

@@ -113,3 +113,32 @@ def test_read_raises_only_its_two_errors_and_agrees_with_admitted(text: str) -> 
         assert apitime.admitted(text)
     else:
         assert apitime.admitted(text) and at.tzinfo == UTC
+
+
+def test_a_text_read_again_is_not_parsed_again_and_answers_as_the_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo behind ``read`` (issue 32 item 4: a sync reads each pod's ``startTime``, the same
+    texts call after call): one parse per text, the same instant every time, a refused text never
+    remembered, and at most ``READ_MEMO_MAX`` texts held."""
+    parsed: list[object] = []
+    unmemoized = apitime._read
+
+    def counting(text: object) -> datetime:
+        parsed.append(text)
+        return unmemoized(text)
+
+    monkeypatch.setattr(apitime, "_read", counting)
+    monkeypatch.setattr(apitime, "_read_memo", {})
+    text = "2025-06-01t02:00:00+02:00"
+    assert [apitime.read(text) for _ in range(3)] == [AT] * 3
+    assert parsed == [text]
+    for _ in range(2):
+        with pytest.raises(apitime.NotAdmitted):
+            apitime.read("2025-06-01 00:00:00")
+    assert parsed == [text, "2025-06-01 00:00:00", "2025-06-01 00:00:00"]
+    monkeypatch.setattr(apitime, "READ_MEMO_MAX", 2)
+    for second in range(5):
+        apitime.read(f"2025-06-01T00:00:0{second}Z")
+    assert len(apitime._read_memo) <= 2
+    assert apitime.read("2025-06-01T00:00:04Z") == AT + timedelta(seconds=4)
+    monkeypatch.setattr(apitime, "_parts", lambda text: None)  # a remembered text is admitted unparsed
+    assert apitime.admitted("2025-06-01T00:00:04Z") and not apitime.admitted("2025-06-01T00:00:09Z")

@@ -126,3 +126,25 @@ def test_a_history_the_crd_refuses_is_a_400_naming_the_field(entries: Any, field
     with pytest.raises(InvalidRequest) as refused:
         parsed(entries)
     assert refused.value.status == 400 and refused.value.message.startswith(field)
+
+
+def test_an_attempt_started_when_its_first_pod_that_ran_started_each_time_read_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``started_at``: the earliest ``startTime`` of the attempt's pods that ran, whatever else the list
+    holds (another attempt's pods, a pending pod, a time that is no time); a sync reads all of a Job's
+    pods, so each distinct text is read once, not once per pod (issue 32 item 4)."""
+    def started(name: str, at: object, *, workload: str = "train-0", phase: str = "Running") -> dict[str, Any]:
+        pod = make_pod(name, job="train", workload=workload, phase=phase)
+        pod["status"]["startTime"] = at
+        return pod
+
+    gang = [started(f"w-{i}", f"2026-01-01T00:00:0{i % 2 + 1}Z") for i in range(64)]
+    others = [started("old", "2025-01-01T00:00:00Z", workload="train-1"),
+              started("pending", "2025-01-01T00:00:00Z", phase="Pending"),
+              started("odd", {"not": "a time"}), started("bad", "yesterday")]
+    read: list[object] = []
+    parse = history.deadlines.time_or_none
+    monkeypatch.setattr(history.deadlines, "time_or_none", lambda text: read.append(text) or parse(text))
+    assert str(history.started_at([*others, *gang], "train-0")) == "2026-01-01 00:00:01+00:00"
+    assert sorted(map(str, read)) == ["2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z", "yesterday"]
+    assert history.started_at(others[1:], "train-0") is None

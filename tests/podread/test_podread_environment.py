@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
+from kubernetes.client import configuration as k8s_configuration
 
 import podread
 from podread import NoLiveReaderError, NoSourceError, PodReadError
 from podread.cached import Uncached
+from podread.environment import load_api_client
 from podread.live import LiveClient
 
 NO_CLUSTER = {"HOME": "/nonexistent-home"}
@@ -62,6 +65,33 @@ def test_without_home_the_reader_is_built_and_says_so(monkeypatch: pytest.Monkey
     assert not reader.has_live
     assert "no kubeconfig (KUBECONFIG unset and no home directory)" in caplog.text
     assert not podread.from_environment({"KUBECONFIG": "~/missing"}).has_live
+
+
+def test_the_proxy_the_environment_names_is_looked_up_once_not_on_every_request(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32 item 4: the config loaders assign the host again before every request, and a proxy
+    still "from the environment" was then looked up in ``os.environ`` again each time. The client
+    keeps the proxy it loaded with (the environment's, for its host) and never looks again."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(orjson.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "https://10.0.0.1:6443", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}).decode())
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.delenv("https_proxy", raising=False)
+    api_client, where = load_api_client({"KUBECONFIG": str(kubeconfig)})
+    assert api_client is not None, where
+    configuration = api_client.configuration
+    assert configuration.proxy == "http://proxy.example:3128"
+    looked: list[int] = []
+    monkeypatch.setattr(k8s_configuration, "getproxies", lambda: looked.append(1) or {})
+    for _ in range(3):
+        configuration.refresh_api_key_hook(configuration)  # what every request runs first
+        configuration.get_api_key_with_prefix("BearerToken")
+    assert looked == []
+    assert configuration.proxy == "http://proxy.example:3128"
+    assert configuration.host == "https://10.0.0.1:6443"
 
 
 def test_a_missing_kubeconfig_named_by_kubeconfig_is_no_configuration(tmp_path: Path) -> None:

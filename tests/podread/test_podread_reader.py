@@ -22,6 +22,7 @@ from podread import (
     recording,
 )
 from podread.cached import CachedLister, CachedRead, Uncached, as_cached
+from podread.selector import count_active
 from tests.support.fake_lister import FakeLister, failing, pod
 
 
@@ -93,6 +94,18 @@ def test_active_job_pods_with_nothing_anywhere_is_none_after_asking_live() -> No
 def test_a_terminating_pod_is_active() -> None:
     cached = FakeLister([pod("w-0", phase="Running", deleting=True)])
     assert names(Reader(cached, FakeLister()).active_job_pods("team-a", "llama")) == ["w-0"]
+
+
+@pytest.mark.parametrize("statuses", [
+    [], [None], [{}], [{"phase": "Running"}, {"phase": "Succeeded"}, {"phase": "Failed"}, {"phase": "Pending"}],
+    [{"phase": "Unknown"}, {"phase": None}, None, {"phase": "Failed"}, {"phase": "Failed"}],
+])
+def test_count_active_counts_what_is_active_says(statuses: list[dict[str, object] | None]) -> None:
+    """``podread.selector.count_active`` (issue 32 item 4: one pass, no call per pod) is ``is_active``
+    counted: a pod with no status, no phase or an unknown one is active; Succeeded and Failed are not."""
+    pods = [{"metadata": {"name": f"w-{i}"}} if status is None else {"metadata": {"name": f"w-{i}"}, "status": status}
+            for i, status in enumerate(statuses)]
+    assert count_active(pods) == sum(1 for one in pods if podread.is_active(one))
 
 
 def test_active_job_pods_live_failure_raises_never_none(metrics: ReadMetrics) -> None:

@@ -21,6 +21,7 @@ from prometheus_client import REGISTRY
 from werkzeug.test import Client
 
 import hooks.server.handler
+from hooks.server import logs
 from hooks.server.app import create_app
 from hooks.server.config import Settings
 from hooks.server.handler import handle, nested_deeper_than
@@ -135,6 +136,28 @@ def test_a_call_is_counted_and_logged_with_names_not_content(
     assert fields["phase_after"] in ("Pending", "Running")
     assert fields["reads"] and set(fields["reads"]) <= {"cache", "live"}
     assert "trainer:1" not in repr(fields)
+
+
+def test_the_call_line_is_built_only_when_its_level_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 32 item 4: with INFO filtered out, a 200's line is not built (its reads not even counted);
+    a 4xx still is, at WARNING, and the reads are counted by source."""
+    class Read:
+        def __init__(self, source: str, outcome: str = "ok") -> None:
+            self.source, self.outcome = source, outcome
+
+    def untouched() -> Iterator[Read]:
+        raise AssertionError("the reads of a line nobody logs were read")
+        yield Read("cache")
+
+    with caplog.at_level(logging.WARNING, logger="nvcre.hooks"):
+        logs.log_hook_call(hook="sync", namespace="a", job="b", code=200, seconds=0.001, body_bytes=1,
+                           reads=untouched())
+        logs.log_hook_call(hook="sync", namespace="a", job="b", code=409, seconds=0.001, body_bytes=1,
+                           reads=[Read("live"), Read("cache"), Read("cache", "error")])
+    [line] = [record for record in caplog.records if record.name == "nvcre.hooks"]
+    assert line.levelno == logging.WARNING
+    assert line.fields["reads"] == {"cache": 2, "live": 1} and line.fields["read_errors"] == 1  # type: ignore[attr-defined]
+    assert list(line.fields["reads"]) == ["cache", "live"]  # type: ignore[attr-defined]
 
 
 # --- bad input: 4xx with a JSON error, nothing decided ---------------------------------------------

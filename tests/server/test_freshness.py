@@ -19,6 +19,7 @@ from hooks.core.observed import parse_request
 from hooks.server.config import Settings
 from hooks.server.effects import Effects
 from hooks.server.freshness import (
+    METADATA_ONLY,
     RECENT_STATUS_SECONDS,
     FixedParentVersions,
     LiveParentVersions,
@@ -148,6 +149,20 @@ def test_the_live_client_reads_the_version_from_the_api_server(fake_kube: FakeKu
     assert live.resource_version(*KEY) == "77"
     assert live.resource_version("default", "other") is None
     assert fake_kube.writes.job_reads == 2
+
+
+def test_the_live_client_asks_for_the_jobs_metadata_only_and_reads_a_whole_job_as_well(
+        fake_kube: FakeKubeServer) -> None:
+    """Issue 32 item 4: the parent read asks for a ``PartialObjectMetadata`` (a server that cannot
+    convert answers the whole Job, as this fake does, and that is read the same), every time: the
+    client adds to the headers it is given, so each call passes its own."""
+    live = LiveParentVersions(fake_kube.api_client(retries=False))
+    fake_kube.writes.jobs[KEY] = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "spec": {"workers": 2},
+                                  "metadata": {"name": "train", "namespace": "default", "resourceVersion": "78"}}
+    assert [live.resource_version(*KEY) for _ in range(2)] == ["78", "78"]
+    accepts = [request.headers.get("accept") for request in fake_kube.requests if request.path.endswith("/train")]
+    assert accepts == [METADATA_ONLY] * 2
+    assert METADATA_ONLY.startswith("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,")
 
 
 def test_the_live_client_fails_clearly_when_the_server_is_unreachable() -> None:

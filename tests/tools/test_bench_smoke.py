@@ -57,6 +57,7 @@ def test_sync_http_tiny() -> None:
     result = sync_http.run(seconds=0.2, levels=(1, 2))
     _check(result)
     assert all(row["errors"] == 0 and row["requests"] > 0 for row in result.tables["load"])
+    assert any(row["app"].startswith("sync (settled") for row in result.tables["load"]), "the steady state"
 
 
 def test_sync_profile_tiny() -> None:
