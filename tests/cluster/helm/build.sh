@@ -49,7 +49,7 @@ cd "$here"
 echo "helm: building $helm_version into $out (Go caches in $cache_home/go)" >&2
 # helm's own Makefile stamps its version with this flag (the source alone says v4.3): `helm version`
 # then names the release built.
-go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$helm_version" \
+go_step "helm" helm go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$helm_version" \
   -o "$build_tmp/helm" helm.sh/helm/v4/cmd/helm
 echo "$stamp_value" > "$build_tmp/.stamp"
 publish "$out"
