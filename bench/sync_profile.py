@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.common import BenchResult, Figure
 from bench.pods import realistic_job_pods
-from bench.sync_http import JOB, NAMESPACE, PODS, sync_body
+from bench.sync_http import JOB, NAMESPACE, PODS, settled_body, sync_body
 from hooks.server import logs
 from hooks.server.config import Settings
 from podread import PodCache, Reader, ReadMetrics, SnapshotLister
@@ -190,5 +190,14 @@ def run(quick: bool = False) -> BenchResult:
                "floor app, same call", target="<= 2.5 x floor", met=sync_s <= 2.5 * floor_s,  # issue 32
                note=f"2 cores / CPU per sync = {2 / sync_s:,.0f} syncs/s ceiling"),
     ]
+    settled = wsgi_caller(hook_app, settled_body())
+    if settled() != 200:
+        raise RuntimeError("the in-process hook did not answer the settled call 200")
+    settled_s, settled_floor_s = cpu_per_call_alternating(settled, floor, batches=3 if quick else 7,
+                                                          calls=50 if quick else 400)
+    result.figures.append(Figure(
+        "in-process /sync CPU per call, settled Job (its own answer fed back)", settled_s * 1e6, "us",
+        settled_floor_s * 1e6, "floor app, same call",
+        note="the steady state: Metacontroller's resync of a Job whose status is the hooks' last answer"))
     result.scale = {"profiled_calls": calls, "body_bytes": len(body), "pods": PODS}
     return result
