@@ -11,14 +11,19 @@ hooks' own metrics, the workers' memory.
   and the pods the watch-fed caches hold (``podread_watch_pods``).
 - ``quantile``: a quantile of a Prometheus histogram, interpolated in its bucket as PromQL's
   ``histogram_quantile`` does.
+- ``Usage`` / ``usage_of``: the CPU seconds (user and system, every thread) and the resident memory
+  of the processes of each part (the hooks, the JobSet controller, kube-controller-manager, ...), read
+  from ``/proc/<pid>/stat`` and ``/proc/<pid>/status`` as the kernel accounts them.
 """
 
 from __future__ import annotations
 
+import os
 import urllib.request
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -133,3 +138,35 @@ def quantile(buckets: Sequence[tuple[float, float]], q: float) -> float | None:
             return lower_bound + (bound - lower_bound) * (rank - lower_count) / (count - lower_count)
         lower_bound, lower_count = bound, count
     return lower_bound
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a part's processes had used when sampled: ``cpu_seconds`` (user + system time, summed
+    over the processes; cumulative since each started) and ``rss_kib`` (VmRSS, summed)."""
+
+    cpu_seconds: float = 0.0
+    rss_kib: int = 0
+
+    def since(self, earlier: Usage) -> Usage:
+        """The CPU used between ``earlier`` and this sample (a process that restarted in between
+        counts from zero), with this sample's memory."""
+        return Usage(max(0.0, self.cpu_seconds - earlier.cpu_seconds), self.rss_kib)
+
+
+def usage_of(pids: Iterable[int]) -> Usage:
+    """The summed ``Usage`` of ``pids`` now; a process gone meanwhile counts as nothing."""
+    cpu, rss = 0.0, 0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        cpu += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14 and 15)
+        rss += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return Usage(cpu, rss)

@@ -66,7 +66,7 @@ from typing import Any
 
 import kubernetes
 
-from bench.cluster_measures import HookMetrics, count_requests
+from bench.cluster_measures import HookMetrics, Usage, count_requests, usage_of
 from bench.cluster_timeline import Timeline, wait_for
 from bench.common import BenchResult, Figure, fmt, percentile, render_table
 from hooks.server.config import Settings
@@ -160,6 +160,8 @@ class Window:
     requests: Counter[str] = field(default_factory=Counter)
     metrics: HookMetrics = field(default_factory=HookMetrics)
     queue_waits: list[float] = field(default_factory=list)
+    usage: dict[str, Usage] = field(default_factory=dict)
+    """Each part's CPU seconds in the window and its memory at the window's end (``Clocked``)."""
 
     def per_call(self, key: str | None = None) -> float | None:
         total = self.requests[key] if key else sum(self.requests.values())
@@ -222,6 +224,8 @@ class PassResult:
             whole.calls += window.calls
             whole.requests.update(window.requests)
             whole.queue_waits += window.queue_waits
+            for name, used in window.usage.items():
+                whole.usage[name] = Usage(whole.usage.get(name, Usage()).cpu_seconds + used.cpu_seconds, used.rss_kib)
             for bound, count in window.metrics.buckets:
                 buckets[bound] = buckets.get(bound, 0.0) + count
         whole.metrics = HookMetrics(buckets=sorted(buckets.items()))
@@ -235,7 +239,9 @@ class PassResult:
                                    "requests": dict(sorted(w.requests.items())),
                                    "latency_buckets": w.metrics.buckets,
                                    "queue_wait_p50": percentile(w.queue_waits, 0.5),
-                                   "queue_wait_p99": percentile(w.queue_waits, 0.99)}
+                                   "queue_wait_p99": percentile(w.queue_waits, 0.99),
+                                   "usage": {name: {"cpu_seconds": round(u.cpu_seconds, 2), "rss_kib": u.rss_kib}
+                                             for name, u in w.usage.items()}}
                             for name, w in self.windows.items()},
                 "rss_kib": self.rss_kib, "watched_pods": self.watched_pods,
                 "restart_latencies": [round(x, 3) for x in sorted(self.restart_latencies)],
@@ -264,22 +270,44 @@ def _pair(values: Sequence[float]) -> str:
 
 # -- the cluster -----------------------------------------------------------------------------------
 
+HOOKS_PART = "the hooks (gunicorn, all workers)"
+COSTS_TABLE = "cost beside the real parts"
+Parts = dict[str, Callable[[], list[int]]]
+"""The processes of each part beside the hooks, by name: a function that gives their pids now (a
+part restarted, kube-controller-manager after the install, has new ones)."""
+
+
+def _pids(process: Any) -> list[int]:
+    """The pid of a ``tests.cluster.controlplane._Process`` while it runs, else none."""
+    popen = getattr(process, "popen", None)
+    return [popen.pid] if popen is not None and popen.poll() is None else []
+
+
 @contextmanager
-def cluster(jobs: int, log: Callable[[str], None]) -> Iterator[tuple[ControlPlane, Installed]]:
+def cluster(jobs: int, log: Callable[[str], None]) -> Iterator[tuple[ControlPlane, Installed, Parts]]:
     """Starts the control plane (with ``CONTROLLER_MANAGER_ARGS``), installs what the hooks and the
     stand-in need (``tests.cluster.dev.install``), starts kube-scheduler, the JobSet controller and kwok
-    with enough GPU nodes for ``jobs`` Jobs; stops them all on exit."""
+    with enough GPU nodes for ``jobs`` Jobs; yields them with their processes (``Parts``); stops them
+    all on exit."""
     with ExitStack() as stack:
         began = time.monotonic()
         plane = stack.enter_context(ControlPlane(controller_manager_args=CONTROLLER_MANAGER_ARGS))
         installed = install(plane, token_seconds=24 * 3600)
-        stack.enter_context(Scheduler(plane))
+        scheduler = stack.enter_context(Scheduler(plane))
         stack.enter_context(installed.jobset)
         nodes = math.ceil(jobs * PODS_PER_JOB / GPUS_PER_NODE) + 1
-        stack.enter_context(Kwok(plane, nodes=nodes, gpus_per_node=GPUS_PER_NODE))
+        kwok = stack.enter_context(Kwok(plane, nodes=nodes, gpus_per_node=GPUS_PER_NODE))
         log(f"cluster up in {time.monotonic() - began:.0f} s: {nodes} kwok nodes of {GPUS_PER_NODE} GPUs; "
             f"logs in {plane.logs_dir}")
-        yield plane, installed
+        parts: Parts = {
+            "JobSet controller": lambda: _pids(installed.jobset._process),
+            "kube-controller-manager": lambda: _pids(plane._kcm),
+            "kube-scheduler": lambda: _pids(scheduler._process),
+            "kwok": lambda: _pids(kwok._process),
+            "kube-apiserver": lambda: _pids(plane._apiserver),
+            "etcd": lambda: _pids(plane._etcd),
+        }
+        yield plane, installed, parts
 
 
 # -- one pass --------------------------------------------------------------------------------------
@@ -330,7 +358,7 @@ class Scenario:
 def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: Install, jobs: int, *,
              pods: int = PODS_PER_JOB, steady_seconds: float | None = None,
              settle_seconds: float = SETTLE_SECONDS, deadline: float = 900.0,
-             log: Callable[[str], None] = print) -> PassResult:
+             log: Callable[[str], None] = print, parts: Parts | None = None) -> PassResult:
     """Runs one pass (module doc) in namespace ``scale-<install.name>`` with ``jobs`` Jobs of ``pods``
     pods and returns its figures (the windows ``start``, ``settle``, ``steady``, ``transitions``); the
     hooks and the stand-in it started are stopped, and its Jobs deleted, before it returns. The
@@ -361,7 +389,10 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
         serving = threading.Thread(target=driver.serve, args=(stop,), kwargs={"refresh_every": refresh},
                                    daemon=True)
         serving.start()
-        clock = Clocked(plane, hooks, driver)
+        clock = Clocked(plane, hooks, driver, {
+            HOOKS_PART: lambda: [hooks.pid, *hooks.worker_pids()],
+            "Metacontroller stand-in and the bench": lambda: [os.getpid()],
+            **(parts or {})})
         try:
             clock.mark()
             with ThreadPoolExecutor(8) as pool:
@@ -404,8 +435,9 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
 class Clocked:
     """Cuts a pass into windows: ``mark()`` ends the window since the last mark and returns it."""
 
-    def __init__(self, plane: ControlPlane, hooks: HookServer, driver: Metacontroller) -> None:
-        self.plane, self.hooks, self.driver = plane, hooks, driver
+    def __init__(self, plane: ControlPlane, hooks: HookServer, driver: Metacontroller, parts: Parts) -> None:
+        self.plane, self.hooks, self.driver, self.parts = plane, hooks, driver, parts
+        self.usage = {name: usage_of(pids()) for name, pids in parts.items()}
         self.at = time.monotonic()
         self.audit_offset = plane.audit_log.stat().st_size if plane.audit_log.is_file() else 0
         """Counted from here on: an earlier pass's (or test's) requests are not this pass's."""
@@ -418,9 +450,12 @@ class Clocked:
         events, offset = self.plane.audit_events(self.audit_offset)
         metrics = HookMetrics.scrape(self.hooks.metrics_url)
         waits = list(self.driver.queue.waits)
+        usage = {name: usage_of(pids()) for name, pids in self.parts.items()}
         window = Window(now - self.at, metrics.calls - self.metrics.calls, count_requests(events),
-                        metrics.minus(self.metrics), waits[self.waits:])
+                        metrics.minus(self.metrics), waits[self.waits:],
+                        {name: usage[name].since(self.usage.get(name, Usage())) for name in usage})
         self.at, self.audit_offset, self.metrics, self.waits = now, offset, metrics, len(waits)
+        self.usage = usage
         return window
 
 
@@ -618,6 +653,31 @@ def figures(results: Mapping[str, PassResult]) -> list[Figure]:
     return out
 
 
+def cost_table(results: Mapping[str, PassResult]) -> list[dict[str, Any]]:
+    """Each part's cost in each pass, from ``/proc`` (``Window.usage``): CPU seconds per Job-hour in the
+    steady window and over the whole pass (creation, settling, steady, transitions), and its memory at
+    the end of the steady window; the hooks' row also as a multiple of the JobSet controller's."""
+    rows = []
+    for name, result in results.items():
+        steady, whole = result.windows.get("steady", Window()), result.everything()
+        job_hours = {"steady": result.jobs * steady.seconds / 3600, "pass": result.jobs * whole.seconds / 3600}
+        jobset = whole.usage.get("JobSet controller")
+        for part, used in sorted(whole.usage.items(), key=lambda item: -item[1].cpu_seconds):
+            calm = steady.usage.get(part, Usage())
+            row = {"pass": name, "part": part,
+                   "CPU s/Job-h steady": _num(calm.cpu_seconds / job_hours["steady"] if job_hours["steady"] else None),
+                   "CPU s/Job-h pass": _num(used.cpu_seconds / job_hours["pass"] if job_hours["pass"] else None),
+                   "CPU s pass": _num(used.cpu_seconds),
+                   "RSS MiB": _num(calm.rss_kib / 1024 if calm.rss_kib else None),
+                   "x JobSet controller (CPU, RSS)": "-"}
+            if part == HOOKS_PART and jobset is not None and jobset.cpu_seconds and jobset.rss_kib:
+                jobset_rss = steady.usage.get("JobSet controller", jobset).rss_kib or jobset.rss_kib
+                row["x JobSet controller (CPU, RSS)"] = (f"{used.cpu_seconds / jobset.cpu_seconds:.2f}, "
+                                                         f"{calm.rss_kib / jobset_rss:.2f}")
+            rows.append(row)
+    return rows
+
+
 def request_table(results: Mapping[str, PassResult]) -> list[dict[str, Any]]:
     """The hooks' requests by verb and resource, per hook call, in each pass's steady and transitions windows."""
     keys = sorted({key for r in results.values() for w in r.windows.values() for key in w.requests})
@@ -641,17 +701,18 @@ def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] =
     jobs = jobs or (QUICK_JOBS if quick else DEFAULT_JOBS)
     began = time.monotonic()
     results: dict[str, PassResult] = {}
-    with cluster(jobs, log) as (plane, installed):
+    with cluster(jobs, log) as (plane, installed, parts):
         for index, name in enumerate(passes):
             left = budget - (time.monotonic() - began)
             share = left / (len(passes) - index)
             log(f"pass {name}, {PASSES[name].about} ({PASSES[name].flags()}), {jobs} Jobs, within {share:.0f} s")
             results[name] = run_pass(plane, installed.hook_token, installed.service_token, PASSES[name], jobs,
-                                     deadline=share, log=log)
+                                     deadline=share, log=log, parts=parts)
     result = BenchResult(record_as, f"{jobs} Jobs of {PODS_PER_JOB} pods on the real control plane",
                          figures=figures(results))
     result.tables["passes"] = [r.row() for r in results.values()]
     result.tables[REQUESTS_TABLE] = request_table(results)
+    result.tables[COSTS_TABLE] = cost_table(results)
     result.scale = {"jobs": jobs, "pods": jobs * PODS_PER_JOB, "passes": list(passes),
                     "flags": {name: PASSES[name].flags() for name in passes}}
     result.notes = _notes(results)
@@ -694,6 +755,9 @@ def write_results(result: BenchResult, passes: Mapping[str, Any]) -> None:
         "", "```", render_table(result.tables["passes"]), "```", "",
         "The hooks' requests per hook call, by verb and resource (the API server's audit log):", "",
         "```", render_table(result.tables[REQUESTS_TABLE]), "```", "",
+        "Each part's cost, from /proc (CPU seconds per Job-hour: steady window and whole pass; memory at the "
+        "end of the steady window; on these shared 2 cores):", "",
+        "```", render_table(result.tables[COSTS_TABLE]), "```", "",
         *[f"- {note}" for note in result.notes],
         end])
     text = REPORT.read_text() if REPORT.is_file() else ""

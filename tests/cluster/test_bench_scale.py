@@ -14,19 +14,22 @@ from dataclasses import replace
 
 import pytest
 
-from bench.cluster_scale import PASSES, run_pass
+from bench.cluster_scale import HOOKS_PART, PASSES, _pids, cost_table, run_pass
 from tests.cluster.conftest import HOOK_TOKEN
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.jobsetctl import JobSetManager
 from tests.cluster.kwokctl import Kwok
 
 pytestmark = pytest.mark.cluster
 
 
 def test_the_scale_benchmark_runs_a_tiny_pass_end_to_end(control_plane: ControlPlane, hooks_token: str,
-                                                         kwok: Kwok) -> None:
+                                                         kwok: Kwok, jobset_manager: JobSetManager) -> None:
     install = replace(PASSES["large-install"], name="smoke", resync_after=1.0)
+    parts = {"JobSet controller": lambda: _pids(jobset_manager._process),
+             "kube-apiserver": lambda: _pids(control_plane._apiserver)}
     result = run_pass(control_plane, HOOK_TOKEN, hooks_token, install, 3, pods=2, steady_seconds=3,
-                      settle_seconds=1, deadline=150, log=print)
+                      settle_seconds=1, deadline=150, log=print, parts=parts)
     print(result.row())
     assert result.finished, f"unfinished: {result.unfinished}"
     assert not result.violations, result.violations
@@ -43,3 +46,10 @@ def test_the_scale_benchmark_runs_a_tiny_pass_end_to_end(control_plane: ControlP
     assert start.queue_waits, "the stand-in measured its queue"
     row = result.row()
     assert row["violations"] == 0 and row["finished"] == "yes"
+    # each part's cost from /proc: the hooks beside the JobSet controller and the API server
+    whole = result.everything()
+    assert {HOOKS_PART, "JobSet controller", "kube-apiserver"} <= set(whole.usage), whole.usage
+    assert whole.usage[HOOKS_PART].cpu_seconds > 0 and whole.usage["kube-apiserver"].cpu_seconds > 0
+    assert steady.usage[HOOKS_PART].rss_kib > 10_000, "the hooks' master and workers together"
+    costs = {r["part"]: r for r in cost_table({"smoke": result})}
+    assert costs[HOOKS_PART]["x JobSet controller (CPU, RSS)"] != "-", costs
