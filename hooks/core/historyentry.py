@@ -14,9 +14,11 @@ from hooks.core import apitime
 
 ENTRY_KEYS = ("attempt", "jobSet", "created", "started", "ended", "outcome", "failedReplicatedJob", "failedPod",
               "node", "exitCode", "reason", "cause", "drainSeconds", "drainStuck", "failedPodDeletionStarted",
-              "failedPodGracePeriodEnds")
+              "failedPodGracePeriodEnds", "checkpointRequested", "checkpointStep", "checkpointAcknowledged",
+              "checkpointExpired")
 """Every key of an entry, in the order written."""
-TIME_KEYS = ("created", "started", "ended", "failedPodDeletionStarted", "failedPodGracePeriodEnds")
+TIME_KEYS = ("created", "started", "ended", "failedPodDeletionStarted", "failedPodGracePeriodEnds",
+             "checkpointRequested", "checkpointAcknowledged", "checkpointExpired")
 STRING_LIMITS = {"jobSet": 63, "outcome": 32, "failedReplicatedJob": 63, "failedPod": 253, "node": 253,
                  "reason": 128, "cause": 63}
 """The longest value of each string key (the CRD's ``maxLength``); a longer one is cut when written."""
@@ -54,7 +56,7 @@ def entries_of(value: object) -> tuple[dict[str, Any], ...]:
 
 def _checked(key: str, value: object, path: str) -> Any:
     """``value`` when it has ``key``'s type (the module doc), else ``ValueError`` naming ``path``."""
-    if key in ("attempt", "exitCode", "drainSeconds"):
+    if key in ("attempt", "exitCode", "drainSeconds", "checkpointStep"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{path}: expected an integer, got {_json_type(value)}")
         if key != "exitCode" and value < 0:

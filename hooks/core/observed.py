@@ -104,6 +104,11 @@ class Observed:
     status_written: str = ""
     """The newest ``managedFields`` time of a ``status`` subresource write (unparsed): when the status
     this request carries was last written; ``""`` when none is recorded."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """The Job's annotations (``hooks.core.checkpoint`` reads the workload's acknowledgement there)."""
+    suspend_set_at: str = ""
+    """The ``time`` of the newest ``managedFields`` entry (not of the status) that owns
+    ``spec.suspend``, as found: when the API server last wrote the suspend (``""``: none recorded)."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
     workloads: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
@@ -151,6 +156,18 @@ def _status_written(metadata: object) -> str:
                 and entry.get("subresource") == "status" and isinstance(entry.get("time"), str)), default="")
 
 
+def _suspend_set_at(metadata: object) -> str:
+    """``Observed.suspend_set_at``: the newest string ``time`` of a ``managedFields`` entry not of
+    subresource ``status`` whose ``fieldsV1`` owns ``f:spec`` / ``f:suspend``, ``""`` when none does."""
+    fields = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+    if not isinstance(fields, list):
+        return ""
+    return max((entry["time"] for entry in fields if isinstance(entry, Mapping)
+                and entry.get("subresource") != "status" and isinstance(entry.get("time"), str)
+                and isinstance(entry.get("fieldsV1"), Mapping) and isinstance(entry["fieldsV1"].get("f:spec"), Mapping)
+                and "f:suspend" in entry["fieldsV1"]["f:spec"]), default="")
+
+
 def parse_request(payload: object, hook: str) -> Observed:
     """Reads a decoded request body and returns the ``Observed`` it describes.
 
@@ -192,6 +209,7 @@ def parse_request(payload: object, hook: str) -> Observed:
                     version_times=version_times, world_times=world_times,
                     resource_version=resource_version if isinstance(resource_version, str) else "",
                     status_written=_status_written(raw_metadata), labels=dict(metadata.labels),
+                    annotations=dict(metadata.annotations), suspend_set_at=_suspend_set_at(raw_metadata),
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
                     podgroups=_podgroups(_group(children, PODGROUP_GROUP, "children"), namespace),

@@ -32,7 +32,7 @@ Count = Annotated[int, msgspec.Meta(ge=0)]
 """A count or a number the CRD declares ``minimum: 0``."""
 
 OPTIONAL = ("restartsByCause", "lastFailure", "startTime", "completionTime", "replicatedJobsDigest", "attempts",
-            "attemptsDropped")
+            "attemptsDropped", "checkpoint")
 """The status fields the answer carries only when set; every other field is always written."""
 
 
@@ -77,6 +77,9 @@ class StatusFields(Declared, rename="camel"):
     and read by ``hooks.core.historyentry.entries_of`` (known keys only, one per attempt, sorted)."""
     attempts_dropped: Count | None = 0
     """How many older entries ``attempts`` no longer keeps."""
+    checkpoint: dict[str, Any] | None = {}
+    """The last checkpoint request of a teardown and its outcome (``hooks.core.checkpoint``, issue 33);
+    read back by that module only, its claims checked there."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -76,6 +76,7 @@ class ConditionType(StrEnum):
     """The ``type`` of each status condition the hooks write."""
 
     ADMITTED = "Admitted"
+    CHECKPOINTED = "Checkpointed"
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     DRAINED = "Drained"
     DRAIN_STUCK = "DrainStuck"
@@ -147,6 +148,13 @@ class Reason(StrEnum):
     NOT_REQUESTED = "NotRequested"                         # an attempt without a gang after one with one
     WAITING_FOR_POD_GROUP = "WaitingForPodGroup"           # a new JobSet waits for its PodGroup
     GANG_MISMATCH = "GangMismatch"                         # the PodGroup is not the gang the hooks build
+    # Checkpointed (hooks.core.checkpoint, issue 33): where the request of a teardown stands (and
+    # NOT_REQUESTED: spec.checkpoint is set, but this teardown asks nothing, or nothing runs to save)
+    CHECKPOINT_REQUESTED = "Requested"
+    CHECKPOINT_ACKNOWLEDGED = "Acknowledged"
+    CHECKPOINT_GRACE_EXPIRED = "GraceExpired"
+    CHECKPOINT_CANCELLED = "Cancelled"
+    CHECKPOINT_WORKLOAD_ENDED = "WorkloadEnded"
 
 
 class GangPolicy(StrEnum):
