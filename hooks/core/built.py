@@ -21,15 +21,16 @@ from hooks.core.work import Context
 def jobset(ctx: Context, attempt: int) -> dict[str, Any]:
     """The JobSet of ``attempt`` as the spec builds it; raises ``InvalidSpec`` as ``build_jobset`` does.
     It mounts the checkpoint control file (``hooks.core.checkpoint.mount``) when its observed JobSet
-    does, or, not observed yet, when ``spec.checkpoint`` is set: an attempt keeps the shape it was
-    created with."""
+    does, or, not observed yet, when ``spec.checkpoint`` is set and the CompositeController lists
+    ConfigMap children (``Observed.configmaps_enabled``): an attempt keeps the shape it was created with."""
     return ctx.once.get(("jobset", attempt), lambda: _built(ctx, attempt))
 
 
 def _built(ctx: Context, attempt: int) -> dict[str, Any]:
     built = build_jobset(ctx.job_object(), attempt)
     observed = ctx.jobset(attempt)
-    wanted = checkpoint.mounted(observed) if observed is not None else ctx.observed.spec.get("checkpoint") is not None
+    wanted = checkpoint.mounted(observed) if observed is not None else (
+        ctx.observed.spec.get("checkpoint") is not None and ctx.observed.configmaps_enabled)
     return checkpoint.mount(built) if wanted else built
 
 

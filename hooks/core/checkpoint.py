@@ -34,12 +34,13 @@ decides whether the deadline passed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from hooks.core import conditions as cond
 from hooks.core.deadlines import time_or_none
@@ -202,7 +203,7 @@ def control_child(job: str, namespace: str, jobset_name: str, attempt: int,
     body = {"version": VERSION, "job": job, "namespace": namespace, "attempt": attempt, "request": request}
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": control_name(jobset_name), "namespace": namespace},
-            "data": {CONTROL_FILE: json.dumps(body, sort_keys=True, separators=(",", ":"))}}
+            "data": {CONTROL_FILE: orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()}}
 
 
 # ---- the request, its claims and its outcome ----------------------------------------------------------
@@ -282,8 +283,8 @@ def acknowledgement(annotations: Mapping[str, str]) -> Ack | None:
     if text is None:
         return None
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
         return Ack("", None)
     if not isinstance(value, dict):
         return Ack("", None)

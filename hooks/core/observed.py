@@ -49,6 +49,7 @@ WORKLOAD_GROUP = "Workload.kueue.x-k8s.io/v1beta2"
 PRIORITY_CLASS_GROUP = "WorkloadPriorityClass.kueue.x-k8s.io/v1beta2"
 FLAVOR_GROUP = "ResourceFlavor.kueue.x-k8s.io/v1beta2"
 PODGROUP_GROUP = "PodGroup.scheduling.k8s.io/v1beta1"
+CONFIGMAP_GROUP = "ConfigMap.v1"
 HOOKS = ("sync", "finalize")
 
 PriorStatus = Status
@@ -124,6 +125,9 @@ class Observed:
     podgroups_enabled: bool = False
     """Whether the CompositeController lists PodGroup children (the group is in the request): only
     then may an answer hold one (Metacontroller has found the type in discovery)."""
+    configmaps_enabled: bool = False
+    """Whether it lists ConfigMap children: only then is an attempt given a checkpoint control file
+    (``hooks.core.checkpoint``)."""
     gang: GangCluster = field(default_factory=GangCluster)
     """The cluster's gang default and what discovery said (set by the hook server; ``GangCluster``)."""
 
@@ -213,7 +217,7 @@ def parse_request(payload: object, hook: str) -> Observed:
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
                     podgroups=_podgroups(_group(children, PODGROUP_GROUP, "children"), namespace),
-                    podgroups_enabled=PODGROUP_GROUP in children,
+                    podgroups_enabled=PODGROUP_GROUP in children, configmaps_enabled=CONFIGMAP_GROUP in children,
                     priority_classes=_priority_classes(_group(related, PRIORITY_CLASS_GROUP, "related")),
                     flavors=_flavors(_group(related, FLAVOR_GROUP, "related")))
 

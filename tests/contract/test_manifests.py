@@ -560,8 +560,11 @@ def test_compositecontroller_contract(objects: dict) -> None:
     assert spec["generateSelector"] is True
     assert spec["resyncPeriodSeconds"] >= 1
     assert spec["parentResource"] == {"apiVersion": "nvcre.nvidia.com/v1alpha1", "resource": "jobs"}
+    # JobSets are never updated (OnDelete); the checkpoint control ConfigMap is updated in place (issue 33)
     assert spec["childResources"] == [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "resource": "jobsets",
-                                       "updateStrategy": {"method": "OnDelete"}}]
+                                       "updateStrategy": {"method": "OnDelete"}},
+                                      {"apiVersion": "v1", "resource": "configmaps",
+                                       "updateStrategy": {"method": "InPlace"}}]
     assert set(spec["hooks"]) == {"sync", "finalize"}
     for hook in ("sync", "finalize"):
         assert spec["hooks"][hook]["version"] == "v2"
@@ -900,7 +903,8 @@ def test_the_kueue_overlay_adds_workloads_and_the_customize_hook(objects: dict, 
     spec = controller["spec"]
     assert spec["childResources"] == [
         {"apiVersion": "jobset.x-k8s.io/v1alpha2", "resource": "jobsets", "updateStrategy": {"method": "OnDelete"}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "workloads", "updateStrategy": {"method": "OnDelete"}}]
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "workloads", "updateStrategy": {"method": "OnDelete"}},
+        {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": {"method": "InPlace"}}]
     assert set(spec["hooks"]) == {"sync", "finalize", "customize"}
     customize = spec["hooks"]["customize"]
     assert customize["version"] == "v2", "cluster-scoped related objects need hook version v2"

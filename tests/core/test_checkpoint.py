@@ -95,7 +95,7 @@ def test_a_volume_named_as_the_control_file_s_is_refused() -> None:
 # ---- the attempt mounts the control file ---------------------------------------------------------------
 
 def test_a_new_attempt_mounts_the_control_configmap_in_every_container_and_answers_it() -> None:
-    d = run(spec=CHECKPOINTED)
+    d = run(spec=CHECKPOINTED, configmaps=True)
     assert kinds(d) == [("JobSet", "train-0"), ("ConfigMap", "train-0-control")]
     pod_spec = d.response["children"][0]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     assert pod_spec["volumes"] == [{"name": "nvcre-control", "configMap": {"name": "train-0-control"}}]
@@ -104,8 +104,15 @@ def test_a_new_attempt_mounts_the_control_configmap_in_every_container_and_answe
     assert control(d) == {"version": "v1", "job": "train", "namespace": "default", "attempt": 0, "request": None}
 
 
+def test_without_the_configmap_child_type_no_attempt_mounts_the_control_file() -> None:
+    d = run(spec=CHECKPOINTED)
+    assert kinds(d) == [("JobSet", "train-0")]
+    assert "volumes" not in d.response["children"][0]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
+        "spec"]
+
+
 def test_without_spec_checkpoint_nothing_changes() -> None:
-    d = run(spec=job_spec())
+    d = run(spec=job_spec(), configmaps=True)
     assert kinds(d) == [("JobSet", "train-0")]
     assert "volumes" not in d.response["children"][0]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
         "spec"]

@@ -159,7 +159,7 @@ def job_request(*, name: str = "train", namespace: str = "default", spec: Mappin
                 priority_classes: Mapping[str, int] | None = None,
                 flavors: Mapping[str, Mapping[str, Any]] | None = None,
                 podgroups: Iterable[Mapping[str, Any]] | None = None,
-                annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+                annotations: Mapping[str, str] | None = None, configmaps: bool = False) -> dict[str, Any]:
     """A CompositeController request body as Metacontroller sends it, children keyed v1 or v2.
 
     ``podgroups`` not ``None`` adds the PodGroup child group (the manifests-gang overlay's
@@ -201,6 +201,8 @@ def job_request(*, name: str = "train", namespace: str = "default", spec: Mappin
     if workloads is not None:
         children[WORKLOAD_GROUP] = {(w["metadata"]["name"] if keying == "v1" else
                                      f"{w['metadata']['namespace']}/{w['metadata']['name']}"): w for w in workloads}
+    if configmaps:  # the ConfigMap child type (the checkpoint control file, issue 33): observed ones are not read
+        children["ConfigMap.v1"] = {}
     if podgroups is not None:
         children[PODGROUP_GROUP] = {(g["metadata"]["name"] if keying == "v1" else
                                      f"{g['metadata']['namespace']}/{g['metadata']['name']}"): g for g in podgroups}
