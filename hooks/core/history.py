@@ -73,7 +73,8 @@ DEFAULT_LIMIT, MAX_LIMIT = 10, MAX_ENTRIES
 """``spec.attemptsHistoryLimit``: its default and largest value (the CRD's, with minimum 1)."""
 MAX_HISTORY_BYTES = 144 * 1024
 """An upper bound of ``status.attempts`` as JSON, at ``MAX_LIMIT`` entries of the longest values
-(about 14 KiB at the default limit; the checkpoint's keys, issue 33, added 8 KiB at the largest): well inside the 1.5 MiB an object may have in etcd."""
+(about 14 KiB at the default limit; the checkpoint's keys, issue 33, added 8 KiB at the largest):
+well inside the 1.5 MiB an object may have in etcd."""
 
 SUSPENDED, DELETED, EVICTED = EndCause.SUSPENDED, EndCause.DELETED, EndCause.EVICTED
 DEADLINE_EXCEEDED, PREEMPTED = EndCause.DEADLINE_EXCEEDED, EndCause.PREEMPTED
