@@ -416,6 +416,25 @@ GATES = (ON_SUSPEND, ON_PREEMPTION, ON_DELETE)
 """The gates of this module, listed in ``hooks.core.lifecycle.GATES``."""
 
 
+# ---- what an answer reached: the Events' and the metrics' -----------------------------------------------
+
+def reached(prior: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[str, float | None] | None:
+    """The outcome a request reached between ``prior`` and ``record`` (``status.checkpoint`` before
+    and after an answer): ``(outcome, seconds)`` when ``record``'s outcome is an end (``ENDED``) it
+    did not have in ``prior`` (another request, or another outcome); ``seconds``, for an
+    acknowledgement, from ``requestedAt`` to ``acknowledgedAt`` (``None`` otherwise, or when a time
+    is unreadable). ``None`` when nothing ended."""
+    outcome = record.get("outcome")
+    if outcome not in ENDED or (prior.get("id"), prior.get("outcome")) == (record.get("id"), outcome):
+        return None
+    seconds = None
+    if outcome == Said.ACKNOWLEDGED:
+        asked, acked = time_or_none(record.get("requestedAt")), time_or_none(record.get("acknowledgedAt"))
+        if asked is not None and acked is not None:
+            seconds = max(0.0, (acked - asked).total_seconds())
+    return str(outcome), seconds
+
+
 # ---- a resume while it waits, and what the answer carries ----------------------------------------------
 
 def cancelled(status: Status) -> tuple[Mapping[str, Any], ConditionChange]:

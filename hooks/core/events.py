@@ -11,7 +11,9 @@ answered twice (Metacontroller calling again before its status write lands) has 
 Transitions: ``AttemptCreated`` (created attempt N), ``Restarting`` (restarting because ...),
 ``DrainWaiting`` (waiting on N pods), ``DrainPassed``, ``Suspended``, ``Resumed``,
 ``DeadlineExceeded``, ``DrainStuck``, ``Failed``, ``Succeeded``, ``Deleting`` (TTL),
-``ForceDeletingPod`` and, for a gang (issue 22, ``hooks.core.gang``), ``GangUnschedulable`` (the
+``ForceDeletingPod``, for a checkpoint (issue 33, ``hooks.core.checkpoint``) ``CheckpointRequested``,
+``CheckpointAckIgnored``, ``CheckpointAcknowledged``, ``CheckpointGraceExpired``, ``CheckpointCancelled`` and
+``CheckpointAbandoned``, and, for a gang (issue 22, ``hooks.core.gang``), ``GangUnschedulable`` (the
 scheduler cannot place it), ``GangScheduled`` (placed), ``GangUnavailable`` and ``GangMismatch`` (its
 PodGroup is not the gang the hooks build).
 """
@@ -48,6 +50,33 @@ class Event:
     action: str
     note: str
     key: str
+
+
+CHECKPOINT_EVENTS = {"Acknowledged": ("CheckpointAcknowledged", NORMAL),
+                     "GraceExpired": ("CheckpointGraceExpired", WARNING),
+                     "Cancelled": ("CheckpointCancelled", NORMAL),
+                     "WorkloadEnded": ("CheckpointAbandoned", WARNING)}
+"""The Event of each end of a checkpoint request (``hooks.core.checkpoint``, issue 33)."""
+
+
+def _checkpoint(prior: Mapping[str, Any], record: Mapping[str, Any], add: Any) -> None:
+    """The checkpoint's Events (issue 33), keyed by the request id: ``CheckpointRequested`` for a new
+    request, ``CheckpointAckIgnored`` (Warning) when an acknowledgement names another request, and
+    one per end (``CHECKPOINT_EVENTS``)."""
+    rid, outcome = str(record.get("id", "")), str(record.get("outcome", ""))
+    if not rid:
+        return
+    new = prior.get("id") != rid
+    if new:
+        add("CheckpointRequested", NORMAL, "Checkpoint", f"asked attempt {record.get('attempt')} to save "
+            f"({record.get('reason')}): request {rid}, deadline {record.get('deadline')}", rid)
+    if record.get("ignored") and (new or prior.get("ignored") != record.get("ignored")):
+        add("CheckpointAckIgnored", WARNING, "Checkpoint", f"an acknowledgement of request {record.get('ignored')} "
+            f"is ignored: the request is {rid}", f"{rid}/{record.get('ignored')}")
+    if outcome in CHECKPOINT_EVENTS and (new or prior.get("outcome") != outcome):
+        reason, type_ = CHECKPOINT_EVENTS[outcome]
+        saved = f": step {record.get('acknowledgedStep')} saved" if outcome == "Acknowledged" else ""
+        add(reason, type_, "Checkpoint", f"request {rid} ({record.get('reason')}): {outcome}{saved}", rid)
 
 
 def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action, ...] = (),
@@ -107,6 +136,7 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
         elif gang.get("reason") in GANG_WARNINGS:
             add(GANG_WARNINGS[str(gang.get("reason"))], WARNING, "Schedule", str(gang.get("message", "")),
                 f"{attempt}/{gang.get('lastTransitionTime')}")
+    _checkpoint(prior.checkpoint or {}, status.get("checkpoint") or {}, add)
     if after == Phase.SUSPENDED and before != Phase.SUSPENDED:
         add("Suspended", NORMAL, "Suspend", "suspended: the workload is torn down and no pod is active", str(attempt))
     if after == Phase.FAILED and before != Phase.FAILED:
