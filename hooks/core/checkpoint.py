@@ -142,10 +142,12 @@ def check(spec: Mapping[str, Any]) -> None:
     already has a volume named ``CONTROL_VOLUME`` (``InvalidCheckpoint``)."""
     if policy(spec) is None:
         return
-    for entry in spec.get("replicatedJobs") or ():
-        pod_spec = _pod_spec(entry)
-        if any(isinstance(v, Mapping) and v.get("name") == CONTROL_VOLUME for v in pod_spec.get("volumes") or ()):
-            raise InvalidSpec(f"replicated job {entry.get('name')!s:.63}: a volume named {CONTROL_VOLUME} is the "
+    entries = spec.get("replicatedJobs")
+    for entry in entries if isinstance(entries, list) else ():
+        volumes = _pod_spec(entry).get("volumes")
+        if isinstance(volumes, list) and any(isinstance(v, Mapping) and v.get("name") == CONTROL_VOLUME
+                                             for v in volumes):
+            raise InvalidSpec(f"replicated job {str(entry.get('name'))[:63]}: a volume named {CONTROL_VOLUME} is the "
                               f"checkpoint control file's (spec.checkpoint)", "InvalidCheckpoint")
 
 
@@ -165,27 +167,40 @@ def control_name(jobset_name: str) -> str:
 
 def mount(jobset: dict[str, Any]) -> dict[str, Any]:
     """``jobset`` (a built one, not shared) with the control ConfigMap mounted read-only at
-    ``CONTROL_PATH`` in every container and init container of every pod template; returns it."""
+    ``CONTROL_PATH`` in every container and init container of every pod template; returns it.
+    Raises ``InvalidSpec`` (``InvalidCheckpoint``) when a pod spec's ``volumes``, ``containers``,
+    ``initContainers`` or a container's ``volumeMounts`` is not an array (nothing to add to)."""
     volume = {"name": CONTROL_VOLUME, "configMap": {"name": control_name(jobset["metadata"]["name"])}}
     for replicated in jobset["spec"]["replicatedJobs"]:
         pod_spec = replicated["template"]["spec"]["template"].setdefault("spec", {})
-        pod_spec["volumes"] = [*(pod_spec.get("volumes") or []), volume]
+        pod_spec["volumes"] = [*_array(pod_spec, "volumes", replicated), volume]
         for kind in ("initContainers", "containers"):
-            for container in pod_spec.get(kind) or ():
+            for container in _array(pod_spec, kind, replicated):
                 if isinstance(container, dict):
-                    container["volumeMounts"] = [*(container.get("volumeMounts") or []),
-                                                 {"name": CONTROL_VOLUME, "mountPath": CONTROL_PATH, "readOnly": True}]
+                    container["volumeMounts"] = [*_array(container, "volumeMounts", replicated), {
+                        "name": CONTROL_VOLUME, "mountPath": CONTROL_PATH, "readOnly": True}]
     return jobset
+
+
+def _array(node: Mapping[str, Any], key: str, replicated: Mapping[str, Any]) -> list[Any]:
+    value = node.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidSpec(f"replicated job {str(replicated.get('name'))[:63]}: {key} must be an array to mount "
+                          f"the checkpoint control file (spec.checkpoint)", "InvalidCheckpoint")
+    return value
 
 
 def mounted(jobset: Mapping[str, Any] | None) -> bool:
     """Whether ``jobset`` (observed or answered) mounts its control ConfigMap: its attempt began
     under the contract."""
-    if jobset is None:
-        return False
-    for replicated in (jobset.get("spec") or {}).get("replicatedJobs") or ():
-        volumes = _pod_spec(replicated).get("volumes") or ()
-        if any(isinstance(v, Mapping) and v.get("name") == CONTROL_VOLUME for v in volumes):
+    spec = jobset.get("spec") if jobset is not None else None
+    replicated_jobs = spec.get("replicatedJobs") if isinstance(spec, Mapping) else None
+    for replicated in replicated_jobs if isinstance(replicated_jobs, list) else ():
+        volumes = _pod_spec(replicated).get("volumes")
+        if isinstance(volumes, list) and any(isinstance(v, Mapping) and v.get("name") == CONTROL_VOLUME
+                                             for v in volumes):
             return True
     return False
 

@@ -90,8 +90,35 @@ class StatusFields(Declared, rename="camel"):
         _time("completionTime", self.completion_time)
         if self.attempts:
             msgspec.structs.force_setattr(self, "attempts", list(entries_of(self.attempts)))
+        if self.checkpoint:
+            msgspec.structs.force_setattr(self, "checkpoint", checkpoint_of(self.checkpoint))
         if len(self.restarts_by_cause) > 1:
             msgspec.structs.force_setattr(self, "restarts_by_cause", dict(sorted(self.restarts_by_cause.items())))
+
+
+CHECKPOINT_STRINGS = ("version", "id", "reason", "outcome", "ignored")
+CHECKPOINT_COUNTS = ("attempt", "acknowledgedStep")
+CHECKPOINT_TIMES = ("requestedAt", "deadline", "acknowledgedAt", "expiredAt")
+
+
+def checkpoint_of(value: dict[str, Any]) -> dict[str, Any]:
+    """A prior ``status.checkpoint`` (issue 33) with its known keys only (the API server prunes the
+    others), each of the CRD's type: strings, integers >= 0, times the API server admits. Raises
+    ``ValueError`` naming the key (``checkpoint.attempt: expected an integer >= 0, got string``)."""
+    kept: dict[str, Any] = {}
+    for key in (*CHECKPOINT_STRINGS, *CHECKPOINT_COUNTS, *CHECKPOINT_TIMES):
+        item = value.get(key)
+        if item is None:
+            continue
+        if key in CHECKPOINT_COUNTS:
+            if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+                raise ValueError(f"checkpoint.{key}: expected an integer >= 0, got {type(item).__name__}")
+        elif not isinstance(item, str):
+            raise ValueError(f"checkpoint.{key}: expected a string, got {type(item).__name__}")
+        elif key in CHECKPOINT_TIMES:
+            _time(f"checkpoint.{key}", item)
+        kept[key] = item
+    return kept
 
 
 class Status(StatusFields, frozen=True):

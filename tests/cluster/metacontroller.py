@@ -795,7 +795,8 @@ class Metacontroller:
             child_resources.append({"apiVersion": f"{SCHEDULING_GROUP}/{SCHEDULING_VERSION}", "resource": "podgroups",
                                     "updateStrategy": {"method": "OnDelete"}})
         if self.configmaps:
-            child_resources.append({"apiVersion": "v1", "resource": "configmaps", "updateStrategy": {"method": "InPlace"}})
+            child_resources.append({"apiVersion": "v1", "resource": "configmaps",
+                                    "updateStrategy": {"method": "InPlace"}})
         return {"metadata": {"name": CONTROLLER},
                 "spec": {"generateSelector": True,
                          "parentResource": {"apiVersion": f"{GROUP}/{VERSION}", "resource": "jobs"},

@@ -287,3 +287,19 @@ def test_a_request_whose_jobset_stopped_running_ends_workload_ended() -> None:
             jobsets=[mounting(jobset_child("train", 0, state="Failed"))])
     assert status(d)["checkpoint"]["outcome"] == "WorkloadEnded"
     assert kinds(d) == []
+
+
+def test_a_status_checkpoint_of_the_wrong_type_is_a_400_naming_the_key() -> None:
+    from hooks.core.declared import InvalidRequest
+    with pytest.raises(InvalidRequest) as refused:
+        parse_request(job_request(status={"phase": "Suspending", "checkpoint": {"attempt": "0"}}), "sync")
+    assert refused.value.status == 400 and "checkpoint.attempt" in refused.value.message
+    kept = parse_request(job_request(status={"checkpoint": {"outcome": "Requested", "extra": 1}}), "sync")
+    assert kept.status.checkpoint == {"outcome": "Requested"}  # unknown keys: pruned, as the API server does
+
+
+def test_a_pod_spec_whose_volumes_are_not_an_array_cannot_mount_the_control_file() -> None:
+    spec = json.loads(json.dumps(CHECKPOINTED))
+    spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["volumes"] = {"a": 1}
+    d = run(spec=spec, configmaps=True)
+    assert d.kind == "invalid-spec" and condition(d, "InvalidSpec")["reason"] == "InvalidCheckpoint"
