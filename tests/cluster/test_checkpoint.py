@@ -169,3 +169,49 @@ def test_the_acknowledgement_names_the_request_or_is_ignored(world: ClusterWorld
     assert "CheckpointAckIgnored" in world.event_reasons("picky")
     json.dumps(checkpoint_of(world, "picky"))
     world.assert_safe()
+
+
+# ---- a Kueue preemption --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def kueue(control_plane: ControlPlane, installed: dict[str, str]) -> Iterator[Any]:
+    """Kueue's manager for this module, with priority classes low and high (as tests/cluster/test_kueue.py)."""
+    from tests.cluster.kueue import Kueue
+    from tests.cluster.test_kueue import built_kueue
+    with Kueue(control_plane, built_kueue()) as manager:
+        manager.priority_class("low", 10)
+        manager.priority_class("high", 1000)
+        yield manager
+
+
+def test_a_preemption_moves_the_quota_only_after_the_acknowledgement_and_the_drain(
+        control_plane: ControlPlane, hooks: HookServer, kwok: Kwok, kueue: Any, tmp_path: Path) -> None:
+    from tests.cluster.test_kueue import gpu_spec, labels, reserving, workload
+    namespace = f"checkpoint-kueue-{next(_names)}"
+    world = ClusterWorld(control_plane, hooks, namespace, kwok, workloads=True, configmaps=True)
+    kueue.queue(namespace, "team", gpus=8, cluster_queue=f"{namespace}-cq")
+    trainer = Trainer(world, tmp_path)
+    world.create_job("low", gpu_spec() | {"checkpoint": {"graceSeconds": 300}}, labels=labels("low"))
+    world.run_until_pods_run("low", 2, timeout=90)
+    world.create_job("urgent", gpu_spec(), labels=labels("high"))
+    world.run_until(lambda: checkpoint_of(world, "low").get("reason") == "preemption"
+                    and checkpoint_of(world, "low").get("outcome") == "Requested", "low asked to save", timeout=90)
+    world.run_for(4)
+    assert world.phase("low") == "Suspending" and world.jobsets("low") == ["low-0"], "low runs while it saves"
+    assert len(world.active_pods("low")) == 2
+    assert workload(world, kueue, "low") is not None and reserving(kueue, world) == 1, "the quota stays held"
+    assert world.jobsets("urgent") == [], "the preemptor waits"
+    world.run_until(lambda: helper.pending(str(trainer.mount("low", 0))) is not None, "the request mounted")
+    acked = time.monotonic()
+    helper.acknowledge(4200, str(trainer.file), api=trainer.api)
+    world.run_until(lambda: world.jobsets("urgent") == ["urgent-0"], "urgent admitted after the drain", timeout=90)
+    released = time.monotonic() - acked
+    world.run_until(lambda: world.phase("low") == "Queued", "low queued again", timeout=60)
+    record = checkpoint_of(world, "low")
+    assert (record["outcome"], record["acknowledgedStep"], record["reason"]) == ("Acknowledged", 4200, "preemption")
+    status = world.status("low")
+    assert (status["attempt"], status["restarts"]) == (1, 0), "a preemption is not a failure"
+    entry = next(e for e in status["attempts"] if e["attempt"] == 0)
+    assert (entry["outcome"], entry["checkpointStep"]) == ("Evicted", 4200)
+    print(f"\nacknowledgement to the preemptor's JobSet: {released:.1f} s")
+    world.assert_safe()
