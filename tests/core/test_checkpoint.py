@@ -303,3 +303,22 @@ def test_a_pod_spec_whose_volumes_are_not_an_array_cannot_mount_the_control_file
     spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["volumes"] = {"a": 1}
     d = run(spec=spec, configmaps=True)
     assert d.kind == "invalid-spec" and condition(d, "InvalidSpec")["reason"] == "InvalidCheckpoint"
+
+
+@pytest.mark.parametrize("prior", [
+    {"phase": "Running", "attempt": 0, "workload": "train-0"},                      # a steady sync
+    {"phase": "Suspending", "attempt": 0, "checkpoint": checkpoint_request(0, "suspend", STAMP, grace=120)},
+])
+def test_the_checkpoint_costs_no_read_of_its_own(prior: dict[str, Any]) -> None:
+    """A steady sync reads what it reads without the feature; a waiting gate reads no pod at all
+    (the barrier is not asked while it holds): the acknowledgement comes with the parent."""
+    suspended = prior["phase"] == "Suspending"
+    with_it, without = FakeReader(pods()), FakeReader(pods())
+    run(with_it, spec=CHECKPOINTED | {"suspend": suspended}, status=prior,
+        jobsets=[mounting(jobset_child("train", 0))], configmaps=True)
+    plain = {key: value for key, value in prior.items() if key != "checkpoint"}
+    run(without, spec=job_spec() | {"suspend": suspended}, status=plain, jobsets=[jobset_child("train", 0)])
+    if suspended:
+        assert with_it.calls == [] and without.calls != []
+    else:
+        assert with_it.calls == without.calls != []
