@@ -242,18 +242,25 @@ def request_id(attempt: int, why: Why, requested_at: str) -> str:
 
 def trigger_time(ctx: Context, why: Why) -> datetime | None:
     """When the API server says the teardown began, when the request carries it: the Job's
-    ``deletionTimestamp`` (delete), the newest condition time of its Workload (a preemption: Kueue's
-    eviction), the time of the last write that set ``spec.suspend`` (``Observed.suspend_set_at``).
-    ``None`` when the request carries no such evidence."""
+    ``deletionTimestamp`` (delete), the time of its Workload's ``Evicted`` condition (a preemption:
+    Kueue's eviction; its other conditions move on while the request waits), the time of the last
+    write that set ``spec.suspend`` (``Observed.suspend_set_at``). ``None`` when the request carries
+    no such evidence."""
     observed = ctx.observed
     if why == Why.DELETE:
         return time_or_none(observed.deletion_timestamp)
     if why == Why.SUSPEND:
         return time_or_none(observed.suspend_set_at)
     times = [time_or_none(c.get("lastTransitionTime")) for w in observed.workloads
-             for c in ((w.get("status") or {}).get("conditions") or ()) if isinstance(c, Mapping)]
+             for c in _conditions(w) if c.get("type") == "Evicted" and c.get("status") == "True"]
     known = [t for t in times if t is not None]
     return max(known) if known else None
+
+
+def _conditions(workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    status = workload.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return [c for c in conditions if isinstance(c, Mapping)] if isinstance(conditions, list) else []
 
 
 def _held_request(ctx: Context, work: Work, why: Why) -> Mapping[str, Any] | None:

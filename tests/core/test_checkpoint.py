@@ -322,3 +322,18 @@ def test_the_checkpoint_costs_no_read_of_its_own(prior: dict[str, Any]) -> None:
         assert with_it.calls == [] and without.calls != []
     else:
         assert with_it.calls == without.calls != []
+
+
+def test_a_preemption_s_request_is_not_made_again_when_kueue_s_other_conditions_move() -> None:
+    """The request's floor is the Workload's Evicted time, not its newest condition: a later
+    condition (Kueue requeueing, say) must not re-issue the request under a new id."""
+    evicted = [workload_child("train", state="evicted")]
+    first = run(FakeReader(pods()), spec=CHECKPOINTED, labels=QUEUE, workloads=evicted,
+                status={"phase": "Running", "attempt": 0, "workload": "train-0"},
+                jobsets=[mounting(jobset_child("train", 0))])
+    moved = workload_child("train", state="evicted")
+    moved["status"]["conditions"].append({"type": "Requeued", "status": "False", "reason": "Evicted", "message": "",
+                                          "lastTransitionTime": "2026-01-01T00:00:30Z"})
+    again = run(FakeReader(pods()), spec=CHECKPOINTED, labels=QUEUE, workloads=[moved], status=status(first),
+                jobsets=[mounting(jobset_child("train", 0))], now=NOW + timedelta(seconds=40))
+    assert status(again)["checkpoint"]["id"] == status(first)["checkpoint"]["id"]
