@@ -215,3 +215,25 @@ def test_a_preemption_moves_the_quota_only_after_the_acknowledgement_and_the_dra
     assert (entry["outcome"], entry["checkpointStep"]) == ("Evicted", 4200)
     print(f"\nacknowledgement to the preemptor's JobSet: {released:.1f} s")
     world.assert_safe()
+
+
+def test_a_preemption_without_an_acknowledgement_drains_when_the_grace_expires(
+        control_plane: ControlPlane, hooks: HookServer, kwok: Kwok, kueue: Any) -> None:
+    from tests.cluster.test_kueue import gpu_spec, labels, workload
+    namespace = f"checkpoint-kueue-{next(_names)}"
+    world = ClusterWorld(control_plane, hooks, namespace, kwok, workloads=True, configmaps=True)
+    kueue.queue(namespace, "team", gpus=8, cluster_queue=f"{namespace}-cq")
+    world.create_job("low", gpu_spec() | {"checkpoint": {"graceSeconds": 30}}, labels=labels("low"))
+    world.run_until_pods_run("low", 2, timeout=90)
+    world.create_job("urgent", gpu_spec(), labels=labels("high"))
+    world.run_until(lambda: checkpoint_of(world, "low").get("outcome") == "Requested", "low asked", timeout=90)
+    world.run_for(10)
+    assert world.jobsets("low") == ["low-0"] and workload(world, kueue, "low") is not None
+    assert world.jobsets("urgent") == []
+    world.run_until(lambda: world.jobsets("urgent") == ["urgent-0"], "urgent after the grace and the drain",
+                    timeout=120)
+    record = checkpoint_of(world, "low")
+    assert (record["outcome"], record["reason"]) == ("GraceExpired", "preemption")
+    entry = next(e for e in world.status("low")["attempts"] if e["attempt"] == 0)
+    assert entry["checkpointExpired"] == record["deadline"]
+    world.assert_safe()
