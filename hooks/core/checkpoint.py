@@ -269,6 +269,8 @@ def _held_request(ctx: Context, work: Work, why: Why) -> Mapping[str, Any] | Non
     record = work.checkpoint or {}
     if record.get("attempt") != work.attempt or record.get("reason") != why or record.get("version") != VERSION:
         return None
+    if record.get("outcome") in (Said.CANCELLED, Said.WORKLOAD_ENDED):
+        return None  # that request is over: a new teardown asks again, under a new id
     requested_at = record.get("requestedAt")
     at = time_or_none(requested_at)
     if at is None or record.get("id") != request_id(work.attempt, why, str(requested_at)):

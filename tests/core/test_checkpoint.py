@@ -337,3 +337,15 @@ def test_a_preemption_s_request_is_not_made_again_when_kueue_s_other_conditions_
     again = run(FakeReader(pods()), spec=CHECKPOINTED, labels=QUEUE, workloads=[moved], status=status(first),
                 jobsets=[mounting(jobset_child("train", 0))], now=NOW + timedelta(seconds=40))
     assert status(again)["checkpoint"]["id"] == status(first)["checkpoint"]["id"]
+
+
+def test_a_suspend_after_a_cancelled_request_asks_again_under_a_new_id() -> None:
+    first = suspending()
+    resumed = run(FakeReader(pods()), spec=CHECKPOINTED, status=status(first),
+                  jobsets=[mounting(jobset_child("train", 0))], now=NOW + timedelta(seconds=10))
+    assert status(resumed)["checkpoint"]["outcome"] == "Cancelled"
+    old = status(first)["checkpoint"]
+    again = suspending(prior=status(resumed), annotations=ack(old), now=NOW + timedelta(seconds=300))
+    record = status(again)["checkpoint"]
+    assert record["outcome"] == "Requested" and record["id"] != old["id"]  # not expired at once, not the old ack
+    assert record["requestedAt"] == "2026-01-01T00:05:00Z" and record["ignored"] == old["id"]
