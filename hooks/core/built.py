@@ -13,14 +13,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks.core import queueing
+from hooks.core import checkpoint, queueing
 from hooks.core.jobset import build_jobset
 from hooks.core.work import Context
 
 
 def jobset(ctx: Context, attempt: int) -> dict[str, Any]:
-    """The JobSet of ``attempt`` as the spec builds it; raises ``InvalidSpec`` as ``build_jobset`` does."""
-    return ctx.once.get(("jobset", attempt), lambda: build_jobset(ctx.job_object(), attempt))
+    """The JobSet of ``attempt`` as the spec builds it; raises ``InvalidSpec`` as ``build_jobset`` does.
+    It mounts the checkpoint control file (``hooks.core.checkpoint.mount``) when its observed JobSet
+    does, or, not observed yet, when ``spec.checkpoint`` is set and the CompositeController lists
+    ConfigMap children (``Observed.configmaps_enabled``): an attempt keeps the shape it was created with."""
+    return ctx.once.get(("jobset", attempt), lambda: _built(ctx, attempt))
+
+
+def _built(ctx: Context, attempt: int) -> dict[str, Any]:
+    built = build_jobset(ctx.job_object(), attempt)
+    observed = ctx.jobset(attempt)
+    wanted = checkpoint.mounted(observed) if observed is not None else (
+        ctx.observed.spec.get("checkpoint") is not None and ctx.observed.configmaps_enabled)
+    return checkpoint.mount(built) if wanted else built
 
 
 def workload(ctx: Context, attempt: int) -> dict[str, Any]:

@@ -88,8 +88,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from hooks.core import checkpoint, gang, history, specpin
 from hooks.core import conditions as cond
-from hooks.core import gang, history, specpin
 from hooks.core.answer import assemble
 from hooks.core.barrier import refuse_if_behind
 from hooks.core.lifecycle import Move, Step, Teardown, apply, path
@@ -150,7 +150,8 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
         tearing_down = deadline.DEADLINE                                  # row 3a
     apply(ctx, row(ctx, work, tearing_down, disagreement), work)  # the one place a row's Step enters the work
     after = After(trusted=trusted, tearing_down=tearing_down is not None, attempt=attempt,
-                  ended_by=tearing_down.move if tearing_down is not None else None)
+                  ended_by=tearing_down.move if tearing_down is not None
+                  and not checkpoint.waiting(work) else None)  # a checkpoint gate waits: nothing ended yet
     for later in PASSES:                                                  # then rows 12, 13 among them
         later.run(ctx, work, after)
     decision = assemble(observed, work, resync_seconds)
@@ -236,6 +237,10 @@ def _history(ctx: Context, work: Work, after: After) -> None:
         history.update(ctx, work, attempt=after.attempt, ended_by=after.ended_by)
 
 
+def _checkpoint(ctx: Context, work: Work, after: After) -> None:
+    checkpoint.after_row(ctx, work)
+
+
 def pin(ctx: Context, work: Work, after: After) -> None:
     """``replicatedJobsDigest``, pinned with the first JobSet answered (``hooks.core.specpin``)."""
     work.replicated_jobs_digest = specpin.pinned(ctx.observed.spec, work.replicated_jobs_digest,
@@ -286,6 +291,7 @@ PASSES: tuple[Pass, ...] = (
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
     Pass("times", deadline.times, _times),
     Pass("history", history.update, _history),                            # status.attempts
+    Pass("checkpoint", checkpoint.after_row, _checkpoint),                # control ConfigMaps, attempts' requests
     Pass("pin", pin, pin),
     Pass("on the phase", on_the_phase, on_the_phase),                     # rows 12, 13
     Pass("workload", kueue.workload_child, _workload),

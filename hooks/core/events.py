@@ -30,6 +30,10 @@ answer's, so that it is said once):
   ``GangUnavailable`` and ``GangMismatch`` (its PodGroup is not the gang the hooks build). The
   barrier writes them on every call of a hold, under the same move, and the gang after the row.
 - The writes the answer asks for: ``Deleting`` (TTL), ``ForceDeletingPod``.
+- A checkpoint request's turns (issue 33, ``hooks.core.checkpoint``), keyed by the request id:
+  ``CheckpointRequested``, ``CheckpointAckIgnored``, ``CheckpointAcknowledged``,
+  ``CheckpointGraceExpired``, ``CheckpointCancelled`` and ``CheckpointAbandoned``. A gate's wait is
+  no move of its own, so these compare the prior ``status.checkpoint`` with the answer's.
 """
 
 from __future__ import annotations
@@ -83,6 +87,33 @@ def resumed(transition: Transition) -> bool:
     return (transition.move == Move.NEXT_ATTEMPT and transition.source in (Phase.SUSPENDING, Phase.SUSPENDED)
             and transition.target in (Phase.PENDING, Phase.RUNNING)
             and transition.attempts[1] > transition.attempts[0])
+
+
+CHECKPOINT_EVENTS = {"Acknowledged": ("CheckpointAcknowledged", NORMAL),
+                     "GraceExpired": ("CheckpointGraceExpired", WARNING),
+                     "Cancelled": ("CheckpointCancelled", NORMAL),
+                     "WorkloadEnded": ("CheckpointAbandoned", WARNING)}
+"""The Event of each end of a checkpoint request (``hooks.core.checkpoint``, issue 33)."""
+
+
+def _checkpoint(prior: Mapping[str, Any], record: Mapping[str, Any], add: Any) -> None:
+    """The checkpoint's Events (issue 33), keyed by the request id: ``CheckpointRequested`` for a new
+    request, ``CheckpointAckIgnored`` (Warning) when an acknowledgement names another request, and
+    one per end (``CHECKPOINT_EVENTS``)."""
+    rid, outcome = str(record.get("id", "")), str(record.get("outcome", ""))
+    if not rid:
+        return
+    new = prior.get("id") != rid
+    if new:
+        add("CheckpointRequested", NORMAL, "Checkpoint", f"asked attempt {record.get('attempt')} to save "
+            f"({record.get('reason')}): request {rid}, deadline {record.get('deadline')}", rid)
+    if record.get("ignored") and (new or prior.get("ignored") != record.get("ignored")):
+        add("CheckpointAckIgnored", WARNING, "Checkpoint", f"an acknowledgement of request {record.get('ignored')} "
+            f"is ignored: the request is {rid}", f"{rid}/{record.get('ignored')}")
+    if outcome in CHECKPOINT_EVENTS and (new or prior.get("outcome") != outcome):
+        reason, type_ = CHECKPOINT_EVENTS[outcome]
+        saved = f": step {record.get('acknowledgedStep')} saved" if outcome == "Acknowledged" else ""
+        add(reason, type_, "Checkpoint", f"request {rid} ({record.get('reason')}): {outcome}{saved}", rid)
 
 
 def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action, ...] = (),
@@ -146,6 +177,7 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
         elif gang.get("reason") in GANG_WARNINGS:
             add(GANG_WARNINGS[str(gang.get("reason"))], WARNING, "Schedule", str(gang.get("message", "")),
                 f"{attempt}/{gang.get('lastTransitionTime')}")
+    _checkpoint(prior.checkpoint or {}, status.get("checkpoint") or {}, add)
     suspended = into.get(Phase.SUSPENDED)
     if suspended is not None:
         add(MOVED[Phase.SUSPENDED], NORMAL, "Suspend", "suspended: the workload is torn down and no pod is active",

@@ -17,7 +17,8 @@ from hooks.core.vocab import AttemptField as F
 ENTRY_KEYS: tuple[str, ...] = tuple(key.value for key in F)
 """Every key of an entry, in the order written (``hooks.core.vocab.AttemptField``), as plain strings."""
 TIME_KEYS: tuple[str, ...] = tuple(key.value for key in (F.CREATED, F.STARTED, F.ENDED, F.FAILED_POD_DELETION_STARTED,
-                                                         F.FAILED_POD_GRACE_PERIOD_ENDS))
+                                                         F.FAILED_POD_GRACE_PERIOD_ENDS, F.CHECKPOINT_REQUESTED,
+                                                         F.CHECKPOINT_ACKNOWLEDGED, F.CHECKPOINT_EXPIRED))
 STRING_LIMITS: dict[str, int] = {F.JOB_SET.value: 63, F.OUTCOME.value: 32, F.FAILED_REPLICATED_JOB.value: 63,
                                  F.FAILED_POD.value: 253, F.NODE.value: 253, F.REASON.value: 128, F.CAUSE.value: 63}
 """The longest value of each string key (the CRD's ``maxLength``); a longer one is cut when written."""
@@ -55,7 +56,7 @@ def entries_of(value: object) -> tuple[dict[str, Any], ...]:
 
 def _checked(key: str, value: object, path: str) -> Any:
     """``value`` when it has ``key``'s type (the module doc), else ``ValueError`` naming ``path``."""
-    if key in (F.ATTEMPT, F.EXIT_CODE, F.DRAIN_SECONDS):
+    if key in (F.ATTEMPT, F.EXIT_CODE, F.DRAIN_SECONDS, F.CHECKPOINT_STEP):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{path}: expected an integer, got {_json_type(value)}")
         if key != F.EXIT_CODE and value < 0:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from hooks.core import budget
+from hooks.core import budget, checkpoint
 from hooks.core import conditions as cond
 from hooks.core.actions import Action
 from hooks.core.budget import Charge
@@ -135,6 +135,7 @@ ARROWS: tuple[Arrow, ...] = (
     _arrow(P, SG, "evicted by Kueue", Move.EVICT),
     _arrow(R, SG, "evicted by Kueue", Move.EVICT),
     _arrow(SG, SD, "drain barrier passed", Move.SUSPEND),
+    _arrow(SG, R, "resumed while the checkpoint gate waits: the same attempt keeps running", Move.RUN),
     _arrow(SG, P, "suspend unset, barrier passed, next attempt (attempt+1)", Move.NEXT_ATTEMPT),
     _arrow(SG, Q, "queue-managed, drain barrier passed, quota released", Move.EVICT),
     _arrow(SD, P, "suspend unset, barrier passed, next attempt (attempt+1)", Move.NEXT_ATTEMPT),
@@ -264,6 +265,8 @@ class GateVerdict:
     passed: bool
     words: str = ""
     conditions: tuple[ConditionChange, ...] = ()
+    checkpoint: Mapping[str, Any] | None = None
+    """``status.checkpoint`` as the gate leaves it (``hooks.core.checkpoint``; ``None``: unchanged)."""
 
 
 class Gate(Protocol):
@@ -282,8 +285,9 @@ class Gate(Protocol):
     def waiting(self, status: Status) -> bool: ...
 
 
-GATES: tuple[Gate, ...] = ()
-"""Every gate any ``Teardown`` declares (none yet). Listed here, below ``hooks.core.evidence`` in the
+GATES: tuple[Gate, ...] = checkpoint.GATES
+"""Every gate any ``Teardown`` declares (the checkpoint's, one per reason: ``hooks.core.checkpoint``).
+Listed here, below ``hooks.core.evidence`` in the
 import order, so that evidence can ask whether one waits; a ``Teardown`` whose gate is not listed
 is refused when it is declared (``Teardown.__post_init__``)."""
 
@@ -368,7 +372,8 @@ class Step:
     (the move it makes, an arrow's ``by`` in ``ARROWS``); ``charge`` (what the ended attempt costs,
     ``hooks.core.budget.Charge``: ``apply`` pays it by ``budget.spend``); ``record`` (what the drain
     barrier the row read puts into the status, ``Record``: written before the step's own
-    conditions); ``actions`` (the writes it asks for besides the answer, ``hooks.core.actions``)."""
+    conditions); ``actions`` (the writes it asks for besides the answer, ``hooks.core.actions``);
+    ``checkpoint`` (``status.checkpoint``: the request a checkpoint gate made, ``hooks.core.checkpoint``)."""
 
     outcome: Outcome
     phase: Phase | None = None
@@ -388,6 +393,7 @@ class Step:
     charge: Charge | None = None
     record: Record | None = None
     actions: tuple[Action, ...] = ()
+    checkpoint: Mapping[str, Any] | None = None
 
 
 def then(first: Step, second: Step) -> Step:
@@ -411,13 +417,13 @@ def then(first: Step, second: Step) -> Step:
                 last_failure=said("last_failure"), finalized=first.finalized or second.finalized,
                 resync=first.resync or second.resync, wakes=second.wakes or first.wakes,
                 transition=said("transition"), charge=said("charge"), record=said("record"),
-                actions=first.actions + second.actions)
+                actions=first.actions + second.actions, checkpoint=said("checkpoint"))
 
 
 def apply(ctx: Context, step: Step, work: Work) -> None:
     """Writes ``step`` into ``work``: the one place a ``Step``'s phase, outcome, message, attempt,
     children, workload, quota, barrier's record (``Record``: its conditions, active pods, resync,
-    stuck pods and force deletes, before the step's own), conditions (stamped ``ctx.stamp``, or as
+    stuck pods and force deletes, before the step's own), checkpoint request, conditions (stamped ``ctx.stamp``, or as
     a change's ``since`` says), active pods, last failure, charge (``restarts``,
     ``restartsByCause``: as ``hooks.core.budget.spend`` says, with the budget of
     ``ctx.observed.spec``), finalized, resync, wake-ups, actions and transition (kept when the step
@@ -463,6 +469,8 @@ def apply(ctx: Context, step: Step, work: Work) -> None:
         work.actions = [*work.actions, *step.actions]
     if step.transition is not None:
         work.transition = step.transition
+    if step.checkpoint is not None:
+        work.checkpoint = dict(step.checkpoint)
 
 
 def ahead(ctx: Context, step: Step, work: Work) -> Work:

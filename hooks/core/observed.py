@@ -51,6 +51,7 @@ WORKLOAD_GROUP = "Workload.kueue.x-k8s.io/v1beta2"
 PRIORITY_CLASS_GROUP = "WorkloadPriorityClass.kueue.x-k8s.io/v1beta2"
 FLAVOR_GROUP = "ResourceFlavor.kueue.x-k8s.io/v1beta2"
 PODGROUP_GROUP = "PodGroup.scheduling.k8s.io/v1beta1"
+CONFIGMAP_GROUP = "ConfigMap.v1"
 HOOKS = ("sync", "finalize")
 
 PriorStatus = Status
@@ -107,6 +108,11 @@ class Observed:
     status_written: str = ""
     """The newest ``managedFields`` time of a ``status`` subresource write (unparsed): when the status
     this request carries was last written; ``""`` when none is recorded."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """The Job's annotations (``hooks.core.checkpoint`` reads the workload's acknowledgement there)."""
+    suspend_set_at: str = ""
+    """The ``time`` of the newest ``managedFields`` entry (not of the status) that owns
+    ``spec.suspend``, as found: when the API server last wrote the suspend (``""``: none recorded)."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
     workloads: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
@@ -122,6 +128,9 @@ class Observed:
     podgroups_enabled: bool = False
     """Whether the CompositeController lists PodGroup children (the group is in the request): only
     then may an answer hold one (Metacontroller has found the type in discovery)."""
+    configmaps_enabled: bool = False
+    """Whether it lists ConfigMap children: only then is an attempt given a checkpoint control file
+    (``hooks.core.checkpoint``)."""
     gang: GangCluster = field(default_factory=GangCluster)
     """The cluster's gang default and what discovery said (set by the hook server; ``GangCluster``)."""
 
@@ -152,6 +161,18 @@ def _status_written(metadata: object) -> str:
         return ""
     return max((entry["time"] for entry in fields if isinstance(entry, Mapping)
                 and entry.get("subresource") == "status" and isinstance(entry.get("time"), str)), default="")
+
+
+def _suspend_set_at(metadata: object) -> str:
+    """``Observed.suspend_set_at``: the newest string ``time`` of a ``managedFields`` entry not of
+    subresource ``status`` whose ``fieldsV1`` owns ``f:spec`` / ``f:suspend``, ``""`` when none does."""
+    fields = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+    if not isinstance(fields, list):
+        return ""
+    return max((entry["time"] for entry in fields if isinstance(entry, Mapping)
+                and entry.get("subresource") != "status" and isinstance(entry.get("time"), str)
+                and isinstance(entry.get("fieldsV1"), Mapping) and isinstance(entry["fieldsV1"].get("f:spec"), Mapping)
+                and "f:suspend" in entry["fieldsV1"]["f:spec"]), default="")
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -195,10 +216,11 @@ def parse_request(payload: object, hook: str) -> Observed:
                     version_times=version_times, world_times=world_times,
                     resource_version=resource_version if isinstance(resource_version, str) else "",
                     status_written=_status_written(raw_metadata), labels=dict(metadata.labels),
+                    annotations=dict(metadata.annotations), suspend_set_at=_suspend_set_at(raw_metadata),
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
                     podgroups=_podgroups(_group(children, PODGROUP_GROUP, "children"), namespace),
-                    podgroups_enabled=PODGROUP_GROUP in children,
+                    podgroups_enabled=PODGROUP_GROUP in children, configmaps_enabled=CONFIGMAP_GROUP in children,
                     priority_classes=_priority_classes(_group(related, PRIORITY_CLASS_GROUP, "related")),
                     flavors=_flavors(_group(related, FLAVOR_GROUP, "related")))
 

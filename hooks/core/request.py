@@ -53,6 +53,8 @@ class ParentMetadata(Declared, frozen=True, rename="camel"):
     """Set by the API server: evidence for the status' times."""
     deletion_timestamp: str | None = None
     labels: dict[str, str] | None = {}
+    annotations: dict[str, str] | None = {}
+    """Read for the workload's checkpoint acknowledgement (``hooks.core.checkpoint``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

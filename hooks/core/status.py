@@ -32,7 +32,7 @@ Count = Annotated[int, msgspec.Meta(ge=0)]
 """A count or a number the CRD declares ``minimum: 0``."""
 
 OPTIONAL = ("restartsByCause", "lastFailure", "startTime", "completionTime", "replicatedJobsDigest", "attempts",
-            "attemptsDropped")
+            "attemptsDropped", "checkpoint")
 """The status fields the answer carries only when set; every other field is always written."""
 
 
@@ -77,6 +77,9 @@ class StatusFields(Declared, rename="camel"):
     and read by ``hooks.core.historyentry.entries_of`` (known keys only, one per attempt, sorted)."""
     attempts_dropped: Count | None = 0
     """How many older entries ``attempts`` no longer keeps."""
+    checkpoint: dict[str, Any] | None = {}
+    """The last checkpoint request of a teardown and its outcome (``hooks.core.checkpoint``, issue 33);
+    read back by that module only, its claims checked there."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -87,8 +90,35 @@ class StatusFields(Declared, rename="camel"):
         _time("completionTime", self.completion_time)
         if self.attempts:
             msgspec.structs.force_setattr(self, "attempts", list(entries_of(self.attempts)))
+        if self.checkpoint:
+            msgspec.structs.force_setattr(self, "checkpoint", checkpoint_of(self.checkpoint))
         if len(self.restarts_by_cause) > 1:
             msgspec.structs.force_setattr(self, "restarts_by_cause", dict(sorted(self.restarts_by_cause.items())))
+
+
+CHECKPOINT_STRINGS = ("version", "id", "reason", "outcome", "ignored")
+CHECKPOINT_COUNTS = ("attempt", "acknowledgedStep")
+CHECKPOINT_TIMES = ("requestedAt", "deadline", "acknowledgedAt", "expiredAt")
+
+
+def checkpoint_of(value: dict[str, Any]) -> dict[str, Any]:
+    """A prior ``status.checkpoint`` (issue 33) with its known keys only (the API server prunes the
+    others), each of the CRD's type: strings, integers >= 0, times the API server admits. Raises
+    ``ValueError`` naming the key (``checkpoint.attempt: expected an integer >= 0, got string``)."""
+    kept: dict[str, Any] = {}
+    for key in (*CHECKPOINT_STRINGS, *CHECKPOINT_COUNTS, *CHECKPOINT_TIMES):
+        item = value.get(key)
+        if item is None:
+            continue
+        if key in CHECKPOINT_COUNTS:
+            if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+                raise ValueError(f"checkpoint.{key}: expected an integer >= 0, got {type(item).__name__}")
+        elif not isinstance(item, str):
+            raise ValueError(f"checkpoint.{key}: expected a string, got {type(item).__name__}")
+        elif key in CHECKPOINT_TIMES:
+            _time(f"checkpoint.{key}", item)
+        kept[key] = item
+    return kept
 
 
 class Status(StatusFields, frozen=True):

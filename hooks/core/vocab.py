@@ -73,6 +73,10 @@ class AttemptField(StrEnum):
     DRAIN_STUCK = "drainStuck"
     FAILED_POD_DELETION_STARTED = "failedPodDeletionStarted"
     FAILED_POD_GRACE_PERIOD_ENDS = "failedPodGracePeriodEnds"
+    CHECKPOINT_REQUESTED = "checkpointRequested"
+    CHECKPOINT_STEP = "checkpointStep"
+    CHECKPOINT_ACKNOWLEDGED = "checkpointAcknowledged"
+    CHECKPOINT_EXPIRED = "checkpointExpired"
 
 
 class Outcome(StrEnum):
@@ -101,6 +105,7 @@ class ConditionType(StrEnum):
     """The ``type`` of each status condition the hooks write."""
 
     ADMITTED = "Admitted"
+    CHECKPOINTED = "Checkpointed"
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     DRAINED = "Drained"
     DRAIN_STUCK = "DrainStuck"
@@ -172,6 +177,13 @@ class Reason(StrEnum):
     NOT_REQUESTED = "NotRequested"                         # an attempt without a gang after one with one
     WAITING_FOR_POD_GROUP = "WaitingForPodGroup"           # a new JobSet waits for its PodGroup
     GANG_MISMATCH = "GangMismatch"                         # the PodGroup is not the gang the hooks build
+    # Checkpointed (hooks.core.checkpoint, issue 33): where the request of a teardown stands (and
+    # NOT_REQUESTED: spec.checkpoint is set, but this teardown asks nothing, or nothing runs to save)
+    CHECKPOINT_REQUESTED = "Requested"
+    CHECKPOINT_ACKNOWLEDGED = "Acknowledged"
+    CHECKPOINT_GRACE_EXPIRED = "GraceExpired"
+    CHECKPOINT_CANCELLED = "Cancelled"
+    CHECKPOINT_WORKLOAD_ENDED = "WorkloadEnded"
 
 
 class GangPolicy(StrEnum):

@@ -31,7 +31,7 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,9 +39,11 @@ import cachetools
 from prometheus_client import Counter
 
 from hooks.core.actions import Action, DeleteJob, ForceDeletePod
+from hooks.core.checkpoint import reached
 from hooks.core.decide import Decision
 from hooks.core.events import Event, transition_events
 from hooks.core.observed import API_VERSION, KIND, Observed
+from hooks.server import metrics
 from hooks.server.writer import NO_UID, WriteError, Writer
 
 log = logging.getLogger("nvcre.hooks.effects")
@@ -122,8 +124,23 @@ class Effects:
                 self._queue_event(observed, event, now)
             for action in decision.actions:
                 self._queue_action(action)
+            self._count_checkpoint(observed, status)
         except Exception:  # an effect must never fail the answer
             log.exception("could not queue the effects of a decision on %s/%s", observed.namespace, observed.name)
+
+    def _count_checkpoint(self, observed: Observed, status: Mapping[str, Any]) -> None:
+        """Counts the end of a checkpoint request this answer reached (``hooks.core.checkpoint.reached``),
+        once per replica like its Event (an answer replayed from Metacontroller's cache is not counted again)."""
+        record = status.get("checkpoint") or {}
+        ended = reached(observed.status.checkpoint or {}, record)
+        if ended is None:
+            return
+        name = f"checkpoint/{observed.namespace}/{observed.name}/{record.get('id')}/{ended[0]}"
+        with self._lock:
+            if name in self._sent:
+                return
+            self._sent[name] = True
+        metrics.count_checkpoint(*ended)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Waits until every queued write was tried; returns False on timeout."""

@@ -84,6 +84,21 @@ DRAIN_AGE = Histogram(
     buckets=DRAIN_AGE_BUCKETS,
 )
 
+CHECKPOINT_OUTCOMES = Counter(
+    "nvcre_checkpoint_outcomes_total",
+    "Checkpoint requests (issue 33) that ended, by outcome: Acknowledged, GraceExpired, Cancelled (resumed), "
+    "WorkloadEnded; counted once per replica on the answer that ends it.",
+    ["outcome"],
+)
+CHECKPOINT_OUTCOME_NAMES = ("Acknowledged", "GraceExpired", "Cancelled", "WorkloadEnded")
+CHECKPOINT_ACK_SECONDS = Histogram(
+    "nvcre_checkpoint_acknowledge_seconds",
+    "From a checkpoint request to the workload's acknowledgement (status.checkpoint requestedAt to acknowledgedAt).",
+    buckets=(1.0, 5.0, 15.0, 30.0, 60.0, 90.0, 120.0, 180.0, 300.0, 600.0, 1800.0, 3600.0),
+)
+
+for _outcome in CHECKPOINT_OUTCOME_NAMES:
+    CHECKPOINT_OUTCOMES.labels(outcome=_outcome)
 for _hook in HOOKS:
     DURATION.labels(hook=_hook)
 for _phase in sorted(PHASES):
@@ -137,6 +152,14 @@ def count_drain_hold(status: Mapping[str, object], now: datetime) -> None:
     if since is not None:
         moment = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         DRAIN_AGE.observe(max(0.0, (moment - since).total_seconds()))
+
+
+def count_checkpoint(outcome: str, seconds: float | None) -> None:
+    """Counts one checkpoint request that ended in ``outcome`` and, for an acknowledgement, observes
+    how long it took (``hooks.core.checkpoint.reached``)."""
+    CHECKPOINT_OUTCOMES.labels(outcome=outcome if outcome in CHECKPOINT_OUTCOME_NAMES else "other").inc()
+    if seconds is not None:
+        CHECKPOINT_ACK_SECONDS.observe(seconds)
 
 
 def count_drain_stuck(pods: int) -> None:

@@ -18,7 +18,11 @@ facts are in reference/metacontroller-facts.md, "Runtime behaviour", numbered as
 4. With ``foregroundDeletion``/``orphan`` on a Job being deleted, ``/finalize`` is called but no
    child is created or deleted.
 5. Omitted children are deleted with ``propagationPolicy: Background`` and a UID precondition,
-   children being deleted are skipped, existing ones are never updated (``OnDelete``).
+   children being deleted are skipped, existing ones are never updated (``OnDelete``), except the
+   ConfigMap children (``configmaps``: the checkpoint control file, issue 33), declared ``InPlace``:
+   one whose desired ``data``, labels or annotations differ from the observed one (its last-applied
+   annotation included) is updated at once (``Update`` with the observed resourceVersion; a
+   conflict fails the sync), as Metacontroller's dynamic apply does for a ConfigMap.
 6. The answer is decoded strictly (v2) into typed fields (``metacontroller_parts.decode_response``);
    anything it refuses fails the sync, and is an invariant violation (the hooks must never).
 7. Children are selected by ``controller-uid``; matching orphans are adopted (after a live read of
@@ -103,10 +107,14 @@ RELATED = (("WorkloadPriorityClass", "workloadpriorityclasses"), ("ResourceFlavo
 """The related types the manifests-kueue customize hook may name (hooks.core.queueing.customize_response)."""
 CHILD_TYPES = {"JobSet": (JOBSET_GROUP, JOBSET_VERSION, "jobsets"),
                "Workload": (KUEUE_GROUP, KUEUE_VERSION, "workloads"),
-               "PodGroup": (SCHEDULING_GROUP, SCHEDULING_VERSION, "podgroups")}
+               "PodGroup": (SCHEDULING_GROUP, SCHEDULING_VERSION, "podgroups"),
+               "ConfigMap": ("", "v1", "configmaps")}
 GROUP_KEYS = {"JobSet": f"JobSet.{JOBSET_GROUP}/{JOBSET_VERSION}",
               "Workload": f"Workload.{KUEUE_GROUP}/{KUEUE_VERSION}",
-              "PodGroup": f"PodGroup.{SCHEDULING_GROUP}/{SCHEDULING_VERSION}"}
+              "PodGroup": f"PodGroup.{SCHEDULING_GROUP}/{SCHEDULING_VERSION}",
+              "ConfigMap": "ConfigMap.v1"}
+IN_PLACE = frozenset({"ConfigMap"})
+"""The child types the CompositeController declares ``updateStrategy: InPlace`` (the others: ``OnDelete``)."""
 CONTROLLER = "nvcre-jobs"
 FINALIZER = f"metacontroller.io/compositecontroller-{CONTROLLER}"
 TOKEN_SECRET = ("nvcre-system", "nvcre-hooks-token")
@@ -230,6 +238,7 @@ class Snapshot:
     workloads: tuple[Obj, ...] = ()
     related: tuple[tuple[str, tuple[Obj, ...]], ...] = ()
     podgroups: tuple[Obj, ...] = ()
+    configmaps: tuple[Obj, ...] = ()
 
 
 class ApiBackend:
@@ -243,13 +252,14 @@ class ApiBackend:
     (a 404 says so where the caller must know)."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient, namespaces: Iterable[str], *,
-                 workloads: bool = False, podgroups: bool = False, qps: float = CLIENT_QPS,
-                 burst: int = CLIENT_BURST) -> None:
+                 workloads: bool = False, podgroups: bool = False, configmaps: bool = False,
+                 qps: float = CLIENT_QPS, burst: int = CLIENT_BURST) -> None:
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
         self.core = kubernetes.client.CoreV1Api(api_client)
         self.namespaces = sorted(namespaces)
         self.with_workloads = workloads
         self.with_podgroups = podgroups
+        self.with_configmaps = configmaps
         self.throttle = TokenBucket(qps, burst)
         self._lock = threading.Lock()
         self.api_calls = 0
@@ -258,8 +268,10 @@ class ApiBackend:
 
     def snapshot(self) -> Snapshot:
         """Lists everything the informers watch; raises ``SERVER_ERRORS`` when the server is away."""
-        jobs, jobsets, workloads, podgroups = [], [], [], []
+        jobs, jobsets, workloads, podgroups, configmaps = [], [], [], [], []
         for namespace in self.namespaces:
+            if self.with_configmaps:
+                configmaps += self._core("list_namespaced_config_map", namespace).get("items") or []
             if self.with_podgroups:
                 podgroups += self._list(SCHEDULING_GROUP, SCHEDULING_VERSION, namespace, "podgroups")
             jobs += self._list(GROUP, VERSION, namespace, "jobs")
@@ -271,7 +283,13 @@ class ApiBackend:
             related = tuple((f"{kind}.{KUEUE_GROUP}/{KUEUE_VERSION}", tuple(self.custom.list_cluster_custom_object(
                 KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=REQUEST_TIMEOUT)["items"]))
                 for kind, plural in RELATED)
-        return Snapshot(tuple(jobs), tuple(jobsets), tuple(workloads), related, tuple(podgroups))
+        return Snapshot(tuple(jobs), tuple(jobsets), tuple(workloads), related, tuple(podgroups),
+                        tuple({"apiVersion": "v1", "kind": "ConfigMap", **c} for c in configmaps))
+
+    def _core(self, method: str, *args: Any, **kwargs: Any) -> Obj:
+        """A core/v1 call answered as plain JSON (the kubernetes client's models left out)."""
+        answer = getattr(self.core, method)(*args, _request_timeout=REQUEST_TIMEOUT, _preload_content=False, **kwargs)
+        return json.loads(answer.data or b"{}")
 
     def _list(self, group: str, version: str, namespace: str, plural: str) -> list[Obj]:
         answer = self.custom.list_namespaced_custom_object(group, version, namespace, plural,
@@ -317,6 +335,9 @@ class ApiBackend:
         """Creates a child; False when it already exists (``AlreadyExists``, swallowed)."""
         group, version, plural = CHILD_TYPES[kind]
         try:
+            if kind == "ConfigMap":
+                self._call(self.core.create_namespaced_config_map, obj["metadata"]["namespace"], obj)
+                return True
             self._call(self.custom.create_namespaced_custom_object, group, version, obj["metadata"]["namespace"],
                        plural, obj)
         except AlreadyExists:
@@ -328,6 +349,10 @@ class ApiBackend:
         group, version, plural = CHILD_TYPES[kind]
         metadata = obj["metadata"]
         options = {"propagationPolicy": "Background", "preconditions": {"uid": metadata["uid"]}}
+        if kind == "ConfigMap":
+            self._call(self.core.delete_namespaced_config_map, metadata["name"], metadata["namespace"], body=options,
+                       missing_ok=True)
+            return
         self._call(self.custom.delete_namespaced_custom_object, group, version, metadata["namespace"], plural,
                    metadata["name"], body=options, missing_ok=True)
 
@@ -336,8 +361,18 @@ class ApiBackend:
         group, version, plural = CHILD_TYPES[kind]
         metadata = obj["metadata"]
         patch = {"metadata": {"ownerReferences": owners or None, "uid": metadata["uid"]}}
+        if kind == "ConfigMap":
+            self._call(self.core.patch_namespaced_config_map, metadata["name"], metadata["namespace"], patch,
+                       missing_ok=True)
+            return
         self._call(self.custom.patch_namespaced_custom_object, group, version, metadata["namespace"], plural,
                    metadata["name"], patch, missing_ok=True)
+
+    def update_child(self, kind: str, obj: Obj) -> None:
+        """``Update`` of an ``IN_PLACE`` child with ``obj``'s resourceVersion (``Conflict`` raised)."""
+        assert kind == "ConfigMap", kind
+        metadata = obj["metadata"]
+        self._call(self.core.replace_namespaced_config_map, metadata["name"], metadata["namespace"], obj)
 
     def create_event(self, body: Obj) -> None:
         self._call(self.core.create_namespaced_event, body["metadata"]["namespace"], body)
@@ -407,11 +442,14 @@ class Metacontroller:
     def __init__(self, backend: ApiBackend, transport: Transport, invariants: Invariants, *,
                  version: str = "v2", token: str | None = None, resync_period: float | None = 30.0,
                  clock: Callable[[], float] = time.monotonic, workloads: bool = False,
-                 staleness: Staleness = FRESH, workers: int = WORKERS, podgroups: bool = False) -> None:
+                 staleness: Staleness = FRESH, workers: int = WORKERS, podgroups: bool = False,
+                 configmaps: bool = False) -> None:
         self.backend, self.transport, self.invariants = backend, transport, invariants
         self.version, self.token, self.workloads, self.workers = version, token, workloads, workers
         self.podgroups = podgroups
         """The manifests-gang overlay (issue 22): PodGroup children."""
+        self.configmaps = configmaps
+        """ConfigMap children, ``InPlace`` (the base manifests since issue 33: the checkpoint control file)."""
         self.staleness = staleness
         self.clock = clock
         self.parent_cache: LaggedCache[dict[Key, Obj]] = LaggedCache(staleness.lag, staleness.restart_lag)
@@ -495,7 +533,8 @@ class Metacontroller:
         parents = self.parent_cache.view(now) or {}
         children = self.child_cache.view(now) or Snapshot()
         self._view = View(parents, {"JobSet": list(children.jobsets), "Workload": list(children.workloads),
-                                    "PodGroup": list(children.podgroups)},
+                                    "PodGroup": list(children.podgroups),
+                                    "ConfigMap": list(children.configmaps)},
                           {group: list(objects) for group, objects in children.related})
         for key, obj in parents.items():
             if self._seen_parents.get(key) != obj["metadata"]["resourceVersion"]:
@@ -715,7 +754,8 @@ class Metacontroller:
         return observed
 
     def _child_kinds(self) -> tuple[str, ...]:
-        return ("JobSet", *(("Workload",) if self.workloads else ()), *(("PodGroup",) if self.podgroups else ()))
+        return ("JobSet", *(("Workload",) if self.workloads else ()), *(("PodGroup",) if self.podgroups else ()),
+                *(("ConfigMap",) if self.configmaps else ()))
 
     def _related(self, parent: Obj) -> dict[str, list[Obj]]:
         """The customize hook's rules for the parent (cached per uid and generation for 20
@@ -754,6 +794,9 @@ class Metacontroller:
         if self.podgroups:
             child_resources.append({"apiVersion": f"{SCHEDULING_GROUP}/{SCHEDULING_VERSION}", "resource": "podgroups",
                                     "updateStrategy": {"method": "OnDelete"}})
+        if self.configmaps:
+            child_resources.append({"apiVersion": "v1", "resource": "configmaps",
+                                    "updateStrategy": {"method": "InPlace"}})
         return {"metadata": {"name": CONTROLLER},
                 "spec": {"generateSelector": True,
                          "parentResource": {"apiVersion": f"{GROUP}/{VERSION}", "resource": "jobs"},
@@ -839,10 +882,15 @@ class Metacontroller:
                                         else f"{kind}/{child['metadata']['name']}")
                 except BackendError as exc:
                     errors.append(str(exc))
-        have = {(kind, c["metadata"]["name"]) for kind, objects in observed.items() for c in objects}
+        have = {(kind, c["metadata"]["name"]): c for kind, objects in observed.items() for c in objects}
         for child in desired:
             kind = child["kind"]
             if (kind, child["metadata"]["name"]) in have:
+                if kind in IN_PLACE:  # InPlace: updated at once when it differs
+                    try:
+                        self._update_in_place(kind, have[(kind, child["metadata"]["name"])], child, call)
+                    except BackendError as exc:
+                        errors.append(str(exc))
                 continue  # OnDelete: an existing child is never updated
             if kind not in CHILD_TYPES or kind not in self._child_kinds():
                 errors.append(f"{name}: {kind} is not a child type of the controller")
@@ -859,6 +907,22 @@ class Metacontroller:
             except BackendError as exc:
                 errors.append(str(exc))
         return "; ".join(errors) or None
+
+    def _update_in_place(self, kind: str, observed: Obj, desired: Obj, call: Call) -> None:
+        """An ``IN_PLACE`` child (a ConfigMap): the dynamic apply's result for the fields the hooks
+        own (``data``, labels, annotations with the last-applied one) over the observed object;
+        ``Update`` only when it differs. A child being deleted is left alone."""
+        if observed["metadata"].get("deletionTimestamp"):
+            return
+        applied = with_last_applied(desired)
+        metadata = observed["metadata"]
+        merged = {**observed, "data": applied.get("data") or {}, "metadata": {
+            **metadata, "labels": {**(metadata.get("labels") or {}), **(applied["metadata"].get("labels") or {})},
+            "annotations": {**(metadata.get("annotations") or {}), **(applied["metadata"].get("annotations") or {})}}}
+        if merged == observed:
+            return
+        self.backend.update_child(kind, merged)
+        call.updated.append(f"{kind}/{metadata['name']}")
 
     def _update_status(self, key: Key, parent: Obj, status: Obj | None) -> None:
         """``updateParentStatus``: the answer's status plus ``observedGeneration`` (of the parent

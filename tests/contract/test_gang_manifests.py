@@ -23,7 +23,8 @@ def test_the_overlay_adds_podgroups_to_the_base() -> None:
     (patch,) = load("compositecontroller-patch.yaml")
     assert patch["spec"]["childResources"] == [
         {"apiVersion": "jobset.x-k8s.io/v1alpha2", "resource": "jobsets", "updateStrategy": {"method": "OnDelete"}},
-        {"apiVersion": gang.API_VERSION, "resource": "podgroups", "updateStrategy": {"method": "OnDelete"}}]
+        {"apiVersion": gang.API_VERSION, "resource": "podgroups", "updateStrategy": {"method": "OnDelete"}},
+        {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": {"method": "InPlace"}}]
 
 
 def test_metacontroller_may_write_podgroups_and_nothing_else() -> None:

@@ -59,6 +59,7 @@ INVALID_EXPECTED: dict[str, tuple[str, str]] = {
     "force-delete-before-stuck.yaml": ("cel", "forceDeleteStuckPodsAfterSeconds must be at least stuckAfterSeconds"),
     "gang-when-unavailable-without-gang.yaml": ("cel", "whenUnavailable says what a gang does"),
     "gang-policy-unknown.yaml": ("spec.gang.policy", "is not one of ['Gang', 'None']"),
+    "checkpoint-grace-too-short.yaml": ("spec.checkpoint.graceSeconds", "5 is less than the minimum of 30"),
     "zero-active-deadline.yaml": ("spec.activeDeadlineSeconds", "0 is less than the minimum of 1"),
     "ttl-over-ten-years.yaml": ("spec.ttlSecondsAfterFinished", "is greater than the maximum of 315360000"),
     "max-restarts-past-the-last-attempt.yaml": ("spec.maxRestarts", "10000 is greater than the maximum of 9999"),
@@ -97,6 +98,7 @@ HOOK_REJECTS = {
     "failure-policy-duplicate-rule-names.yaml",
     "force-delete-before-stuck.yaml",
     "gang-policy-unknown.yaml",
+    "checkpoint-grace-too-short.yaml",
     "zero-active-deadline.yaml",
     "ttl-over-ten-years.yaml",
     "parallelism-over-int32.yaml",
@@ -561,8 +563,11 @@ def test_compositecontroller_contract(objects: dict) -> None:
     assert spec["generateSelector"] is True
     assert spec["resyncPeriodSeconds"] >= 1
     assert spec["parentResource"] == {"apiVersion": "nvcre.nvidia.com/v1alpha1", "resource": "jobs"}
+    # JobSets are never updated (OnDelete); the checkpoint control ConfigMap is updated in place (issue 33)
     assert spec["childResources"] == [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "resource": "jobsets",
-                                       "updateStrategy": {"method": "OnDelete"}}]
+                                       "updateStrategy": {"method": "OnDelete"}},
+                                      {"apiVersion": "v1", "resource": "configmaps",
+                                       "updateStrategy": {"method": "InPlace"}}]
     assert set(spec["hooks"]) == {"sync", "finalize"}
     for hook in ("sync", "finalize"):
         assert spec["hooks"][hook]["version"] == "v2"
@@ -903,7 +908,8 @@ def test_the_kueue_overlay_adds_workloads_and_the_customize_hook(objects: dict, 
     spec = controller["spec"]
     assert spec["childResources"] == [
         {"apiVersion": "jobset.x-k8s.io/v1alpha2", "resource": "jobsets", "updateStrategy": {"method": "OnDelete"}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "workloads", "updateStrategy": {"method": "OnDelete"}}]
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "resource": "workloads", "updateStrategy": {"method": "OnDelete"}},
+        {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": {"method": "InPlace"}}]
     assert set(spec["hooks"]) == {"sync", "finalize", "customize"}
     customize = spec["hooks"]["customize"]
     assert customize["version"] == "v2", "cluster-scoped related objects need hook version v2"

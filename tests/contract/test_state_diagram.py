@@ -27,6 +27,7 @@ from hooks.core import lifecycle
 from hooks.core.decide import Decision, decide
 from hooks.core.observed import parse_request
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
+from tests.support.requests import checkpoint_request, mounting
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -151,6 +152,9 @@ CASES: dict[str, dict[str, Any]] = {
                                 finalizing=True),
     "Suspending, drained": dict(spec=job_spec(suspend=True), prior=status("Suspending")),
     "Suspending, resumed": dict(spec=job_spec(), prior=status("Suspending")),
+    "Suspending, resumed while the checkpoint gate waits": dict(
+        spec=job_spec() | {"checkpoint": {}}, jobsets=[mounting(jobset_child("train", 0))], pods=[pod(0)],
+        prior=status("Suspending", checkpoint=checkpoint_request(0, "suspend", EARLIER, grace=3600))),
     "Suspending after an eviction, drained": dict(spec=job_spec(), prior=status("Suspending"),
                                                   workloads=[workload_child("train", state="evicted")], labels=QUEUE),
     "Suspending, resumed at the last attempt": dict(spec=job_spec(), prior=status("Suspending", 9999)),

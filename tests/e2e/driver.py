@@ -184,6 +184,7 @@ class Call:
     applied: bool = False
     created: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
 
 
 

@@ -10,6 +10,9 @@
   Job is marked deleted (``deleted_jobs``) and returned;
 - ``GET /apis/nvcre.nvidia.com/v1alpha1/namespaces/{ns}/jobs/{name}``: the Job from ``job_source``
   (by default ``jobs``; a harness points it at the Jobs its driver holds), 404 when there is none;
+- ``PATCH /apis/nvcre.nvidia.com/v1alpha1/namespaces/{ns}/jobs/{name}``: a JSON merge patch (RFC 7386)
+  of the Job the test put (``jobs``), as a workload's checkpoint acknowledgement writes its
+  annotation (issue 33); 404 when there is none, 400 for a body that is not a JSON object;
 - ``DELETE /api/v1/namespaces/{ns}/pods/{name}``: removes the pod from the pod store, honouring a
   UID precondition (409), 404 when absent;
 - ``GET /api/v1/nodes/{name}``: from ``nodes``, else 404 with the real server's NotFound
@@ -67,6 +70,8 @@ class WriteRoutes:
             return self._get_job(*match.groups())
         if method == "DELETE" and (match := _JOB.match(path)):
             return self._delete_job(*match.groups(), body)
+        if method == "PATCH" and (match := _JOB.match(path)):
+            return self._patch_job(*match.groups(), body)
         if method == "DELETE" and (match := _POD.match(path)):
             return self._delete_pod(*match.groups(), body)
         if method == "POST" and path.rstrip("/") == _REVIEWS:
@@ -124,6 +129,21 @@ class WriteRoutes:
             metadata = {"resourceVersion": "1", **(job.get("metadata") or {})}  # the server always sets one
             return 200, dumps({"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", **job, "metadata": metadata})
 
+    def _patch_job(self, namespace: str, name: str, raw: bytes) -> Answer:
+        try:
+            patch = json.loads(raw or b"null")
+        except ValueError:
+            patch = None
+        if not isinstance(patch, dict):
+            return 400, self._status(400, "the patch is not a JSON object", reason="BadRequest")
+        with self._lock:
+            job = self.jobs.get((namespace, name))
+            if job is None:
+                return 404, self._status(404, f'jobs.nvcre.nvidia.com "{name}" not found', reason="NotFound")
+            merged = _merge(job, patch)
+            self.jobs[(namespace, name)] = merged
+        return 200, dumps({"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", **merged})
+
     def _delete_job(self, namespace: str, name: str, raw: bytes) -> Answer:
         options = json.loads(raw or b"{}")
         with self._lock:
@@ -151,6 +171,19 @@ class WriteRoutes:
         with self._lock:
             self.deleted_pods.append((namespace, name, dict(options)))
         return 200, dumps(current)
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    """RFC 7386: ``patch`` merged into ``target`` (a ``null`` removes the key), as a new value."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merge(merged.get(key), value)
+    return merged
 
 
 def _event_problems(namespace: str, event: Mapping[str, Any]) -> list[str]:

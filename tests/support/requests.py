@@ -54,6 +54,33 @@ def jobset_child(job: str, attempt: int, *, namespace: str = "default", state: s
             "spec": {"replicatedJobs": []}, "status": status}
 
 
+def mounting(jobset: dict[str, Any]) -> dict[str, Any]:
+    """``jobset`` (an observed JobSet child) as the hooks create it under ``spec.checkpoint``: its
+    one replicated job's pod template mounts the control ConfigMap (``hooks.core.checkpoint.mount``)."""
+    name = jobset["metadata"]["name"]
+    jobset["spec"] = {"replicatedJobs": [{"name": "worker", "template": {"spec": {"template": {"spec": {
+        "containers": [{"name": "worker", "image": "trainer",
+                        "volumeMounts": [{"name": "nvcre-control", "mountPath": "/etc/nvcre/control",
+                                          "readOnly": True}]}],
+        "volumes": [{"name": "nvcre-control", "configMap": {"name": f"{name}-control"}}]}}}}}]}
+    return jobset
+
+
+def checkpoint_request(attempt: int, reason: str, requested_at: str, grace: int = 180,
+                       outcome: str = "Requested", **more: Any) -> dict[str, Any]:
+    """A ``status.checkpoint`` as the hooks write it (``hooks.core.checkpoint.judge``)."""
+    from datetime import timedelta
+
+    from hooks.core.checkpoint import request_id
+    from hooks.core.conditions import format_time
+    from hooks.core.deadlines import parse_time
+    at = parse_time(requested_at)
+    assert at is not None
+    return {"version": "v1", "id": request_id(attempt, reason, requested_at), "attempt": attempt, "reason": reason,
+            "requestedAt": requested_at, "deadline": format_time(at + timedelta(seconds=grace)),
+            "outcome": outcome, **more}
+
+
 WORKLOAD_GROUP = "Workload.kueue.x-k8s.io/v1beta2"
 PRIORITY_CLASS_GROUP = "WorkloadPriorityClass.kueue.x-k8s.io/v1beta2"
 FLAVOR_GROUP = "ResourceFlavor.kueue.x-k8s.io/v1beta2"
@@ -131,7 +158,8 @@ def job_request(*, name: str = "train", namespace: str = "default", spec: Mappin
                 labels: Mapping[str, str] | None = None, workloads: Iterable[Mapping[str, Any]] | None = None,
                 priority_classes: Mapping[str, int] | None = None,
                 flavors: Mapping[str, Mapping[str, Any]] | None = None,
-                podgroups: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                podgroups: Iterable[Mapping[str, Any]] | None = None,
+                annotations: Mapping[str, str] | None = None, configmaps: bool = False) -> dict[str, Any]:
     """A CompositeController request body as Metacontroller sends it, children keyed v1 or v2.
 
     ``podgroups`` not ``None`` adds the PodGroup child group (the manifests-gang overlay's
@@ -155,6 +183,8 @@ def job_request(*, name: str = "train", namespace: str = "default", spec: Mappin
         group[key] = child
     if labels:
         metadata["labels"] = dict(labels)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
     parent = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": metadata,
               "spec": dict(spec if spec is not None else job_spec())}
     if status is not None:
@@ -171,6 +201,8 @@ def job_request(*, name: str = "train", namespace: str = "default", spec: Mappin
     if workloads is not None:
         children[WORKLOAD_GROUP] = {(w["metadata"]["name"] if keying == "v1" else
                                      f"{w['metadata']['namespace']}/{w['metadata']['name']}"): w for w in workloads}
+    if configmaps:  # the ConfigMap child type (the checkpoint control file, issue 33): observed ones are not read
+        children["ConfigMap.v1"] = {}
     if podgroups is not None:
         children[PODGROUP_GROUP] = {(g["metadata"]["name"] if keying == "v1" else
                                      f"{g['metadata']['namespace']}/{g['metadata']['name']}"): g for g in podgroups}

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from hooks.core import budget, built, failurepolicy, history, queueing, specpin
+from hooks.core import budget, built, checkpoint, failurepolicy, history, queueing, specpin
 from hooks.core import conditions as cond
 from hooks.core.barrier import (
     Drain,
@@ -26,7 +26,7 @@ from hooks.core.barrier import (
     refuse_if_children_behind,
 )
 from hooks.core.children import as_observed
-from hooks.core.evidence import COMPLETED, jobset_state
+from hooks.core.evidence import COMPLETED, healthy, jobset_state
 from hooks.core.jobset import InvalidSpec
 from hooks.core.lifecycle import ConditionChange, JobSetFate, Move, Record, Step, Teardown, ahead, then
 from hooks.core.reads import counted, counting, failed_words
@@ -58,8 +58,27 @@ def resume(ctx: Context, work: Work) -> Step | None:
     """Row 5: unsuspended. Once the barrier passes (checked again even when already Suspended), the
     next attempt starts: attempt+1, restarts unchanged; a Job that never started one (created
     suspended: ``never_started``) starts its first, attempt 0. While holding, the phase stays as it was.
+    A resume while the checkpoint gate waits (``cancel_checkpoint``) keeps the same attempt running.
     """
+    cancelled = cancel_checkpoint(ctx, work)
+    if cancelled is not None:
+        return cancelled
     return next_attempt(ctx, work, kind=Outcome.CREATED)
+
+
+def cancel_checkpoint(ctx: Context, work: Work) -> Step | None:
+    """A Job resumed (unsuspended, or its eviction withdrawn) while a checkpoint request of its
+    current attempt waits (``hooks.core.checkpoint.waiting``) and that attempt's JobSet still runs:
+    nothing was dropped, so the request is ``Cancelled`` and rows 7-11 (``steady``) decide the same
+    attempt from ``Running`` (the arrow Suspending -> Running). ``None`` otherwise."""
+    status = ctx.observed.status
+    current = ctx.jobset(work.attempt)
+    if not (work.phase == SUSPENDING and checkpoint.waiting(status) and status.attempt == work.attempt
+            and current is not None and healthy(current)):
+        return None
+    record, change = checkpoint.cancelled(status)
+    step = Step(Outcome.KEPT, phase=RUNNING, message="", conditions=(change,), checkpoint=record, transition=Move.RUN)
+    return then(step, steady(ctx, ahead(ctx, step, work)))
 
 
 def never_started(status: Status) -> bool:

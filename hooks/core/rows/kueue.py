@@ -22,6 +22,7 @@ from hooks.core import built, queueing
 from hooks.core import conditions as cond
 from hooks.core.barrier import leftovers
 from hooks.core.budget import Charge
+from hooks.core.checkpoint import ON_PREEMPTION
 from hooks.core.evidence import (
     healthy,
 )
@@ -96,13 +97,14 @@ def _queued_again(ctx: Context, work: Work, step: Step) -> Step:
 
 EVICTION = Teardown(Move.EVICT, holding=SUSPENDING, done=QUEUED, quota_holding=Quota.KEEP,
                     quota_done=Quota.RELEASE, through=_through, words=_framing, conditions=_admitted,
-                    passed=_queued_again)
+                    passed=_queued_again, gates=(ON_PREEMPTION,))
 """Row 2a, evicted by Kueue (preempted, deactivated, its queue stopped, ...). No JobSet; the Workload
 is kept (the quota stays held) until the drain barrier passes, then left out, the attempt moves on
 by one (unless the Job was already ``Queued``: nothing ran since) and the Job is ``Queued``
 (``_queued_again``). ``Admitted`` is False with Kueue's reason throughout. Not a failure: the
 ended attempt's charge (``evicted_charge``) leaves ``restarts`` and ``restartsByCause`` unchanged,
-as ``hooks.core.budget.spend`` says."""
+as ``hooks.core.budget.spend`` says. With ``spec.checkpoint`` (``onPreemption``), the workload is asked
+to save first (``hooks.core.checkpoint``): the JobSet runs and the quota stays held meanwhile."""
 
 
 def queued(ctx: Context, work: Work, admission: queueing.Admission) -> Step:

@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hooks.core.barrier import Drain, barrier, record, refuse_if_behind
+from hooks.core.checkpoint import ON_DELETE, ON_SUSPEND
 from hooks.core.children import as_observed
-from hooks.core.lifecycle import JobSetFate, Move, Step, Teardown
+from hooks.core.lifecycle import ConditionChange, JobSetFate, Move, Step, Teardown
 from hooks.core.vocab import Quota
 from hooks.core.work import SUSPENDED, SUSPENDING, TERMINATING, Context, Work
 
@@ -29,7 +30,8 @@ def teardown(ctx: Context, work: Work, declared: Teardown) -> Step:
     """Runs the teardown ``declared``: its ``first`` step when it has one (the attempt limit); else
     its gates in order (the first that holds is the step: the holding phase, the gate's words and
     conditions, the current JobSet kept as observed when the gate lets it run, else left out); then
-    the drain barrier through ``declared.through``, ``declared.refuse`` (a request behind the
+    the drain barrier through ``declared.through`` (a gate that passed adds its conditions and its
+    ``status.checkpoint`` to the step), ``declared.refuse`` (a request behind the
     cluster: ``StaleRequest``) and the barrier's record (``hooks.core.barrier.record``: ``Drained``,
     ``DrainStuck``, ``activePods``, resync, force deletes, as a value). Reads the call (``ctx``) and
     the work as the rows left it; writes nothing. Returns the ``Step``, carrying the barrier's
@@ -39,6 +41,8 @@ def teardown(ctx: Context, work: Work, declared: Teardown) -> Step:
     first = declared.first(ctx, work)
     if first is not None:
         return replace(first, workload="")
+    said: tuple[ConditionChange, ...] = ()
+    request = None
     for gate in declared.gates:
         verdict = gate.check(ctx, work)
         if not verdict.passed:
@@ -46,11 +50,14 @@ def teardown(ctx: Context, work: Work, declared: Teardown) -> Step:
             kept = (as_observed(current),) if current is not None else ()
             return Step(declared.outcome(False), phase=declared.holding, message=verdict.words,
                         jobset=JobSetFate.KEEP if kept else declared.jobset, children=kept,
-                        quota=declared.quota_holding, conditions=verdict.conditions, resync=True,
-                        transition=declared.move)
+                        quota=declared.quota_holding, conditions=said + verdict.conditions, resync=True,
+                        transition=declared.move, checkpoint=verdict.checkpoint or request)
+        said, request = said + verdict.conditions, verdict.checkpoint or request
     drain = barrier(ctx, work.conditions, through=declared.through(ctx, work))
     declared.refuse(ctx, work, drain)
-    return replace(_step(ctx, work, declared, drain), record=record(ctx, work.conditions, drain))
+    step = _step(ctx, work, declared, drain)
+    return replace(step, record=record(ctx, work.conditions, drain), conditions=said + step.conditions,
+                   checkpoint=request)
 
 
 def _step(ctx: Context, work: Work, declared: Teardown, drain: Drain) -> Step:
@@ -67,8 +74,9 @@ def _step(ctx: Context, work: Work, declared: Teardown, drain: Drain) -> Step:
 
 
 DELETE = Teardown(Move.DELETE, holding=TERMINATING, done=TERMINATING,
-                  quota_holding=Quota.KEEP, quota_done=Quota.RELEASE, finalizes=True)
-"""Row 1: no children; Terminating; finalized once the barrier passes."""
+                  quota_holding=Quota.KEEP, quota_done=Quota.RELEASE, finalizes=True, gates=(ON_DELETE,))
+"""Row 1: no children; Terminating; finalized once the barrier passes. With ``spec.checkpoint.onDelete``,
+the workload is asked to save first (``hooks.core.checkpoint``), its JobSet running meanwhile."""
 
 
 def _refuse_if_behind(ctx: Context, work: Work, drain: Drain) -> None:
@@ -79,5 +87,6 @@ def _refuse_if_behind(ctx: Context, work: Work, drain: Drain) -> None:
 
 
 SUSPEND = Teardown(Move.SUSPEND, holding=SUSPENDING, done=SUSPENDED,
-                   quota_holding=Quota.KEEP, quota_done=Quota.RELEASE, refuse=_refuse_if_behind)
-"""Row 2: no children; Suspending until the barrier passes, then Suspended."""
+                   quota_holding=Quota.KEEP, quota_done=Quota.RELEASE, refuse=_refuse_if_behind, gates=(ON_SUSPEND,))
+"""Row 2: no children; Suspending until the barrier passes, then Suspended. With ``spec.checkpoint``
+(``onSuspend``), the workload is asked to save first (``hooks.core.checkpoint``), its JobSet running."""
