@@ -30,7 +30,7 @@ def _built(ctx: Context, attempt: int) -> dict[str, Any]:
     built = build_jobset(ctx.job_object(), attempt)
     observed = ctx.jobset(attempt)
     wanted = checkpoint.mounted(observed) if observed is not None else (
-        ctx.observed.spec.get("checkpoint") is not None and ctx.observed.configmaps_enabled)
+        ctx.observed.spec.checkpoint is not None and ctx.observed.configmaps_enabled)
     return checkpoint.mount(built) if wanted else built
 
 

@@ -46,6 +46,7 @@ from hooks.core import conditions as cond
 from hooks.core.deadlines import time_or_none
 from hooks.core.historyentry import ENTRY_KEYS
 from hooks.core.jobset import InvalidSpec
+from hooks.core.request import Spec
 from hooks.core.status import Status, StatusFields
 from hooks.core.vocab import ConditionType, Reason
 from podread.constants import ATTEMPT_LABEL
@@ -109,14 +110,14 @@ class Policy:
         return {Why.SUSPEND: self.on_suspend, Why.PREEMPTION: self.on_preemption, Why.DELETE: self.on_delete}[why]
 
 
-def policy(spec: Mapping[str, Any]) -> Policy | None:
-    """The one reader of ``spec.checkpoint`` (the typed spec may take it over as it is): ``None``
+def policy(spec: Spec) -> Policy | None:
+    """The one reader of ``spec.checkpoint`` (``Spec.checkpoint``, left raw there): ``None``
     when unset or null; else ``onSuspend`` and ``onPreemption`` (default true: setting the object
     says the workload implements the contract), ``onDelete`` (default false: a delete is opt-in) and
     ``graceSeconds`` (default ``DEFAULT_GRACE_SECONDS``, from ``MIN_GRACE_SECONDS`` to
     ``MAX_GRACE_SECONDS``). Raises ``InvalidSpec`` (``InvalidCheckpoint``) naming the field for a
     value of the wrong type or out of range (the CRD refuses the same)."""
-    raw = spec.get("checkpoint")
+    raw = spec.checkpoint
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
@@ -137,12 +138,12 @@ def policy(spec: Mapping[str, Any]) -> Policy | None:
                   grace_seconds=DEFAULT_GRACE_SECONDS if grace is None else grace)
 
 
-def check(spec: Mapping[str, Any]) -> None:
+def check(spec: Spec) -> None:
     """``policy``'s checks, for ``hooks.core.spec.check_policies``; also refuses a pod template that
     already has a volume named ``CONTROL_VOLUME`` (``InvalidCheckpoint``)."""
     if policy(spec) is None:
         return
-    entries = spec.get("replicatedJobs")
+    entries = spec.replicated_jobs
     for entry in entries if isinstance(entries, list) else ():
         volumes = _pod_spec(entry).get("volumes")
         if isinstance(volumes, list) and any(isinstance(v, Mapping) and v.get("name") == CONTROL_VOLUME
@@ -195,8 +196,8 @@ def _array(node: Mapping[str, Any], key: str, replicated: Mapping[str, Any]) -> 
 def mounted(jobset: Mapping[str, Any] | None) -> bool:
     """Whether ``jobset`` (observed or answered) mounts its control ConfigMap: its attempt began
     under the contract."""
-    spec = jobset.get("spec") if jobset is not None else None
-    replicated_jobs = spec.get("replicatedJobs") if isinstance(spec, Mapping) else None
+    jobset_spec = jobset.get("spec") if jobset is not None else None
+    replicated_jobs = jobset_spec.get("replicatedJobs") if isinstance(jobset_spec, Mapping) else None
     for replicated in replicated_jobs if isinstance(replicated_jobs, list) else ():
         volumes = _pod_spec(replicated).get("volumes")
         if isinstance(volumes, list) and any(isinstance(v, Mapping) and v.get("name") == CONTROL_VOLUME

@@ -164,8 +164,9 @@ class Spec(Declared, frozen=True, rename="camel"):
     Left raw, as the user wrote them: ``replicated_jobs`` (the JobSet templates, passed through to the
     JobSet child; ``hooks.core.jobset.build_jobset`` judges them, ``hooks.core.specpin`` digests
     them), ``managed_by`` (any JSON value: ``build_jobset`` refuses all but JobSet's own controller;
-    the CRD prunes it, so only a request built by hand carries it) and the failure-policy rules
-    (``FailurePolicy``)."""
+    the CRD prunes it, so only a request built by hand carries it), the failure-policy rules
+    (``FailurePolicy``) and ``checkpoint`` (``hooks.core.checkpoint.policy`` is its one reader: a
+    wrong value there is ``InvalidSpec`` reason ``InvalidCheckpoint``, as the CRD refuses it)."""
 
     replicated_jobs: list[Any] | None = None
     launcher: str | None = None
@@ -178,6 +179,7 @@ class Spec(Declared, frozen=True, rename="camel"):
     drain: DrainSpec | None = DrainSpec()
     failure_policy: FailurePolicy | None = None
     gang: GangSpec | None = GangSpec()
+    checkpoint: Any = None
 
     def __post_init__(self) -> None:
         super().__post_init__()

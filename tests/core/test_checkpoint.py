@@ -15,6 +15,7 @@ from hooks.core import checkpoint
 from hooks.core.decide import Decision, decide
 from hooks.core.jobset import InvalidSpec
 from hooks.core.observed import parse_request
+from hooks.core.request import read_spec
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
 from tests.support.requests import checkpoint_request, mounting
 
@@ -64,15 +65,15 @@ def suspending(spec: dict[str, Any] | None = None, prior: dict[str, Any] | None 
 # ---- spec.checkpoint -----------------------------------------------------------------------------------
 
 def test_the_policy_defaults_and_bounds() -> None:
-    assert checkpoint.policy({}) is None
-    assert checkpoint.policy({"checkpoint": None}) is None
-    assert checkpoint.policy({"checkpoint": {}}) == checkpoint.Policy(True, True, False, 180)
-    assert checkpoint.policy({"checkpoint": {"onDelete": True, "onSuspend": False, "graceSeconds": 30}}) == \
+    assert checkpoint.policy(read_spec({})) is None
+    assert checkpoint.policy(read_spec({"checkpoint": None})) is None
+    assert checkpoint.policy(read_spec({"checkpoint": {}})) == checkpoint.Policy(True, True, False, 180)
+    assert checkpoint.policy(read_spec({"checkpoint": {"onDelete": True, "onSuspend": False, "graceSeconds": 30}})) == \
         checkpoint.Policy(False, True, True, 30)
     for bad in ({"graceSeconds": 29}, {"graceSeconds": 3601}, {"graceSeconds": True}, {"graceSeconds": 1.5},
                 {"onSuspend": "yes"}, "on"):
         with pytest.raises(InvalidSpec) as refused:
-            checkpoint.policy({"checkpoint": bad})
+            checkpoint.policy(read_spec({"checkpoint": bad}))
         assert refused.value.code == "InvalidCheckpoint"
 
 
@@ -89,7 +90,7 @@ def test_a_volume_named_as_the_control_file_s_is_refused() -> None:
     spec["replicatedJobs"] = json.loads(json.dumps(spec["replicatedJobs"]))
     spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["volumes"] = [{"name": "nvcre-control"}]
     with pytest.raises(InvalidSpec, match="nvcre-control"):
-        checkpoint.check(spec)
+        checkpoint.check(read_spec(spec))
 
 
 # ---- the attempt mounts the control file ---------------------------------------------------------------
