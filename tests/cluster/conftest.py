@@ -148,9 +148,13 @@ def hooks_token(control_plane: ControlPlane, installed: dict[str, str]) -> str:
     return sa_token(control_plane.api_client(), "nvcre-system", "nvcre-hooks")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def hooks(control_plane: ControlPlane, hooks_token: str) -> Iterator[HookServer]:
-    """The real gunicorn hook server reading the real API server as the hooks' ServiceAccount."""
+    """The real gunicorn hook server reading the real API server as the hooks' ServiceAccount, for the
+    session: every world has a namespace and Jobs of its own, and the hooks keep nothing between calls
+    but caches of what the server holds, so one server serves every module (a start and a stop cost
+    about 10 s on 2 shared cores). A module that needs other settings overrides ``hooks`` with a
+    module fixture of its own (test_watch.py) or names its own (test_api_load.py, test_rotation.py)."""
     source = KubeconfigSource(control_plane, hooks_token, "nvcre-hooks")
     with HookServer(source, token=HOOK_TOKEN) as server:
         yield server

@@ -39,8 +39,11 @@ def rfc3339(seconds: float | None = None) -> str:
 
 
 def load_documents(path: Path) -> list[dict[str, Any]]:
-    """The non-empty YAML documents of ``path``."""
-    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+    """The non-empty YAML documents of ``path``, parsed by libyaml when PyYAML has it (``CSafeLoader``,
+    the same safe schema): the pure-Python parser took about 25 s of each session's start on the
+    JobSet and Kueue CRDs (2 shared cores), libyaml about 1 s."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return [doc for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader) if doc]
 
 
 def kustomized_manifests() -> list[dict[str, Any]]:

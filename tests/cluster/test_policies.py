@@ -118,7 +118,13 @@ def test_a_finished_job_is_deleted_after_its_ttl(world: ClusterWorld) -> None:
 
 @pytest.mark.timeout(240)
 def test_a_pod_stuck_on_a_dead_node_is_named_then_force_deleted_once_the_node_is_gone(world: ClusterWorld) -> None:
-    world.create_job("marooned", spec(drain={"stuckAfterSeconds": 1, "forceDeleteStuckPodsAfterSeconds": 2}))
+    marooned = spec(drain={"stuckAfterSeconds": 1, "forceDeleteStuckPodsAfterSeconds": 2})
+    for replicated in marooned["replicatedJobs"]:
+        # The force delete's wait counts from the pod's deletionTimestamp, which the API server sets
+        # to the delete plus the grace period (30 s by default): with 1 s, the wait is over before the
+        # node is deleted, so only the node's state (unreachable, then gone) holds or licenses it.
+        replicated["template"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1
+    world.create_job("marooned", marooned)
     world.run_until_pods_run("marooned", 2)
     pod = sorted(world.active_pods("marooned"), key=lambda p: p["metadata"]["name"])[0]
     node = pod["spec"]["nodeName"]

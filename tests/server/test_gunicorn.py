@@ -28,7 +28,9 @@ import pytest
 from tests.server.test_app_http import job_request
 from tests.support.ports import free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_gunicorn")]
+"""One pytest-xdist worker runs the whole module, in order (``make test``: ``--dist loadgroup``): its
+tests share one server (``server``, module scope), count the calls the ones before made, and stop it."""
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "gunicorn-test-token"

@@ -91,3 +91,16 @@ def test_hold_default_ports_holds_what_is_free_and_lets_go_after(monkeypatch: py
             assert _bind_error("127.0.0.1", free) == errno.EADDRINUSE
     assert _bind_error("127.0.0.1", free) is None
     assert _bind_error("127.0.0.1", taken) is None
+
+
+def test_a_held_port_refuses_connections_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held, a port is bound and not listened on: a client trying it (kubectl without a kubeconfig
+    tries 127.0.0.1:8080) is refused at once instead of waiting for an answer that never comes."""
+    free = ports.free_port()
+    monkeypatch.setattr(ports, "default_ports", lambda: (free,))
+    with ports.hold_default_ports() as states:
+        assert states == {free: "held"}
+        with socket.socket() as client:
+            client.settimeout(5)
+            with pytest.raises(ConnectionRefusedError):
+                client.connect(("127.0.0.1", free))
