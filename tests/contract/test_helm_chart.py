@@ -64,9 +64,13 @@ spec:
       resource: podgroups
       updateStrategy:
         method: OnDelete
+    - apiVersion: v1
+      resource: configmaps
+      updateStrategy:
+        method: InPlace
 """
 """The patch manifests-gang/kustomization.yaml tells a Kueue user to write: a merge patch replaces the
-list, so it names all three child types."""
+list, so it names every child type (the checkpoint's ConfigMaps included)."""
 
 
 @pytest.fixture(scope="module")
