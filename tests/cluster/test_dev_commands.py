@@ -113,6 +113,9 @@ def test_the_make_dev_commands_fail_hold_lose_and_complete_as_the_docs_say(
 
     # the MPI sample, as shipped: its launcher's complete label ends it Succeeded (successPolicy Any)
     sample = yaml.safe_load((ROOT / "manifests" / "samples" / "job-mpi.yaml").read_text())
+    for replicated in sample["spec"]["replicatedJobs"]:  # the session's nodes are shared: no whole-node GPUs
+        for container in replicated["template"]["spec"]["template"]["spec"]["containers"]:
+            container.pop("resources", None)
     world.create_job("allreduce-bench", sample["spec"])
     world.run_until(lambda: world.phase("allreduce-bench") == "Running", "the MPI sample Running")
     world.run_until_pods_run("allreduce-bench", 3)
