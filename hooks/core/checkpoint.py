@@ -44,10 +44,11 @@ import orjson
 
 from hooks.core import conditions as cond
 from hooks.core.deadlines import time_or_none
-from hooks.core.historyentry import ENTRY_KEYS
+from hooks.core.historyentry import ordered
 from hooks.core.jobset import InvalidSpec
 from hooks.core.request import Spec
 from hooks.core.status import Status, StatusFields
+from hooks.core.vocab import AttemptField as F
 from hooks.core.vocab import ConditionType, Reason
 from podread.constants import ATTEMPT_LABEL
 
@@ -481,11 +482,12 @@ def control_children(ctx: Context, work: Work) -> list[dict[str, Any]]:
 def history_keys(record: Mapping[str, Any]) -> dict[str, Any]:
     """What ``status.attempts[]`` of the request's attempt says of it: ``checkpointRequested``,
     and ``checkpointStep`` and ``checkpointAcknowledged``, or ``checkpointExpired``."""
-    keys: dict[str, Any] = {"checkpointRequested": record.get("requestedAt")}
+    keys: dict[str, Any] = {F.CHECKPOINT_REQUESTED: record.get("requestedAt")}
     if record.get("outcome") == Said.ACKNOWLEDGED:
-        keys.update(checkpointStep=record.get("acknowledgedStep"), checkpointAcknowledged=record.get("acknowledgedAt"))
+        keys[F.CHECKPOINT_STEP] = record.get("acknowledgedStep")
+        keys[F.CHECKPOINT_ACKNOWLEDGED] = record.get("acknowledgedAt")
     if record.get("outcome") == Said.GRACE_EXPIRED:
-        keys["checkpointExpired"] = record.get("expiredAt")
+        keys[F.CHECKPOINT_EXPIRED] = record.get("expiredAt")
     return {key: value for key, value in keys.items() if value not in (None, "")}
 
 
@@ -497,12 +499,7 @@ def after_row(ctx: Context, work: Work) -> None:
     if not record:
         return
     keys = history_keys(record)
-    work.attempts = [_with(entry, keys) if entry.get("attempt") == record.get("attempt") else entry
+    # keys it does not have yet (each written once), in the entries' one order
+    work.attempts = [ordered({**keys, **entry}) if entry.get(F.ATTEMPT) == record.get("attempt") else entry
                      for entry in work.attempts]
-
-
-def _with(entry: Mapping[str, Any], keys: Mapping[str, Any]) -> dict[str, Any]:
-    """``entry`` with ``keys`` it does not have yet (each written once), in ``ENTRY_KEYS`` order."""
-    merged = {**keys, **entry}
-    return {key: merged[key] for key in ENTRY_KEYS if key in merged}
 

@@ -58,7 +58,7 @@ from hooks.core.barrier import evidence_time
 from hooks.core.claims import utc
 from hooks.core.evidence import COMPLETED, FAILED, jobset_state
 from hooks.core.failurepolicy import disruption, ended_as, failed_container, first_failing
-from hooks.core.historyentry import ENTRY_KEYS, STRING_LIMITS
+from hooks.core.historyentry import ordered
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.lifecycle import ENDS, Move
 from hooks.core.reads import JOB_PODS
@@ -137,7 +137,7 @@ def update(ctx: Context, work: Work, *, attempt: int, ended_by: Move | None) -> 
     # Only entries the hooks wrote are counted when let go: one made in this call and not kept is not
     # made at all, and one written by hand is no attempt that ran, so the count cannot grow on every call.
     work.attempts_dropped += sum(1 for entry in written if int(entry[F.ATTEMPT]) not in kept)
-    work.attempts = [_ordered(entries[number]) for number in kept]
+    work.attempts = [ordered(entries[number]) for number in kept]
 
 
 def _answered(work: Work, name: str) -> bool:
@@ -334,16 +334,3 @@ def _at(ctx: Context, text: Any) -> str:
     (``Context.stamp``: the request's evidence, the same for every answer to one observed state)."""
     moment = deadlines.time_or_none(text)
     return deadlines.stamp(moment if moment is not None and moment <= utc(ctx.now) else utc(ctx.stamp))
-
-
-
-def _ordered(entry: Entry) -> Entry:
-    """``entry`` with its keys in ``ENTRY_KEYS`` order, each string cut to its bound."""
-    out: Entry = {}
-    for key in ENTRY_KEYS:
-        if key not in entry:
-            continue
-        value = entry[key]
-        bound = STRING_LIMITS.get(key)
-        out[key] = str(value)[:bound] if bound is not None else value
-    return out

@@ -88,3 +88,15 @@ def _json_type(value: object) -> str:
     if isinstance(value, Mapping):
         return "object"
     return "array" if isinstance(value, list | tuple) else type(value).__name__
+
+
+def ordered(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """``entry`` with its keys in ``ENTRY_KEYS`` order (others dropped), each string cut to its
+    ``STRING_LIMITS`` bound: the one shape every writer of ``status.attempts`` gives an entry
+    (``hooks.core.history``, ``hooks.core.checkpoint``)."""
+    out: dict[str, Any] = {}
+    for key in ENTRY_KEYS:
+        if key in entry:
+            bound = STRING_LIMITS.get(key)
+            out[key] = str(entry[key])[:bound] if bound is not None else entry[key]
+    return out

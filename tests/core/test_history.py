@@ -97,7 +97,7 @@ def longest_entry(attempt: int) -> dict[str, Any]:
 
 
 def test_the_history_has_a_size_bound_whatever_its_values() -> None:
-    entries = [history._ordered(longest_entry(attempt)) for attempt in range(9999 - history.MAX_LIMIT, 9999)]
+    entries = [historyentry.ordered(longest_entry(attempt)) for attempt in range(9999 - history.MAX_LIMIT, 9999)]
     assert all(len(entry[key]) == bound for entry in entries for key, bound in historyentry.STRING_LIMITS.items())
     size = len(json.dumps({"attempts": entries, "attemptsDropped": 9999}, separators=(",", ":")))
     assert size <= history.MAX_HISTORY_BYTES, size
