@@ -306,11 +306,20 @@ def job_names(jobs: list[Mapping[str, Any]]) -> list[str]:
 
 class StaleRequest(InvalidRequest):
     """The request is behind the cluster (Metacontroller's informer cache lags): the live reads
-    show an attempt past the one the answer would write. A 409: Metacontroller writes nothing and
-    asks again, with a fresher parent."""
+    show an attempt past the one the answer would write, or its children lack the running JobSet.
+    A 409: Metacontroller writes nothing and asks again, with a fresher parent. ``cause`` names
+    which (``STALE_CAUSES``): the refusals are counted by it (``nvcre_hook_refusals_total``)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, cause: str = "children-behind") -> None:
+        if cause not in STALE_CAUSES:
+            raise ValueError(f"unknown cause {cause!r} of a refusal: add it to STALE_CAUSES (and its metric's help)")
         super().__init__(409, message)
+        self.cause = cause
+
+
+STALE_CAUSES = ("attempt-ahead", "children-behind", "parent-gone", "parent-replaced", "parent-deleting")
+"""Why a request was refused as behind the cluster: the core's (an attempt past the request's; a
+JobSet missing from its children) and the parent check's (``hooks.server.freshness.behind``)."""
 
 
 def ahead_of(ctx: Context, attempt: int, through: int) -> int | None:
@@ -372,7 +381,7 @@ def refuse_if_behind(ctx: Context, attempt: int, *, reads: bool = True) -> None:
     if max(written) <= began and (now - began).total_seconds() < STALE_CACHE_SECONDS:
         raise StaleRequest(f"the request is behind the cluster: status.attempt is {attempt}, but attempt "
                            f"{max(n for n, _ in ahead)} began after this parent version was written (its JobSet, "
-                           "pods or batch Jobs exist); not answering from this parent")
+                           "pods or batch Jobs exist); not answering from this parent", cause="attempt-ahead")
 
 
 def refuse_if_children_behind(ctx: Context, attempt: int) -> None:

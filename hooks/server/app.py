@@ -175,8 +175,11 @@ def _account(hook: str, result: HookResult, body_bytes: int, clock: Callable[[],
     """Counts, times and logs one answered hook call. A held decision whose drain waits is also
     counted by the ``Drained`` reason, with the drain's age at ``clock()`` (``metrics.count_drain_hold``)."""
     metrics.observe_request(hook, result.status_code, result.seconds)
+    if result.refusal:
+        metrics.count_refusal(hook, result.refusal, (result.namespace, result.job))
     decision = result.decision
     if decision is not None:
+        metrics.count_answered((result.namespace, result.job), bool(result.decided_on), hook)
         metrics.count_decision(decision.kind)
         metrics.count_phase(decision.phase_after)
         if decision.kind == "held" and clock is not None:

@@ -16,6 +16,18 @@ written in the last ``RECENT_STATUS_SECONDS`` (the newest ``managedFields`` entr
 ``status``; a parent without managed fields counts as recent). A Job whose status settled long
 ago is answered from the cache alone: no read in the steady state.
 
+When the request's Job is behind the live one (another ``resourceVersion``, or the core found the
+request behind the cluster: ``StaleRequest``), the hooks do not refuse at once (issue 36, ADR-0107):
+``behind`` reads the whole live Job (``ParentVersions.live_job``) and the handler decides again on
+it, with the request's children, and answers that. Metacontroller's parent and children informers
+are independent, so a parent newer than the children it comes with is a request the hooks already
+meet (the core's own checks refuse children that lag: ``hooks.core.barrier``); the live parent
+only removes the lag of the parent. Refused still (409, ``StaleRequest`` with its ``cause``): a
+Job that is gone (``parent-gone``), another object under the same name (``parent-replaced``), a
+deletion the request does not carry, or one it carries that the live Job does not
+(``parent-deleting``: Metacontroller calls ``/finalize`` next), and a second ``StaleRequest`` from the
+decision on the live Job (the children lag).
+
 RBAC: ``get`` on ``nvcre.nvidia.com`` jobs (``manifests/rbac.yaml``, role ``nvcre-hooks-pod-reader``).
 """
 
@@ -62,6 +74,11 @@ class ParentVersions(Protocol):
         Raises ``ParentReadError`` when the API server cannot say."""
         ...
 
+    def live_job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The whole live Job, as the API server has it now; ``None`` when there is no such Job.
+        Raises ``ParentReadError`` when the API server cannot say."""
+        ...
+
 
 METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 """The ``Accept`` of the parent read: the Job's metadata only (a ``PartialObjectMetadata``, what
@@ -81,11 +98,21 @@ class LiveParentVersions:
         self._timeout = (timeout_seconds, timeout_seconds)
 
     def resource_version(self, namespace: str, name: str) -> str | None:
+        job = self._get(namespace, name, METADATA_ONLY)
+        version = (job.get("metadata") or {}).get("resourceVersion") if job is not None else None
+        return version if isinstance(version, str) else None
+
+    def live_job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._get(namespace, name, "application/json")
+
+    def _get(self, namespace: str, name: str, accept: str) -> Mapping[str, Any] | None:
+        """One quorum GET of the Job with ``accept``: the decoded object, ``None`` on a 404;
+        ``ParentReadError`` for anything else (a failed request, an answer that is not an object)."""
         unreadable = f"could not read Job {namespace}/{name} to check the request is current"
         try:
             raw = self._custom.get_namespaced_custom_object(  # a new headers dict: the client adds to it
                 GROUP, VERSION, namespace, PLURAL, name, _request_timeout=self._timeout,
-                _preload_content=False, _headers={"Accept": METADATA_ONLY}).data
+                _preload_content=False, _headers={"Accept": accept}).data
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -96,21 +123,30 @@ class LiveParentVersions:
             job = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise ParentReadError(f"{unreadable}: the answer is not JSON ({exc})") from exc
-        version = (job.get("metadata") or {}).get("resourceVersion") if isinstance(job, Mapping) else None
-        return version if isinstance(version, str) else None
+        if not isinstance(job, Mapping):
+            raise ParentReadError(f"{unreadable}: the answer is not an object")
+        return job
 
 
 class FixedParentVersions:
-    """Versions given by hand (tests, replay): ``versions[(namespace, name)]``, ``None`` when absent;
+    """Versions given by hand (tests, replay): ``versions[(namespace, name)]``, ``None`` when absent,
+    and the whole live Jobs ``jobs[(namespace, name)]`` (a Job given there also gives its version);
     every call is counted in ``reads``."""
 
-    def __init__(self, versions: Mapping[tuple[str, str], str] | None = None) -> None:
-        self.versions = dict(versions or {})
+    def __init__(self, versions: Mapping[tuple[str, str], str] | None = None,
+                 jobs: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> None:
+        self.jobs = dict(jobs or {})
+        self.versions = {key: str((job.get("metadata") or {}).get("resourceVersion") or "")
+                         for key, job in self.jobs.items()} | dict(versions or {})
         self.reads = 0
 
     def resource_version(self, namespace: str, name: str) -> str | None:
         self.reads += 1
         return self.versions.get((namespace, name))
+
+    def live_job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        self.reads += 1
+        return self.jobs.get((namespace, name))
 
 
 def needs_check(observed: Observed, decision: Decision, now: datetime) -> bool:
@@ -130,18 +166,43 @@ def needs_check(observed: Observed, decision: Decision, now: datetime) -> bool:
     return written is None or utc(now) - written < timedelta(seconds=RECENT_STATUS_SECONDS)
 
 
-def check(observed: Observed, decision: Decision, parents: ParentVersions, now: datetime) -> None:
-    """Raises ``StaleRequest`` (409) when ``needs_check`` and the live Job is another version than
-    ``observed``'s (or is gone); ``ParentReadError`` (503) when it cannot be read. Returns otherwise."""
-    if not needs_check(observed, decision, now):
-        return
-    live = parents.resource_version(observed.namespace, observed.name)
-    if live == observed.resource_version and live:
-        return
-    shown = "gone" if live is None else f"at resourceVersion {live}"
-    raise StaleRequest(f"the request is behind the cluster: its Job is at resourceVersion "
-                       f"{observed.resource_version or '(none)'}, the live one is {shown}; nothing was "
-                       f"answered, Metacontroller calls again with the newer one")
+def behind(observed: Observed, decided: Decision | StaleRequest, parents: ParentVersions,
+           now: datetime) -> Mapping[str, Any] | None:
+    """Whether the answer ``decided`` on ``observed`` at ``now`` (a ``Decision``, or the core's
+    ``StaleRequest``) may be sent, asking ``parents`` what the live Job is.
+
+    Returns ``None`` when it may: a decision that ``needs_check`` says nothing of (no read), or one
+    whose Job is the live version (one metadata read). Returns the whole live Job when the request's
+    Job is another version than it: the caller decides again on it (a second read, only then).
+    Raises ``StaleRequest`` (409, with its ``cause``) when the core refused and the request's Job is
+    the live one (the children lag: the core's refusal stands), or when the live Job may not stand
+    in for the request's: gone (``parent-gone``), another object (``parent-replaced``: another
+    ``uid``), or deleted in one and not in the other (``parent-deleting``). Raises
+    ``ParentReadError`` (503) when the live Job cannot be read."""
+    if isinstance(decided, Decision) and not needs_check(observed, decided, now):
+        return None
+    version = parents.resource_version(observed.namespace, observed.name)
+    if version and version == observed.resource_version:
+        if isinstance(decided, StaleRequest):
+            raise decided
+        return None
+    live = parents.live_job(observed.namespace, observed.name) if version is not None else None
+    metadata = (live or {}).get("metadata") or {}
+    if live is None:
+        raise _refused("parent-gone", observed, "the live one is gone")
+    if str(metadata.get("uid") or "") != observed.uid:
+        raise _refused("parent-replaced", observed,
+                       f"the live one is another object (uid {metadata.get('uid')}, the request's {observed.uid})")
+    if bool(metadata.get("deletionTimestamp")) != bool(observed.deletion_timestamp):
+        raise _refused("parent-deleting", observed, "its deletion began after the request's copy was taken"
+                       if metadata.get("deletionTimestamp") else "the request carries a deletion the live one does not")
+    return live
+
+
+def _refused(cause: str, observed: Observed, shown: str) -> StaleRequest:
+    return StaleRequest(f"the request is behind the cluster: its Job is at resourceVersion "
+                        f"{observed.resource_version or '(none)'}, {shown}; nothing was answered, "
+                        f"Metacontroller calls again with the newer one", cause=cause)
 
 
 WATCHED_KINDS = frozenset({"JobSet", "Workload"})
@@ -166,8 +227,14 @@ class UnreadableParentVersions:
         self.reason = reason
 
     def resource_version(self, namespace: str, name: str) -> str | None:
-        raise ParentReadError(f"could not read Job {namespace}/{name} to check the request is current: "
-                              f"no cluster configuration ({self.reason})")
+        raise self._unreadable(namespace, name)
+
+    def live_job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        raise self._unreadable(namespace, name)
+
+    def _unreadable(self, namespace: str, name: str) -> ParentReadError:
+        return ParentReadError(f"could not read Job {namespace}/{name} to check the request is current: "
+                               f"no cluster configuration ({self.reason})")
 
 
 def parents_from_environment(env: Mapping[str, str] | None = None) -> ParentVersions:

@@ -12,18 +12,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import orjson
 
+from hooks.core.barrier import StaleRequest
 from hooks.core.decide import Decision, decide
-from hooks.core.observed import GangCluster, InvalidRequest, parse_request
+from hooks.core.observed import GangCluster, InvalidRequest, Observed, parse_request
 from hooks.server.config import Settings
 from hooks.server.effects import Effects
-from hooks.server.freshness import ParentVersions, check
+from hooks.server.freshness import ParentVersions, behind
 from podread import Reader, ReadRecord, deadline, recording
 
 log = logging.getLogger("nvcre.hooks.handler")
@@ -37,6 +38,9 @@ class HookResult:
     keys (computed at construction, so a body that cannot be serialized fails inside ``handle`` and
     becomes a 500). ``decision`` is set only on a 200. ``reads`` are the pod reads the decision made,
     ``seconds`` the time ``handle`` took. ``namespace``/``job`` name the parent once it was parsed.
+    ``decided_on`` is the request the decision was made on when it is not the one received (the
+    live Job in place of a parent that was behind it, ``hooks.server.freshness.behind``), else
+    ``b""``; ``refusal`` the cause of a 409 (``hooks.core.barrier.STALE_CAUSES``), else ``""``.
     """
 
     status_code: int
@@ -47,6 +51,8 @@ class HookResult:
     namespace: str = ""
     job: str = ""
     encoded: bytes = field(default=b"", repr=False, compare=False)
+    decided_on: bytes = field(default=b"", repr=False, compare=False)
+    refusal: str = ""
 
     def __post_init__(self) -> None:
         if not self.encoded:
@@ -89,9 +95,12 @@ def handle(
     through ``reader`` only; with ``keep_pods`` the result's ``reads`` also hold the
     pods each read returned (for the recorder and replay). With ``effects``, a 200's Events and
     actions (``hooks.server.effects``) are queued after the answer is decided; they never change it.
-    With ``parents``, an answer that may act on the Job is sent only when the request's Job is the
-    live version (``hooks.server.freshness.check``: else 409, or 503 when it cannot be read), and
-    only then are its effects queued.
+    With ``parents``, an answer that may act on the Job is sent only once decided on the live
+    version of the Job (``hooks.server.freshness.behind``): when the request's Job is behind it (or
+    the core refused the request as behind the cluster), the live Job is read and the request is
+    decided again with it as the parent (the reads and the deadline of that decision are the ones
+    kept); a Job that is gone, replaced or being deleted in one copy only is a 409, a Job that
+    cannot be read a 503; only then are the effects queued, for the Job decided on.
     Returns 200 with the decision's response, 4xx with
     ``{"error": ...}`` for bad input, or 500 ``{"error": "internal error: <Type>"}``; never raises
     for anything the request or the decision does.
@@ -99,26 +108,33 @@ def handle(
     started = time.perf_counter()
     reads: list[ReadRecord] = []
     namespace = job = ""
+    decided_on = b""
 
-    def result(code: int, body: dict[str, Any], decision: Decision | None = None) -> HookResult:
-        return HookResult(code, body, decision, reads, time.perf_counter() - started, namespace, job)
+    def result(code: int, body: dict[str, Any], decision: Decision | None = None, refusal: str = "") -> HookResult:
+        return HookResult(code, body, decision, reads, time.perf_counter() - started, namespace, job,
+                          decided_on=decided_on, refusal=refusal)
 
     try:
         payload = parse_json(raw, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
-        observed = parse_request(payload, hook)
-        if settings.gang_policy != GangCluster.default_policy or settings.gang_api_note:
-            observed = dataclasses.replace(observed, gang=GangCluster(default_policy=settings.gang_policy,
-                                                                      api_note=settings.gang_api_note))
+        observed = observe(payload, hook, settings)
         namespace, job = observed.namespace, observed.name
         now = clock()
-        with recording(keep_pods=keep_pods) as reads, deadline(settings.read_deadline_seconds):
-            decision = decide(observed, reader, now, resync_seconds=settings.resync_seconds)
-        _check_response(decision.response)
-        if parents is not None:
-            check(observed, decision, parents, now)
+        with deadline(settings.read_deadline_seconds):
+            decided, reads = decided_from(observed, reader, now, settings, keep_pods)
+            live = behind(observed, decided, parents, now) if parents is not None else None
+            if live is not None:
+                payload = {**cast(Mapping[str, Any], payload), "parent": live}  # parse_request: an object
+                observed = observe(payload, hook, settings)
+                decided_on = encode(payload)
+                decided, reads = decided_from(observed, reader, now, settings, keep_pods)
+        if isinstance(decided, StaleRequest):
+            raise decided
+        _check_response(decided.response)
         if effects is not None:
-            effects.submit(observed, decision, now)
-        return result(200, decision.response, decision)
+            effects.submit(observed, decided, now)
+        return result(200, decided.response, decided)
+    except StaleRequest as exc:
+        return result(exc.status, {"error": exc.message}, refusal=exc.cause)
     except InvalidRequest as exc:
         return result(exc.status, {"error": exc.message})
     except Exception as exc:
@@ -127,6 +143,29 @@ def handle(
             extra={"fields": {"hook": hook, "namespace": namespace, "job": job}},
         )
         return result(500, {"error": f"internal error: {type(exc).__name__}"})
+
+
+def observe(payload: object, hook: str, settings: Settings) -> Observed:
+    """The ``Observed`` of a decoded request (``parse_request``), with the gang settings of
+    ``settings`` (``gang_policy``, ``gang_api_note``) when they are not the defaults."""
+    observed = parse_request(payload, hook)
+    if settings.gang_policy != GangCluster.default_policy or settings.gang_api_note:
+        observed = dataclasses.replace(observed, gang=GangCluster(default_policy=settings.gang_policy,
+                                                                  api_note=settings.gang_api_note))
+    return observed
+
+
+def decided_from(observed: Observed, reader: Reader, now: datetime, settings: Settings,
+                 keep_pods: bool) -> tuple[Decision | StaleRequest, list[ReadRecord]]:
+    """``decide`` on ``observed`` at ``now`` inside a ``podread.recording()`` of its own (with
+    ``keep_pods``): the decision, or the ``StaleRequest`` the core refused it with (returned, so
+    that the caller can ask whether the parent is behind), and the reads it made."""
+    with recording(keep_pods=keep_pods) as reads:
+        try:
+            decided: Decision | StaleRequest = decide(observed, reader, now, resync_seconds=settings.resync_seconds)
+        except StaleRequest as exc:
+            decided = exc
+    return decided, reads
 
 
 def parse_json(raw: bytes, *, max_bytes: int, max_depth: int) -> object:

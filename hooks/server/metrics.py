@@ -21,6 +21,7 @@ from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+import cachetools
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -97,6 +98,30 @@ CHECKPOINT_ACK_SECONDS = Histogram(
     buckets=(1.0, 5.0, 15.0, 30.0, 60.0, 90.0, 120.0, 180.0, 300.0, 600.0, 1800.0, 3600.0),
 )
 
+REFUSALS = Counter(
+    "nvcre_hook_refusals_total",
+    "Hook requests refused as behind the cluster (409), by hook and cause: attempt-ahead and children-behind "
+    "(Metacontroller's children cache lags: normal for a moment after a change), parent-gone, parent-replaced, "
+    "parent-deleting. A parent that is only behind the live Job is not refused: it is decided again on the live one.",
+    ["hook", "cause"],
+)
+REDECIDED = Counter(
+    "nvcre_hook_redecided_total",
+    "Hook requests whose Job was behind the live one, answered by deciding again on the live Job (ADR-0107).",
+    ["hook"],
+)
+REFUSAL_LOOP = 10
+"""How many refusals of one Job in a row, with no answer between, make a loop (``nvcre_hook_refusal_loops_total``)."""
+REFUSAL_LOOPS = Counter(
+    "nvcre_hook_refusal_loops_total",
+    f"Jobs refused as behind the cluster {REFUSAL_LOOP} times in a row with no answer between (counted again "
+    f"every {REFUSAL_LOOP} more): a cache that does not catch up, not the lag after a change.",
+    ["hook"],
+)
+
+for _hook in HOOKS:
+    REDECIDED.labels(hook=_hook)
+    REFUSAL_LOOPS.labels(hook=_hook)
 for _outcome in CHECKPOINT_OUTCOME_NAMES:
     CHECKPOINT_OUTCOMES.labels(outcome=_outcome)
 for _hook in HOOKS:
@@ -165,6 +190,51 @@ def count_checkpoint(outcome: str, seconds: float | None) -> None:
 def count_drain_stuck(pods: int) -> None:
     """Counts ``pods`` stuck terminating on dead nodes in one answered decision."""
     DRAIN_STUCK.inc(pods)
+
+
+def count_refusal(hook: str, cause: str, job: tuple[str, str]) -> None:
+    """Counts one request refused as behind the cluster (a 409, ``cause`` one of ``STALE_CAUSES``) for
+    ``job`` (namespace, name), and a loop once the Job is refused ``REFUSAL_LOOP`` times in a row
+    (``REFUSAL_STREAKS``)."""
+    REFUSALS.labels(hook=hook, cause=cause).inc()
+    if REFUSAL_STREAKS.refused(job):
+        REFUSAL_LOOPS.labels(hook=hook).inc()
+
+
+def count_answered(job: tuple[str, str], redecided: bool, hook: str) -> None:
+    """Counts one answered request of ``job`` (a 200): it ends the Job's run of refusals; ``redecided``
+    when it was decided on the live Job in place of the request's (``nvcre_hook_redecided_total``)."""
+    REFUSAL_STREAKS.answered(job)
+    if redecided:
+        REDECIDED.labels(hook=hook).inc()
+
+
+class RefusalStreaks:
+    """How many times in a row each Job was refused as behind the cluster, in this process: at most
+    ``max_jobs`` Jobs (the least recently refused forgotten first), every access under one lock.
+    A loop is ``loop`` refusals of one Job with no answer between them: ``refused`` says so on the
+    ``loop``-th, the ``2 * loop``-th, ... (a Job stuck in a loop keeps counting)."""
+
+    def __init__(self, loop: int, max_jobs: int = 10_000) -> None:
+        self.loop = loop
+        self._streaks: cachetools.LRUCache[tuple[str, str], int] = cachetools.LRUCache(maxsize=max_jobs)
+        self._lock = threading.Lock()
+
+    def refused(self, job: tuple[str, str]) -> bool:
+        """Adds one refusal of ``job``; whether its streak just reached a multiple of ``loop``."""
+        with self._lock:
+            streak = self._streaks.get(job, 0) + 1
+            self._streaks[job] = streak
+        return streak % self.loop == 0
+
+    def answered(self, job: tuple[str, str]) -> None:
+        """Ends ``job``'s streak."""
+        with self._lock:
+            self._streaks.pop(job, None)
+
+
+REFUSAL_STREAKS = RefusalStreaks(REFUSAL_LOOP)
+"""This process' streaks (``count_refusal``, ``count_answered``)."""
 
 
 def count_auth_failure() -> None:

@@ -18,6 +18,7 @@ from hooks.core.barrier import StaleRequest
 from hooks.core.decide import decide
 from hooks.core.observed import parse_request
 from hooks.server.config import Settings
+from hooks.server.freshness import FixedParentVersions
 from hooks.server.handler import handle
 from podread.constants import ATTEMPT_LABEL
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_batch_job, make_pod
@@ -221,3 +222,51 @@ def test_orphaned_pods_past_the_grace_are_held_on_not_refused_forever() -> None:
     pods = created_at(pods_of("train", 0), "2025-12-31T23:00:00Z")
     d = decide(parse_request(running_without_its_jobset({}), "sync"), FakeReader(pods), NOW)
     assert d.kind == "held" and d.response["children"] == []
+
+
+def live_after_resume(children: list[dict]) -> dict:
+    """The Job as the API server holds it once the resume's status write landed: attempt 1 runs."""
+    request = job_request(name="pause", keying="v2", spec=job_spec(suspend=False), jobsets=children,
+                          status={"phase": "Running", "attempt": 1, "restarts": 0, "workload": "pause-1"})
+    request["parent"]["metadata"]["resourceVersion"] = "43"
+    return request
+
+
+def test_a_stale_resume_is_decided_on_the_live_job_when_the_children_have_caught_up() -> None:
+    """Issue 36 item 1: the core refuses the stale parent (attempt 1 runs, the request says
+    Suspended at 0); the handler reads the live Job and decides on it with the request's children.
+    With attempt 1's JobSet among them, that is an answer, not a 409."""
+    children = [jobset_child("pause", 1)]
+    stale = job_request(name="pause", keying="v2", spec=job_spec(suspend=False), jobsets=children,
+                        status={"phase": "Suspended", "attempt": 0, "restarts": 0})
+    live = live_after_resume(children)
+    reader = FakeReader(pods_of("pause", 1), jobs=[make_batch_job("pause-1")])
+    parents = FixedParentVersions(jobs={("default", "pause"): live["parent"]})
+    result = handle(orjson.dumps(stale), "sync", reader=reader, clock=lambda: NOW, settings=Settings(),
+                    parents=parents)
+    assert result.status_code == 200, result.body
+    assert result.body == decide(parse_request(live, "sync"), reader, NOW).response
+    assert result.body["status"]["attempt"] == 1
+
+
+def test_a_stale_resume_whose_children_lag_too_is_still_refused() -> None:
+    """The live parent does not cure children that lag: the decision on it refuses them
+    (``children-behind``), and the 409 says why."""
+    pods = pods_of("pause", 1)
+    for pod in pods:  # created a moment ago: Metacontroller's children cache may not have its JobSet yet
+        pod["metadata"]["creationTimestamp"] = "2025-12-31T23:59:55Z"
+    reader = FakeReader(pods, jobs=[])
+    parents = FixedParentVersions(jobs={("default", "pause"): live_after_resume([])["parent"]})
+    result = handle(orjson.dumps(stale_resume()), "sync", reader=reader, clock=lambda: NOW, settings=Settings(),
+                    parents=parents)
+    assert (result.status_code, result.refusal) == (409, "children-behind"), result.body
+
+
+def test_a_core_refusal_of_a_current_parent_stands() -> None:
+    """The request's Job is the live version: the core's refusal is the answer (``attempt-ahead``),
+    and the whole Job is not read."""
+    reader = FakeReader(pods_of("pause", 1), jobs=[make_batch_job("pause-1")])
+    parents = FixedParentVersions({("default", "pause"): "42"})
+    result = handle(orjson.dumps(stale_resume()), "sync", reader=reader, clock=lambda: NOW, settings=Settings(),
+                    parents=parents)
+    assert (result.status_code, result.refusal, parents.reads) == (409, "attempt-ahead", 1)

@@ -85,29 +85,72 @@ def test_the_observed_generation_metacontroller_adds_is_no_change() -> None:
     assert parents.reads == 0
 
 
-def test_an_answer_that_changes_the_status_is_sent_only_for_the_live_job() -> None:
+def test_an_answer_that_changes_the_status_is_decided_on_the_live_job() -> None:
+    """Issue 36 item 1: a request whose Job is behind the live one is not refused: the live Job is
+    read whole and the request decided again with it as the parent, children as Metacontroller sent
+    them. The answer is the one the live Job gets, and the recorder keeps the request decided on."""
     body = running_request(status_written=NOW - timedelta(hours=1))  # no status yet: the answer writes one
     assert answer(body, FixedParentVersions({KEY: "42"}))[0] == 200
-    code, error = answer(body, FixedParentVersions({KEY: "43"}))
-    assert code == 409
-    assert all(words in error["error"] for words in ("behind the cluster", "resourceVersion 42", "resourceVersion 43"))
+    live = running_request(status_written=NOW - timedelta(seconds=3),
+                           status={"phase": "Running", "attempt": 0, "message": "newer"})
+    live["parent"]["metadata"]["resourceVersion"] = "43"
+    parents = FixedParentVersions(jobs={KEY: live["parent"]})
+    result = handle(orjson.dumps(body), "sync", reader=reader(), clock=lambda: NOW, settings=Settings(),
+                    parents=parents)
+    on_live = decide(parse_request(live, "sync"), reader(), NOW).response
+    assert result.status_code == 200 and result.body == on_live
+    assert orjson.loads(result.decided_on) == {**body, "parent": live["parent"]}
+    assert result.refusal == "" and parents.reads == 2  # its version, then the whole Job
+    assert handle(orjson.dumps(body), "sync", reader=reader(), clock=lambda: NOW, settings=Settings(),
+                  parents=FixedParentVersions({KEY: "42"})).decided_on == b""
 
 
 def test_a_settled_status_written_moments_ago_is_checked_too() -> None:
     """The self-reproducing stale answer: the request's status is a fixed point, so the answer
     changes nothing against the request, but the live Job may hold a newer status that this answer
-    would overwrite (Metacontroller compares with the live one)."""
+    would overwrite (Metacontroller compares with the live one): the answer is the live Job's."""
     body = settled(NOW - timedelta(seconds=2))
-    parents = FixedParentVersions({KEY: "43"})
-    assert answer(body, parents)[0] == 409
-    assert parents.reads == 1
-    assert answer(body, FixedParentVersions({KEY: "42"}))[0] == 200
+    newer = running_request(status_written=NOW - timedelta(seconds=1),
+                            status={**body["parent"]["status"], "message": "a newer write"})
+    newer["parent"]["metadata"]["resourceVersion"] = "43"
+    parents = FixedParentVersions(jobs={KEY: newer["parent"]})
+    code, sent = answer(body, parents)
+    assert code == 200 and parents.reads == 2
+    assert sent == decide(parse_request(newer, "sync"), reader(), NOW).response
+    parents = FixedParentVersions({KEY: "42"})
+    assert answer(body, parents)[0] == 200 and parents.reads == 1
+
+
+def refused(body: dict[str, Any], parents: FixedParentVersions) -> tuple[int, str, str]:
+    result = handle(orjson.dumps(body), "sync", reader=reader(), clock=lambda: NOW, settings=Settings(),
+                    parents=parents)
+    return result.status_code, result.refusal, str(result.body.get("error", ""))
 
 
 def test_a_job_gone_from_the_api_server_is_refused() -> None:
-    code, error = answer(running_request(status_written=None), FixedParentVersions({}))
-    assert code == 409
-    assert "gone" in error["error"]
+    code, cause, error = refused(running_request(status_written=None), FixedParentVersions({}))
+    assert (code, cause) == (409, "parent-gone")
+    assert "gone" in error
+
+
+def test_another_job_under_the_same_name_is_refused() -> None:
+    body = running_request(status_written=None)
+    other = running_request(status_written=None)
+    other["parent"]["metadata"].update(uid="00000000-0000-4000-8000-000000000099", resourceVersion="50")
+    code, cause, error = refused(body, FixedParentVersions(jobs={KEY: other["parent"]}))
+    assert (code, cause) == (409, "parent-replaced") and "another object" in error
+
+
+@pytest.mark.parametrize("deleted_in", ["live", "request"])
+def test_a_deletion_in_one_copy_only_is_refused(deleted_in: str) -> None:
+    """A /sync whose live Job is being deleted (Metacontroller calls /finalize next), or a request
+    that carries a deletion the live Job does not: neither stands in for the other."""
+    body = running_request(status_written=None)
+    live = running_request(status_written=None)
+    live["parent"]["metadata"]["resourceVersion"] = "43"
+    (live if deleted_in == "live" else body)["parent"]["metadata"]["deletionTimestamp"] = "2026-01-01T11:00:00Z"
+    code, cause, _ = refused(body, FixedParentVersions(jobs={KEY: live["parent"]}))
+    assert (code, cause) == (409, "parent-deleting")
 
 
 def test_a_failed_read_holds_with_a_503_and_writes_nothing() -> None:

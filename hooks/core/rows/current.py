@@ -119,7 +119,7 @@ def _refuse_if_ahead(ctx: Context, work: Work, drain: Drain) -> None:
     if ahead is not None:  # the step this row would take already happened: never take the attempt back
         raise StaleRequest(f"the request is behind the cluster: status.attempt is {work.attempt}, but pods or "
                            f"batch Jobs of attempt {ahead} exist (read live), which neither the status nor the "
-                           "children show; not answering from this parent")
+                           "children show; not answering from this parent", cause="attempt-ahead")
 
 
 def _started(ctx: Context, work: Work, step: Step) -> Step:

@@ -88,7 +88,8 @@ class Recorder:
     def wrap(self, answer: Answer) -> Answer:
         """The recorder as middleware of the app (``hooks.server.app.create_app(middleware=...)``):
         ``answer`` with the pods kept and the clock's time noted, each answered call then
-        ``submit``ted. Returns ``answer``'s result unchanged."""
+        ``submit``ted with the request it was decided on (``HookResult.decided_on``: a replay gives the
+        same answer). Returns ``answer``'s result unchanged."""
 
         def recorded(raw: bytes, hook: str, *, reader: Reader, clock: Callable[[], datetime], settings: Settings,
                      keep_pods: bool = False, effects: Effects | None = None,
@@ -102,7 +103,8 @@ class Recorder:
 
             result = answer(raw, hook, reader=reader, clock=noted_clock, settings=settings, keep_pods=True,
                             effects=effects, parents=parents)
-            self.submit(hook, raw, result, now=seen[0] if seen else None, settings=settings)
+            # the request the answer was decided on: the live Job in place of a parent that was behind it
+            self.submit(hook, result.decided_on or raw, result, now=seen[0] if seen else None, settings=settings)
             return result
 
         return recorded
