@@ -64,7 +64,7 @@ helm:
 # whole (module fixtures): the tier waits far more than it computes, so even on 2 cores a third worker
 # helps (115 tests on a quiet 2-core machine: 413-437 s in two workers, 296 s in three).
 test-cluster: $(STAMP) control-plane kueue jobset kwok helm
-	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster -n 3 --dist loadfile tests/cluster; rc=$$?; \
+	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster -n 3 --dist loadfile --durations=25 tests/cluster; rc=$$?; \
 	echo "cluster tier: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 dev: $(STAMP) control-plane jobset kwok

@@ -88,6 +88,7 @@ def shown_commands(doc: str) -> list[Shown]:
 
 
 CLUSTER = "needs a cluster: the real control plane tier (tests/cluster) or `make dev`"
+INSTALL = "tests/cluster/test_install_commands.py runs its block as written on a control plane of its own"
 RULES: list[tuple[str, str, str]] = [
     (r"^make test$", "elsewhere", "the whole suite: this test is part of it"),
     (r"^make test-cluster$", "elsewhere", "the cluster tier itself (.ci/run runs it)"),
@@ -107,9 +108,9 @@ RULES: list[tuple[str, str, str]] = [
     (r"^(\.venv/bin/)?python -m hooks (replay request\.json|node-pods gpu-)", "elsewhere",
      CLUSTER + " (tests/cluster/test_docs_commands.py runs each as written)"),
     (r"^docker ", "elsewhere", "Docker and a registry: tests/contract/test_dockerfile.py checks the Dockerfile"),
-    (r"^mkdir -p deploy/prod && cd deploy/prod$", "elsewhere", "the site overlay: run with the heredoc after it "
-                                                               "before `kubectl apply -k deploy/prod/` is built"),
-    (r"^cat > kustomization.yaml <<'EOF'\n", "elsewhere", "the site overlay (above)"),
+    (r"^mkdir -p deploy/prod$", "elsewhere", "the site overlay: run with the heredoc after it "
+                                             "before `kubectl apply -k deploy/prod/` is built, and " + INSTALL),
+    (r"^cat > deploy/prod/kustomization.yaml <<'EOF'\n", "elsewhere", "the site overlay (above)"),
     (r"^kubectl apply -k ", "kustomize", ""),
     (r"^helm (install|upgrade) nvcre-hooks charts/nvcre-hooks ", "helm", ""),
     (r"^kubectl apply -f (manifests/\S+)$", "file", ""),
@@ -119,6 +120,14 @@ RULES: list[tuple[str, str, str]] = [
      "make dev's kwok: tests/cluster/test_dev_commands.py runs each as written with the real kubectl"),
     (r"^kubectl create namespace team-a && sed ", "elsewhere", "make dev's namespace refresh "
                                                              "(tests/cluster/dev.py, all_namespaces)"),
+    (r"^kubectl create namespace nvcre-system$|^kubectl -n nvcre-system create secret generic nvcre-hooks-token |"
+     r"^kubectl -n nvcre-system rollout status deploy/nvcre-hooks$|^kubectl get compositecontroller nvcre-jobs$|"
+     r"^(NS|OLD|NEW)=|^kubectl -n \$NS |"
+     r"^kubectl -n metacontroller rollout (restart|status) statefulset/metacontroller$",
+     "elsewhere", INSTALL),
+    (r"^kubectl -n nvcre-system (set env|exec|cp) ", "elsewhere",
+     "the recorder in a running hooks pod: exec and cp need a kubelet that runs containers (kwok runs none); "
+     "tests/tools and tests/e2e run the recorder and the replay of what it writes"),
     (r"^(export KUBECONFIG=|kubectl |NS=|OLD=|NEW=)", "elsewhere", CLUSTER),
 ]
 
@@ -207,8 +216,8 @@ def kubectl() -> str:
 def test_what_kubectl_apply_k_would_apply_builds(shown: Shown, tmp_path: Path) -> None:
     binary = kubectl()
     if shown.command.split()[3] == "deploy/prod/":  # the site overlay, written first as the docs write it
-        at = next(i for i, s in enumerate(ALL) if s.command == "mkdir -p deploy/prod && cd deploy/prod")
-        assert ALL[at + 1].command.startswith("cat > kustomization.yaml <<")
+        at = next(i for i, s in enumerate(ALL) if s.command == "mkdir -p deploy/prod")
+        assert ALL[at + 1].command.startswith("cat > deploy/prod/kustomization.yaml <<")
         (tmp_path / "manifests").symlink_to(ROOT / "manifests")
         script = ALL[at].command + "\n" + ALL[at + 1].command + "\n"
         done = subprocess.run(["bash", "-ec", script], cwd=tmp_path, capture_output=True, text=True,
