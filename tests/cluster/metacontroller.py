@@ -469,6 +469,8 @@ class Metacontroller:
         requests the hooks refused as behind the cluster (409 ``StaleRequest``): the staleness at work."""
         """Status writes over a live status newer than the one the answer was computed from."""
         """Every status write: (time, Job, the live status it replaced, the status written)."""
+        self.informer_errors: list[str] = []
+        """Refreshes of the caches that failed in ``serve``'s informer thread (retried at the next tick)."""
         self._seen_parents: dict[Key, str] = {}
         self._seen_children: dict[str, Obj] = {}
         self._events: dict[tuple[str, str], tuple[str, int]] = {}
@@ -596,10 +598,16 @@ class Metacontroller:
         and ``workers`` threads each take one ready parent at a time and sync it, each on its own
         (``reconcile_due``'s rounds wait for their slowest sync; these do not). An error no sync
         expects (a read of the invariants failing, say) is recorded in ``sync_errors`` and the
-        worker goes on. Returns once every thread has ended (within about one sync of ``stop``)."""
+        worker goes on; a refresh that fails is recorded in ``informer_errors`` and tried again at the
+        next tick, as an informer's reflector retries its list. Returns once every thread has ended
+        (within about one sync of ``stop``)."""
         def informer() -> None:
             while not stop.is_set():
-                self.refresh()
+                try:
+                    self.refresh()
+                except Exception as exc:  # as client-go's reflector: a failed list is retried, never the end
+                    with self._lock:
+                        self.informer_errors.append(f"refresh failed: {exc!r}")
                 stop.wait(refresh_every)
 
         def worker() -> None:
