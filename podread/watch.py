@@ -20,7 +20,9 @@ and names its workload (``jobset.sigs.k8s.io/jobset-name``) is kept, as the even
 ``Reader.attempt_failure_pods``. A preemption deletes its victim before the real JobSet fails; this
 is the only place its ``DisruptionTarget`` is still known when the hooks judge the failure. What a
 departed pod says is a fact of the past, not a claim about the present, so it is answered whether or
-not the store is fresh; a relist keeps it, a ``reset`` (a new process) forgets it. Launchers carry
+not the store is fresh; a relist keeps it, a ``reset`` (a new process) forgets it. What the watch
+never saw is not there: a pod deleted while the watch was down past its resourceVersion (410, then a
+relist), or before this process' watch started (each gunicorn worker has its own). Launchers carry
 no JOB_LABEL, so the watch never sees them: a departed launcher is not kept.
 """
 
