@@ -137,8 +137,9 @@ def _preempted(pod: dict[str, Any], index: int, message: str) -> dict[str, Any]:
         {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
          "message": "Preempted by pod 5f0c0a5e-0d4e-4b41-9a77-2c1e0f1e6a11 on node kwok-node-3",
          "lastTransitionTime": "2026-12-06T12:00:00Z"})
-    for container in status.get("containerStatuses") or ():
-        container["state"] = {"terminated": {"exitCode": 137, "reason": "Error", "message": message,
+    for number, container in enumerate(status.get("containerStatuses") or ()):
+        text = f"{index:06d}{number}{message}"[:len(message)]  # each container's own string, as decoded
+        container["state"] = {"terminated": {"exitCode": 137, "reason": "Error", "message": text,
                                              "finishedAt": "2026-12-06T12:00:01Z", "containerID": "containerd://ab"}}
     return pod
 
@@ -152,7 +153,7 @@ def departed_store(count: int, message: str = "") -> tuple[int, int]:
         store = WatchedPods(None, ttl_seconds=5.0, clock=lambda: 0.0, metrics=ReadMetrics(registry=_registry()))
         store.replace([], "1")
         for index in range(count):
-            pod = _preempted(orjson.loads(raw)[index % 64], index, f"{index:06d}{message}"[:len(message)])
+            pod = _preempted(orjson.loads(raw)[index % 64], index, message)
             pod["metadata"]["name"] = f"{pod['metadata']['name']}-{index}"
             store.apply("DELETED", slim(pod), last_seen=evidence(pod))
         return store

@@ -60,8 +60,8 @@ late event older than the deletion does not bring the pod back. Cleared by every
 MAX_DEPARTED = 2_000
 """How many departed pods (deleted pods that tell a failure, ``WatchedPods.departed``) a store keeps;
 past it the oldest is dropped. About 6.7 KB each (retained) for a realistic preempted worker of two
-containers, 13.5 MB at the bound; about 11 KB with a 4 KiB termination message per container
-(``bench cache_memory``, table ``departed``). Nothing is kept while no failing pod is deleted, so
+containers, 13.5 MB at the bound; about 15 KB with a 4 KiB termination message in each container,
+30 MB at the bound (``bench cache_memory``, table ``departed``). Nothing is kept while no failing pod is deleted, so
 the steady-state figures (8,000 pods: 109 MiB per worker) do not move."""
 DEPARTED_SECONDS = 900.0
 """How long a departed pod is kept after the watch saw its deletion: a workload's end is judged
