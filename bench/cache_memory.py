@@ -10,6 +10,11 @@ benchmark 3 measures). The clock is fixed, so nothing expires while we measure.
   realistic pods (1,000 Jobs of 64) decoded page by page, made slim and indexed by job and node as
   the watch's list does: retained bytes per pod (target <= 3 KB) and in all (target < 250 MB per
   worker), and the compact JSON size the ``podread_watch_bytes`` metric reports.
+- Departed pods (issue 34): a store holding ``podread.watch.MAX_DEPARTED`` realistic workers seen
+  deleted after a preemption (``DisruptionTarget``, a container killed with 137), as
+  ``WatchedPods.departed`` keeps them (``podread.slim.evidence``): retained bytes per pod and in all,
+  and the same with a 4 KiB termination message per pod (the kubelet's bound per container). The
+  8,000-pod figures do not move: nothing is kept until a failing pod is deleted.
 - Growth: the cost of one cached read (``Reader.job_pods`` on a warm entry) and of one fill
   (a miss: list, strip, store) from 10 to 10,000 pods per job (100 other jobs of 64 pods cached),
   and from 10 to 1,000 jobs of 64 pods. Both should grow with the pods of the job read only.
@@ -28,8 +33,8 @@ from bench.common import BenchResult, Figure, per_call
 from bench.pods import realistic_job_pods
 from bench.raw_json import retained_bytes
 from podread import JOB_LABEL, PodCache, PodSelector, Reader, ReadMetrics
-from podread.slim import slim
-from podread.watch import WatchedPods
+from podread.slim import evidence, slim
+from podread.watch import MAX_DEPARTED, WatchedPods
 from tests.fakekube import make_job_pods
 
 NAMESPACE = "bench"
@@ -122,6 +127,41 @@ def watched_store(jobs: int, pods_per_job: int = 64) -> tuple[int, int, int, Wat
     return retained, len(store), store.bytes, store
 
 
+def _preempted(pod: dict[str, Any], index: int, message: str) -> dict[str, Any]:
+    """``pod`` as the DELETED event of its preemption shows it."""
+    pod["metadata"]["resourceVersion"] = str(10 + index)
+    pod["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] = f"{_name(index // 64)}-0"
+    status = pod.setdefault("status", {})
+    status["phase"] = "Failed"
+    status.setdefault("conditions", []).append(
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+         "message": "Preempted by pod 5f0c0a5e-0d4e-4b41-9a77-2c1e0f1e6a11 on node kwok-node-3",
+         "lastTransitionTime": "2026-12-06T12:00:00Z"})
+    for number, container in enumerate(status.get("containerStatuses") or ()):
+        text = f"{index:06d}{number}{message}"[:len(message)]  # each container's own string, as decoded
+        container["state"] = {"terminated": {"exitCode": 137, "reason": "Error", "message": text,
+                                             "finishedAt": "2026-12-06T12:00:01Z", "containerID": "containerd://ab"}}
+    return pod
+
+
+def departed_store(count: int, message: str = "") -> tuple[int, int]:
+    """(retained bytes, departed pods) of a WatchedPods that saw ``count`` realistic preempted workers
+    deleted (``count`` at most ``MAX_DEPARTED`` are kept), each terminated with ``message``."""
+    raw = orjson.dumps(realistic_job_pods(_name(0), 64, NAMESPACE))
+
+    def fill() -> WatchedPods:
+        store = WatchedPods(None, ttl_seconds=5.0, clock=lambda: 0.0, metrics=ReadMetrics(registry=_registry()))
+        store.replace([], "1")
+        for index in range(count):
+            pod = _preempted(orjson.loads(raw)[index % 64], index, message)
+            pod["metadata"]["name"] = f"{pod['metadata']['name']}-{index}"
+            store.apply("DELETED", slim(pod), last_seen=evidence(pod))
+        return store
+
+    retained, store = retained_bytes(fill)
+    return retained, store.departed_count()
+
+
 def run(quick: bool = False) -> BenchResult:
     """Retained bytes per cached pod, then the two growth tables."""
     result = BenchResult("cache_memory", "Cache memory and growth")
@@ -162,6 +202,18 @@ def run(quick: bool = False) -> BenchResult:
         "pods": watched_pods, "jobs": watched_jobs, "retained_mb": round(watched / 1e6, 1),
         "bytes_per_pod": round(per_pod), "slim_json_bytes_per_pod": round(watched_json / watched_pods),
         "x_slim_json": round(watched / max(watched_json, 1), 2)}]
+    departed_count = 200 if quick else MAX_DEPARTED
+    departed, kept = departed_store(departed_count)
+    departed_long, _ = departed_store(departed_count, "x" * 4096)
+    result.figures += [
+        Figure(f"retained by the departed pods, {kept:,} (MAX_DEPARTED) preempted workers", departed / 1e6, "MB",
+               watched / 1e6, f"the store of {watched_pods:,} pods",
+               note=f"{departed / kept:.0f} B/pod; with a 4 KiB termination message each "
+                    f"{departed_long / kept:.0f} B/pod, {departed_long / 1e6:.1f} MB"),
+    ]
+    result.tables["departed"] = [{"pods": kept, "retained_mb": round(departed / 1e6, 2),
+                                  "bytes_per_pod": round(departed / kept),
+                                  "bytes_per_pod_4k_message": round(departed_long / kept)}]
     sizes = (10, 100, 1000) if quick else (10, 100, 1000, 10_000)
     by_pods = [growth_row(size, 100 if not quick else 10, 3 if size >= 10_000 else 5) for size in sizes]
     job_counts = (10, 100) if quick else (10, 100, 1000)

@@ -12,6 +12,12 @@ source is decided and reviewed.
 Beside the pods, the drain barrier reads through the Reader, live, the Nodes its pods are bound to
 (``node_states``; a state that licenses nothing may come from a few seconds' ``NodeCache``) and the
 batch Jobs of the Job's attempts (``attempt_jobs``).
+
+Evidence that outlives a pod: ``attempt_failure_pods`` also returns the failing pods of the
+workload that the pod watch saw deleted within a bounded window (``podread.watch.MAX_DEPARTED``,
+``DEPARTED_SECONDS``), as last seen and annotated ``DEPARTED_ANNOTATION``; a live pod of the same
+name wins. A preemption deletes its victim before the real JobSet fails, so without them the pod
+that carried ``DisruptionTarget`` would never be read.
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     "PodCache": "podread.cache",
     "deadline": "podread.calldeadline",
-    **dict.fromkeys(("ATTEMPT_LABEL", "FINISHED_PHASES", "JOB_INDEX_FIELD", "JOB_LABEL", "JOBSET_NAME_LABEL",
-                     "LAUNCHER_LABEL", "NODE_NAME_INDEX_FIELD", "REPLICATED_JOB_LABEL"), "podread.constants"),
+    **dict.fromkeys(("ATTEMPT_LABEL", "DEPARTED_ANNOTATION", "FINISHED_PHASES", "JOB_INDEX_FIELD", "JOB_LABEL",
+                     "JOBSET_NAME_LABEL", "LAUNCHER_LABEL", "NODE_NAME_INDEX_FIELD", "REPLICATED_JOB_LABEL"),
+                    "podread.constants"),
     "from_environment": "podread.environment",
     **dict.fromkeys(("CAUSES", "ApiError", "CacheScopeError", "DeadlineExceeded", "NoLiveReaderError",
                      "NoSourceError", "PodReadError"), "podread.errors"),
@@ -59,6 +66,7 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, imported eag
     from podread.calldeadline import deadline
     from podread.constants import (
         ATTEMPT_LABEL,
+        DEPARTED_ANNOTATION,
         FINISHED_PHASES,
         JOB_INDEX_FIELD,
         JOB_LABEL,
@@ -86,8 +94,8 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, imported eag
     from podread.trace import ReadRecord, recording
 
 __all__ = [
-    "ATTEMPT_LABEL", "CAUSES", "FINISHED_PHASES", "JOBSET_NAME_LABEL", "JOB_INDEX_FIELD", "JOB_LABEL",
-    "LAUNCHER_LABEL", "NODE_NAME_INDEX_FIELD", "REPLICATED_JOB_LABEL", "ApiError", "CacheScopeError",
+    "ATTEMPT_LABEL", "CAUSES", "DEPARTED_ANNOTATION", "FINISHED_PHASES", "JOBSET_NAME_LABEL", "JOB_INDEX_FIELD",
+    "JOB_LABEL", "LAUNCHER_LABEL", "NODE_NAME_INDEX_FIELD", "REPLICATED_JOB_LABEL", "ApiError", "CacheScopeError",
     "DeadlineExceeded", "Job", "JobClient", "JobLister", "LiveClient", "NoLiveReaderError", "NoSourceError", "Pod",
     "PodCache", "PodLister", "PodReadError", "PodSelector", "ReadMetrics", "ReadRecord", "Reader", "SnapshotJobs",
     "SnapshotLister", "deadline", "from_environment", "is_active", "pod_key", "reader_from_snapshot", "recording",

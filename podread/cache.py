@@ -135,6 +135,15 @@ class PodCache:
             return CachedRead(list(pods), listed_from)
         return CachedRead([pod for pod in pods if selector.matches(pod)], listed_from)
 
+    def departed_pods(self, namespace: str, workload: str) -> list[Pod]:
+        """The departed pods of ``workload`` in ``namespace`` that the watch covering ``namespace``
+        saw deleted (``WatchedPods.departed``: bounded, as last seen, annotated); empty in TTL mode
+        or when no watch covers the namespace. Starts no watch and sends no request."""
+        for watch in self.watches:
+            if watch.store.covers((JOB_INDEX_FIELD, namespace, "")):
+                return watch.store.departed(namespace, workload)
+        return []
+
     @property
     def source(self) -> PodLister | None:
         """What the cache lists pods from (normally the Reader's live client)."""

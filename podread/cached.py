@@ -43,6 +43,16 @@ class CachedLister(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class DepartedLister(Protocol):
+    """What keeps pods seen deleted (``PodCache`` through its watch, a snapshot's ``departed`` side):
+    ``departed_pods`` returns a workload's departed pods, each annotated
+    ``podread.constants.DEPARTED_ANNOTATION``; an empty list when it holds none. In memory: it
+    never fails."""
+
+    def departed_pods(self, namespace: str, workload: str) -> list[Pod]: ...
+
+
 class Uncached:
     """A plain ``PodLister`` as the cached side: every read lists from it, and is never a fill.
 

@@ -29,3 +29,8 @@ REPLICATED_JOB_LABEL: Final = "jobset.sigs.k8s.io/replicatedjob-name"
 
 FINISHED_PHASES: Final = frozenset({"Succeeded", "Failed"})
 """Pod phases after which a pod holds no node resources. Every other phase counts as active."""
+
+DEPARTED_ANNOTATION: Final = "podread.nvcre.nvidia.com/departed"
+"""Written by podread (never by the API server) on a pod ``Reader.attempt_failure_pods`` returns
+that the pod watch saw deleted: the RFC3339 time (UTC, seconds) the watch saw the deletion. The pod
+is as the watch last saw it (``podread.slim.evidence``), no longer on the server."""

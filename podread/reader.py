@@ -10,7 +10,7 @@ from typing import Any, NoReturn, TypeVar
 from podread import calldeadline, trace
 from podread.access import AccessReviewer, read_permission
 from podread.attempts import attempt_in_name, workload_name
-from podread.cached import CachedLister, as_cached
+from podread.cached import CachedLister, DepartedLister, as_cached
 from podread.constants import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.jobs import Job, JobLister
@@ -23,6 +23,8 @@ L = TypeVar("L")
 
 CACHE = "cache"
 LIVE = "live"
+DEPARTED = "departed"
+"""The source of the pods ``attempt_failure_pods`` adds from memory: those the pod watch saw deleted."""
 MAX_SET_VALUES = 50
 """The most workload names ``active_attempt_pods`` puts in one ``in (...)`` label term; past it,
 the read selects every JobSet-labelled pod of the namespace and keeps the Job's own (one list,
@@ -56,13 +58,19 @@ class Reader:
     ``nodes`` those reads raise ``NoLiveReaderError``: never "none". ``node_cache`` (``None``: every
     node read is a GET) keeps the node states that license nothing for a few seconds, shared by
     the threads that use this Reader (``node_states``).
+
+    ``departed`` (a ``DepartedLister``; default: the cached side when it is one, as a ``PodCache``
+    with a watch is) holds the pods the watch saw deleted that ``attempt_failure_pods`` adds to
+    its live answer; without one it adds none (TTL or live mode, a snapshot without them).
     """
 
     def __init__(self, cached: CachedLister | PodLister, live: PodLister | None, *,
                  metrics: ReadMetrics | None = None, nodes: NodeLister | None = None,
                  access: AccessReviewer | None = None, jobs: JobLister | None = None,
-                 node_cache: NodeCache | None = None) -> None:
+                 node_cache: NodeCache | None = None, departed: DepartedLister | None = None) -> None:
         self._cached = as_cached(cached)
+        self._departed = departed if departed is not None else (
+            self._cached if isinstance(self._cached, DepartedLister) else None)
         self._live = live
         self._metrics = metrics or default_metrics()
         self._nodes = nodes
@@ -214,16 +222,40 @@ class Reader:
         return jobs
 
     def attempt_failure_pods(self, namespace: str, workload: str) -> list[Pod]:
-        """The pods of a failed workload that say why it failed, from the API server: pods JobSet
-        labelled with ``workload`` (``jobset.sigs.k8s.io/jobset-name``, workers and launcher alike)
-        whose phase is Failed, or that carry a ``DisruptionTarget`` condition, or a container that
-        ended with a non-zero exit code. Sorted by name.
+        """The pods of a failed workload that say why it failed: pods JobSet labelled with
+        ``workload`` (``jobset.sigs.k8s.io/jobset-name``, workers and launcher alike) whose phase is
+        Failed, or that carry a ``DisruptionTarget`` condition, or a container that ended with a
+        non-zero exit code. Sorted by name.
 
-        Live, not cached: a failure policy turns this answer into a final decision (``FailJob``
-        is terminal), so it must be the server's current state, and launchers are not cached.
+        Two sources. The API server (whole pods): live, not cached, because a failure policy turns
+        this answer into a final decision (``FailJob`` is terminal) and launchers are not cached.
+        Then the departed pods (``departed``: the pods of the workload the pod watch saw deleted,
+        within its bounds, ``podread.watch.MAX_DEPARTED`` and ``DEPARTED_SECONDS``), as last seen
+        (``podread.slim.evidence``: conditions, reasons, exit codes, termination messages, node),
+        each annotated ``DEPARTED_ANNOTATION`` with the time the watch saw the deletion, those that
+        tell a failure, except where the API server holds a pod of the same name (the live pod
+        wins, failing or not). A preemption deletes its victim before the real JobSet fails, so the
+        pod that carried ``DisruptionTarget`` is found only there.
+
+        A failed live read raises ``PodReadError`` (method ``attempt_failure_pods``, source
+        ``live``): never the departed pods alone. The departed pods added are noted in an open
+        ``trace.recording()`` as a read of source ``departed`` (a recording replays them from its
+        ``departed`` side, never as pods the API server holds).
         """
         selector = PodSelector(namespace=namespace, labels={JOBSET_NAME_LABEL: workload})
-        pods = [pod for pod in self._read("attempt_failure_pods", LIVE, selector) if tells_a_failure(pod)]
+        listed = self._read("attempt_failure_pods", LIVE, selector)
+        pods = [pod for pod in listed if tells_a_failure(pod)]
+        if self._departed is not None:
+            live_names = {str((pod.get("metadata") or {}).get("name", "")) for pod in listed}
+            started = time.perf_counter()
+            departed = [pod for pod in self._departed.departed_pods(namespace, workload)
+                        if tells_a_failure(pod) and str(pod["metadata"].get("name", "")) not in live_names]
+            if departed and trace.recording_open():
+                trace.note(trace.ReadRecord(
+                    method="attempt_failure_pods", source=DEPARTED, query=selector, outcome="ok", pods=len(departed),
+                    seconds=time.perf_counter() - started,
+                    items=tuple(departed) if trace.keeping_pods() else None))
+            pods += departed
         return sorted(pods, key=lambda pod: str((pod.get("metadata") or {}).get("name", "")))
 
     def node_states(self, names: list[str]) -> dict[str, NodeState]:

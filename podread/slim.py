@@ -38,6 +38,17 @@ decision tests over slim pods that raise on any dropped field, so a caller readi
 fails a test instead of reading ``None``.
 
 Live reads (``Reader`` methods that read the API server) return whole pods.
+
+Departed pods (``evidence``). A pod the watch saw deleted is kept a while longer, for
+``Reader.attempt_failure_pods``, in a second projection that keeps, beside the slim fields, what says
+why a pod failed: ``status.reason`` and ``status.message`` (``UnexpectedAdmissionError``, an
+eviction's message), ``status.conditions`` (``type``, ``status``, ``reason``, ``message``,
+``lastTransitionTime``: ``DisruptionTarget`` and its reason), and per container (and init
+container) its ``name``, ``restartCount`` and ``state``/``lastState.terminated`` (``exitCode``,
+``signal``, ``reason`` such as ``OOMKilled``, ``message``: the termination message, which the kubelet
+bounds to 4 KiB per container). The annotation ``podread.nvcre.nvidia.com/departed`` is the only one
+kept (the store writes it). Only deleted pods that tell a failure are kept so, bounded in count
+and age (``podread.watch.MAX_DEPARTED``, ``DEPARTED_SECONDS``).
 """
 
 from __future__ import annotations
@@ -118,3 +129,43 @@ def _started(status: Mapping[str, Any], started: str) -> dict[str, Any]:
             _shared_started.clear()
         found = _shared_started[key] = {**status, "startTime": started}
     return found
+
+
+EVIDENCE_STATUS: Final[frozenset[str]] = frozenset({"phase", "startTime", "reason", "message"})
+"""The ``status`` keys ``evidence`` keeps as they are (besides conditions and container statuses)."""
+EVIDENCE_CONDITION: Final[frozenset[str]] = frozenset({"type", "status", "reason", "message", "lastTransitionTime"})
+EVIDENCE_TERMINATED: Final[frozenset[str]] = frozenset({"exitCode", "signal", "reason", "message", "finishedAt"})
+_CONTAINER_LISTS = ("initContainerStatuses", "containerStatuses")
+
+
+def evidence(pod: Mapping[str, Any]) -> Pod:
+    """A new pod dict for a departed pod: ``slim(pod)`` (metadata without annotations, ``spec.nodeName``)
+    with the status that says why it failed (module doc: ``status.reason``/``message``, the
+    conditions, each container's terminated states). Reads ``pod`` (not modified); shares nothing
+    with it that a caller could mutate through the result."""
+    kept = slim(pod)
+    status = pod.get("status") or {}
+    if not isinstance(status, Mapping):
+        return kept
+    result_status: dict[str, Any] = {key: status[key] for key in sorted(EVIDENCE_STATUS) if key in status}
+    conditions = [{key: c[key] for key in sorted(EVIDENCE_CONDITION) if key in c}
+                  for c in status.get("conditions") or () if isinstance(c, Mapping)]
+    if conditions:
+        result_status["conditions"] = conditions
+    for list_key in _CONTAINER_LISTS:
+        containers = [_container(c) for c in status.get(list_key) or () if isinstance(c, Mapping)]
+        if containers:
+            result_status[list_key] = containers
+    return {"metadata": dict(kept["metadata"]), "spec": dict(kept["spec"]), "status": result_status}
+
+
+def _container(container: Mapping[str, Any]) -> dict[str, Any]:
+    """A container status reduced to its name, restart count and terminated states."""
+    kept: dict[str, Any] = {key: container[key] for key in ("name", "restartCount") if key in container}
+    for which in ("state", "lastState"):
+        state = container.get(which)
+        terminated = state.get("terminated") if isinstance(state, Mapping) else None
+        if isinstance(terminated, Mapping):
+            kept[which] = {"terminated": {key: terminated[key] for key in sorted(EVIDENCE_TERMINATED)
+                                          if key in terminated}}
+    return kept

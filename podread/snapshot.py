@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from podread.access import SnapshotAccess
+from podread.constants import JOBSET_NAME_LABEL
 from podread.errors import ApiError
 from podread.jobs import SnapshotJobs
 from podread.nodes import SnapshotNodes
@@ -43,6 +44,31 @@ class SnapshotLister:
             status = int(self._code[5:]) if self._code.startswith("http-") and self._code[5:].isdigit() else None
             raise ApiError(self._error, status=status, code=self._code)
         return [pod for pod in self._pods if selector.matches(pod)]
+
+
+class SnapshotDeparted:
+    """A ``DepartedLister`` over the departed pods a recording kept (``pods.json``'s ``departed``
+    side: the pods ``attempt_failure_pods`` added from the watch's memory, annotated as they were):
+    ``departed_pods`` returns those of the workload in the namespace, in the order given."""
+
+    def __init__(self, pods: Iterable[Pod] = ()) -> None:
+        self._pods = list(pods)
+
+    def departed_pods(self, namespace: str, workload: str) -> list[Pod]:
+        """The kept pods of ``workload`` (``jobset.sigs.k8s.io/jobset-name``) in ``namespace``."""
+        return [pod for pod in self._pods
+                if (pod.get("metadata") or {}).get("namespace") == namespace
+                and ((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL) == workload]
+
+
+def _departed(side: object) -> SnapshotDeparted:
+    """The ``departed`` side of a scenario (``{"pods": [...]}``); missing: none."""
+    if side is None:
+        return SnapshotDeparted()
+    pods = side.get("pods", []) if isinstance(side, Mapping) else None
+    if not isinstance(pods, list) or not all(isinstance(pod, dict) for pod in pods):
+        raise ValueError("departed.pods: expected a list of pod objects")
+    return SnapshotDeparted(pods)
 
 
 def _side(doc: Mapping[str, Any], name: str) -> SnapshotLister:
@@ -119,7 +145,10 @@ def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reade
     ``{"error": ...}``; missing: every review fails, so no force delete), and ``jobs``,
     the batch Jobs the API server holds (``{"items": [...]}`` or ``{"error": ...}``; missing: every
     batch Job read fails, so the barrier holds rather than guess that none is left; a PodList
-    snapshot says nothing of Jobs either, so its batch Job reads fail the same way). Raises ValueError when
+    snapshot says nothing of Jobs either, so its batch Job reads fail the same way), and
+    ``departed``, the pods a recorded ``attempt_failure_pods`` added from the pod watch's memory
+    (``{"pods": [...]}``, as they were, annotated; missing: none; never listed as the API
+    server's pods). Raises ValueError when
     ``doc`` is neither, when ``kind`` is there and is not ``PodList``, or when ``items`` is not a
     list of objects (``items: null`` included: it is not "no pods").
     """
@@ -142,5 +171,6 @@ def reader_from_snapshot(doc: Mapping[str, Any], **reader_options: Any) -> Reade
         return Reader(lister, lister, jobs=_jobs(None), **reader_options)
     if "cache" in doc or "live" in doc:
         return Reader(_side(doc, "cache"), _side(doc, "live"), nodes=_nodes(doc.get("nodes")),
-                      access=_access(doc.get("access")), jobs=_jobs(doc.get("jobs")), **reader_options)
+                      access=_access(doc.get("access")), jobs=_jobs(doc.get("jobs")),
+                      departed=_departed(doc.get("departed")), **reader_options)
     raise ValueError("a pod snapshot must be a PodList (items) or have 'cache' and/or 'live'")

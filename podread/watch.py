@@ -11,6 +11,19 @@ confirmed its pods less than ``ttl_seconds`` ago: the list itself, a bookmark, a
 request past its first bookmark (the events before it may replay the past), or a nudge. When the
 watch is down, lagging or not yet synced, it answers nothing and the cache fills the key from a list,
 exactly as in TTL mode: a broken watch never makes the cache older than a TTL entry.
+
+Departed pods: a DELETED event of a pod that tells a failure (``podread.selector.tells_a_failure``)
+and names its workload (``jobset.sigs.k8s.io/jobset-name``) is kept, as the event shows it
+(``podread.slim.evidence``) and annotated with the time the watch saw it
+(``DEPARTED_ANNOTATION``), for at most ``DEPARTED_SECONDS`` and at most ``MAX_DEPARTED`` pods
+(oldest dropped first): ``WatchedPods.departed`` answers them per workload, for
+``Reader.attempt_failure_pods``. A preemption deletes its victim before the real JobSet fails; this
+is the only place its ``DisruptionTarget`` is still known when the hooks judge the failure. What a
+departed pod says is a fact of the past, not a claim about the present, so it is answered whether or
+not the store is fresh; a relist keeps it, a ``reset`` (a new process) forgets it. What the watch
+never saw is not there: a pod deleted while the watch was down past its resourceVersion (410, then a
+relist), or before this process' watch started (each gunicorn worker has its own). Launchers carry
+no JOB_LABEL, so the watch never sees them: a departed launcher is not kept.
 """
 
 from __future__ import annotations
@@ -28,11 +41,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import urllib3
 
-from podread.constants import JOB_INDEX_FIELD, JOB_LABEL, NODE_NAME_INDEX_FIELD
+from podread.constants import DEPARTED_ANNOTATION, JOB_INDEX_FIELD, JOB_LABEL, JOBSET_NAME_LABEL, NODE_NAME_INDEX_FIELD
 from podread.errors import ApiError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
-from podread.selector import Pod, PodSelector
-from podread.slim import slim
+from podread.selector import Pod, PodSelector, tells_a_failure
+from podread.slim import evidence, slim
 
 if TYPE_CHECKING:  # the watch takes its live client as given: importing it would load the kubernetes client
     from podread.live import VersionedLister
@@ -44,6 +57,16 @@ ALL_NAMESPACES = "all-namespaces"
 MAX_TOMBSTONES = 10_000
 """How many deleted pods the store remembers (name -> resourceVersion of the deletion), so that a
 late event older than the deletion does not bring the pod back. Cleared by every list."""
+MAX_DEPARTED = 2_000
+"""How many departed pods (deleted pods that tell a failure, ``WatchedPods.departed``) a store keeps;
+past it the oldest is dropped. About 6.7 KB each (retained) for a realistic preempted worker of two
+containers, 13.5 MB at the bound; about 15 KB with a 4 KiB termination message in each container,
+30 MB at the bound (``bench cache_memory``, table ``departed``). Nothing is kept while no failing pod is deleted, so
+the steady-state figures (8,000 pods: 109 MiB per worker) do not move."""
+DEPARTED_SECONDS = 900.0
+"""How long a departed pod is kept after the watch saw its deletion: a workload's end is judged
+within seconds of its victim's deletion (the batch Job fails once the pod is gone, then the JobSet,
+then the next sync), so 15 minutes also covers a hooks outage of that length."""
 MIN_WATCH_SECONDS = 3
 MAX_WATCH_SECONDS = 60
 
@@ -111,6 +134,7 @@ class WatchedPods:
         self._by_job: dict[Key, dict[Key, Pod]] = {}
         self._by_node: dict[str, dict[Key, Pod]] = {}
         self._gone: OrderedDict[Key, int] = OrderedDict()
+        self._departed: OrderedDict[Key, tuple[float, Pod]] = OrderedDict()
         self._bytes = 0
         self._synced = False
         self._confirmed_at: float | None = None
@@ -124,9 +148,11 @@ class WatchedPods:
     # -- what the watch tells it -------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Forgets everything (a new process after a fork): unsynced until the next ``replace``."""
+        """Forgets everything (a new process after a fork), departed pods too: unsynced until the
+        next ``replace``."""
         with self._lock:
             self._clear()
+            self._departed.clear()
             self._synced = False
             self._confirmed_at = None
             self.resource_version = ""
@@ -146,12 +172,14 @@ class WatchedPods:
             self._confirm(self._clock() if listed_at is None else listed_at)
         self._publish()
 
-    def apply(self, kind: str, pod: Pod, *, confirm: bool = True) -> bool:
+    def apply(self, kind: str, pod: Pod, *, confirm: bool = True, last_seen: Pod | None = None) -> bool:
         """Applies one ADDED, MODIFIED or DELETED event of a slim ``pod``; returns whether it changed
         the store (False: a duplicate or an out-of-order event, ignored). With ``confirm``, confirms
         the store when the event is not older than the watch's position: the watch passes
         ``confirm=False`` for the backlog a watch request replays before its first bookmark, which
-        may be older than now."""
+        may be older than now. ``last_seen``: for a DELETED event, the pod as the event shows it
+        (``podread.slim.evidence``); kept as a departed pod (``departed``) when it tells a failure
+        and names its workload, and the event is not stale."""
         key = self._key(pod)
         version = _version((pod.get("metadata") or {}).get("resourceVersion"))
         with self._lock:
@@ -169,6 +197,8 @@ class WatchedPods:
             if held is not None:
                 self._drop(key)
             labels = (pod.get("metadata") or {}).get("labels") or {}
+            if kind == "DELETED" and last_seen is not None:
+                self._keep_departed(key, last_seen)
             if kind == "DELETED" or JOB_LABEL not in labels:
                 if version is not None:
                     self._gone[key] = version
@@ -203,6 +233,25 @@ class WatchedPods:
         self._publish()
 
     # -- what the cache asks -----------------------------------------------------------------------
+
+    def departed(self, namespace: str, workload: str) -> list[Pod]:
+        """The departed pods of ``workload`` (``jobset.sigs.k8s.io/jobset-name``) in ``namespace``:
+        deleted pods that told a failure, as the DELETED event showed them, each annotated
+        ``DEPARTED_ANNOTATION``, seen less than ``DEPARTED_SECONDS`` ago (at most ``MAX_DEPARTED`` are
+        kept). Sorted by name; empty when none. Answered whether or not the store is synced or
+        fresh (the module doc says why). Callers must not mutate the pods."""
+        with self._lock:
+            self._expire_departed()
+            found = [pod for (ns, _), (_, pod) in self._departed.items()
+                     if ns == namespace and ((pod.get("metadata") or {}).get("labels") or {}).get(
+                         JOBSET_NAME_LABEL) == workload]
+        return sorted(found, key=lambda pod: str(pod["metadata"].get("name", "")))
+
+    def departed_count(self) -> int:
+        """How many departed pods the store holds now (expired ones dropped first)."""
+        with self._lock:
+            self._expire_departed()
+            return len(self._departed)
 
     def staleness(self) -> float | None:
         """Seconds since the last confirmation, or ``None`` when not synced."""
@@ -265,6 +314,24 @@ class WatchedPods:
         self._by_node.clear()
         self._gone.clear()
         self._bytes = 0
+
+    def _keep_departed(self, key: Key, last_seen: Pod) -> None:
+        """Keeps ``last_seen`` as a departed pod (the module doc says which), annotated with now."""
+        labels = (last_seen.get("metadata") or {}).get("labels") or {}
+        if not labels.get(JOBSET_NAME_LABEL) or not tells_a_failure(last_seen):
+            return
+        seen = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._wall()))
+        metadata = {**last_seen["metadata"], "annotations": {DEPARTED_ANNOTATION: seen}}
+        self._departed.pop(key, None)
+        self._departed[key] = (self._clock(), {**last_seen, "metadata": metadata})
+        self._expire_departed()
+
+    def _expire_departed(self) -> None:
+        """Drops departed pods older than ``DEPARTED_SECONDS``, then the oldest past ``MAX_DEPARTED``."""
+        horizon = self._clock() - DEPARTED_SECONDS
+        while self._departed and (len(self._departed) > MAX_DEPARTED
+                                  or next(iter(self._departed.values()))[0] <= horizon):
+            self._departed.popitem(last=False)
 
     def _put(self, key: Key, pod: Pod) -> None:
         self._pods[key] = pod
@@ -589,7 +656,8 @@ class PodWatch:
                            status=obj.get("code") if isinstance(obj.get("code"), int) else None)
         if kind not in ("ADDED", "MODIFIED", "DELETED"):
             raise ApiError(f"watch: unknown event type {kind[:40]!r}", code="invalid-json")
-        applied = self.store.apply(kind, slim(obj), confirm=live)
+        last_seen = evidence(obj) if kind == "DELETED" else None
+        applied = self.store.apply(kind, slim(obj), confirm=live, last_seen=last_seen)
         self._metrics.watch_events.labels(scope, kind, "applied" if applied else "ignored").inc()
         return live
 

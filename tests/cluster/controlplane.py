@@ -249,6 +249,15 @@ class ControlPlane:
         """Stops the API server; every client then sees a refused connection."""
         self._apiserver.stop()
 
+    def extra_controller_manager(self, controllers: str, name: str) -> _Process:
+        """Starts a second kube-controller-manager running only ``controllers`` (its ``--controllers``,
+        none of ``CONTROLLERS``), logging to ``<name>.log``; the caller stops it (``_Process.stop``)
+        when done. The fault suite runs the taint eviction and pod GC controllers so, for its module
+        only: the other tests rely on a lost node's pods staying where they are."""
+        process = _Process(name, self._kcm_command(controllers), self.logs_dir / f"{name}.log")
+        process.start()
+        return process
+
     def restart_controller_manager(self, controllers: str = CONTROLLERS) -> None:
         """Stops kube-controller-manager and starts it again running ``controllers`` (its
         ``--controllers``): a test that needs the garbage collector away restarts it without

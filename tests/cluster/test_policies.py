@@ -18,10 +18,6 @@ pytestmark = pytest.mark.cluster
 FAIL_ON_42 = {"name": "bad-config", "action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}
 PREEMPTED = {"name": "preempted", "action": "RestartJobIgnoreMaxRestarts",
              "onPodConditions": [{"type": "DisruptionTarget"}]}
-PREEMPTION_DELETES_THE_EVIDENCE = (
-    "a hooks bug the kubelet stand-in hid: the real JobSet fails only once its batch Job is Failed, and the "
-    "batch Job is Failed only once the deleted pod is gone, so the pod that carried DisruptionTarget is never "
-    "read and the failure counts as an ordinary one (maxRestarts 0: the Job ends Failed)")
 
 
 def spec(**extra: Any) -> dict[str, Any]:
@@ -73,11 +69,12 @@ def test_an_eviction_restarts_without_spending_a_restart(world: ClusterWorld) ->
     world.assert_safe()
 
 
-@pytest.mark.xfail(strict=True, reason=PREEMPTION_DELETES_THE_EVIDENCE)
 def test_a_preemption_that_deletes_the_pod_restarts_without_spending_a_restart(world: ClusterWorld) -> None:
     """A preemption as kube-scheduler (or Kueue's eviction of a pod) does it: ``DisruptionTarget``
     written, then the pod deleted. kwok deletes it (no terminal phase), the Job controller counts it
-    failed, the batch Job fails once it is gone, and only then does the real JobSet fail."""
+    failed, the batch Job fails once it is gone, and only then does the real JobSet fail. The pod is
+    gone by then: the hooks read it from their pod watch's memory (``Reader.attempt_failure_pods``,
+    issue 34), so the rule on ``DisruptionTarget`` matches and no restart is spent."""
     world.create_job("preempt", spec(max_restarts=0, failurePolicy={"rules": [FAIL_ON_42, PREEMPTED]}))
     pods = world.run_until_pods_run("preempt", 2)
     victim = sorted(pods)[0]
@@ -85,8 +82,13 @@ def test_a_preemption_that_deletes_the_pod_restarts_without_spending_a_restart(w
     world.pods.core.delete_namespaced_pod(victim, world.namespace)
     world.run_until(lambda: world.jobsets("preempt") == ["preempt-1"] or world.phase("preempt") == "Failed",
                     "attempt 1 created, or the Job Failed", timeout=90)
+    assert world.phase("preempt") != "Failed", world.status("preempt")
+    world.run_until(lambda: world.phase("preempt") == "Running", "attempt 1 Running", timeout=60)
     status = world.status("preempt")
     assert (status["phase"], status["attempt"], status["restarts"]) == ("Running", 1, 0), status
+    assert status["restartsByCause"] == {"preempted": 1}
+    first = status["attempts"][0]
+    assert (first["failedPod"], first["reason"], first["cause"]) == (victim, "PreemptionByScheduler", "preempted")
     world.assert_safe()
 
 

@@ -50,6 +50,10 @@ def test_cache_memory_tiny() -> None:
     assert row["cached_pods"] == 4 * 10 + 3 * 64  # 2 + 2 probe jobs of 10 pods, 3 others of 64
     retained, pods, json_bytes, store = cache_memory.watched_store(2)
     assert pods == len(store) == 128 and 0 < json_bytes < retained
+    kept_bytes, kept = cache_memory.departed_store(50)
+    assert kept == 50 and kept_bytes > 0
+    longer, _ = cache_memory.departed_store(50, "x" * 4096)
+    assert longer > kept_bytes + 50 * 2 * 4096 * 0.9, "each departed container keeps its own termination message"
 
 
 @pytest.mark.slow
