@@ -16,8 +16,9 @@ When it is ``counted`` (the failure policy's ``RestartJob``, the default: not
 ``spec.failurePolicy.budgets``; ``user`` defaults to ``spec.maxRestarts``, ``unknown`` shares the
 user budget unless it has one of its own (``pool``), ``preempted`` is unlimited, ``node`` and
 ``infrastructure`` 10) and is refused once that budget is spent (``spent_of``); a paid one adds
-one to its class in ``restartsByClass`` and to ``restarts``, which counts every restart that spent a budget (docs/adr/0111). Any other end (an
-eviction, a suspend, ...) costs nothing: the next attempt follows and no counter moves.
+one to its class in ``restartsByClass`` and to ``restarts``, which counts every restart that
+spent a budget (docs/adr/0107). Any other end (an eviction, a suspend, ...) costs nothing: the next
+attempt follows and no counter moves.
 
 What a class has spent is never read from one claim alone (``spent_of``): it is the largest of its
 ``restartsByClass`` count, the entries of ``status.attempts`` that restarted on that class's

@@ -22,6 +22,8 @@ The claims and their evidence:
 - ``status.completionTime``: only in a terminal phase; not before the Job was created nor before
   the current JobSet's own terminal condition, not after ``now``;
 - ``status.restartsByCause``: not more restarts than the attempts can have had;
+- ``status.restartsByClass``: not more restarts than the attempts can have had, and, per class, not
+  fewer than the history records (issue 34);
 - ``status.attempts``: no entry past the status' attempt (the hooks make entries only for the
   attempts they run: one past is written by someone else, and acting on it would end an attempt
   that never ran, call after call).
@@ -34,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hooks.core import deadlines
+from hooks.core.budget import floor
 from hooks.core.evidence import COMPLETED, FAILED, healthy, jobset_state, restarts_allowed
 from hooks.core.jobset import is_last_attempt
 from hooks.core.observed import Observed
@@ -62,7 +65,8 @@ def disagreement(observed: Observed, attempt: int, phase: str, now: datetime) ->
     """Whether a claim of ``observed.status`` the policies act on disagrees with the evidence.
     ``attempt`` and ``phase`` are the status' after adoption (``hooks.core.rows.mismatch.adopt``).
     Returns ``(reason, message)``, the message naming the field, or ``None``."""
-    for check in (start_time, deadline_exceeded, terminal, completion_time, restarts_by_cause, attempts_history):
+    for check in (start_time, deadline_exceeded, terminal, completion_time, restarts_by_cause, restarts_by_class,
+                  attempts_history):
         found = check(observed, attempt, phase, now)
         if found is not None:
             return found
@@ -248,6 +252,28 @@ def restarts_by_cause(observed: Observed, attempt: int, phase: str, now: datetim
     if total > allowed:
         return Reason.RESTARTS_BY_CAUSE_DISAGREE, (f"status.restartsByCause counts {total} restarts, more than attempt "
                                            f"{attempt} can have had ({allowed})")
+    return None
+
+
+def restarts_by_class(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """``status.restartsByClass``: every count is a restart that spent its class's budget, one paid
+    charge each (``hooks.core.budget.spend``), so they add up to no more than the charged attempts
+    can have spent (``hooks.core.evidence.restarts_allowed``); and no entry of ``status.attempts``
+    that restarted names a class whose count is below the entries that name it (a class written
+    down under its own history, ``hooks.core.budget.floor``). Written down, a count frees nothing:
+    ``hooks.core.budget.spent_of`` reads the larger of the claims."""
+    counts = observed.status.restarts_by_class
+    total = sum(counts.values())
+    allowed = restarts_allowed(observed, attempt, phase)
+    if total > allowed:
+        return Reason.RESTARTS_BY_CLASS_DISAGREE, (f"status.restartsByClass counts {total} restarts, more than attempt "
+                                                   f"{attempt} can have had ({allowed})")
+    recorded = floor(observed.spec, observed.status.attempts)
+    under = sorted(klass for klass, count in recorded.items() if counts.get(klass, 0) < count)
+    if under:
+        return Reason.RESTARTS_BY_CLASS_DISAGREE, (
+            f"status.restartsByClass counts {counts.get(under[0], 0)} {under[0]} restarts, but status.attempts "
+            f"records {recorded[under[0]]} that restarted on that budget")
     return None
 
 
