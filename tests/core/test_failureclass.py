@@ -220,3 +220,24 @@ def test_a_running_job_whose_policy_turns_invalid_keeps_running() -> None:
         step = current.steady(ctx, Work.of(ctx.observed.status))
         assert step.phase == Phase.RUNNING and step.jobset is not None and step.children
         assert step.conditions[0].reason == "InvalidFailurePolicy"
+
+
+def failed_row(reader: FakeReader) -> Any:
+    request = job_request(spec=job_spec(max_restarts=1), status={"phase": "Running", "attempt": 0, "workload": "train-0"},
+                          jobsets=[jobset_child("train", 0, state="Failed")])
+    ctx = Context(parse_request(request, "sync"), reader, NOW)
+    return current.steady(ctx, Work.of(ctx.observed.status))
+
+
+def test_the_failure_row_reads_the_nodes_only_when_no_pod_says_why_and_a_failed_read_is_unknown() -> None:
+    said = FakeReader([pod(exit_code=1)], nodes=[])
+    assert failed_row(said).last_failure["class"] == FailureClass.USER and said.node_gets == []
+    not_ready = {"metadata": {"name": "gpu-1"}, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    silent = FakeReader([pod()], nodes=[not_ready])
+    step = failed_row(silent)
+    assert silent.node_gets == ["gpu-1"]
+    assert (step.phase, step.last_failure["class"], step.charge.klass) == (Phase.RESTARTING, "node", FailureClass.NODE)
+    assert step.last_failure["classEvidence"] == "pod train-0-worker-0-0: node gpu-1 is not ready"
+    unread = FakeReader([pod()], fail=["node_states"])
+    step = failed_row(unread)
+    assert (step.phase, step.last_failure["class"]) == (Phase.RESTARTING, "unknown"), "never a hold, never user"
