@@ -118,6 +118,12 @@ def _checkpoint(prior: Mapping[str, Any], record: Mapping[str, Any], add: Any) -
         add(reason, type_, "Checkpoint", f"request {rid} ({record.get('reason')}): {outcome}{saved}", rid)
 
 
+BUDGET_WORDS = {"": "maxRestarts", "user": "maxRestarts (the user budget)",
+                "unknown": "the unknown budget (maxRestarts unless spec.failurePolicy.budgets.unknown is set)"}
+"""How the ``Restarting`` Event names the budget a class spends (``hooks.core.budget.pool``; the
+others: ``the node budget``); ``""`` is a ``lastFailure`` written before issue 34, without a class."""
+
+
 def _classed(failure: Mapping[str, Any]) -> str:
     """``class node (pod w-0-0: DisruptionTarget/DeletionByTaintManager); `` from ``status.lastFailure``
     (``""`` for one written before issue 34, without a class)."""
@@ -164,7 +170,7 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
         failure = status.get("lastFailure") or {}
         klass = str(failure.get("class") or "")
         counted = "does not count against maxRestarts or any budget" if spends_no_restart(failure.get("action")) \
-            else f"counts against the {klass} budget" if klass else "counts against maxRestarts"
+            else f"counts against {BUDGET_WORDS.get(klass, f'the {klass} budget')}"
         why = failure.get("message", "it failed")
         number = restarting.attempts[1]
         add(MOVED[Phase.RESTARTING], WARNING, "Restart", f"restarting attempt {number} because {why} "
@@ -201,7 +207,7 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
         failure = status.get("lastFailure") or {}
         note = str(failed.get("message") or failure.get("message") or "the Job failed")
         if failed.get("reason") == Reason.FAILURE_POLICY and failure.get("class"):
-            note = f"{note} ({_classed(failure).rstrip('; ')})"  # the budgets' words name it already
+            note = f"{note}; {_classed(failure).rstrip('; ')}"  # the budgets' words name it already
         add(MOVED[Phase.FAILED], WARNING, "Finish", f"failed: {note}", str(failing.attempts[1]))
     succeeded = into.get(Phase.SUCCEEDED)
     if succeeded is not None:

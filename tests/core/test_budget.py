@@ -247,9 +247,9 @@ def restart_arithmetic(source: str) -> list[int]:
     or a comparison with ``restarts`` and ``maxRestarts`` read."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.AugAssign) and "restarts" in ast.unparse(node.target):
-            found.append(node.lineno)
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and "restarts" in ast.unparse(node):
+        counted = isinstance(node, ast.AugAssign) and "restarts" in ast.unparse(node.target)
+        added = isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and "restarts" in ast.unparse(node)
+        if counted or added:
             found.append(node.lineno)
         elif isinstance(node, ast.Assign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
