@@ -224,7 +224,8 @@ def test_a_running_job_whose_policy_turns_invalid_keeps_running() -> None:
 
 def failed_row(reader: FakeReader) -> Any:
     status = {"phase": "Running", "attempt": 0, "workload": "train-0"}
-    request = job_request(spec=job_spec(max_restarts=1), status=status, jobsets=[jobset_child("train", 0, state="Failed")])
+    failed = jobset_child("train", 0, state="Failed")
+    request = job_request(spec=job_spec(max_restarts=1), status=status, jobsets=[failed])
     ctx = Context(parse_request(request, "sync"), reader, NOW)
     return current.steady(ctx, Work.of(ctx.observed.status))
 
