@@ -22,8 +22,8 @@ The claims and their evidence:
 - ``status.completionTime``: only in a terminal phase; not before the Job was created nor before
   the current JobSet's own terminal condition, not after ``now``;
 - ``status.restartsByCause``: not more restarts than the attempts can have had;
-- ``status.restartsByClass``: not more restarts than the attempts can have had, and, per class, not
-  fewer than the history records (issue 34);
+- ``status.restartsByClass``: not more restarts than the attempts can have had (issue 34; not more
+  than ``restarts`` either: ``hooks.core.evidence``);
 - ``status.attempts``: no entry past the status' attempt (the hooks make entries only for the
   attempts they run: one past is written by someone else, and acting on it would end an attempt
   that never ran, call after call).
@@ -36,7 +36,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hooks.core import deadlines
-from hooks.core.budget import floor
 from hooks.core.evidence import COMPLETED, FAILED, healthy, jobset_state, restarts_allowed
 from hooks.core.jobset import is_last_attempt
 from hooks.core.observed import Observed
@@ -258,22 +257,16 @@ def restarts_by_cause(observed: Observed, attempt: int, phase: str, now: datetim
 def restarts_by_class(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
     """``status.restartsByClass``: every count is a restart that spent its class's budget, one paid
     charge each (``hooks.core.budget.spend``), so they add up to no more than the charged attempts
-    can have spent (``hooks.core.evidence.restarts_allowed``); and no entry of ``status.attempts``
-    that restarted names a class whose count is below the entries that name it (a class written
-    down under its own history, ``hooks.core.budget.floor``). Written down, a count frees nothing:
-    ``hooks.core.budget.spent_of`` reads the larger of the claims."""
-    counts = observed.status.restarts_by_class
-    total = sum(counts.values())
+    can have spent (``hooks.core.evidence.restarts_allowed``). A count written down is no claim the
+    hooks act on: what a budget spent is the largest of the claims and the history's count
+    (``hooks.core.budget.spent_of``), so it frees nothing; it is not held either, because the
+    history's count depends on the rules (a restart under a rule whose action was edited since), and
+    a spec edit must not stop a Job."""
+    total = sum(observed.status.restarts_by_class.values())
     allowed = restarts_allowed(observed, attempt, phase)
     if total > allowed:
         return Reason.RESTARTS_BY_CLASS_DISAGREE, (f"status.restartsByClass counts {total} restarts, more than attempt "
                                                    f"{attempt} can have had ({allowed})")
-    recorded = floor(observed.spec, observed.status.attempts)
-    under = sorted(klass for klass, count in recorded.items() if counts.get(klass, 0) < count)
-    if under:
-        return Reason.RESTARTS_BY_CLASS_DISAGREE, (
-            f"status.restartsByClass counts {counts.get(under[0], 0)} {under[0]} restarts, but status.attempts "
-            f"records {recorded[under[0]]} that restarted on that budget")
     return None
 
 

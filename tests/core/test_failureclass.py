@@ -242,3 +242,33 @@ def test_the_failure_row_reads_the_nodes_only_when_no_pod_says_why_and_a_failed_
     unread = FakeReader([pod()], fail=["node_states"])
     step = failed_row(unread)
     assert (step.phase, step.last_failure["class"]) == (Phase.RESTARTING, "unknown"), "never a hold, never user"
+
+
+# ---- the Events say it -------------------------------------------------------------------------------------
+
+def test_the_restarting_and_failed_events_name_the_class_its_evidence_and_the_budget() -> None:
+    from hooks.core import lifecycle
+    from hooks.core.events import transition_events
+
+    prior = parse_request(job_request(status={"phase": "Running", "attempt": 0}), "sync").status
+    failure = {"action": "RestartJob", "cause": "default", "message": "JobSet failed (FailedJobs)", "class": "node",
+               "classEvidence": "pod w-0-0: DisruptionTarget/DeletionByTaintManager"}
+    restarting = lifecycle.path(("Running", 0), ("Running", 0), lifecycle.Move.FAIL, ("Restarting", 0), False)
+    (event,) = transition_events(prior, {"phase": "Restarting", "attempt": 0, "lastFailure": failure},
+                                 transitions=restarting)
+    assert event.note == ("restarting attempt 0 because JobSet failed (FailedJobs) (cause default; class node "
+                          "(pod w-0-0: DisruptionTarget/DeletionByTaintManager); counts against the node budget)")
+    for klass, budget in (("user", "maxRestarts (the user budget)"), ("unknown", "the unknown budget (maxRestarts")):
+        (event,) = transition_events(prior, {"phase": "Restarting", "attempt": 0,
+                                             "lastFailure": failure | {"class": klass}}, transitions=restarting)
+        assert f"counts against {budget}" in event.note
+    failing = lifecycle.path(("Running", 0), ("Running", 0), lifecycle.Move.FAIL, ("Failed", 0), False)
+    fail_job = {"type": "Failed", "status": "True", "reason": "FailurePolicy", "message": "rule bad-config matched"}
+    (event,) = transition_events(prior, {"phase": "Failed", "attempt": 0, "conditions": [fail_job],
+                                         "lastFailure": failure | {"class": "user", "classEvidence": "pod p: x"}},
+                                 transitions=failing)
+    assert event.note == "failed: rule bad-config matched; class user (pod p: x)"
+    (event,) = transition_events(prior, {"phase": "Failed", "attempt": 0, "conditions": [
+        fail_job | {"reason": "BudgetExhausted", "message": "m; class node (e): the node budget (10) is used up"}],
+        "lastFailure": failure}, transitions=failing)
+    assert event.note == "failed: m; class node (e): the node budget (10) is used up", "said once"
