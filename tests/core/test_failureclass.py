@@ -272,3 +272,15 @@ def test_the_restarting_and_failed_events_name_the_class_its_evidence_and_the_bu
         fail_job | {"reason": "BudgetExhausted", "message": "m; class node (e): the node budget (10) is used up"}],
         "lastFailure": failure}, transitions=failing)
     assert event.note == "failed: m; class node (e): the node budget (10) is used up", "said once"
+
+
+def test_a_budget_of_the_wrong_json_type_is_a_400_naming_it_and_unset_keys_read_as_their_defaults() -> None:
+    from hooks.core.declared import InvalidRequest
+    from hooks.core.request import FailureBudgets, default_of
+
+    with pytest.raises(InvalidRequest) as refused:
+        read_spec({"failurePolicy": {"budgets": {"node": "ten"}}})
+    assert refused.value.status == 400 and refused.value.message.startswith("spec.failurePolicy.budgets.node")
+    assert read_spec({}).budgets == FailureBudgets() == read_spec({"failurePolicy": {"budgets": None}}).budgets
+    assert [default_of(FailureBudgets, k) for k in ("user", "preempted", "node", "infrastructure", "unknown")] == [
+        None, None, 10, 10, None]
