@@ -555,7 +555,7 @@ class World:
         for read in result.reads:
             if read.source == "cache":
                 self._cache_reads.setdefault(job.name, []).append(self.clock.now)
-            elif read.method != "attempt_jobs":  # the batch Job read sends no pod list
+            elif read.method not in ("attempt_jobs", "node_states"):  # the batch Job and node reads list no pods
                 self.replay.live_reads += 1
                 if read.method == "active_job_pods" and filled_now:
                     self.replay.fill_then_live_same_sync += 1

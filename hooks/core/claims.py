@@ -22,6 +22,8 @@ The claims and their evidence:
 - ``status.completionTime``: only in a terminal phase; not before the Job was created nor before
   the current JobSet's own terminal condition, not after ``now``;
 - ``status.restartsByCause``: not more restarts than the attempts can have had;
+- ``status.restartsByClass``: not more restarts than the attempts can have had (issue 34; not more
+  than ``restarts`` either: ``hooks.core.evidence``);
 - ``status.attempts``: no entry past the status' attempt (the hooks make entries only for the
   attempts they run: one past is written by someone else, and acting on it would end an attempt
   that never ran, call after call).
@@ -62,7 +64,8 @@ def disagreement(observed: Observed, attempt: int, phase: str, now: datetime) ->
     """Whether a claim of ``observed.status`` the policies act on disagrees with the evidence.
     ``attempt`` and ``phase`` are the status' after adoption (``hooks.core.rows.mismatch.adopt``).
     Returns ``(reason, message)``, the message naming the field, or ``None``."""
-    for check in (start_time, deadline_exceeded, terminal, completion_time, restarts_by_cause, attempts_history):
+    for check in (start_time, deadline_exceeded, terminal, completion_time, restarts_by_cause, restarts_by_class,
+                  attempts_history):
         found = check(observed, attempt, phase, now)
         if found is not None:
             return found
@@ -248,6 +251,22 @@ def restarts_by_cause(observed: Observed, attempt: int, phase: str, now: datetim
     if total > allowed:
         return Reason.RESTARTS_BY_CAUSE_DISAGREE, (f"status.restartsByCause counts {total} restarts, more than attempt "
                                            f"{attempt} can have had ({allowed})")
+    return None
+
+
+def restarts_by_class(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """``status.restartsByClass``: every count is a restart that spent its class's budget, one paid
+    charge each (``hooks.core.budget.spend``), so they add up to no more than the charged attempts
+    can have spent (``hooks.core.evidence.restarts_allowed``). A count written down is no claim the
+    hooks act on: what a budget spent is the largest of the claims and the history's count
+    (``hooks.core.budget.spent_of``), so it frees nothing; it is not held either, because the
+    history's count depends on the rules (a restart under a rule whose action was edited since), and
+    a spec edit must not stop a Job."""
+    total = sum(observed.status.restarts_by_class.values())
+    allowed = restarts_allowed(observed, attempt, phase)
+    if total > allowed:
+        return Reason.RESTARTS_BY_CLASS_DISAGREE, (f"status.restartsByClass counts {total} restarts, more than attempt "
+                                                   f"{attempt} can have had ({allowed})")
     return None
 
 

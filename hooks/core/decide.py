@@ -142,7 +142,8 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
             and _standing(ctx.jobset(attempt)):
         phase = PENDING  # the resume that created a never-started Job's first JobSet happened; its write was lost
     work = Work.of(prior, phase=phase, attempt=attempt, conditions=cond.sort_conditions(prior.conditions),
-                   restarts_by_cause=dict(prior.restarts_by_cause), last_failure=dict(prior.last_failure),
+                   restarts_by_cause=dict(prior.restarts_by_cause),
+                   restarts_by_class=dict(prior.restarts_by_class), last_failure=dict(prior.last_failure),
                    attempts=[dict(entry) for entry in prior.attempts])
     disagreement = None if observed.finalizing else mismatch.disagreement(ctx, attempt, phase, refused)
     trusted = disagreement is None

@@ -12,8 +12,10 @@ hooks replicas) has the same key, and ``hooks.server.effects`` names the Event o
 the API server itself refuses the second (409) whichever process or replica sends it.
 
 Rendered from the transition (``MOVED``): ``Resumed`` (the next attempt, from Suspending or
-Suspended, to a new attempt), ``Restarting`` (restarting because ...), ``Suspended``, ``Failed``,
-``Succeeded``: each the arrow's target phase.
+Suspended, to a new attempt), ``Restarting`` (restarting because ..., naming the failure's class,
+its evidence and the budget it spends: ``status.lastFailure``' ``class`` and ``classEvidence``, issue
+34), ``Suspended``, ``Failed`` (the ``Failed`` condition's words; a failure policy's ``FailJob``
+also names the class and its evidence), ``Succeeded``: each the arrow's target phase.
 
 What no move names, handled on its own (each compares one field of the prior status with the
 answer's, so that it is said once):
@@ -46,7 +48,7 @@ from hooks.core.actions import Action, DeleteJob, ForceDeletePod
 from hooks.core.failurepolicy import spends_no_restart
 from hooks.core.lifecycle import Move, Transition
 from hooks.core.observed import PriorStatus
-from hooks.core.vocab import ConditionStatus, ConditionType, Phase
+from hooks.core.vocab import ConditionStatus, ConditionType, Phase, Reason
 
 NORMAL, WARNING = "Normal", "Warning"
 GANG_CONDITION = "GangScheduled"
@@ -116,6 +118,22 @@ def _checkpoint(prior: Mapping[str, Any], record: Mapping[str, Any], add: Any) -
         add(reason, type_, "Checkpoint", f"request {rid} ({record.get('reason')}): {outcome}{saved}", rid)
 
 
+BUDGET_WORDS = {"": "maxRestarts", "user": "maxRestarts (the user budget)",
+                "unknown": "the unknown budget (maxRestarts unless spec.failurePolicy.budgets.unknown is set)"}
+"""How the ``Restarting`` Event names the budget a class spends (``hooks.core.budget.pool``; the
+others: ``the node budget``); ``""`` is a ``lastFailure`` written before issue 34, without a class."""
+
+
+def _classed(failure: Mapping[str, Any]) -> str:
+    """``class node (pod w-0-0: DisruptionTarget/DeletionByTaintManager); `` from ``status.lastFailure``
+    (``""`` for one written before issue 34, without a class)."""
+    klass = failure.get("class")
+    if not klass:
+        return ""
+    evidence = failure.get("classEvidence")
+    return f"class {klass}" + (f" ({evidence})" if evidence else "") + "; "
+
+
 def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action, ...] = (),
                       children: tuple[str, ...] | None = None, *,
                       transitions: tuple[Transition, ...] = ()) -> list[Event]:
@@ -150,12 +168,13 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
     restarting = into.get(Phase.RESTARTING)
     if restarting is not None:
         failure = status.get("lastFailure") or {}
-        counted = "does not count against maxRestarts" if spends_no_restart(failure.get("action")) else \
-            "counts against maxRestarts"
+        klass = str(failure.get("class") or "")
+        counted = "does not count against maxRestarts or any budget" if spends_no_restart(failure.get("action")) \
+            else f"counts against {BUDGET_WORDS.get(klass, f'the {klass} budget')}"
         why = failure.get("message", "it failed")
         number = restarting.attempts[1]
         add(MOVED[Phase.RESTARTING], WARNING, "Restart", f"restarting attempt {number} because {why} "
-            f"(cause {failure.get('cause', 'default')}; {counted})", str(number))
+            f"(cause {failure.get('cause', 'default')}; {_classed(failure)}{counted})", str(number))
     drained = turned(ConditionType.DRAINED, ConditionStatus.FALSE)
     if drained is not None:
         add("DrainWaiting", NORMAL, "Drain", str(drained.get("message", "")), str(drained.get("lastTransitionTime")))
@@ -185,7 +204,10 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
     failing = into.get(Phase.FAILED)
     if failing is not None:
         failed = conditions.get(ConditionType.FAILED) or {}
-        note = str(failed.get("message") or (status.get("lastFailure") or {}).get("message") or "the Job failed")
+        failure = status.get("lastFailure") or {}
+        note = str(failed.get("message") or failure.get("message") or "the Job failed")
+        if failed.get("reason") == Reason.FAILURE_POLICY and failure.get("class"):
+            note = f"{note}; {_classed(failure).rstrip('; ')}"  # the budgets' words name it already
         add(MOVED[Phase.FAILED], WARNING, "Finish", f"failed: {note}", str(failing.attempts[1]))
     succeeded = into.get(Phase.SUCCEEDED)
     if succeeded is not None:

@@ -96,7 +96,9 @@ def restarts_allowed(observed: Observed, attempt: int, phase: str) -> int:
 
 def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, str] | None:
     """Whether the status (``attempt`` after adoption, ``phase``, ``restarts``) disagrees with the
-    observed JobSets. Reads only ``observed``. Returns ``(reason, message)`` or ``None``.
+    observed JobSets, or ``restartsByClass`` with ``restarts`` (each restart that spent a budget is
+    one of both: a class counted past ``restarts`` would shift what the user budget has spent,
+    ``hooks.core.budget.spent_of``). Reads only ``observed``. Returns ``(reason, message)`` or ``None``.
 
     A healthy JobSet is one not being deleted and not finished (Failed or Completed). Which phase may
     stand next to the current attempt's JobSet is the lifecycle's table
@@ -123,6 +125,11 @@ def status_mismatch(observed: Observed, attempt: int, phase: str) -> tuple[str, 
         return Reason.RESTARTS_DISAGREE, f"status.restarts is {restarts}, more than attempt {attempt} can have had"
     if phase == RESTARTING and restarts == 0 and not _uncounted_restart(observed, attempt):
         return Reason.RESTARTS_DISAGREE, "status.phase is Restarting, but status.restarts records no restart"
+    # every restart that spent a budget is one of ``restarts`` and one of its class (hooks.core.budget.spend)
+    by_class = sum(observed.status.restarts_by_class.values())
+    if by_class > restarts:
+        return Reason.RESTARTS_DISAGREE, (f"status.restartsByClass counts {by_class} restarts, more than "
+                                          f"status.restarts ({restarts})")
     return None
 
 

@@ -9,41 +9,48 @@ matches every failure):
   ``messageContains`` (its message contains the text);
 - ``onExitCodes``: ``operator`` ``In``/``NotIn``, ``values``, optional ``containerName``: a container
   of a failed pod ended with such an exit code (``NotIn`` never matches exit code 0);
-- ``onPodConditions``: a list of ``{type, status}`` (status defaults to ``"True"``): a pod of the
-  attempt carries one of them, such as ``DisruptionTarget`` (preemption, eviction, node loss).
+- ``onPodConditions``: a list of ``{type, status, reason}`` (status defaults to ``"True"``, reason
+  to any): a pod of the attempt carries one of them, such as ``DisruptionTarget`` (preemption,
+  eviction, node loss), or ``DisruptionTarget`` with reason ``PreemptionByScheduler``;
+- ``onTerminationMessage``: ``contains`` (a text, no pattern: the message is the workload's, untrusted
+  input): a container of a failed pod ended with a termination message that contains it.
 
 Actions: ``FailJob`` (the Job ends Failed now), ``RestartJob`` (the default, also when no rule
-matches: counts against ``maxRestarts``), ``RestartJobIgnoreMaxRestarts`` (a disruption: restart
-without spending one). The rule's ``name`` is the cause counted in ``status.restartsByCause``;
-a failure no rule matches counts as ``DEFAULT_CAUSE``.
+matches: spends one of the class's budget), ``RestartJobIgnoreMaxRestarts`` (a restart that spends
+no budget). The rule's ``name`` is the cause counted in ``status.restartsByCause``; a failure no rule
+matches counts as ``DEFAULT_CAUSE``. A rule's optional ``class`` (``hooks.core.vocab.FailureClass``)
+assigns the failure's class; otherwise the default table names it (``hooks.core.failureclass.classify``,
+from the pods and, when no pod says why, their nodes).
 
-Failure is classified here, once: the verdict's class (``ended_as``: ``EndCause.FAILED``, or
-``EndCause.PREEMPTED`` when the first failing pod, ``first_failing``, was disrupted by a
-preemption) is what ``status.attempts`` says of the attempt (``hooks.core.history.failure_facts``),
-and the verdict's ``charge`` (``hooks.core.budget.Charge``) is what the restart costs.
+The verdict carries the ``Classified`` (``Verdict.classified``): ``status.attempts`` records it
+(``hooks.core.history.failure_facts``), the verdict's ``charge`` (``hooks.core.budget.Charge``)
+spends its class's budget, and the Events say it. ``spec.failurePolicy.budgets`` is checked here too
+(``rules_of``): a budget out of its declared range is ``InvalidSpec``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from hooks.core import deadlines
+from hooks.core import failureclass
 from hooks.core.budget import Charge
+from hooks.core.failureclass import Classified, containers, terminated
 from hooks.core.jobset import InvalidSpec
-from hooks.core.request import Spec
-from hooks.core.vocab import EndCause
+from hooks.core.request import FailureBudgets, Spec, range_of
+from hooks.core.vocab import BUDGETED, EndCause, FailureClass
 
 FAIL_JOB = "FailJob"
 RESTART_JOB = "RestartJob"
 RESTART_IGNORE = "RestartJobIgnoreMaxRestarts"
 ACTIONS = (FAIL_JOB, RESTART_JOB, RESTART_IGNORE)
 DEFAULT_CAUSE = "default"
-PREEMPTION = "Preemption"
-"""How a ``DisruptionTarget`` reason that is a preemption begins (``PreemptionByScheduler``, ...)."""
+CLASSES = tuple(word.value for word in FailureClass)
+"""The values a rule's ``class`` may take."""
 MAX_RULES = 16
+MAX_CONTAINS = 256
+"""``onTerminationMessage.contains``' longest text (the CRD's ``maxLength``)."""
 MAX_EVIDENCE = 3
 """How many pods a verdict's message names."""
 
@@ -52,12 +59,23 @@ MAX_EVIDENCE = 3
 class Verdict:
     """What a failed attempt leads to: ``action`` (one of ``ACTIONS``), ``cause`` (the rule's name,
     or ``DEFAULT_CAUSE``), ``message`` (what matched, in words that depend only on the inputs) and
-    ``ended`` (the failure's class, ``ended_as``)."""
+    ``classified`` (the failure's class and its evidence: the rule's ``class``, else
+    ``hooks.core.failureclass.classify``)."""
 
     action: str
     cause: str
     message: str
-    ended: EndCause = EndCause.FAILED
+    classified: Classified = failureclass.NOTHING
+
+    @property
+    def klass(self) -> FailureClass:
+        """The failure's class."""
+        return self.classified.klass
+
+    @property
+    def ended(self) -> EndCause:
+        """The attempt's outcome (``failureclass.outcome``: ``Preempted`` for a preemption, else ``Failed``)."""
+        return failureclass.outcome(self.klass)
 
     @property
     def restarts(self) -> bool:
@@ -73,7 +91,7 @@ class Verdict:
     def charge(self) -> Charge | None:
         """What the restart costs (``hooks.core.budget.spend`` says whether it may be paid), or
         ``None`` when the verdict restarts nothing (``FailJob``)."""
-        return Charge(self.cause, self.ended, self.counted) if self.restarts else None
+        return Charge(self.cause, self.ended, self.counted, self.klass) if self.restarts else None
 
 
 def spends_no_restart(action: object) -> bool:
@@ -88,7 +106,9 @@ def rules_of(spec: Spec) -> list[Mapping[str, Any]]:
     """The rules of ``spec.failurePolicy`` (``Spec.rules``: raw objects, each rule's meaning is judged
     here), checked. Raises ``InvalidSpec`` (code ``InvalidFailurePolicy``) for anything the CRD
     would have refused: over ``MAX_RULES``, a rule without a unique name, an unknown action or
-    operator, a matcher of the wrong shape, ``In`` with exit code 0."""
+    operator, a matcher of the wrong shape, ``In`` with exit code 0, an unknown ``class``, and a
+    budget (``spec.failurePolicy.budgets``, ``check_budgets``) out of its range."""
+    check_budgets(spec)
     rules = spec.rules
     if len(rules) > MAX_RULES:
         raise _invalid(f"spec.failurePolicy.rules must be a list of at most {MAX_RULES} rules")
@@ -101,89 +121,54 @@ def rules_of(spec: Spec) -> list[Mapping[str, Any]]:
         names.add(name)
         if rule.get("action") not in ACTIONS:
             raise _invalid(f"{path}.action must be one of {', '.join(ACTIONS)}")
+        if "class" in rule and rule["class"] not in CLASSES:
+            raise _invalid(f"{path}.class must be one of {', '.join(CLASSES)}, got {str(rule['class'])[:40]!r}")
         _check_matchers(rule, path)
     return list(rules)
 
 
+def check_budgets(spec: Spec) -> None:
+    """``spec.failurePolicy.budgets``: every key within its declared range
+    (``hooks.core.request.FailureBudgets``: 0 to ``MAX_BUDGET``). Raises ``InvalidSpec`` (code
+    ``InvalidFailurePolicy``) naming the first that is not: the budgets are then read at their
+    defaults (``hooks.core.budget.budget_of``), and a running Job keeps running (row 7)."""
+    budgets = spec.budgets
+    for klass in BUDGETED:
+        value = getattr(budgets, klass.value)
+        allowed = range_of(FailureBudgets, klass.value)
+        if value is not None and not allowed.admits(value):
+            raise _invalid(f"spec.failurePolicy.budgets.{klass.value} must be an integer from {allowed.low} to "
+                           f"{allowed.high}, got {value}")
+
+
 def needs_pods(rules: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether any rule reads pods (exit codes or pod conditions): only then does a failed read of
-    the pods hold the verdict (``hooks.core.rows.current.failed``)."""
-    return any("onExitCodes" in rule or "onPodConditions" in rule for rule in rules)
+    """Whether any rule reads pods (exit codes, pod conditions or termination messages): only then
+    does a failed read of the pods hold the verdict (``hooks.core.rows.current.failed``); else the
+    verdict goes on, its class ``unknown`` (``hooks.core.failureclass.unread``)."""
+    return any("onExitCodes" in rule or "onPodConditions" in rule or "onTerminationMessage" in rule
+               for rule in rules)
 
 
-def judge(rules: Sequence[Mapping[str, Any]], jobset: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Verdict:
-    """The verdict on the failed ``jobset`` whose telling pods are ``pods`` (sorted by name):
-    the first rule that matches, else ``RestartJob`` with cause ``DEFAULT_CAUSE``."""
+def judge(rules: Sequence[Mapping[str, Any]], jobset: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
+          classified: Classified | None = None) -> Verdict:
+    """The verdict on the failed ``jobset`` whose telling pods are ``pods`` (sorted by name), the
+    default table's class being ``classified`` (``hooks.core.failureclass.classify``, with the node
+    states the caller read; ``None``: classified from the pods alone): the first rule that matches
+    (its ``class``, when it names one, is the failure's), else ``RestartJob`` with cause
+    ``DEFAULT_CAUSE``."""
+    found = classified if classified is not None else failureclass.classify(pods)
     reason, message = failure_of(jobset)
     for rule in rules:
         matched = _match(rule, reason, message, pods)
         if matched is not None:
             said = f"rule {rule['name']} matched" + (f": {matched}" if matched else "")
-            return Verdict(action=str(rule["action"]), cause=str(rule["name"]), message=said, ended=ended_as(pods))
+            assigned = rule.get("class")
+            if isinstance(assigned, str) and assigned in CLASSES:
+                found = failureclass.rule_class(assigned, str(rule["name"]), matched, pods)
+            return Verdict(action=str(rule["action"]), cause=str(rule["name"]), message=said, classified=found)
     told = f"JobSet failed ({reason})" if reason else "JobSet failed"
     return Verdict(action=RESTART_JOB, cause=DEFAULT_CAUSE, message=f"no rule matched: {told}" if rules else told,
-                   ended=ended_as(pods))
-
-
-def ended_as(pods: Sequence[Mapping[str, Any]]) -> EndCause:
-    """The class of a failure whose telling pods are ``pods``: ``EndCause.PREEMPTED`` when the first
-    failing pod (``first_failing``) carries a ``DisruptionTarget`` whose reason is a preemption
-    (``PREEMPTION``), else ``EndCause.FAILED`` (also without pods)."""
-    pod = first_failing(pods)
-    disrupted = disruption(pod) if pod is not None else None
-    preempted = disrupted is not None and str(disrupted.get("reason") or "").startswith(PREEMPTION)
-    return EndCause.PREEMPTED if preempted else EndCause.FAILED
-
-
-def first_failing(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The pod that failed first: the earliest end of a container that ended non-zero or of a
-    ``DisruptionTarget`` condition; pods without such a time after those with one; then by name."""
-    ranked = sorted(pods, key=lambda pod: str((pod.get("metadata") or {}).get("name") or ""))
-    timed = [(when, index) for index, pod in enumerate(ranked) if (when := _failed_at(pod)) is not None]
-    if timed:
-        return ranked[min(timed)[1]]
-    return ranked[0] if ranked else None
-
-
-def _failed_at(pod: Mapping[str, Any]) -> datetime | None:
-    moments = []
-    for container in _containers(pod):
-        terminated = (container.get("state") or {}).get("terminated") or {}
-        if _nonzero(terminated.get("exitCode")):
-            moments.append(deadlines.time_or_none(terminated.get("finishedAt")))
-    disrupted = disruption(pod)
-    if disrupted is not None:
-        moments.append(deadlines.time_or_none(disrupted.get("lastTransitionTime")))
-    known = [moment for moment in moments if moment is not None]
-    return min(known) if known else None
-
-
-def failed_container(pod: Mapping[str, Any]) -> tuple[int, str] | None:
-    """(exit code, terminated reason) of the first container (init containers first) that ended non-zero."""
-    for container in _containers(pod):
-        terminated = (container.get("state") or {}).get("terminated") or {}
-        if _nonzero(terminated.get("exitCode")):
-            return int(terminated["exitCode"]), str(terminated.get("reason") or "")
-    return None
-
-
-def _containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    status = pod.get("status") or {}
-    return [c for key in ("initContainerStatuses", "containerStatuses") for c in status.get(key) or ()
-            if isinstance(c, Mapping)]
-
-
-def _nonzero(code: object) -> bool:
-    return isinstance(code, int) and not isinstance(code, bool) and code != 0
-
-
-def disruption(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The pod's ``DisruptionTarget`` condition when it is True, else ``None``."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget" and \
-                condition.get("status") == "True":
-            return condition
-    return None
+                   classified=found)
 
 
 def failure_of(jobset: Mapping[str, Any]) -> tuple[str, str]:
@@ -218,6 +203,12 @@ def _match(rule: Mapping[str, Any], reason: str, message: str, pods: Sequence[Ma
         if not hits:
             return None
         said.append(_listed(hits))
+    on_message = rule.get("onTerminationMessage")
+    if on_message is not None:
+        hits = _message_hits(str(on_message.get("contains") or ""), pods)
+        if not hits:
+            return None
+        said.append(_listed(hits))
     return "; ".join(said)
 
 
@@ -242,15 +233,35 @@ def _exit_code_hits(matcher: Mapping[str, Any], pods: Sequence[Mapping[str, Any]
 
 
 def _condition_hits(matchers: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]) -> list[str]:
-    """``pod has condition T (reason)`` for each pod carrying one of the ``matchers``' conditions."""
-    wanted = {(str(m.get("type")), str(m.get("status") or "True")) for m in matchers}
+    """``pod has condition T (reason)`` for each pod carrying one of the ``matchers``' conditions
+    (a matcher with a ``reason`` only when the condition's reason is that one)."""
     hits = []
     for pod in pods:
         for condition in (pod.get("status") or {}).get("conditions") or ():
-            if (str(condition.get("type")), str(condition.get("status"))) in wanted:
+            if isinstance(condition, Mapping) and any(_condition_matches(m, condition) for m in matchers):
                 why = f" ({condition['reason']})" if condition.get("reason") else ""
                 hits.append(f"pod {_name(pod)} has condition {condition.get('type')}{why}")
                 break
+    return hits
+
+
+def _condition_matches(matcher: Mapping[str, Any], condition: Mapping[str, Any]) -> bool:
+    reason = matcher.get("reason")
+    return (str(condition.get("type")) == str(matcher.get("type"))
+            and str(condition.get("status")) == str(matcher.get("status") or "True")
+            and (not reason or condition.get("reason") == reason))
+
+
+def _message_hits(text: str, pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``pod container's termination message contains "text"`` for each container that ended with a
+    termination message containing ``text`` (plain text: no pattern is ever compiled from a spec)."""
+    hits = []
+    for pod in pods:
+        for container in containers(pod):
+            message = terminated(container).get("message")
+            if text and isinstance(message, str) and text in message:
+                hits.append(f"pod {_name(pod)} container {container.get('name')} termination message contains "
+                            f"{text[:60]!r}")
     return hits
 
 
@@ -286,8 +297,14 @@ def _check_matchers(rule: Mapping[str, Any], path: str) -> None:
     on_conditions = rule.get("onPodConditions")
     if on_conditions is not None and (not isinstance(on_conditions, list) or not on_conditions or not all(
             isinstance(c, Mapping) and isinstance(c.get("type"), str) and c["type"] and
-            c.get("status", "True") in ("True", "False", "Unknown") for c in on_conditions)):
-        raise _invalid(f"{path}.onPodConditions must list conditions with a type and a status")
+            c.get("status", "True") in ("True", "False", "Unknown") and isinstance(c.get("reason", ""), str)
+            for c in on_conditions)):
+        raise _invalid(f"{path}.onPodConditions must list conditions with a type, a status and an optional reason")
+    on_message = rule.get("onTerminationMessage")
+    if on_message is not None:
+        contains = on_message.get("contains") if isinstance(on_message, Mapping) else None
+        if not isinstance(contains, str) or not contains or len(contains) > MAX_CONTAINS:
+            raise _invalid(f"{path}.onTerminationMessage.contains must be a text of 1 to {MAX_CONTAINS} characters")
 
 
 def _strings(value: object) -> bool:

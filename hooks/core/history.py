@@ -34,6 +34,11 @@ only once known; ``outcome`` is a ``vocab.EndCause``):
   not when its deletion began);
 - ``cause``: the restart cause it was counted under (``status.restartsByCause``), only when it
   restarted the Job;
+- ``class``, ``classEvidence`` and ``failedNodes`` (issue 34): the failure class the failure row
+  named (``hooks.core.failureclass``: the verdict's, read through ``failure_class`` in the same
+  call), the evidence it named it from, and the nodes it blames (node and infrastructure
+  classes); for an eviction the class of Kueue's reason, for the deadline ``deadline``. Written
+  once, never read back to spend a budget (``hooks.core.budget.floor`` only counts them);
 - ``drainSeconds`` (from ``ended`` until the barrier passed, as ``Drained``'s stamp dates it: a
   lower bound, ``hooks.core.stamps``) and ``drainStuck`` (whether
   ``DrainStuck`` was True meanwhile), for an attempt torn down (a restart, a suspend, a delete, an
@@ -53,11 +58,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hooks.core import conditions as cond
-from hooks.core import deadlines, queueing
+from hooks.core import deadlines, failureclass, queueing
 from hooks.core.barrier import evidence_time
 from hooks.core.claims import utc
 from hooks.core.evidence import COMPLETED, FAILED, jobset_state
-from hooks.core.failurepolicy import disruption, ended_as, failed_container, first_failing
+from hooks.core.failureclass import Classified, disruption, failed_container, first_failing
 from hooks.core.historyentry import ordered
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.lifecycle import ENDS, Move
@@ -69,16 +74,18 @@ from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, SUCCEEDED, Context
 from hooks.core.work import FAILED as FAILED_PHASE
 from podread.attempts import workload_name
 from podread.constants import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
+from podread.errors import PodReadError
 
 Pod = Mapping[str, Any]
 Entry = dict[str, Any]
 
 DEFAULT_LIMIT, MAX_LIMIT = default_of(Spec, "attempts_history_limit"), range_of(Spec, "attempts_history_limit").high
 """``spec.attemptsHistoryLimit``: its default and largest value, as ``hooks.core.request.Spec`` declares them."""
-MAX_HISTORY_BYTES = 144 * 1024
+MAX_HISTORY_BYTES = 400 * 1024
 """An upper bound of ``status.attempts`` as JSON, at ``MAX_LIMIT`` entries of the longest values
-(about 14 KiB at the default limit; the checkpoint's keys, issue 33, added 8 KiB at the largest):
-well inside the 1.5 MiB an object may have in etcd."""
+(about 40 KiB at the default limit; the checkpoint's keys, issue 33, added 8 KiB at the largest, the
+class's, issue 34, 235 KiB: eight node names of 253 characters an entry): well inside the 1.5 MiB
+an object may have in etcd."""
 
 
 
@@ -99,6 +106,28 @@ def failure_pods(ctx: Context, workload: str) -> list[Pod]:
 
 def _pods_key(workload: str) -> tuple[str, str]:
     return ("attempt_failure_pods", workload)
+
+
+def failure_class(ctx: Context, workload: str, pods: Sequence[Pod] | None, unread: str = "") -> Classified:
+    """The class of the failed JobSet ``workload`` whose telling pods are ``pods`` (``None``: their
+    read failed, ``unread`` says why), named once per call (``hooks.core.failureclass``): the
+    failure row's verdict and this history read the same value. Reads the nodes
+    ``failureclass.nodes_to_read`` names (``Reader.node_states``, live, as the stuck-drain check
+    does) when no pod says why; a failed node read is no evidence (the class is then ``unknown``)."""
+    def named() -> Classified:
+        if pods is None:
+            return failureclass.unread(unread)
+        names = failureclass.nodes_to_read(pods)
+        try:
+            nodes = ctx.reader.node_states(names) if names else None
+        except PodReadError:
+            nodes = None
+        return failureclass.classify(pods, nodes)
+    return ctx.once.get(_class_key(workload), named)
+
+
+def _class_key(workload: str) -> tuple[str, str]:
+    return ("failure_class", workload)
 
 
 def update(ctx: Context, work: Work, *, attempt: int, ended_by: Move | None) -> None:
@@ -191,6 +220,10 @@ def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: EndCause 
         reason = _evicted_reason(ctx) if ending == EndCause.EVICTED else ""
         if reason:
             entry[F.REASON] = reason
+        ended = failureclass.evicted(reason) if ending == EndCause.EVICTED else (
+            failureclass.DEADLINE if ending == EndCause.DEADLINE_EXCEEDED else None)
+        if ended is not None:
+            entry.update(class_facts(ended))
         return
     jobset = ctx.jobset(attempt)
     state = jobset_state(jobset) if jobset is not None else ""
@@ -203,9 +236,10 @@ def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: EndCause 
     if state != FAILED or jobset is None or not judged:
         return
     entry[F.ENDED] = _at(ctx, _condition_time(jobset, FAILED))
-    pods = ctx.once.peek(_pods_key(str(jobset["metadata"]["name"]))) or []
-    facts = failure_facts(jobset, pods)
-    entry.update(facts)  # its ``outcome`` is the failure's class (``failurepolicy.ended_as``)
+    workload = str(jobset["metadata"]["name"])
+    pods = ctx.once.peek(_pods_key(workload)) or []
+    facts = failure_facts(jobset, pods, ctx.once.peek(_class_key(workload)))
+    entry.update(facts)  # its ``outcome`` and ``class`` are the failure row's (``failureclass``)
     if work.phase == RESTARTING or work.attempt > attempt:
         cause = work.last_failure.get("cause")
         if isinstance(cause, str) and cause:
@@ -260,12 +294,22 @@ def _drain(ctx: Context, work: Work, entry: Entry) -> None:
     entry[F.DRAIN_STUCK] = bool(entry.get(F.DRAIN_STUCK))
 
 
-def failure_facts(jobset: Mapping[str, Any], pods: Sequence[Pod]) -> Entry:
+def class_facts(classified: Classified) -> Entry:
+    """An entry's ``class``, ``classEvidence`` and ``failedNodes`` (when it blames nodes)."""
+    facts: Entry = {F.CLASS: classified.klass.value, F.CLASS_EVIDENCE: classified.evidence}
+    if classified.nodes:
+        facts[F.FAILED_NODES] = list(classified.nodes)
+    return facts
+
+
+def failure_facts(jobset: Mapping[str, Any], pods: Sequence[Pod], classified: Classified | None = None) -> Entry:
     """What a failed attempt's first failing pod (``first_failing``) and its JobSet tell:
     ``failedPod``, ``node``, ``failedReplicatedJob``, ``exitCode``, ``reason``, the deletion times
-    of a pod being deleted, and ``outcome``: the failure's class (``failurepolicy.ended_as``, the one
-    place a failure is classified: ``Failed``, or ``Preempted``)."""
-    facts: Entry = {F.OUTCOME: ended_as(pods)}
+    of a pod being deleted, ``class``, ``classEvidence`` and ``failedNodes`` (``classified``, the
+    failure row's, ``failure_class``; from the pods alone when it named none in this call) and
+    ``outcome`` (``failureclass.outcome`` of the class: ``Failed``, or ``Preempted``)."""
+    named = classified if classified is not None else failureclass.classify(pods)
+    facts: Entry = {F.OUTCOME: failureclass.outcome(named.klass), **class_facts(named)}
     pod = first_failing(pods)
     if pod is not None:
         metadata, pod_spec = pod.get("metadata") or {}, pod.get("spec") or {}

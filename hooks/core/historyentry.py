@@ -13,6 +13,7 @@ from typing import Any
 
 from hooks.core import apitime
 from hooks.core.vocab import AttemptField as F
+from hooks.core.vocab import FailureClass
 
 ENTRY_KEYS: tuple[str, ...] = tuple(key.value for key in F)
 """Every key of an entry, in the order written (``hooks.core.vocab.AttemptField``), as plain strings."""
@@ -20,8 +21,13 @@ TIME_KEYS: tuple[str, ...] = tuple(key.value for key in (F.CREATED, F.STARTED, F
                                                          F.FAILED_POD_GRACE_PERIOD_ENDS, F.CHECKPOINT_REQUESTED,
                                                          F.CHECKPOINT_ACKNOWLEDGED, F.CHECKPOINT_EXPIRED))
 STRING_LIMITS: dict[str, int] = {F.JOB_SET.value: 63, F.OUTCOME.value: 32, F.FAILED_REPLICATED_JOB.value: 63,
-                                 F.FAILED_POD.value: 253, F.NODE.value: 253, F.REASON.value: 128, F.CAUSE.value: 63}
+                                 F.FAILED_POD.value: 253, F.NODE.value: 253, F.REASON.value: 128, F.CAUSE.value: 63,
+                                 F.CLASS.value: 32, F.CLASS_EVIDENCE.value: 256}
 """The longest value of each string key (the CRD's ``maxLength``); a longer one is cut when written."""
+NODE_NAME_LIMIT, MAX_FAILED_NODES = 253, 8
+"""``failedNodes``: each name's longest value and the most names (the CRD's ``maxLength``, ``maxItems``)."""
+CLASSES = tuple(word.value for word in FailureClass)
+"""``class``' values (the CRD's ``enum``)."""
 MAX_ENTRIES = 100
 """``status.attempts``' ``maxItems``, and the largest ``spec.attemptsHistoryLimit``."""
 
@@ -30,8 +36,9 @@ def entries_of(value: object) -> tuple[dict[str, Any], ...]:
     """A prior ``status.attempts``: absent (``None``) or an array of at most ``MAX_ENTRIES`` objects,
     each with an ``attempt`` (an integer >= 0) and its other keys of the CRD's types (strings,
     times the API server admits as ``date-time``, ``hooks.core.apitime``, kept as they came even
-    when they name no instant; integers, ``drainSeconds`` >= 0, ``drainStuck`` a boolean; null and
-    ``""`` as absent).
+    when they name no instant; integers, ``drainSeconds`` >= 0, ``drainStuck`` a boolean; ``class``
+    one of the failure classes, ``failedNodes`` an array of at most ``MAX_FAILED_NODES`` strings;
+    null and ``""`` as absent).
     Returns the entries with their known keys only (the API server prunes the others), one per
     attempt (the first), sorted by attempt. Raises ``ValueError`` whose message starts with the
     field's path (``attempts[0].node: expected a string, got integer``) for anything the CRD refuses."""
@@ -62,12 +69,20 @@ def _checked(key: str, value: object, path: str) -> Any:
         if key != F.EXIT_CODE and value < 0:
             raise ValueError(f"{path}: expected an integer >= 0, got {value}")
         return value
+    if key == F.FAILED_NODES:
+        if not isinstance(value, list) or len(value) > MAX_FAILED_NODES or not all(
+                isinstance(name, str) for name in value):
+            raise ValueError(f"{path}: expected an array of at most {MAX_FAILED_NODES} strings, got "
+                             f"{_json_type(value)}")
+        return list(value)
     if key == F.DRAIN_STUCK:
         if not isinstance(value, bool):
             raise ValueError(f"{path}: expected a boolean, got {_json_type(value)}")
         return value
     if not isinstance(value, str):
         raise ValueError(f"{path}: expected a string, got {_json_type(value)}")
+    if key == F.CLASS and value not in CLASSES:
+        raise ValueError(f"{path}: {value[:40]!r} is not a failure class ({', '.join(CLASSES)})")
     if key in TIME_KEYS and value and not apitime.admitted(value):
         raise ValueError(f"{path}: {value[:apitime.SHOWN]!r} is not a date-time the API server admits")
     return value
@@ -98,5 +113,8 @@ def ordered(entry: Mapping[str, Any]) -> dict[str, Any]:
     for key in ENTRY_KEYS:
         if key in entry:
             bound = STRING_LIMITS.get(key)
-            out[key] = str(entry[key])[:bound] if bound is not None else entry[key]
+            if key == F.FAILED_NODES:
+                out[key] = sorted({str(name)[:NODE_NAME_LIMIT] for name in entry[key]})[:MAX_FAILED_NODES]
+            else:
+                out[key] = str(entry[key])[:bound] if bound is not None else entry[key]
     return out

@@ -457,10 +457,11 @@ def apply(ctx: Context, step: Step, work: Work) -> None:
     if step.last_failure is not None:
         work.last_failure = dict(step.last_failure)
     if step.charge is not None:
-        spent = budget.spend(ctx.observed.spec, budget.Counters(work.restarts, work.restarts_by_cause), step.charge)
+        spent = budget.spend(ctx.observed.spec, budget.counters(ctx.observed.spec, work), step.charge)
         if not spent.allowed:
             raise ValueError(f"a step carries a charge the restart budget refuses: {step.charge}")
         work.restarts, work.restarts_by_cause = spent.counters.restarts, dict(spent.counters.by_cause)
+        work.restarts_by_class = dict(spent.counters.by_class)
     work.finalized = work.finalized or step.finalized
     work.resync = work.resync or step.resync
     if step.wakes:

@@ -123,17 +123,38 @@ class DrainSpec(Declared, frozen=True, rename="camel"):
     force_delete_stuck_pods_after_seconds: Annotated[int | None, Range(0, MAX_SECONDS)] = None
 
 
-_MATCHERS = ("onJobSetFailure", "onExitCodes")
+_MATCHERS = ("onJobSetFailure", "onExitCodes", "onTerminationMessage")
 """The matchers of a failure-policy rule whose JSON type is a 400 (an object, or absent)."""
+MAX_BUDGET = 9999
+"""The largest budget of a failure class: as many restarts as a Job can have attempts."""
+NODE_BUDGET_DEFAULT = 10
+"""``spec.failurePolicy.budgets.node`` and ``.infrastructure`` when unset."""
+
+
+class FailureBudgets(Declared, frozen=True):
+    """``spec.failurePolicy.budgets`` (issue 34): how many restarts each failure class
+    (``hooks.core.vocab.FailureClass``) may spend. ``None`` is the class's default as
+    ``hooks.core.budget.budget_of`` reads it: ``user`` and ``unknown`` take ``spec.maxRestarts``
+    (so a Job that sets no budget restarts as before), ``preempted`` is unlimited; ``node`` and
+    ``infrastructure`` default to ``NODE_BUDGET_DEFAULT``. A negative or larger value is
+    ``InvalidSpec`` (``InvalidFailurePolicy``, ``hooks.core.failurepolicy.rules_of``)."""
+
+    user: Annotated[int | None, Range(0, MAX_BUDGET)] = None
+    preempted: Annotated[int | None, Range(0, MAX_BUDGET)] = None
+    node: Annotated[int | None, Range(0, MAX_BUDGET)] = NODE_BUDGET_DEFAULT
+    infrastructure: Annotated[int | None, Range(0, MAX_BUDGET)] = NODE_BUDGET_DEFAULT
+    unknown: Annotated[int | None, Range(0, MAX_BUDGET)] = None
 
 
 class FailurePolicy(Checked, frozen=True):
     """``spec.failurePolicy``: its rules are kept as the user wrote them (raw objects): what a rule
-    means (its name, action and matchers) is ``hooks.core.failurepolicy.rules_of``'s to judge, as
-    ``InvalidSpec``. Only the JSON type of each rule and of its ``onJobSetFailure`` and
-    ``onExitCodes`` is a 400 here."""
+    means (its name, action, class and matchers) is ``hooks.core.failurepolicy.rules_of``'s to
+    judge, as ``InvalidSpec``. Only the JSON type of each rule and of its ``onJobSetFailure``,
+    ``onExitCodes`` and ``onTerminationMessage`` is a 400 here. ``budgets`` is typed
+    (``FailureBudgets``)."""
 
     rules: list[dict[str, Any]] | None = None
+    budgets: FailureBudgets | None = None
 
     def __post_init__(self) -> None:
         for index, rule in enumerate(self.rules or ()):
@@ -194,6 +215,12 @@ class Spec(Declared, frozen=True, rename="camel"):
         """The failure-policy rules as written (``[]`` when unset); ``failurepolicy.rules_of`` checks them."""
         policy = self.failure_policy
         return list(policy.rules or ()) if policy is not None else []
+
+    @property
+    def budgets(self) -> FailureBudgets:
+        """``spec.failurePolicy.budgets`` (every key its default when unset); ``hooks.core.budget`` reads it."""
+        policy = self.failure_policy
+        return policy.budgets if policy is not None and policy.budgets is not None else _UNSET_BUDGETS
 
 
 def range_of(declared: type, name: str) -> Range:
@@ -359,11 +386,12 @@ class PriorityClass(Checked, frozen=True):
 
 
 # the types hooks.core.observed decodes into, built before any thread converts (declared.prepare)
-prepare(Request, Spec, JobSetChild, PodGroupChild, WorkloadChild, Flavor, PriorityClass)
+prepare(Request, Spec, FailureBudgets, JobSetChild, PodGroupChild, WorkloadChild, Flavor, PriorityClass)
 _UNSET_SPEC = Spec()
+_UNSET_BUDGETS = FailureBudgets()
 """The spec of a Job that sends none (every field its default)."""
-_RANGES = {declared: _ranges(declared) for declared in (Spec, DrainSpec, GangSpec)}
+_RANGES = {declared: _ranges(declared) for declared in (Spec, DrainSpec, GangSpec, FailureBudgets)}
 """The declared ranges, read once at import (``range_of``)."""
 
-__all__ = ["Condition", "DrainSpec", "GangSpec", "Range", "Request", "Spec", "Status", "default_of", "kept", "range_of",
-           "read_spec"]
+__all__ = ["Condition", "DrainSpec", "FailureBudgets", "GangSpec", "Range", "Request", "Spec", "Status", "default_of",
+           "kept", "range_of", "read_spec"]

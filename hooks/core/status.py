@@ -27,12 +27,13 @@ from msgspec import UNSET, UnsetType
 from hooks.core import apitime
 from hooks.core.declared import Declared, prepare
 from hooks.core.historyentry import entries_of
+from hooks.core.vocab import BUDGETED
 
 Count = Annotated[int, msgspec.Meta(ge=0)]
 """A count or a number the CRD declares ``minimum: 0``."""
 
-OPTIONAL = ("restartsByCause", "lastFailure", "startTime", "completionTime", "replicatedJobsDigest", "attempts",
-            "attemptsDropped", "checkpoint")
+OPTIONAL = ("restartsByCause", "restartsByClass", "lastFailure", "startTime", "completionTime", "replicatedJobsDigest",
+            "attempts", "attemptsDropped", "checkpoint")
 """The status fields the answer carries only when set; every other field is always written."""
 
 
@@ -67,6 +68,9 @@ class StatusFields(Declared, rename="camel"):
     conditions: tuple[Condition, ...] | None = ()
     message: str | None = ""
     restarts_by_cause: dict[str, Count] | None = {}
+    restarts_by_class: dict[str, Count] | None = {}
+    """The restarts that spent a budget, by failure class (issue 34, ``hooks.core.budget``): only the
+    classes with a budget (``hooks.core.vocab.BUDGETED``) are kept, as the CRD prunes any other key."""
     last_failure: dict[str, Any] | None = {}
     start_time: str | None = ""
     completion_time: str | None = ""
@@ -92,6 +96,9 @@ class StatusFields(Declared, rename="camel"):
             msgspec.structs.force_setattr(self, "attempts", list(entries_of(self.attempts)))
         if self.checkpoint:
             msgspec.structs.force_setattr(self, "checkpoint", checkpoint_of(self.checkpoint))
+        if self.restarts_by_class:
+            msgspec.structs.force_setattr(self, "restarts_by_class", {
+                key: count for key, count in sorted(self.restarts_by_class.items()) if key in BUDGETED})
         if len(self.restarts_by_cause) > 1:
             msgspec.structs.force_setattr(self, "restarts_by_cause", dict(sorted(self.restarts_by_cause.items())))
 

@@ -30,11 +30,11 @@ TERMINAL = frozenset({Phase.SUCCEEDED, Phase.FAILED})
 
 
 class EndCause(StrEnum):
-    """Why an attempt ended, one word each, the one vocabulary: ``status.attempts[].outcome``
-    (``hooks.core.history``), the class of what the ended attempt costs (``hooks.core.budget.Charge``),
-    how a failure is classified (``hooks.core.failurepolicy.ended_as``: ``FAILED``, or ``PREEMPTED``
-    when its first failing pod was disrupted by a preemption) and how a teardown ends the attempt
-    (``hooks.core.lifecycle.Teardown.ends``)."""
+    """How an attempt ended, one word each: ``status.attempts[].outcome`` (``hooks.core.history``),
+    the kind of end a charge is for (``hooks.core.budget.Charge``: a failure that restarts, or an
+    eviction), and how a teardown ends the attempt (``hooks.core.lifecycle.Teardown.ends``). A
+    failure's outcome is ``FAILED``, or ``PREEMPTED`` when its class is ``FailureClass.PREEMPTED``
+    (``hooks.core.failureclass.outcome``): the class, not the outcome, says which budget it spends."""
 
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
@@ -53,6 +53,27 @@ TORN_DOWN = frozenset({EndCause.SUSPENDED, EndCause.DELETED, EndCause.EVICTED, E
 barrier waited after one (a failure that restarts the Job too: its ``cause``)."""
 
 
+class FailureClass(StrEnum):
+    """Why an attempt's end happened, as the evidence tells it (issue 34): the one vocabulary of
+    ``status.attempts[].class``, ``status.restartsByClass``' keys, ``spec.failurePolicy.budgets``'
+    keys, a failure-policy rule's ``class`` and the metric label. Named by one classifier
+    (``hooks.core.failureclass.classify``); each class but ``DEADLINE`` spends its own budget
+    (``hooks.core.budget``)."""
+
+    USER = "user"
+    PREEMPTED = "preempted"
+    NODE = "node"
+    INFRASTRUCTURE = "infrastructure"
+    DEADLINE = "deadline"
+    UNKNOWN = "unknown"
+
+
+BUDGETED = (FailureClass.USER, FailureClass.PREEMPTED, FailureClass.NODE, FailureClass.INFRASTRUCTURE,
+            FailureClass.UNKNOWN)
+"""The classes with a restart budget (``spec.failurePolicy.budgets``' keys, ``status.restartsByClass``'
+keys): every class but ``DEADLINE`` (a deadline ends the Job)."""
+
+
 class AttemptField(StrEnum):
     """The keys of a ``status.attempts`` entry, in the order written (``hooks.core.history`` writes
     them; ``hooks.core.historyentry`` reads a prior history by them and bounds them)."""
@@ -69,6 +90,9 @@ class AttemptField(StrEnum):
     EXIT_CODE = "exitCode"
     REASON = "reason"
     CAUSE = "cause"
+    CLASS = "class"
+    CLASS_EVIDENCE = "classEvidence"
+    FAILED_NODES = "failedNodes"
     DRAIN_SECONDS = "drainSeconds"
     DRAIN_STUCK = "drainStuck"
     FAILED_POD_DELETION_STARTED = "failedPodDeletionStarted"
@@ -146,7 +170,8 @@ class Reason(StrEnum):
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     ATTEMPT_LIMIT_REACHED = "AttemptLimitReached"
     FAILURE_POLICY = "FailurePolicy"
-    MAX_RESTARTS_REACHED = "MaxRestartsReached"
+    MAX_RESTARTS_REACHED = "MaxRestartsReached"    # the user (or unknown) class's budget: spec.maxRestarts
+    BUDGET_EXHAUSTED = "BudgetExhausted"             # the preempted, node or infrastructure class's budget
     # InvalidSpec turned False
     VALID = "Valid"
     # Admitted (hooks.core.rows.kueue)
@@ -164,6 +189,7 @@ class Reason(StrEnum):
     DEADLINE_EXCEEDED_DISAGREES = "DeadlineExceededDisagrees"
     COMPLETION_TIME_DISAGREES = "CompletionTimeDisagrees"
     RESTARTS_BY_CAUSE_DISAGREE = "RestartsByCauseDisagree"
+    RESTARTS_BY_CLASS_DISAGREE = "RestartsByClassDisagree"
     ATTEMPTS_DISAGREE = "AttemptsDisagree"
     UNKNOWN_ATTEMPT = "UnknownAttempt"
     REPLICATED_JOBS_CHANGED = "ReplicatedJobsChanged"

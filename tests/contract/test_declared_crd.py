@@ -18,9 +18,9 @@ import msgspec.inspect as mi
 import pytest
 import yaml
 
-from hooks.core.request import DrainSpec, GangSpec, Spec, range_of
+from hooks.core.request import DrainSpec, FailureBudgets, GangSpec, Spec, range_of
 from hooks.core.status import Condition, Status
-from hooks.core.vocab import ConditionStatus, Phase
+from hooks.core.vocab import BUDGETED, ConditionStatus, FailureClass, Phase
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd-job.yaml"
 NOT_OURS = {"observedGeneration"}
@@ -72,6 +72,10 @@ def mismatches(info: mi.Type, crd: dict[str, Any], where: str, *, bounds: bool, 
         values = crd.get("additionalProperties")
         if isinstance(values, dict):
             return mismatches(info.value_type, values, f"{where}{{}}", bounds=bounds, exact=exact)
+        keys = crd.get("properties")
+        if isinstance(keys, dict) and keys:  # a map of named keys (the hooks keep those only): each of the type
+            return [why for key, value in keys.items()
+                    for why in mismatches(info.value_type, value, f"{where}.{key}", bounds=bounds, exact=exact)]
         if isinstance(_present(info.value_type), mi.AnyType):
             return []
         return [f"{where}: a typed map the CRD leaves open"]
@@ -99,7 +103,8 @@ def test_the_declared_spec_fields_are_the_crds() -> None:
     assert mismatches(mi.type_info(Spec), schema()["spec"], "spec", bounds=False, exact=False) == []
 
 
-SPEC_TYPES = {"spec": Spec, "spec.drain": DrainSpec, "spec.gang": GangSpec}
+SPEC_TYPES = {"spec": Spec, "spec.drain": DrainSpec, "spec.gang": GangSpec,
+              "spec.failurePolicy.budgets": FailureBudgets}
 NOT_REFUSED_ABOVE = {"spec.maxRestarts"}
 """Fields whose CRD ``maximum`` the hooks do not refuse (``maxRestarts`` over 9999: no attempt past 9999
 is ever built, ``AttemptLimitReached``), so their declared range has no upper bound."""
@@ -160,3 +165,15 @@ def test_the_vocabulary_is_the_crds() -> None:
 ])
 def test_the_comparison_finds_a_drift(info: mi.Type, crd: dict[str, Any], expected: list[str]) -> None:
     assert mismatches(info, crd, "c", bounds=True, exact=True) == expected
+
+
+def test_the_failure_classes_are_the_crds_keys_and_values() -> None:
+    """Issue 34: ``status.restartsByClass`` and ``spec.failurePolicy.budgets`` name the classes with a
+    budget, ``status.attempts[].class`` and a rule's ``class`` every class: the vocabulary's."""
+    spec, status = schema()["spec"]["properties"], schema()["status"]["properties"]
+    budgeted = [klass.value for klass in BUDGETED]
+    assert list(status["restartsByClass"]["properties"]) == budgeted
+    assert list(spec["failurePolicy"]["properties"]["budgets"]["properties"]) == budgeted
+    classes = [klass.value for klass in FailureClass]
+    assert status["attempts"]["items"]["properties"]["class"]["enum"] == classes
+    assert spec["failurePolicy"]["properties"]["rules"]["items"]["properties"]["class"]["enum"] == classes

@@ -96,7 +96,8 @@ def test_a_restart_records_the_failure_its_first_failing_pod_its_cause_and_its_d
     assert restarting["attempts"] == [{
         "attempt": 0, "jobSet": "train-0", "created": "2026-01-01T00:00:02Z", "started": "2026-01-01T00:00:40Z",
         "ended": stamp(t5), "outcome": "Failed", "failedReplicatedJob": "worker", "failedPod": "train-0-worker-0-0",
-        "node": "gpu-3", "exitCode": 3, "reason": "Error", "cause": "default",
+        "node": "gpu-3", "exitCode": 3, "reason": "Error", "cause": "default", "class": "user",
+        "classEvidence": "pod train-0-worker-0-0: container worker exited with 3",
         "failedPodDeletionStarted": "2026-01-01T00:05:00Z", "failedPodGracePeriodEnds": "2026-01-01T00:05:30Z"}]
     t6 = t5 + timedelta(minutes=1)
     drained = step(job_request(spec=spec, status=restarting), FakeReader([]), t6)
@@ -174,7 +175,9 @@ def test_without_a_rule_that_reads_pods_a_failed_read_holds_nothing_and_names_no
     assert out["phase"] == "Restarting"
     assert out["attempts"][0] | {"created": ""} == {"attempt": 0, "jobSet": "train-0", "created": "",
                                                      "ended": "2026-01-01T00:00:00Z", "outcome": "Failed",
-                                                     "reason": "FailedJobs", "cause": "default"}
+                                                     "reason": "FailedJobs", "cause": "default", "class": "unknown",
+                                                     "classEvidence": "the failing pods could not be read: "
+                                                                      "the pod read failed"}
 
 
 def test_success_is_dated_by_the_jobsets_completed_condition() -> None:

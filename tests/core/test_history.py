@@ -51,7 +51,8 @@ def test_the_first_failing_pod_is_the_one_that_failed_earliest_not_the_first_by_
     assert history.first_failing([]) is None
     facts = history.failure_facts(jobset_child("train", 0, state="Failed"), [late, early, untimed])
     assert facts == {"failedPod": "b-early", "node": "gpu-7", "failedReplicatedJob": "launcher", "exitCode": 137,
-                     "reason": "OOMKilled", "outcome": "Failed"}
+                     "reason": "OOMKilled", "outcome": "Failed", "class": "user",
+                     "classEvidence": "pod b-early: container worker OOMKilled"}
 
 
 def test_a_disruption_says_why_and_a_preemption_is_named() -> None:
@@ -66,10 +67,12 @@ def test_a_disruption_says_why_and_a_preemption_is_named() -> None:
 def test_without_pods_the_jobset_tells_the_replicated_job_and_the_reason() -> None:
     jobset = jobset_child("train", 0, state="Failed")
     jobset["status"]["replicatedJobsStatus"] = [{"name": "launcher", "failed": 0}, {"name": "worker", "failed": 2}]
-    assert history.failure_facts(jobset, []) == {"failedReplicatedJob": "worker", "reason": "Test", "outcome": "Failed"}
+    assert history.failure_facts(jobset, []) == {"failedReplicatedJob": "worker", "reason": "Test", "outcome": "Failed",
+                                                 "class": "unknown", "classEvidence": "no failing pod was found"}
     for shape in (7, "worker", {"name": "worker"}, [None, 3, {"name": 7, "failed": True}]):
         jobset["status"]["replicatedJobsStatus"] = shape
-        assert history.failure_facts(jobset, []) == {"reason": "Test", "outcome": "Failed"}, "any shape a request gives"
+        assert history.failure_facts(jobset, []) == {"reason": "Test", "outcome": "Failed", "class": "unknown",
+                                                     "classEvidence": "no failing pod was found"}, "any shape"
 
 
 def test_a_pod_being_deleted_is_named_with_when_its_deletion_started_and_when_its_grace_period_ends() -> None:
@@ -92,13 +95,15 @@ def longest_entry(attempt: int) -> dict[str, Any]:
     entry: dict[str, Any] = {key: "x" * 400 for key in historyentry.STRING_LIMITS}
     entry.update({key: "2026-01-01T00:00:00Z" for key in historyentry.TIME_KEYS})
     entry.update(attempt=attempt, exitCode=-(2**31), drainSeconds=history.deadlines.MAX_SECONDS, drainStuck=True,
-                 checkpointStep=2**63 - 1)
+                 checkpointStep=2**63 - 1, failedNodes=[f"{index}" + "n" * 400 for index in range(9)])
     return entry
 
 
 def test_the_history_has_a_size_bound_whatever_its_values() -> None:
     entries = [historyentry.ordered(longest_entry(attempt)) for attempt in range(9999 - history.MAX_LIMIT, 9999)]
     assert all(len(entry[key]) == bound for entry in entries for key, bound in historyentry.STRING_LIMITS.items())
+    assert all(len(entry["failedNodes"]) == historyentry.MAX_FAILED_NODES for entry in entries)
+    assert all(len(name) == historyentry.NODE_NAME_LIMIT for entry in entries for name in entry["failedNodes"])
     size = len(json.dumps({"attempts": entries, "attemptsDropped": 9999}, separators=(",", ":")))
     assert size <= history.MAX_HISTORY_BYTES, size
     assert list(entries[0]) == list(historyentry.ENTRY_KEYS), "every key, in one order"

@@ -208,13 +208,17 @@ class Cluster:
         return self._finish(namespace, jobset, LAUNCHER_LABEL, phase)
 
     def fail_worker(self, namespace: str, jobset: str) -> str | None:
-        """The first active worker pod of ``jobset`` fails (the JobSet fails; the others keep
-        running). Returns the pod's name, or ``None`` when there was none."""
+        """The first active worker pod of ``jobset`` fails, its container ending with exit code 1 as a
+        crashing trainer's does (a user failure, issue 34; the JobSet fails; the others keep running).
+        Returns the pod's name, or ``None`` when there was none."""
         with self._lock:
             for pod_key in sorted(self._pods):
                 pod = self._pods[pod_key]
                 if (self._life[pod_key].jobset == (namespace, jobset) and JOB_LABEL in pod["metadata"]["labels"]
                         and is_active(pod) and "deletionTimestamp" not in pod["metadata"]):
+                    name = ((pod["spec"].get("containers") or [{}])[0]).get("name", "worker")
+                    pod["status"]["containerStatuses"] = [{"name": name, "ready": False, "state": {
+                        "terminated": {"exitCode": 1, "reason": "Error"}}}]
                     self._set_phase(pod_key, "Failed")
                     self._refresh_status((namespace, jobset))
                     self.version += 1

@@ -192,8 +192,13 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     rule reads pods (``FailJob`` is final, so it is never decided on a guess); when none does, the
     verdict goes on without them and the history names no failing pod (a teardown is never held
     for the history's sake).
+    The failure's class (``hooks.core.failureclass``, through ``history.failure_class``: the nodes
+    are read only when no pod says why) is the verdict's unless a rule names one; a failed pod read
+    that goes on is class ``unknown``. ``lastFailure`` records the class and its evidence.
     FailJob (the verdict's ``charge`` is ``None``), or a restart the budget refuses
-    (``hooks.core.budget.spend``: a counted one with none left): Failed, the JobSet kept. Otherwise row 8, in two
+    (``hooks.core.budget.spend``: a counted one whose class has none left): Failed, the JobSet kept,
+    the condition naming the class and its budget (``MaxRestartsReached`` for ``user`` and
+    ``unknown``, ``BudgetExhausted`` for the others). Otherwise row 8, in two
     calls, so that the decision survives a lost status write: this answer records Restarting (and
     restarts+1 when the verdict counts: the step's ``Charge``) and still keeps the failed JobSet;
     the next call (row 6, fed that status) leaves it out. Leaving it out at once would let a lost
@@ -201,24 +206,30 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     exactly once: the fed-back status is Restarting.
     """
     name = desired["metadata"]["name"]
+    workload = str(current["metadata"]["name"])
     try:
-        pods = history.failure_pods(ctx, str(current["metadata"]["name"]))
+        pods = history.failure_pods(ctx, workload)
     except PodReadError as error:
         if failurepolicy.needs_pods(rules):
             return Step(Outcome.HELD, phase=work.phase if work.phase in (RUNNING, PENDING) else PENDING,
                         workload=name, jobset=JobSetFate.KEEP, children=(desired,), message=failed_words(error),
                         resync=True)
-        pods = []  # no rule reads pods: the verdict goes on; status.attempts names no failing pod then
-    verdict = failurepolicy.judge(rules, current, pods)
+        # no rule reads pods: the verdict goes on; its class is unknown, status.attempts names no failing pod
+        pods, classified = [], history.failure_class(ctx, workload, None, error.cause)
+    else:
+        classified = history.failure_class(ctx, workload, pods)
+    verdict = failurepolicy.judge(rules, current, pods, classified)
     charge = verdict.charge  # None: FailJob restarts nothing
-    restarting = charge is not None and budget.spend(ctx.observed.spec, budget.Counters(
-        work.restarts, work.restarts_by_cause), charge).allowed
+    spec = ctx.observed.spec
+    restarting = charge is not None and budget.spend(spec, budget.counters(spec, work), charge).allowed
     said = {"attempt": work.attempt, "cause": verdict.cause, "message": bounded(verdict.message),
-            "action": verdict.action}
+            "action": verdict.action, "class": verdict.klass.value,
+            "classEvidence": verdict.classified.evidence}
     if not restarting:
-        used_up = f"{verdict.message}; maxRestarts ({budget.max_restarts(ctx.observed.spec)}) used up"
+        used_up = f"{verdict.message}; class {verdict.klass.value} ({verdict.classified.evidence}): " \
+                  f"{budget.exhausted(spec, verdict.klass)}"
         reason, words = (Reason.FAILURE_POLICY, verdict.message) if charge is None else (
-            Reason.MAX_RESTARTS_REACHED, used_up)
+            budget.exhausted_reason(verdict.klass), used_up)
         return counting(ctx, Step(Outcome.TERMINAL, phase=FAILED, message="", workload=name, jobset=JobSetFate.KEEP,
                                   children=(desired,), last_failure=said, transition=Move.FAIL, conditions=(
                                       ConditionChange(FAILED_CONDITION, cond.TRUE, reason, bounded(words)),)))
