@@ -88,7 +88,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from hooks.core import checkpoint, gang, history, specpin
+from hooks.core import checkpoint, exclusion, gang, history, specpin
 from hooks.core import conditions as cond
 from hooks.core.answer import assemble
 from hooks.core.barrier import refuse_if_behind
@@ -237,6 +237,11 @@ def _history(ctx: Context, work: Work, after: After) -> None:
         history.update(ctx, work, attempt=after.attempt, ended_by=after.ended_by)
 
 
+def _exclusions(ctx: Context, work: Work, after: After) -> None:
+    if after.trusted and not ctx.observed.finalizing:  # row 3 keeps the status' claims: these too
+        exclusion.record(ctx, work)
+
+
 def _checkpoint(ctx: Context, work: Work, after: After) -> None:
     checkpoint.after_row(ctx, work)
 
@@ -291,6 +296,7 @@ PASSES: tuple[Pass, ...] = (
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
     Pass("times", deadline.times, _times),
     Pass("history", history.update, _history),                            # status.attempts
+    Pass("exclusions", exclusion.record, _exclusions),                    # status.excludedNodes, their wake-up
     Pass("checkpoint", checkpoint.after_row, _checkpoint),                # control ConfigMaps, attempts' requests
     Pass("pin", pin, pin),
     Pass("on the phase", on_the_phase, on_the_phase),                     # rows 12, 13

@@ -75,10 +75,11 @@ Entry = dict[str, Any]
 
 DEFAULT_LIMIT, MAX_LIMIT = default_of(Spec, "attempts_history_limit"), range_of(Spec, "attempts_history_limit").high
 """``spec.attemptsHistoryLimit``: its default and largest value, as ``hooks.core.request.Spec`` declares them."""
-MAX_HISTORY_BYTES = 144 * 1024
+MAX_HISTORY_BYTES = 376 * 1024
 """An upper bound of ``status.attempts`` as JSON, at ``MAX_LIMIT`` entries of the longest values
-(about 14 KiB at the default limit; the checkpoint's keys, issue 33, added 8 KiB at the largest):
-well inside the 1.5 MiB an object may have in etcd."""
+(about 38 KiB at the default limit; the checkpoint's keys, issue 33, added 8 KiB at the largest, the
+failure class's, issue 34, 232 KiB: eight node names of 253 characters per entry): well inside the
+1.5 MiB an object may have in etcd."""
 
 
 

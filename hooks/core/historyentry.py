@@ -20,9 +20,13 @@ TIME_KEYS: tuple[str, ...] = tuple(key.value for key in (F.CREATED, F.STARTED, F
                                                          F.FAILED_POD_GRACE_PERIOD_ENDS, F.CHECKPOINT_REQUESTED,
                                                          F.CHECKPOINT_ACKNOWLEDGED, F.CHECKPOINT_EXPIRED))
 STRING_LIMITS: dict[str, int] = {F.JOB_SET.value: 63, F.OUTCOME.value: 32, F.FAILED_REPLICATED_JOB.value: 63,
-                                 F.FAILED_POD.value: 253, F.NODE.value: 253, F.REASON.value: 128, F.CAUSE.value: 63}
+                                 F.FAILED_POD.value: 253, F.NODE.value: 253, F.REASON.value: 128, F.CAUSE.value: 63,
+                                 F.CLASS.value: 32, F.CLASS_EVIDENCE.value: 256}
 """The longest value of each string key (the CRD's ``maxLength``); a longer one is cut when written."""
 MAX_ENTRIES = 100
+MAX_FAILED_NODES = 8
+"""``failedNodes``' ``maxItems``: the nodes one attempt's class blames."""
+NODE_NAME_LIMIT = 253
 """``status.attempts``' ``maxItems``, and the largest ``spec.attemptsHistoryLimit``."""
 
 
@@ -62,6 +66,8 @@ def _checked(key: str, value: object, path: str) -> Any:
         if key != F.EXIT_CODE and value < 0:
             raise ValueError(f"{path}: expected an integer >= 0, got {value}")
         return value
+    if key == F.FAILED_NODES:
+        return _names(value, path)
     if key == F.DRAIN_STUCK:
         if not isinstance(value, bool):
             raise ValueError(f"{path}: expected a boolean, got {_json_type(value)}")
@@ -71,6 +77,20 @@ def _checked(key: str, value: object, path: str) -> Any:
     if key in TIME_KEYS and value and not apitime.admitted(value):
         raise ValueError(f"{path}: {value[:apitime.SHOWN]!r} is not a date-time the API server admits")
     return value
+
+
+def _names(value: object, path: str) -> list[str]:
+    """``failedNodes``: an array of at most ``MAX_FAILED_NODES`` node names (strings of at most
+    ``NODE_NAME_LIMIT`` characters), else ``ValueError`` naming ``path``."""
+    if not isinstance(value, list):
+        raise ValueError(f"{path}: expected an array, got {_json_type(value)}")
+    if len(value) > MAX_FAILED_NODES:
+        raise ValueError(f"{path}: {len(value)} names, more than {MAX_FAILED_NODES}")
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or not name or len(name) > NODE_NAME_LIMIT:
+            raise ValueError(f"{path}[{index}]: expected a node name (1 to {NODE_NAME_LIMIT} characters), "
+                             f"got {_json_type(name)}")
+    return list(value)
 
 
 def _json_type(value: object) -> str:
