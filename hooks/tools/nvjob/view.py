@@ -194,20 +194,83 @@ row of the attempts table, in that order."""
 
 def attempt_rows(job: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     """``status.attempts`` as rows, one per entry, each with every key of ``ATTEMPT_FIELDS`` (``None``
-    where the entry has no such scalar: an attempt not ended yet has no outcome); ``None`` when the
-    status records no attempt history."""
+    where the entry has no such value: an attempt not ended yet has no outcome; ``failedNodes`` is the
+    list of node names it holds); ``None`` when the status records no attempt history."""
     entries = status_of(job).get("attempts")
     if not isinstance(entries, list):
         return None
     rows = []
     for entry in entries:
         if isinstance(entry, Mapping):
-            rows.append({key: _scalar(entry.get(key)) for key in ATTEMPT_FIELDS})
+            rows.append({key: _names(entry.get(key)) if key == FAILED_NODES else _scalar(entry.get(key))
+                         for key in ATTEMPT_FIELDS})
     return rows
+
+
+FAILED_NODES = "failedNodes"
 
 
 def _scalar(value: Any) -> Any:
     return None if isinstance(value, Mapping | list) else value
+
+
+def _names(value: Any) -> list[str] | None:
+    return [str(name) for name in value if isinstance(name, str)] if isinstance(value, list) else None
+
+
+BUDGETED = ("user", "preempted", "node", "infrastructure", "unknown")
+"""The failure classes that have a restart budget (issue 34; ``deadline`` has none: it ends the Job)."""
+DEFAULT_BUDGETS: dict[str, int | None] = {"preempted": None, "node": 10, "infrastructure": 10}
+"""``spec.failurePolicy.budgets``' defaults where they are numbers (``None``: unlimited); ``user``'s is
+``spec.maxRestarts``, and ``unknown`` shares the user budget unless it has one of its own."""
+
+
+def budget_rows(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each budgeted class (``BUDGETED``) as ``describe`` and ``why`` show it: ``class``, ``budget``
+    (``spec.failurePolicy.budgets``, else its default; ``None``: unlimited), ``spent``
+    (``status.restartsByClass``; for ``user`` at least ``restarts`` less what the other classes count, as
+    a status written before issue 34 has no ``restartsByClass``; ``unknown`` without a budget of its
+    own spends the user budget: both rows count the pool), ``left`` (``None``: unlimited) and
+    ``shares`` (``"user"`` for such an ``unknown``, else ``""``)."""
+    spec, status = spec_of(job), status_of(job)
+    given = as_map(as_map(spec.get("failurePolicy")).get("budgets"))
+    spent_by = as_map(status.get("restartsByClass"))
+    max_restarts = spec.get("maxRestarts")
+    rows: list[dict[str, Any]] = []
+    claimed = {cls: spent_by.get(cls) if _count(spent_by.get(cls)) else 0 for cls in BUDGETED}
+    restarts = status.get("restarts") if _count(status.get("restarts")) else 0
+    claimed["user"] = max(claimed["user"], restarts - sum(n for cls, n in claimed.items() if cls != "user"))
+    pooled = not _count(given.get("unknown"))  # unknown spends the user budget unless it has its own
+    for cls in BUDGETED:
+        own = given.get(cls)
+        budget = own if _count(own) else (max_restarts if _count(max_restarts) else 0) if cls in ("user", "unknown") \
+            else DEFAULT_BUDGETS[cls]
+        shares = "user" if cls == "unknown" and pooled else ""
+        spent = claimed["user"] + claimed["unknown"] if pooled and cls in ("user", "unknown") else claimed[cls]
+        rows.append({"class": cls, "budget": budget, "spent": spent,
+                     "left": None if budget is None else max(0, budget - spent), "shares": shares})
+    return rows
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is a count: an integer >= 0, not a boolean."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def excluded_rows(job: Mapping[str, Any], now: datetime) -> list[dict[str, Any]]:
+    """``status.excludedNodes`` (issue 34): each node kept out of the next attempts, the class and
+    attempt that blamed it, its ``until`` and how long that is from ``now`` (``left``; ``expired``
+    once passed)."""
+    rows = []
+    for entry in status_of(job).get("excludedNodes") or ():
+        if not isinstance(entry, Mapping):
+            continue
+        passed = seconds_since(entry.get("until"), now)
+        rows.append({"node": str(entry.get("node") or ""), "class": str(entry.get("class") or ""),
+                     "attempt": entry.get("attempt"), "until": entry.get("until"),
+                     "left": "expired" if passed is not None and passed >= 0 else human_duration(
+                         None if passed is None else -passed)})
+    return rows
 
 
 def attempts_dropped(job: Mapping[str, Any]) -> int:
