@@ -120,3 +120,20 @@ def ordered(entry: Mapping[str, Any]) -> dict[str, Any]:
             bound = STRING_LIMITS.get(key)
             out[key] = str(entry[key])[:bound] if bound is not None else entry[key]
     return out
+
+
+def newly_classed(before: object, after: object) -> tuple[tuple[int, str], ...]:
+    """The attempts whose end got its failure class (``class``, issue 34) between two
+    ``status.attempts``: ``before`` (the prior status', checked) and ``after`` (the answered one), as
+    ``(attempt, class)``, by attempt; an entry classed in both (or dropped from ``after``) is not
+    one. What ``hooks.server.effects`` counts once per end (``nvcre_attempt_ends_total``)."""
+    def classes(entries: object) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for entry in entries if isinstance(entries, list | tuple) else ():
+            if isinstance(entry, Mapping) and isinstance(entry.get(F.ATTEMPT), int) and entry.get(F.CLASS):
+                found.setdefault(entry[F.ATTEMPT], str(entry[F.CLASS]))
+        return found
+
+    had, has = classes(before), classes(after)
+    return tuple((attempt, cls) for attempt, cls in sorted(has.items()) if attempt not in had)
+

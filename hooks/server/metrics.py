@@ -97,6 +97,18 @@ CHECKPOINT_ACK_SECONDS = Histogram(
     buckets=(1.0, 5.0, 15.0, 30.0, 60.0, 90.0, 120.0, 180.0, 300.0, 600.0, 1800.0, 3600.0),
 )
 
+ATTEMPT_ENDS = Counter(
+    "nvcre_attempt_ends_total",
+    "Attempt ends by failure class (issue 34): user, preempted, node, infrastructure, deadline, unknown "
+    "(other: a word the hooks do not write); counted once per replica on the answer that classifies the end.",
+    ["class"],
+)
+FAILURE_CLASSES = ("user", "preempted", "node", "infrastructure", "deadline", "unknown")
+"""The failure classes (the words of ``status.attempts[].class``), each exported at 0 from the start:
+an alert on the increase of ``node`` sees the first one."""
+
+for _class in FAILURE_CLASSES:
+    ATTEMPT_ENDS.labels(_class)
 for _outcome in CHECKPOINT_OUTCOME_NAMES:
     CHECKPOINT_OUTCOMES.labels(outcome=_outcome)
 for _hook in HOOKS:
@@ -160,6 +172,12 @@ def count_checkpoint(outcome: str, seconds: float | None) -> None:
     CHECKPOINT_OUTCOMES.labels(outcome=outcome if outcome in CHECKPOINT_OUTCOME_NAMES else "other").inc()
     if seconds is not None:
         CHECKPOINT_ACK_SECONDS.observe(seconds)
+
+
+def count_attempt_end(cls: str) -> None:
+    """Counts one attempt end of failure class ``cls`` (``other`` for a word not in ``FAILURE_CLASSES``:
+    the label set stays bounded whatever a status carries)."""
+    ATTEMPT_ENDS.labels(cls if cls in FAILURE_CLASSES else "other").inc()
 
 
 def count_drain_stuck(pods: int) -> None:
