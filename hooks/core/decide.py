@@ -64,7 +64,8 @@ checks no claim), ``startTime``/``completionTime`` are recorded and the TTL and 
 (``rows.deadline.times``); ``replicatedJobsDigest`` is pinned with the first JobSet answered
 (``hooks.core.specpin``; row 7 refuses a spec that no longer has it); ``status.attempts`` records
 how the attempt ended, when and how long its drain took (``hooks.core.history``; kept as it came
-when row 3 holds); a queue-managed Job's
+when row 3 holds); ``status.excludedNodes`` lists the nodes kept out of the next attempts, with a
+wake-up when the first exclusion ends (``hooks.core.exclusion``); a queue-managed Job's
 Workload child is added, or left out as the rows released it (``rows.kueue.workload_child``); the
 answer is assembled (``hooks.core.answer``).
 
