@@ -35,9 +35,8 @@ def _built(ctx: Context, attempt: int) -> dict[str, Any]:
     wanted = checkpoint.mounted(observed) if observed is not None else (
         ctx.observed.spec.checkpoint is not None and ctx.observed.configmaps_enabled)
     built = checkpoint.mount(built) if wanted else built
-    prior = ctx.observed.status
     excluded = exclusion.excluded_by(observed) if observed is not None else exclusion.nodes(
-        exclusion.current(ctx.observed.spec, prior.attempts, prior.excluded_nodes, ctx.now))
+        exclusion.current(ctx.observed.spec, ctx.observed.status, ctx.now))
     return exclusion.exclude(built, excluded)
 
 

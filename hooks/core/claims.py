@@ -267,8 +267,7 @@ def attempts_history(observed: Observed, attempt: int, phase: str, now: datetime
 
 def excluded_nodes(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
     """``status.excludedNodes``: every entry supported by ``status.attempts`` (``exclusion.unsupported``)."""
-    status = observed.status
-    found = exclusion.unsupported(status.attempts, status.excluded_nodes)
+    found = exclusion.unsupported(observed.status)
     if found:
         return Reason.EXCLUDED_NODES_DISAGREE, f"status.excludedNodes excludes {found}"
     return None

@@ -7,11 +7,11 @@ Pure. The one home of the rule:
   ``class`` is one of ``CLASSES``, until the entry's ``ended`` plus ``excludeNodesSeconds`` (the time
   comes from the evidence the history recorded, never from ``now``: every answer to one state writes
   the same ``until``). A node blamed twice keeps its latest attempt. An attempt the history no longer
-  keeps (``spec.attemptsHistoryLimit``) has left its exclusions in the prior ``status.excludedNodes``:
-  they are carried, with their ``until`` no later than the oldest kept attempt's ``created`` plus
-  ``excludeNodesSeconds`` (the attempt ended before the next one was created), so a carried entry
-  expires by itself. Oldest first, at most ``MAX_EXCLUDED`` (the oldest dropped first). ``0`` turns
-  exclusions off.
+  keeps (``spec.attemptsHistoryLimit``, counted in ``status.attemptsDropped``) has left its exclusions
+  in the prior ``status.excludedNodes``: they are carried (``carried``), with their ``until`` no later
+  than the oldest kept attempt's ``created`` plus ``excludeNodesSeconds`` (the attempt ended before
+  the next one was created), so a carried entry expires by itself. Oldest first, at most
+  ``MAX_EXCLUDED`` (the oldest dropped first). ``0`` turns exclusions off.
 - **Expiry** (``current``, ``wake_in``): an exclusion whose ``until`` is at or before ``now`` is
   dropped, and the Job is woken at the earliest ``until`` still ahead, the way the active deadline
   wakes it (``hooks.core.deadlines.wake_in``).
@@ -44,7 +44,7 @@ from hooks.core import deadlines
 from hooks.core.historyentry import MAX_FAILED_NODES, NODE_NAME_LIMIT
 from hooks.core.jobset import InvalidSpec
 from hooks.core.request import DEFAULT_EXCLUDE_SECONDS, FailurePolicy, Spec, kept, range_of
-from hooks.core.status import MAX_EXCLUDED
+from hooks.core.status import MAX_EXCLUDED, StatusFields
 from hooks.core.vocab import TERMINAL
 from hooks.core.vocab import AttemptField as F
 
@@ -105,22 +105,20 @@ def _blamed(entry: Mapping[str, Any]) -> list[str]:
             if isinstance(name, str) and 0 < len(name) <= NODE_NAME_LIMIT]
 
 
-def derived(spec: Spec, attempts: Sequence[Mapping[str, Any]], prior: Sequence[Mapping[str, Any]]
-            ) -> tuple[Exclusion, ...]:
-    """The exclusions ``attempts`` (``status.attempts``, checked) and the entries of ``prior`` (a
-    checked ``status.excludedNodes``) of attempts the history no longer keeps say, expired or not
-    (the module doc): one per node (its latest attempt), oldest first, at most ``MAX_EXCLUDED``."""
-    span = seconds(spec)
+def derived(spec: Spec, status: StatusFields) -> tuple[Exclusion, ...]:
+    """The exclusions ``status.attempts`` (checked) say, and the entries of ``status.excluded_nodes``
+    (the prior ones, checked) of attempts the history let go (``carried``), expired or not (the
+    module doc): one per node (its latest attempt), oldest first, at most ``MAX_EXCLUDED``."""
+    span, attempts = seconds(spec), status.attempts
     if span <= 0 or not attempts:
         return ()
     found: dict[str, Exclusion] = {}
-    oldest = min(int(entry[F.ATTEMPT]) for entry in attempts)
-    bound = _after(min((entry for entry in attempts), key=lambda e: int(e[F.ATTEMPT])).get(F.CREATED), span)
-    for entry in prior:
+    oldest = min(attempts, key=lambda entry: int(entry[F.ATTEMPT]))
+    bound = _after(oldest.get(F.CREATED), span)
+    for entry in carried(status):
         until = deadlines.time_or_none(entry.get("until"))
         attempt = entry.get("attempt")
-        if (isinstance(attempt, int) and attempt < oldest and entry.get("class") in CLASSES
-                and until is not None and bound is not None):
+        if isinstance(attempt, int) and entry.get("class") in CLASSES and until is not None and bound is not None:
             _keep(found, Exclusion(attempt, str(entry["node"]), str(entry["class"]), min(until, bound)))
     for entry in sorted(attempts, key=lambda e: int(e[F.ATTEMPT])):
         until = _after(entry.get(F.ENDED), span)
@@ -129,6 +127,20 @@ def derived(spec: Spec, attempts: Sequence[Mapping[str, Any]], prior: Sequence[M
         for node in _blamed(entry):
             _keep(found, Exclusion(int(entry[F.ATTEMPT]), node, str(entry[F.CLASS]), until))
     return tuple(sorted(found.values()))[-MAX_EXCLUDED:]
+
+
+def carried(status: StatusFields) -> list[Mapping[str, Any]]:
+    """The entries of ``status.excluded_nodes`` of attempts the history let go (``let_go``)."""
+    return [entry for entry in status.excluded_nodes if let_go(status, entry)]
+
+
+def let_go(status: StatusFields, entry: Mapping[str, Any]) -> bool:
+    """Whether ``entry`` (of ``status.excluded_nodes``) is of an attempt older than every entry of
+    ``status.attempts`` while the history let some go (``attempts_dropped``): no attempt can have
+    left an exclusion there otherwise."""
+    attempt = entry.get("attempt")
+    return (bool(status.attempts) and bool(status.attempts_dropped) and isinstance(attempt, int)
+            and attempt < min(int(kept[F.ATTEMPT]) for kept in status.attempts))
 
 
 def _keep(found: dict[str, Exclusion], exclusion: Exclusion) -> None:
@@ -147,10 +159,9 @@ def _after(text: object, span: int) -> datetime | None:
         return None
 
 
-def current(spec: Spec, attempts: Sequence[Mapping[str, Any]], prior: Sequence[Mapping[str, Any]],
-            now: datetime) -> tuple[Exclusion, ...]:
+def current(spec: Spec, status: StatusFields, now: datetime) -> tuple[Exclusion, ...]:
     """``derived`` less the exclusions whose ``until`` is at or before ``now``."""
-    return tuple(found for found in derived(spec, attempts, prior) if not deadlines.passed(found.until, now))
+    return tuple(found for found in derived(spec, status) if not deadlines.passed(found.until, now))
 
 
 def wake_in(exclusions: Sequence[Exclusion], now: datetime) -> float | None:
@@ -160,10 +171,11 @@ def wake_in(exclusions: Sequence[Exclusion], now: datetime) -> float | None:
 
 def record(ctx: Context, work: Work) -> None:
     """``status.excludedNodes`` after the history (a pass, ``hooks.core.decide.PASSES``): the exclusions
-    ``work.attempts`` and the prior ``status.excludedNodes`` say at ``ctx.now`` (``current``), and,
+    ``work``'s attempts and the prior ``status.excludedNodes`` (``work.excluded_nodes``, as it came)
+    say at ``ctx.now`` (``current``), and,
     unless the Job is terminal (no next attempt to keep them from), a wake-up at the earliest
     ``until`` (the sooner of it and ``work.wake``). Writes ``work.excluded_nodes`` and ``work.wake``."""
-    found = current(ctx.observed.spec, work.attempts, ctx.observed.status.excluded_nodes, ctx.now)
+    found = current(ctx.observed.spec, work, ctx.now)
     work.excluded_nodes = [exclusion.as_json() for exclusion in found]
     wake = None if work.phase in TERMINAL else wake_in(found, ctx.now)
     if wake is not None:
@@ -175,21 +187,19 @@ def nodes(exclusions: Sequence[Exclusion]) -> tuple[str, ...]:
     return tuple(sorted({found.node for found in exclusions}))
 
 
-def unsupported(attempts: Sequence[Mapping[str, Any]], prior: Sequence[Mapping[str, Any]]) -> str:
-    """The first entry of ``prior`` (a checked ``status.excludedNodes``) the attempts do not support,
-    in words (``""``: none): of an attempt the history keeps, a node its entry does not blame (not in
-    its ``failedNodes``, or its class is not one of ``CLASSES``) or an ``until`` more than the longest
-    ``excludeNodesSeconds`` after its ``ended``; of an attempt the history no longer keeps, a class
-    not one of ``CLASSES``; of an attempt the history has not reached, any."""
-    kept_entries = {int(entry[F.ATTEMPT]): entry for entry in attempts}
-    oldest = min(kept_entries, default=None)
+def unsupported(status: StatusFields) -> str:
+    """The first entry of ``status.excluded_nodes`` (checked) that ``status.attempts`` does not
+    support, in words (``""``: none): of an attempt the history keeps, a node its entry does not blame
+    (not in its ``failedNodes``, or its class is not one of ``CLASSES``) or an ``until`` more than the
+    longest ``excludeNodesSeconds`` after its ``ended``; of an attempt the history let go
+    (``carried``), a class not one of ``CLASSES``; any other (an attempt older than the history when it
+    let none go, or one it has not reached)."""
+    kept_entries = {int(entry[F.ATTEMPT]): entry for entry in status.attempts}
     longest = range_of(FailurePolicy, "exclude_nodes_seconds").high or 0
-    for entry in prior:
+    for entry in status.excluded_nodes:
         attempt, node = entry.get("attempt"), entry.get("node")
         said = f"node {str(node)[:63]} by attempt {attempt}"
-        if not isinstance(attempt, int):
-            return said
-        if oldest is not None and attempt < oldest:
+        if let_go(status, entry):
             if entry.get("class") not in CLASSES:
                 return f"{said}: class {str(entry.get('class'))[:32]} excludes no node"
             continue

@@ -16,6 +16,7 @@ from hooks.core.jobset import InvalidSpec
 from hooks.core.observed import parse_request
 from hooks.core.request import read_spec
 from hooks.core.spec import check_spec
+from hooks.core.status import Status
 from tests.support import FakeReader, job_request, job_spec, jobset_child
 
 NOW = datetime(2026, 1, 1, 1, 0, tzinfo=UTC)
@@ -42,6 +43,11 @@ def restarting(attempts: list[dict[str, Any]], *, spec: dict[str, Any] | None = 
     if excluded is not None:
         status["excludedNodes"] = excluded
     return job_request(spec=spec or job_spec(max_restarts=9), status=status)
+
+
+def state(attempts: list[dict[str, Any]], excluded: list[dict[str, Any]] | None = None, dropped: int = 0) -> Status:
+    """A status with ``attempts``, ``excludedNodes`` and ``attemptsDropped``, checked as a request's is."""
+    return Status(attempts=attempts, excluded_nodes=excluded or [], attempts_dropped=dropped)
 
 
 def answer(body: dict[str, Any], now: datetime = NOW) -> dict[str, Any]:
@@ -140,10 +146,10 @@ def test_expired_exclusions_are_dropped_and_the_wake_up_is_the_earliest_until_ah
     attempts = [entry(0, nodes=("node-a",), ended="2026-01-01T00:10:00Z"),
                 entry(1, nodes=("node-b",), ended="2026-01-01T00:30:00Z")]
     spec = read_spec(job_spec())
-    found = exclusion.current(spec, attempts, [], NOW + timedelta(minutes=15))  # 01:15: node-a's until passed
+    found = exclusion.current(spec, state(attempts), NOW + timedelta(minutes=15))  # 01:15: node-a's until passed
     assert [(e.node, exclusion.deadlines.stamp(e.until)) for e in found] == [("node-b", "2026-01-01T01:30:00Z")]
     assert exclusion.wake_in(found, NOW + timedelta(minutes=15)) == 15 * 60
-    assert exclusion.current(spec, attempts, [], NOW + timedelta(minutes=30)) == ()
+    assert exclusion.current(spec, state(attempts), NOW + timedelta(minutes=30)) == ()
 
 
 def test_the_until_comes_from_the_evidence_so_every_answer_to_one_state_says_the_same() -> None:
@@ -156,11 +162,11 @@ def test_the_until_comes_from_the_evidence_so_every_answer_to_one_state_says_the
 def test_a_node_blamed_twice_keeps_its_latest_attempt_and_the_list_keeps_the_newest_32() -> None:
     attempts = [entry(n, nodes=tuple(f"node-{n}-{i}" for i in range(8)), ended=f"2026-01-01T00:{10 + n:02d}:00Z")
                 for n in range(6)]
-    found = exclusion.derived(read_spec(job_spec()), attempts, [])
+    found = exclusion.derived(read_spec(job_spec()), state(attempts))
     assert len(found) == 32 and [e.attempt for e in found] == sorted(e.attempt for e in found)
     assert {e.attempt for e in found} == {2, 3, 4, 5}, "the oldest dropped first"
     blamed = [entry(0, nodes=("node-x",)), entry(1, nodes=("node-y",)), entry(2, nodes=("node-x",))]
-    twice = [e for e in exclusion.derived(read_spec(job_spec()), blamed, []) if e.node == "node-x"]
+    twice = [e for e in exclusion.derived(read_spec(job_spec()), state(blamed)) if e.node == "node-x"]
     assert [e.attempt for e in twice] == [2]
 
 
@@ -170,9 +176,13 @@ def test_exclusions_of_an_attempt_the_history_let_go_are_carried_but_expire_by_t
     kept = [{"attempt": 1, "jobSet": "train-1", "created": "2026-01-01T00:55:00Z"}]
     prior = [{"node": "node-a", "class": "node", "attempt": 0, "until": "2026-01-01T01:50:00Z"},
              {"node": "node-z", "class": "node", "attempt": 0, "until": "2027-01-01T00:00:00Z"}]
-    found = exclusion.derived(read_spec(job_spec()), kept, prior)
+    found = exclusion.derived(read_spec(job_spec()), state(kept, prior, dropped=1))
     assert [(e.node, exclusion.deadlines.stamp(e.until)) for e in found] == [
         ("node-a", "2026-01-01T01:50:00Z"), ("node-z", "2026-01-01T01:55:00Z")]
+    assert exclusion.unsupported(state(kept, prior, dropped=1)) == ""
+    assert exclusion.derived(read_spec(job_spec()), state(kept, prior)) == (), \
+        "nothing was let go (attemptsDropped 0): nothing is carried"
+    assert "does not name it" in exclusion.unsupported(state(kept, prior)), "and such an entry is a forged claim"
 
 
 def test_a_status_that_invents_an_exclusion_disagrees_and_one_that_drops_one_gets_it_back() -> None:
@@ -182,9 +192,9 @@ def test_a_status_that_invents_an_exclusion_disagrees_and_one_that_drops_one_get
     assert mismatch and mismatch[0]["reason"] == "ExcludedNodesDisagree" and "healthy-node" in mismatch[0]["message"]
     assert not any(child["kind"] == "JobSet" for child in out["children"]), "nothing is created on a forged claim"
     too_long = [{"node": "node-a", "class": "node", "attempt": 0, "until": "2027-01-01T00:00:00Z"}]
-    assert "past the longest" in exclusion.unsupported([entry(0)], too_long)
+    assert "past the longest" in exclusion.unsupported(state([entry(0)], too_long))
     wrong_class = [{"node": "node-a", "class": "user", "attempt": 0, "until": "2026-01-01T01:50:00Z"}]
-    assert exclusion.unsupported([entry(0, cls="user")], wrong_class)
+    assert exclusion.unsupported(state([entry(0, cls="user")], wrong_class))
     dropped = answer(restarting([entry(0)], excluded=[]))
     assert [e["node"] for e in dropped["status"]["excludedNodes"]] == ["node-a", "node-b"]
 
