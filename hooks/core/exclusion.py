@@ -10,7 +10,8 @@ Pure. The one home of the rule:
   keeps (``spec.attemptsHistoryLimit``, counted in ``status.attemptsDropped``) has left its exclusions
   in the prior ``status.excludedNodes``: they are carried (``carried``), with their ``until`` no later
   than the oldest kept attempt's ``created`` plus ``excludeNodesSeconds`` (the attempt ended before
-  the next one was created), so a carried entry expires by itself. Oldest first, at most
+  the next one was created; until that JobSet is observed, as they came), so a carried entry expires
+  by itself. Oldest first, at most
   ``MAX_EXCLUDED`` (the oldest dropped first). ``0`` turns exclusions off.
 - **Expiry** (``current``, ``wake_in``): an exclusion whose ``until`` is at or before ``now`` is
   dropped, and the Job is woken at the earliest ``until`` still ahead, the way the active deadline
@@ -118,8 +119,9 @@ def derived(spec: Spec, status: StatusFields) -> tuple[Exclusion, ...]:
     for entry in carried(status):
         until = deadlines.time_or_none(entry.get("until"))
         attempt = entry.get("attempt")
-        if isinstance(attempt, int) and entry.get("class") in CLASSES and until is not None and bound is not None:
-            _keep(found, Exclusion(attempt, str(entry["node"]), str(entry["class"]), min(until, bound)))
+        if isinstance(attempt, int) and entry.get("class") in CLASSES and until is not None:
+            kept_until = until if bound is None else min(until, bound)  # no created yet: bounded once it is
+            _keep(found, Exclusion(attempt, str(entry["node"]), str(entry["class"]), kept_until))
     for entry in sorted(attempts, key=lambda e: int(e[F.ATTEMPT])):
         until = _after(entry.get(F.ENDED), span)
         if until is None:
@@ -171,11 +173,15 @@ def wake_in(exclusions: Sequence[Exclusion], now: datetime) -> float | None:
 
 def record(ctx: Context, work: Work) -> None:
     """``status.excludedNodes`` after the history (a pass, ``hooks.core.decide.PASSES``): the exclusions
-    ``work``'s attempts and the prior ``status.excludedNodes`` (``work.excluded_nodes``, as it came)
-    say at ``ctx.now`` (``current``), and,
+    ``work``'s attempts say at ``ctx.now`` (``current``), with those of the attempts the history let
+    go: the prior ``status.excludedNodes`` (``work.excluded_nodes``, as it came) and what the prior
+    ``status.attempts`` say (an entry let go in this very call), and,
     unless the Job is terminal (no next attempt to keep them from), a wake-up at the earliest
     ``until`` (the sooner of it and ``work.wake``). Writes ``work.excluded_nodes`` and ``work.wake``."""
-    found = current(ctx.observed.spec, work, ctx.now)
+    spec = ctx.observed.spec
+    named = [found.as_json() for found in derived(spec, ctx.observed.status)]  # the prior attempts' own, as
+    work.excluded_nodes = [*work.excluded_nodes, *named]  # carried should the history let them go in this call
+    found = current(spec, work, ctx.now)
     work.excluded_nodes = [exclusion.as_json() for exclusion in found]
     wake = None if work.phase in TERMINAL else wake_in(found, ctx.now)
     if wake is not None:

@@ -219,3 +219,23 @@ def test_a_gang_that_cannot_fit_names_the_exclusions_and_says_when_they_may_cove
     assert "excludes 1 node(s) that failed earlier attempts (node-a" in some and "every node" not in some
     every = exclusion.gang_words(("node-a", "node-b"), "0/2 nodes are available: 2 node(s) didn't match")
     assert "may cover every node" in every and "excludeNodesSeconds to 0" in every
+
+
+def test_with_a_history_of_one_the_exclusions_outlive_the_entry_that_named_them() -> None:
+    """``attemptsHistoryLimit: 1``: the next attempt's entry replaces attempt 0's in the call that
+    creates it (its JobSet not observed yet, no ``created``), and on: the exclusions stay, fed back."""
+    spec = job_spec(max_restarts=9) | {"attemptsHistoryLimit": 1}
+    first = answer(restarting([entry(0)], spec=spec))
+    status = first["status"]
+    assert [e["attempt"] for e in status["attempts"]] == [1] and status["attemptsDropped"] == 1
+    excluded = status["excludedNodes"]
+    assert [(e["node"], e["until"]) for e in excluded] == [("node-a", "2026-01-01T01:50:00Z"),
+                                                           ("node-b", "2026-01-01T01:50:00Z")]
+    (created,) = [child for child in first["children"] if child["kind"] == "JobSet"]
+    assert exclusion.excluded_by(created) == ("node-a", "node-b")
+    observed = jobset_child("train", 1, created="2026-01-01T01:00:05Z") | {"spec": created["spec"]}
+    observed["metadata"]["annotations"] = created["metadata"]["annotations"]
+    later = decide(parse_request(job_request(spec=spec, status=status, jobsets=[observed]), "sync"), FakeReader([]),
+                   NOW + timedelta(minutes=5)).response
+    assert later["status"]["excludedNodes"] == excluded, "kept, their until within created + the span"
+    assert [c["type"] for c in later["status"]["conditions"] if c["type"] == "StatusMismatch"] == []
