@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from hooks.core import deadlines
 from hooks.core.historyentry import MAX_FAILED_NODES, NODE_NAME_LIMIT
 from hooks.core.jobset import InvalidSpec
@@ -175,13 +177,12 @@ def record(ctx: Context, work: Work) -> None:
     """``status.excludedNodes`` after the history (a pass, ``hooks.core.decide.PASSES``): the exclusions
     ``work``'s attempts say at ``ctx.now`` (``current``), with those of the attempts the history let
     go: the prior ``status.excludedNodes`` (``work.excluded_nodes``, as it came) and what the prior
-    ``status.attempts`` say (an entry let go in this very call), and,
-    unless the Job is terminal (no next attempt to keep them from), a wake-up at the earliest
-    ``until`` (the sooner of it and ``work.wake``). Writes ``work.excluded_nodes`` and ``work.wake``."""
+    ``status.attempts`` say (an entry let go in this very call); and, unless the Job is terminal (no
+    next attempt to keep them from), a wake-up at the earliest ``until`` (the sooner of it and
+    ``work.wake``). Writes ``work.excluded_nodes`` and ``work.wake``."""
     spec = ctx.observed.spec
-    named = [found.as_json() for found in derived(spec, ctx.observed.status)]  # the prior attempts' own, as
-    work.excluded_nodes = [*work.excluded_nodes, *named]  # carried should the history let them go in this call
-    found = current(spec, work, ctx.now)
+    named = [found.as_json() for found in derived(spec, ctx.observed.status)]  # carried if let go in this call
+    found = current(spec, msgspec.structs.replace(work, excluded_nodes=[*work.excluded_nodes, *named]), ctx.now)
     work.excluded_nodes = [exclusion.as_json() for exclusion in found]
     wake = None if work.phase in TERMINAL else wake_in(found, ctx.now)
     if wake is not None:

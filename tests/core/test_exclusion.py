@@ -239,3 +239,13 @@ def test_with_a_history_of_one_the_exclusions_outlive_the_entry_that_named_them(
                    NOW + timedelta(minutes=5)).response
     assert later["status"]["excludedNodes"] == excluded, "kept, their until within created + the span"
     assert [c["type"] for c in later["status"]["conditions"] if c["type"] == "StatusMismatch"] == []
+
+
+def test_a_finished_job_shows_its_exclusions_and_is_not_woken_for_them() -> None:
+    """No next attempt to keep the nodes from: the status still names them (the bad node, for the
+    operator), and no wake-up is asked for their end."""
+    status = {"phase": "Failed", "attempt": 0, "restarts": 0, "workload": "train-0", "attempts": [entry(0)],
+              "completionTime": "2026-01-01T00:50:00Z"}
+    out = answer(job_request(spec=job_spec(), status=status, jobsets=[jobset_child("train", 0, state="Failed")]))
+    assert [e["node"] for e in out["status"]["excludedNodes"]] == ["node-a", "node-b"]
+    assert "resyncAfterSeconds" not in out
