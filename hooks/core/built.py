@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks.core import checkpoint, queueing
+from hooks.core import checkpoint, exclusion, queueing
 from hooks.core.jobset import build_jobset
 from hooks.core.work import Context
 
@@ -22,7 +22,10 @@ def jobset(ctx: Context, attempt: int) -> dict[str, Any]:
     """The JobSet of ``attempt`` as the spec builds it; raises ``InvalidSpec`` as ``build_jobset`` does.
     It mounts the checkpoint control file (``hooks.core.checkpoint.mount``) when its observed JobSet
     does, or, not observed yet, when ``spec.checkpoint`` is set and the CompositeController lists
-    ConfigMap children (``Observed.configmaps_enabled``): an attempt keeps the shape it was created with."""
+    ConfigMap children (``Observed.configmaps_enabled``): an attempt keeps the shape it was created with.
+    The same holds for the nodes it keeps out (``hooks.core.exclusion``): an observed JobSet's own
+    (``exclusion.excluded_by``), else those the prior status' attempts exclude at ``now``
+    (``exclusion.current``)."""
     return ctx.once.get(("jobset", attempt), lambda: _built(ctx, attempt))
 
 
@@ -31,7 +34,10 @@ def _built(ctx: Context, attempt: int) -> dict[str, Any]:
     observed = ctx.jobset(attempt)
     wanted = checkpoint.mounted(observed) if observed is not None else (
         ctx.observed.spec.checkpoint is not None and ctx.observed.configmaps_enabled)
-    return checkpoint.mount(built) if wanted else built
+    built = checkpoint.mount(built) if wanted else built
+    excluded = exclusion.excluded_by(observed) if observed is not None else exclusion.nodes(
+        exclusion.current(ctx.observed.spec, ctx.observed.status, ctx.now))
+    return exclusion.exclude(built, excluded)
 
 
 def workload(ctx: Context, attempt: int) -> dict[str, Any]:

@@ -26,7 +26,11 @@ The claims and their evidence:
   than ``restarts`` either: ``hooks.core.evidence``);
 - ``status.attempts``: no entry past the status' attempt (the hooks make entries only for the
   attempts they run: one past is written by someone else, and acting on it would end an attempt
-  that never ran, call after call).
+  that never ran, call after call);
+- ``status.excludedNodes``: every node it keeps out is one an attempt's ``failedNodes`` blames
+  (``hooks.core.exclusion.unsupported``): a status that names another node would keep a healthy node
+  out of every next attempt (one that drops a real exclusion needs no claim: the exclusions are derived
+  again from the attempts each call).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hooks.core import deadlines
+from hooks.core import deadlines, exclusion
 from hooks.core.evidence import COMPLETED, FAILED, healthy, jobset_state, restarts_allowed
 from hooks.core.jobset import is_last_attempt
 from hooks.core.observed import Observed
@@ -65,7 +69,7 @@ def disagreement(observed: Observed, attempt: int, phase: str, now: datetime) ->
     ``attempt`` and ``phase`` are the status' after adoption (``hooks.core.rows.mismatch.adopt``).
     Returns ``(reason, message)``, the message naming the field, or ``None``."""
     for check in (start_time, deadline_exceeded, terminal, completion_time, restarts_by_cause, restarts_by_class,
-                  attempts_history):
+                  attempts_history, excluded_nodes):
         found = check(observed, attempt, phase, now)
         if found is not None:
             return found
@@ -276,6 +280,14 @@ def attempts_history(observed: Observed, attempt: int, phase: str, now: datetime
     if past:
         return Reason.ATTEMPTS_DISAGREE, (f"status.attempts has an entry for attempt {past[0]}, past the status' "
                                           f"attempt {attempt}")
+    return None
+
+
+def excluded_nodes(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
+    """``status.excludedNodes``: every entry supported by ``status.attempts`` (``exclusion.unsupported``)."""
+    found = exclusion.unsupported(observed.status)
+    if found:
+        return Reason.EXCLUDED_NODES_DISAGREE, f"status.excludedNodes excludes {found}"
     return None
 
 

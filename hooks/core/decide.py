@@ -64,7 +64,8 @@ checks no claim), ``startTime``/``completionTime`` are recorded and the TTL and 
 (``rows.deadline.times``); ``replicatedJobsDigest`` is pinned with the first JobSet answered
 (``hooks.core.specpin``; row 7 refuses a spec that no longer has it); ``status.attempts`` records
 how the attempt ended, when and how long its drain took (``hooks.core.history``; kept as it came
-when row 3 holds); a queue-managed Job's
+when row 3 holds); ``status.excludedNodes`` lists the nodes kept out of the next attempts, with a
+wake-up when the first exclusion ends (``hooks.core.exclusion``); a queue-managed Job's
 Workload child is added, or left out as the rows released it (``rows.kueue.workload_child``); the
 answer is assembled (``hooks.core.answer``).
 
@@ -88,7 +89,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from hooks.core import checkpoint, gang, history, specpin
+from hooks.core import checkpoint, exclusion, gang, history, specpin
 from hooks.core import conditions as cond
 from hooks.core.answer import assemble
 from hooks.core.barrier import refuse_if_behind
@@ -238,6 +239,11 @@ def _history(ctx: Context, work: Work, after: After) -> None:
         history.update(ctx, work, attempt=after.attempt, ended_by=after.ended_by)
 
 
+def _exclusions(ctx: Context, work: Work, after: After) -> None:
+    if after.trusted and not ctx.observed.finalizing:  # row 3 keeps the status' claims: these too
+        exclusion.record(ctx, work)
+
+
 def _checkpoint(ctx: Context, work: Work, after: After) -> None:
     checkpoint.after_row(ctx, work)
 
@@ -292,6 +298,7 @@ PASSES: tuple[Pass, ...] = (
     # before the Workload joins the children: it stamps the JobSet's start; never over a claim that disagrees
     Pass("times", deadline.times, _times),
     Pass("history", history.update, _history),                            # status.attempts
+    Pass("exclusions", exclusion.record, _exclusions),                    # status.excludedNodes, their wake-up
     Pass("checkpoint", checkpoint.after_row, _checkpoint),                # control ConfigMaps, attempts' requests
     Pass("pin", pin, pin),
     Pass("on the phase", on_the_phase, on_the_phase),                     # rows 12, 13

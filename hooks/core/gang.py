@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from hooks.core import apitime
+from hooks.core import apitime, exclusion
 from hooks.core import conditions as cond
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.jobset import InvalidSpec, json_copy, kept_child
@@ -365,7 +365,9 @@ def _report(ctx: Context, work: Work, said: _Said, jobset: Mapping[str, Any], po
     the hooks build (``wrong``: ``mismatch``'s words) is never claimed, whatever it says: ``GangMismatch``
     and the attempt runs on. While the gang is not placed and none of the attempt's pods is bound (the
     cached pods' ``spec.nodeName``), the Job is ``Pending`` (its pods exist, but wait for the
-    scheduler: not ``Running``) and its message says why (a ``Hold`` that does not stop)."""
+    scheduler: not ``Running``) and its message says why (a ``Hold`` that does not stop), naming the
+    nodes the attempt keeps out, if any (``hooks.core.exclusion.gang_words``: a gang that cannot fit
+    because of them says so)."""
     name = jobset["metadata"]["name"]
     count = min_count(jobset)
     if wrong:
@@ -383,12 +385,14 @@ def _report(ctx: Context, work: Work, said: _Said, jobset: Mapping[str, Any], po
                     f"{placed} pods of JobSet {name} are bound while PodGroup {name} reports no placement: the gang "
                     "was probably not used (the API server dropped spec.schedulingGroup, or kube-scheduler runs "
                     "without the GenericWorkload gate)")
+    excluded = exclusion.gang_words(exclusion.excluded_by(jobset), message)
     if not status:
-        words = f"PodGroup {name} (gang of {count} pods) waits for the scheduler"
+        words = f"PodGroup {name} (gang of {count} pods) waits for the scheduler{excluded}"
         said = _say(ctx, said, cond.FALSE, WAITING, words)
     else:
         shown = "none" if placed == 0 else "an unknown number" if placed is None else str(placed)
-        words = f"PodGroup {name}: {shown} of its {count} pods bound: {reason}" + (f": {message}" if message else "")
+        words = (f"PodGroup {name}: {shown} of its {count} pods bound{excluded}: {reason}"  # the hooks' words first:
+                 + (f": {message}" if message else ""))  # the scheduler's may be long, and are cut
         said = _say(ctx, said, cond.FALSE, reason or WAITING, words, since)
     if placed == 0 and not said.held and said.phase in (PENDING, RUNNING):
         return said._replace(phase=PENDING, hold=Hold(bounded(f"waiting for the scheduler to place the gang: {words}"),

@@ -29,6 +29,9 @@ NODE_NAME_LIMIT, MAX_FAILED_NODES = 253, 8
 CLASSES = tuple(word.value for word in FailureClass)
 """``class``' values (the CRD's ``enum``)."""
 MAX_ENTRIES = 100
+MAX_FAILED_NODES = 8
+"""``failedNodes``' ``maxItems``: the nodes one attempt's class blames."""
+NODE_NAME_LIMIT = 253
 """``status.attempts``' ``maxItems``, and the largest ``spec.attemptsHistoryLimit``."""
 
 
@@ -70,11 +73,7 @@ def _checked(key: str, value: object, path: str) -> Any:
             raise ValueError(f"{path}: expected an integer >= 0, got {value}")
         return value
     if key == F.FAILED_NODES:
-        if not isinstance(value, list) or len(value) > MAX_FAILED_NODES or not all(
-                isinstance(name, str) for name in value):
-            raise ValueError(f"{path}: expected an array of at most {MAX_FAILED_NODES} strings, got "
-                             f"{_json_type(value)}")
-        return list(value)
+        return _names(value, path)
     if key == F.DRAIN_STUCK:
         if not isinstance(value, bool):
             raise ValueError(f"{path}: expected a boolean, got {_json_type(value)}")
@@ -86,6 +85,20 @@ def _checked(key: str, value: object, path: str) -> Any:
     if key in TIME_KEYS and value and not apitime.admitted(value):
         raise ValueError(f"{path}: {value[:apitime.SHOWN]!r} is not a date-time the API server admits")
     return value
+
+
+def _names(value: object, path: str) -> list[str]:
+    """``failedNodes``: an array of at most ``MAX_FAILED_NODES`` node names (strings of at most
+    ``NODE_NAME_LIMIT`` characters), else ``ValueError`` naming ``path``."""
+    if not isinstance(value, list):
+        raise ValueError(f"{path}: expected an array, got {_json_type(value)}")
+    if len(value) > MAX_FAILED_NODES:
+        raise ValueError(f"{path}: {len(value)} names, more than {MAX_FAILED_NODES}")
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or not name or len(name) > NODE_NAME_LIMIT:
+            raise ValueError(f"{path}[{index}]: expected a node name (1 to {NODE_NAME_LIMIT} characters), "
+                             f"got {_json_type(name)}")
+    return list(value)
 
 
 def _json_type(value: object) -> str:
@@ -118,3 +131,20 @@ def ordered(entry: Mapping[str, Any]) -> dict[str, Any]:
             else:
                 out[key] = str(entry[key])[:bound] if bound is not None else entry[key]
     return out
+
+
+def newly_classed(before: object, after: object) -> tuple[tuple[int, str], ...]:
+    """The attempts whose end got its failure class (``class``, issue 34) between two
+    ``status.attempts``: ``before`` (the prior status', checked) and ``after`` (the answered one), as
+    ``(attempt, class)``, by attempt; an entry classed in both (or dropped from ``after``) is not
+    one. What ``hooks.server.effects`` counts once per end (``nvcre_attempt_ends_total``)."""
+    def classes(entries: object) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for entry in entries if isinstance(entries, list | tuple) else ():
+            if isinstance(entry, Mapping) and isinstance(entry.get(F.ATTEMPT), int) and entry.get(F.CLASS):
+                found.setdefault(entry[F.ATTEMPT], str(entry[F.CLASS]))
+        return found
+
+    had, has = classes(before), classes(after)
+    return tuple((attempt, cls) for attempt, cls in sorted(has.items()) if attempt not in had)
+

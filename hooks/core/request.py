@@ -146,17 +146,27 @@ class FailureBudgets(Declared, frozen=True):
     unknown: Annotated[int | None, Range(0, MAX_BUDGET)] = None
 
 
-class FailurePolicy(Checked, frozen=True):
+MAX_EXCLUDE_SECONDS = 7 * 24 * 3600
+"""The longest ``spec.failurePolicy.excludeNodesSeconds``: a week (a bad node is repaired or replaced by then)."""
+DEFAULT_EXCLUDE_SECONDS = 3600
+"""``spec.failurePolicy.excludeNodesSeconds`` when it is unset (the CRD's default)."""
+
+
+class FailurePolicy(Declared, frozen=True, rename="camel"):
     """``spec.failurePolicy``: its rules are kept as the user wrote them (raw objects): what a rule
     means (its name, action, class and matchers) is ``hooks.core.failurepolicy.rules_of``'s to
     judge, as ``InvalidSpec``. Only the JSON type of each rule and of its ``onJobSetFailure``,
     ``onExitCodes`` and ``onTerminationMessage`` is a 400 here. ``budgets`` is typed
-    (``FailureBudgets``)."""
+    (``FailureBudgets``). ``exclude_nodes_seconds``: how long the nodes an attempt's ``node`` or
+    ``infrastructure`` class blames are kept out of the next attempts (``hooks.core.exclusion``; 0
+    turns exclusions off)."""
 
     rules: list[dict[str, Any]] | None = None
     budgets: FailureBudgets | None = None
+    exclude_nodes_seconds: Annotated[int | None, Range(0, MAX_EXCLUDE_SECONDS)] = DEFAULT_EXCLUDE_SECONDS
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         for index, rule in enumerate(self.rules or ()):
             for key in _MATCHERS:
                 value = rule.get(key)
@@ -224,7 +234,8 @@ class Spec(Declared, frozen=True, rename="camel"):
 
 
 def range_of(declared: type, name: str) -> Range:
-    """The ``Range`` field ``name`` of the spec type ``declared`` (``Spec``, ``DrainSpec``, ``GangSpec``)
+    """The ``Range`` field ``name`` of the spec type ``declared`` (``Spec``, ``DrainSpec``, ``GangSpec``,
+    ``FailurePolicy``)
     is declared with (``Range()``, which admits every value, when none). Raises ``KeyError`` for a name
     that is no field."""
     return _RANGES[declared][name]
@@ -390,8 +401,8 @@ prepare(Request, Spec, FailureBudgets, JobSetChild, PodGroupChild, WorkloadChild
 _UNSET_SPEC = Spec()
 _UNSET_BUDGETS = FailureBudgets()
 """The spec of a Job that sends none (every field its default)."""
-_RANGES = {declared: _ranges(declared) for declared in (Spec, DrainSpec, GangSpec, FailureBudgets)}
+_RANGES = {declared: _ranges(declared) for declared in (Spec, DrainSpec, GangSpec, FailurePolicy, FailureBudgets)}
 """The declared ranges, read once at import (``range_of``)."""
 
-__all__ = ["Condition", "DrainSpec", "FailureBudgets", "GangSpec", "Range", "Request", "Spec", "Status", "default_of",
-           "kept", "range_of", "read_spec"]
+__all__ = ["Condition", "DrainSpec", "FailureBudgets", "FailurePolicy", "GangSpec", "Range", "Request", "Spec",
+           "Status", "default_of", "kept", "range_of", "read_spec"]

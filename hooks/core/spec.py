@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hooks.core import checkpoint, deadlines, failurepolicy, gang
+from hooks.core import checkpoint, deadlines, exclusion, failurepolicy, gang
 from hooks.core.jobset import build_jobset, spec_of
 from hooks.core.request import Spec
 
@@ -28,10 +28,12 @@ def check_spec(job: Mapping[str, Any], attempt: int) -> tuple[dict[str, Any], li
 def check_policies(spec: Spec) -> list[Mapping[str, Any]]:
     """The checks of ``check_spec`` after the JobSet is built, for a caller that has it already
     (``hooks.core.built``): the failure-policy rules, returned checked, then the time limits and
-    ``spec.gang`` (``hooks.core.gang.check``) and ``spec.checkpoint`` (``hooks.core.checkpoint.check``).
+    ``spec.gang`` (``hooks.core.gang.check``), ``spec.checkpoint`` (``hooks.core.checkpoint.check``) and
+    ``spec.failurePolicy.excludeNodesSeconds`` (``hooks.core.exclusion.check``).
     Raises ``InvalidSpec`` from the first check that refuses."""
     rules = failurepolicy.rules_of(spec)
     deadlines.check(spec)
     gang.check(spec)
     checkpoint.check(spec)
+    exclusion.check(spec)
     return rules

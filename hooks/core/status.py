@@ -33,7 +33,7 @@ Count = Annotated[int, msgspec.Meta(ge=0)]
 """A count or a number the CRD declares ``minimum: 0``."""
 
 OPTIONAL = ("restartsByCause", "restartsByClass", "lastFailure", "startTime", "completionTime", "replicatedJobsDigest",
-            "attempts", "attemptsDropped", "checkpoint")
+            "attempts", "attemptsDropped", "checkpoint", "excludedNodes")
 """The status fields the answer carries only when set; every other field is always written."""
 
 
@@ -84,6 +84,10 @@ class StatusFields(Declared, rename="camel"):
     checkpoint: dict[str, Any] | None = {}
     """The last checkpoint request of a teardown and its outcome (``hooks.core.checkpoint``, issue 33);
     read back by that module only, its claims checked there."""
+    excluded_nodes: list[dict[str, Any]] | None = []
+    """The nodes kept out of the next attempts (``hooks.core.exclusion``, issue 34): ``{node, class,
+    attempt, until}``, oldest first, at most ``MAX_EXCLUDED``; derived from ``attempts`` each call and
+    checked against them (``hooks.core.claims.excluded_nodes``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -99,6 +103,8 @@ class StatusFields(Declared, rename="camel"):
         if self.restarts_by_class:
             msgspec.structs.force_setattr(self, "restarts_by_class", {
                 key: count for key, count in sorted(self.restarts_by_class.items()) if key in BUDGETED})
+        if self.excluded_nodes:
+            msgspec.structs.force_setattr(self, "excluded_nodes", excluded_of(self.excluded_nodes))
         if len(self.restarts_by_cause) > 1:
             msgspec.structs.force_setattr(self, "restarts_by_cause", dict(sorted(self.restarts_by_cause.items())))
 
@@ -125,6 +131,38 @@ def checkpoint_of(value: dict[str, Any]) -> dict[str, Any]:
         elif key in CHECKPOINT_TIMES:
             _time(f"checkpoint.{key}", item)
         kept[key] = item
+    return kept
+
+
+MAX_EXCLUDED = 32
+"""``status.excludedNodes``' ``maxItems``."""
+EXCLUDED_STRINGS = {"node": 253, "class": 32}
+
+
+def excluded_of(value: list[Any]) -> list[dict[str, Any]]:
+    """A prior ``status.excludedNodes`` (issue 34): at most ``MAX_EXCLUDED`` objects, each with a
+    ``node`` and a ``class`` (non-empty strings within ``EXCLUDED_STRINGS``' bounds), an ``attempt``
+    (an integer >= 0) and an ``until`` (a time the API server admits), their known keys only.
+    Raises ``ValueError`` naming the field (``excludedNodes[0].until: ...``) for what the CRD refuses."""
+    if len(value) > MAX_EXCLUDED:
+        raise ValueError(f"excludedNodes: {len(value)} entries, more than {MAX_EXCLUDED}")
+    kept: list[dict[str, Any]] = []
+    for index, entry in enumerate(value):
+        where = f"excludedNodes[{index}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: expected an object, got {type(entry).__name__}")
+        for key, bound in EXCLUDED_STRINGS.items():
+            item = entry.get(key)
+            if not isinstance(item, str) or not item or len(item) > bound:
+                raise ValueError(f"{where}.{key}: expected a string of 1 to {bound} characters")
+        attempt = entry.get("attempt")
+        if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0:
+            raise ValueError(f"{where}.attempt: expected an integer >= 0")
+        until = entry.get("until")
+        if not isinstance(until, str) or not until:
+            raise ValueError(f"{where}.until: expected a date-time")
+        _time(f"{where}.until", until)
+        kept.append({"node": entry["node"], "class": entry["class"], "attempt": attempt, "until": until})
     return kept
 
 

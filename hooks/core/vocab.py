@@ -91,8 +91,11 @@ class AttemptField(StrEnum):
     REASON = "reason"
     CAUSE = "cause"
     CLASS = "class"
+    """The failure class of the attempt's end (issue 34; written by the classifier, read by
+    ``hooks.core.exclusion`` and the plugin)."""
     CLASS_EVIDENCE = "classEvidence"
     FAILED_NODES = "failedNodes"
+    """The nodes the class blames (sorted, at most 8): set for the ``node`` and ``infrastructure`` classes."""
     DRAIN_SECONDS = "drainSeconds"
     DRAIN_STUCK = "drainStuck"
     FAILED_POD_DELETION_STARTED = "failedPodDeletionStarted"
@@ -191,6 +194,7 @@ class Reason(StrEnum):
     RESTARTS_BY_CAUSE_DISAGREE = "RestartsByCauseDisagree"
     RESTARTS_BY_CLASS_DISAGREE = "RestartsByClassDisagree"
     ATTEMPTS_DISAGREE = "AttemptsDisagree"
+    EXCLUDED_NODES_DISAGREE = "ExcludedNodesDisagree"
     UNKNOWN_ATTEMPT = "UnknownAttempt"
     REPLICATED_JOBS_CHANGED = "ReplicatedJobsChanged"
     # GangScheduled (hooks.core.gang): where the current attempt's gang stands. True: SCHEDULED (or

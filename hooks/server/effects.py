@@ -42,6 +42,7 @@ from hooks.core.actions import Action, DeleteJob, ForceDeletePod
 from hooks.core.checkpoint import reached
 from hooks.core.decide import Decision
 from hooks.core.events import Event, transition_events
+from hooks.core.historyentry import newly_classed
 from hooks.core.observed import API_VERSION, KIND, Observed
 from hooks.server import metrics
 from hooks.server.writer import NO_UID, WriteError, Writer
@@ -125,6 +126,7 @@ class Effects:
             for action in decision.actions:
                 self._queue_action(action)
             self._count_checkpoint(observed, status)
+            self._count_attempt_ends(observed, status)
         except Exception:  # an effect must never fail the answer
             log.exception("could not queue the effects of a decision on %s/%s", observed.namespace, observed.name)
 
@@ -141,6 +143,19 @@ class Effects:
                 return
             self._sent[name] = True
         metrics.count_checkpoint(*ended)
+
+    def _count_attempt_ends(self, observed: Observed, status: Mapping[str, Any]) -> None:
+        """Counts each attempt end this answer classifies (``hooks.core.historyentry.newly_classed``: a
+        ``class`` in the answered ``status.attempts`` that the prior status did not have), once per
+        replica as the checkpoint's outcomes (an answer replayed from Metacontroller's cache, or a
+        retry before the status is written, is not counted again)."""
+        for attempt, cls in newly_classed(observed.status.attempts, status.get("attempts")):
+            name = f"attempt-end/{observed.namespace}/{observed.name}/{observed.uid}/{attempt}"
+            with self._lock:
+                if name in self._sent:
+                    continue
+                self._sent[name] = True
+            metrics.count_attempt_end(cls)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Waits until every queued write was tried; returns False on timeout."""

@@ -34,6 +34,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from hooks.core.deadlines import parse_time
 from hooks.core.observed import HOOKS
+from hooks.core.vocab import FailureClass
 from hooks.core.work import DRAINED, PHASES
 from podread.metrics import Bound
 
@@ -107,7 +108,7 @@ REFUSALS = Counter(
 )
 REDECIDED = Counter(
     "nvcre_hook_redecided_total",
-    "Hook requests whose Job was behind the live one, answered by deciding again on the live Job (ADR-0107).",
+    "Hook requests whose Job was behind the live one, answered by deciding again on the live Job (ADR-107).",
     ["hook"],
 )
 REFUSAL_LOOP = 10
@@ -122,6 +123,18 @@ REFUSAL_LOOPS = Counter(
 for _hook in HOOKS:
     REDECIDED.labels(hook=_hook)
     REFUSAL_LOOPS.labels(hook=_hook)
+ATTEMPT_ENDS = Counter(
+    "nvcre_attempt_ends_total",
+    "Attempt ends by failure class (issue 34): user, preempted, node, infrastructure, deadline, unknown "
+    "(other: a word the hooks do not write); counted once per replica on the answer that classifies the end.",
+    ["class"],
+)
+FAILURE_CLASSES = tuple(klass.value for klass in FailureClass)
+"""The failure classes (the words of ``status.attempts[].class``), each exported at 0 from the start:
+an alert on the increase of ``node`` sees the first one."""
+
+for _class in FAILURE_CLASSES:
+    ATTEMPT_ENDS.labels(_class)
 for _outcome in CHECKPOINT_OUTCOME_NAMES:
     CHECKPOINT_OUTCOMES.labels(outcome=_outcome)
 for _hook in HOOKS:
@@ -185,6 +198,12 @@ def count_checkpoint(outcome: str, seconds: float | None) -> None:
     CHECKPOINT_OUTCOMES.labels(outcome=outcome if outcome in CHECKPOINT_OUTCOME_NAMES else "other").inc()
     if seconds is not None:
         CHECKPOINT_ACK_SECONDS.observe(seconds)
+
+
+def count_attempt_end(cls: str) -> None:
+    """Counts one attempt end of failure class ``cls`` (``other`` for a word not in ``FAILURE_CLASSES``:
+    the label set stays bounded whatever a status carries)."""
+    ATTEMPT_ENDS.labels(cls if cls in FAILURE_CLASSES else "other").inc()
 
 
 def count_drain_stuck(pods: int) -> None:

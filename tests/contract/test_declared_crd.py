@@ -18,7 +18,7 @@ import msgspec.inspect as mi
 import pytest
 import yaml
 
-from hooks.core.request import DrainSpec, FailureBudgets, GangSpec, Spec, range_of
+from hooks.core.request import DrainSpec, FailureBudgets, FailurePolicy, GangSpec, Spec, range_of
 from hooks.core.status import Condition, Status
 from hooks.core.vocab import BUDGETED, ConditionStatus, FailureClass, Phase
 
@@ -103,7 +103,7 @@ def test_the_declared_spec_fields_are_the_crds() -> None:
     assert mismatches(mi.type_info(Spec), schema()["spec"], "spec", bounds=False, exact=False) == []
 
 
-SPEC_TYPES = {"spec": Spec, "spec.drain": DrainSpec, "spec.gang": GangSpec,
+SPEC_TYPES = {"spec": Spec, "spec.drain": DrainSpec, "spec.gang": GangSpec, "spec.failurePolicy": FailurePolicy,
               "spec.failurePolicy.budgets": FailureBudgets}
 NOT_REFUSED_ABOVE = {"spec.maxRestarts"}
 """Fields whose CRD ``maximum`` the hooks do not refuse (``maxRestarts`` over 9999: no attempt past 9999

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hooks.core import decide as decide_module
-from hooks.core import gang
+from hooks.core import exclusion, gang
 from hooks.core.decide import Decision, decide
 from hooks.core.jobset import build_jobset
 from hooks.core.observed import GangCluster, parse_request
@@ -442,3 +442,23 @@ def test_the_gang_s_words_are_the_vocabulary_s() -> None:
             gang.NOT_REQUESTED, gang.WAITING_FOR_PODGROUP, gang.MISMATCH} <= set(Reason)
     assert gang.POLICIES == tuple(GangPolicy) == ("Gang", "None")
     assert gang.WHEN_UNAVAILABLE == tuple(WhenUnavailable) == ("Wait", "StartWithoutGang")
+
+
+def test_a_gang_kept_from_fitting_by_its_exclusions_says_so() -> None:
+    """Issue 34 item 3: an attempt created with excluded nodes whose gang the scheduler cannot place
+    names them, and, when the scheduler knows no more nodes than are excluded, says the exclusions may
+    cover every node and what to do, instead of waiting silently."""
+    s = spec()
+    observed = grouped_jobset(s, 1)
+    observed["spec"] = exclusion.exclude(copy.deepcopy(observed), ("node-a",))["spec"]
+    observed["metadata"]["annotations"] = {exclusion.ANNOTATION: "node-a"}
+    status = {"phase": "Pending", "attempt": 1, "restarts": 1, "workload": "train-1"}
+    for known, every in (("0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector", False),
+                         ("0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector", True)):
+        group = podgroup_child("train", 1, state="unschedulable", message=f"minCount (2) cannot be satisfied: {known}")
+        d = run(spec=s, jobsets=[observed], podgroups=[group], status=status)
+        found = condition(d)
+        assert found is not None and "failed earlier attempts (node-a" in found["message"]
+        assert ("may cover every node" in found["message"]) is every
+        assert "excludes" in d.response["status"]["message"]
+        assert children(d, "JobSet")[0]["spec"] == observed["spec"], "the observed JobSet keeps its exclusions"

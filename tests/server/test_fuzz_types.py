@@ -53,7 +53,8 @@ ADDED_SCENARIOS = 8
 """How many scenarios lacking an optional CRD field get it added."""
 TIME_SCENARIOS = 4
 """For each status time field and admitted spelling, how many sync and how many finalize scenarios."""
-LIST_ITEMS = {"attempts": {"attempt": 0, "jobSet": "fuzzed-0"}, "conditions": {"type": "Fuzzed", "status": "True"}}
+LIST_ITEMS = {"attempts": {"attempt": 0, "jobSet": "fuzzed-0"}, "conditions": {"type": "Fuzzed", "status": "True"},
+              "excludedNodes": {"node": "fuzzed-node", "class": "node", "attempt": 0}}
 """An item of each status list a time is in, for a scenario that has no such list."""
 DELETE = object()
 LONG = "x" * 100_000

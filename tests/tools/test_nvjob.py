@@ -326,6 +326,7 @@ ATTEMPTS = [
     {"attempt": 0, "jobSet": "llama-0", "created": "2026-01-01T00:00:00Z", "started": "2026-01-01T00:01:00Z",
      "ended": "2026-01-01T03:00:00Z", "outcome": "Failed", "failedReplicatedJob": "worker",
      "failedPod": "llama-0-worker-3-0", "node": "gpu-11", "exitCode": 137, "reason": "OOMKilled", "cause": "oom",
+     "class": "user", "classEvidence": "pod llama-0-worker-3-0: exit code 137 (OOMKilled)",
      "drainSeconds": 42, "drainStuck": False, "failedPodDeletionStarted": "2026-01-01T03:00:00Z",
      "failedPodGracePeriodEnds": "2026-01-01T03:00:30Z"},
     {"attempt": 1, "jobSet": "llama-1", "created": "2026-01-01T03:01:00Z", "started": "2026-01-01T03:02:00Z",
@@ -651,9 +652,68 @@ def test_why_names_the_first_failing_pod_its_node_and_exit_code_from_status_atte
     running = {**RUNNING, "attempt": 1, "restarts": 1, "workload": "llama-1", "attempts": ATTEMPTS[:2]}
     text = why(nvjob("llama", status=running, max_restarts=3), capsys)
     assert text.endswith("Attempt 0 failed: its first failing pod was llama-0-worker-3-0 (replicated job worker) on "
-                         "node gpu-11: exit code 137, OOMKilled.")
+                         "node gpu-11: exit code 137, OOMKilled. Attempt 0 ended in failure class user (pod "
+                         "llama-0-worker-3-0: exit code 137 (OOMKilled)); the user budget has 2 of 3 restarts left "
+                         "(spec.failurePolicy.budgets).")
     failed = {"phase": "Failed", "attempt": 1, "restarts": 1, "workload": "llama-1", "conditions": [],
               "attempts": [ATTEMPTS[0],
                            {"attempt": 1, "jobSet": "llama-1", "outcome": "Failed", "reason": "FailedJobs"}]}
     text = why(nvjob("llama", status=failed, max_restarts=1), capsys)
     assert "first failing pod" not in text, "the history names no pod of attempt 1: nothing is made up"
+
+
+# -- failure classes, budgets and excluded nodes (issue 34) ------------------------------------------
+
+
+def node_class_job() -> dict[str, Any]:
+    """Job ``llama`` Running attempt 1 after attempt 0 ended in class ``node`` on gpu-3 and gpu-4."""
+    status = {**RUNNING, "attempt": 1, "restarts": 1, "workload": "llama-1", "restartsByClass": {"node": 1},
+              "attempts": [{"attempt": 0, "jobSet": "llama-0", "ended": "2026-01-01T00:10:00Z", "outcome": "Failed",
+                            "class": "node", "classEvidence": "node gpu-3: NotReady, then deleted",
+                            "failedNodes": ["gpu-3", "gpu-4"]},
+                           {"attempt": 1, "jobSet": "llama-1", "created": "2026-01-01T00:11:00Z"}],
+              "excludedNodes": [{"node": "gpu-3", "class": "node", "attempt": 0, "until": "2026-01-01T01:10:00Z"},
+                                {"node": "gpu-4", "class": "node", "attempt": 0, "until": "2026-01-01T01:10:00Z"}]}
+    return nvjob("llama", status=status, failurePolicy={"budgets": {"node": 3}})
+
+
+def test_describe_shows_the_class_of_each_attempt_the_budgets_left_and_the_excluded_nodes(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = Recorded([node_class_job()])
+    code = commands.run(["describe", "llama"], connector=lambda _: (cluster, NS),
+                        clock=lambda: datetime(2026, 1, 1, 0, 40, tzinfo=UTC))
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert "attempt 0: class node: node gpu-3: NotReady, then deleted (failed nodes: gpu-3, gpu-4)" in out
+    budgets = out.split("Budgets (spec.failurePolicy.budgets):\n")[1].split("Excluded nodes")[0].splitlines()
+    assert [line.split() for line in budgets[1:4]] == [["user", "2", "0", "2"], ["preempted", "unlimited", "0",
+                                                                                  "unlimited"], ["node", "3", "1", "2"]]
+    excluded = out.split("Excluded nodes (status.excludedNodes):\n")[1].split("Pods (")[0].splitlines()
+    assert [line.split() for line in excluded[1:]] == [["gpu-3", "node", "0", "2026-01-01T01:10:00Z", "30m"],
+                                                       ["gpu-4", "node", "0", "2026-01-01T01:10:00Z", "30m"]]
+    document = json.loads(ok(cluster, "describe", "llama", "-o", "json", capsys=capsys))
+    assert document["attempts"][0]["failedNodes"] == ["gpu-3", "gpu-4"] and document["attempts"][0]["class"] == "node"
+    assert [row["node"] for row in document["excludedNodes"]] == ["gpu-3", "gpu-4"]
+
+
+def test_why_names_the_last_class_its_budget_left_and_the_nodes_kept_out(capsys: pytest.CaptureFixture[str]) -> None:
+    said = why(node_class_job(), capsys)
+    assert ("Attempt 0 ended in failure class node (node gpu-3: NotReady, then deleted); the node budget has 2 of 3 "
+            "restarts left (spec.failurePolicy.budgets)") in said
+    assert "Nodes kept out of the next attempts (status.excludedNodes, spec.failurePolicy.excludeNodesSeconds): " \
+           "gpu-3 (until 2026-01-01T01:10:00Z), gpu-4 (until 2026-01-01T01:10:00Z)" in said
+    assert "failure class" not in why(nvjob("plain", status=RUNNING), capsys)
+
+
+def test_the_budgets_of_a_status_written_before_classes_charge_every_restart_to_the_user() -> None:
+    """No ``restartsByClass``: every counted restart was the user's (``restarts``); an ``unknown``
+    without a budget of its own shares the user's pool; a budget of 0 is a budget."""
+    old = nvjob("old", status={**RUNNING, "restarts": 2}, max_restarts=3)
+    rows = {row["class"]: row for row in view.budget_rows(old)}
+    assert (rows["user"]["spent"], rows["user"]["left"]) == (2, 1)
+    assert rows["unknown"] == {"class": "unknown", "budget": 3, "spent": 2, "left": 1, "shares": "user"}
+    own = nvjob("own", status={**RUNNING, "restarts": 2, "restartsByClass": {"unknown": 1, "user": 1}},
+                failurePolicy={"budgets": {"unknown": 0, "infrastructure": 0}})
+    rows = {row["class"]: row for row in view.budget_rows(own)}
+    assert rows["unknown"] == {"class": "unknown", "budget": 0, "spent": 1, "left": 0, "shares": ""}
+    assert (rows["infrastructure"]["budget"], rows["user"]["spent"]) == (0, 1)

@@ -47,14 +47,17 @@ def unsafe(text: str) -> list[str]:
 def hostile_cluster(text: str = HOSTILE) -> Recorded:
     """Job ``llama`` Restarting after attempt 1 failed, with ``text`` in every string the plugin shows
     that the cluster wrote: the status message, the conditions' reasons and messages, ``lastFailure``,
-    ``status.attempts``, the image and the queue label, a pod and node name, and the Events' type,
+    ``status.attempts`` (with its failure class's evidence and nodes), ``status.excludedNodes``, the
+    image and the queue label, a pod and node name, and the Events' type,
     reason, reporter and note; and, in namespace ``text``, a Job named ``text``."""
     status = {"phase": "Restarting", "attempt": 1, "restarts": 2, "workload": "", "activePods": 1,
               "message": "waiting for " + text,
               "lastFailure": {"attempt": 1, "cause": "default", "action": "RestartJob", "message": "failed " + text},
               "attempts": [{"attempt": 1, "jobSet": "llama-1" + text, "outcome": "Failed",
                             "failedReplicatedJob": "worker" + text, "failedPod": "pod" + text, "node": "gpu" + text,
-                            "exitCode": None, "reason": "Reason" + text, "cause": "cause" + text}],
+                            "exitCode": None, "reason": "Reason" + text, "cause": "cause" + text,
+                            "class": "node", "classEvidence": "evidence " + text, "failedNodes": ["bad" + text]}],
+              "excludedNodes": [{"node": "bad" + text, "class": "node", "attempt": 1, "until": "2026-01-01T01:00:00Z"}],
               "conditions": [{"type": "Drained", "status": "False", "reason": "PodsActive" + text,
                               "message": "drained " + text, "lastTransitionTime": "2020-01-01T00:00:00Z"},
                              {"type": "DrainStuck", "status": "True", "reason": "Stuck" + text,
@@ -100,7 +103,9 @@ def test_describe_shows_each_field_visibly_escaped(capsys: pytest.CaptureFixture
     assert f"Message:              waiting for {whole}\n" in out
     assert f"Queue:                      queue{whole}\n" in out
     assert f"image{whole}" in out and f"llama-1-worker-0-0{whole}" in out and f"gpu-7{whole}" in out
-    headings = ["Spec:", "Attempts:", "Pods (", "Drain barrier:", "Conditions:", "Events:"]
+    assert f"attempt 1: class node: evidence {whole} (failed nodes: bad{whole})" in out
+    assert f"bad{whole}" in out.split("Excluded nodes (status.excludedNodes):")[1].split("Pods (")[0]
+    headings = ["Spec:", "Attempts:", "Excluded nodes", "Pods (", "Drain barrier:", "Conditions:", "Events:"]
     for heading, following in zip(headings, [*headings[1:], None], strict=True):
         section = out.split(heading, 1)[1]
         assert "^[[2J" in (section.split(following, 1)[0] if following else section), heading
@@ -122,6 +127,8 @@ def test_why_shows_the_cluster_text_escaped_and_wraps_only_at_spaces(capsys: pyt
     assert paragraph == rendering.escape(exact), "the paragraph, escaped, broken at its spaces only"
     assert f"attempt 1 failed (failed {''.join(SHOWN)})" in paragraph
     assert f"2020-01-01T00:00:00Z): stuck {''.join(SHOWN)}. First confirm" in paragraph
+    assert f"ended in failure class node (evidence {''.join(SHOWN)})" in paragraph
+    assert f"status.excludedNodes, spec.failurePolicy.excludeNodesSeconds): bad{''.join(SHOWN)} (until" in paragraph
     assert all(len(line) <= rendering.WHY_WIDTH or " " not in line for line in out.splitlines())
 
 

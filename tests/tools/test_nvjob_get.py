@@ -201,13 +201,18 @@ def test_history_prints_the_attempts_table_alone(capsys: pytest.CaptureFixture[s
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["#", "JOBSET", "CREATED"] and not lines[0].startswith(" ")
     assert [line.split()[:2] for line in lines[1:4]] == [["0", "llama-0"], ["1", "llama-1"], ["2", "llama-2"]]
-    assert lines[4] == "(5 earlier attempts counted, not kept)" and len(lines) == 5
+    assert lines[4] == "attempt 0: class user: pod llama-0-worker-3-0: exit code 137 (OOMKilled)"
+    assert lines[5] == "(5 earlier attempts counted, not kept)" and len(lines) == 7
+    assert lines[6] == ("budgets left: user 2 of 2, preempted unlimited, node 10 of 10, infrastructure 10 of 10, "
+                        "unknown 2 of 2 (shared with user)")
     assert "Pods" not in out and "Drain barrier" not in out
     bare = ok(recorded, "history", "llama", "--no-headers", capsys=capsys).splitlines()
     assert bare[0].split()[:2] == ["0", "llama-0"]
     document = json.loads(ok(recorded, "history", "llama", "-o", "json", capsys=capsys))
     assert [row["jobSet"] for row in document["attempts"]] == ["llama-0", "llama-1", "llama-2"]
     assert (document["name"], document["attemptsDropped"]) == ("llama", 5)
+    assert document["attempts"][0]["class"] == "user" and document["budgets"][2] == {
+        "class": "node", "budget": 10, "spent": 0, "left": 10, "shares": ""}
     code, out, err = run(Recorded([nvjob("old", status=RUNNING)]), "history", "old", capsys=capsys)
     assert (code, out) == (0, "")
     assert err == "No attempt history recorded for job.nvcre.nvidia.com/old (status.attempts is absent).\n"

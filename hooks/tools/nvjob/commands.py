@@ -313,7 +313,8 @@ def summary_command(ctx: click.Context, names: tuple[str, ...], all_namespaces: 
 
 def describe_document(cluster: client.Cluster, namespace: str, name: str, now: datetime) -> dict[str, Any]:
     """Everything ``describe`` shows, as one document: the Job's summary, the spec in short, the
-    attempts (``None`` without ``status.attempts``), the current attempt's pods (``Reader.workload_pods``,
+    attempts (``None`` without ``status.attempts``), the budgets left per failure class and the
+    nodes kept out of the next attempts (issue 34), the current attempt's pods (``Reader.workload_pods``,
     live), the drain barrier's view now (``drain.drain_view``), the conditions, the recent Events and
     the ``why`` paragraph. Raises ``CommandError`` when the Job cannot be read; a failed read of the
     rest is said in its section (``podsError``, ``drain.error``, ``eventsError``), never "none"."""
@@ -338,6 +339,8 @@ def describe_document(cluster: client.Cluster, namespace: str, name: str, now: d
         "spec": view.spec_summary(job),
         "attempts": view.attempt_rows(job),
         "attemptsDropped": view.attempts_dropped(job),
+        "budgets": view.budget_rows(job),
+        "excludedNodes": view.excluded_rows(job, now),
         "pods": pods,
         "podsError": pods_error,
         "drain": drain_document(barrier),
@@ -413,7 +416,8 @@ def why_command(ctx: click.Context, name: str, **flags: str | None) -> None:
 @click.pass_context
 def history_command(ctx: click.Context, name: str, no_headers: bool, **flags: str | None) -> None:
     """The Job's attempts alone (status.attempts): attempt, JobSet, created, started, ended,
-    outcome, failing replicated job, pod, node, exit code or reason, restart cause, drain time."""
+    outcome, failing replicated job, pod, node, exit code or reason, restart cause, failure class and its
+    evidence, drain time; then the restart budget left per failure class."""
     output = parse_output(_merge(ctx, **flags).output, OUTPUTS)
     cluster, ns, options = _connect(ctx)
     now = _now(options)
@@ -422,14 +426,14 @@ def history_command(ctx: click.Context, name: str, no_headers: bool, **flags: st
     if output.format:
         summary = view.summary(job, now)
         click.echo(rendering.dump({"namespace": summary["namespace"], "name": summary["name"], "attempts": rows,
-                                   "attemptsDropped": dropped}, output.format))
+                                   "attemptsDropped": dropped, "budgets": view.budget_rows(job)}, output.format))
     elif rows is None:
         click.echo(rendering.error_line(f"No attempt history recorded for job.nvcre.nvidia.com/{name} "
                                         "(status.attempts is absent)."), err=True)
     elif not rows:
         click.echo(rendering.error_line(f"No attempt yet for job.nvcre.nvidia.com/{name}."), err=True)
     else:
-        click.echo(rendering.history_text(rows, dropped, now, headers=not no_headers))
+        click.echo(rendering.history_text(rows, dropped, now, headers=not no_headers, budgets=view.budget_rows(job)))
 
 
 def usage_words(exc: click.UsageError) -> str:

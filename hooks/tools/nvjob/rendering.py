@@ -212,6 +212,8 @@ def describe_text(doc: Mapping[str, Any], now: datetime) -> str:
         "  " + _field("Queue", spec["queue"], 28),
     ]
     lines += _attempts_text(doc.get("attempts"), doc.get("attemptsDropped", 0), now)
+    lines += _budgets_text(doc.get("budgets") or ())
+    lines += _excluded_text(doc.get("excludedNodes") or ())
     lines.append(f"Pods (JobSet {doc['workload']}):")
     if doc.get("podsError"):
         lines.append(f"  unknown: {doc['podsError']}")
@@ -250,24 +252,73 @@ def _attempts_text(rows: Sequence[Mapping[str, Any]] | None, dropped: int, now: 
     if not rows:
         return [*lines, "  none yet"]
     lines.append(attempts_table(rows, now, indent="  "))
+    lines += ["  " + line for line in class_lines(rows)]
     if dropped:
         lines.append(f"  ({dropped} earlier attempts counted, not kept)")
     return lines
 
 
-def history_text(rows: Sequence[Mapping[str, Any]], dropped: int, now: datetime, *, headers: bool = True) -> str:
-    """``history``'s output: the attempts table alone (``attempts_table``; without its header line
-    for ``--no-headers``), then how many older attempts the status counted but no longer keeps.
+def class_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Under the attempts table, for each attempt whose end has a failure class (issue 34): the class,
+    the evidence it was named from and the nodes it blames."""
+    lines = []
+    for row in rows:
+        if not row.get("class"):
+            continue
+        said = f"attempt {cell(row.get('attempt'))}: class {row['class']}"
+        said += f": {row['classEvidence']}" if row.get("classEvidence") else ""
+        nodes = row.get("failedNodes") or []
+        said += f" (failed nodes: {', '.join(str(node) for node in nodes)})" if nodes else ""
+        lines.append(said)
+    return lines
+
+
+def _budgets_text(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The restart budget of each failure class (``view.budget_rows``): budget, spent, left."""
+    if not rows:
+        return []
+    body = [[r["class"], ("unlimited" if r["budget"] is None else str(r["budget"]))
+             + (f" (the {r['shares']} budget)" if r["shares"] else ""), r["spent"],
+             "unlimited" if r["left"] is None else r["left"]] for r in rows]
+    return ["Budgets (spec.failurePolicy.budgets):", table(["CLASS", "BUDGET", "SPENT", "LEFT"], body, indent="  ")]
+
+
+def _excluded_text(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The nodes kept out of the next attempts (``view.excluded_rows``), or "none"."""
+    lines = ["Excluded nodes (status.excludedNodes):"]
+    if not rows:
+        return [*lines, "  none"]
+    return [*lines, table(["NODE", "CLASS", "ATTEMPT", "UNTIL", "LEFT"],
+                          [[r["node"], r["class"], r["attempt"], r["until"], r["left"]] for r in rows], indent="  ")]
+
+
+def history_text(rows: Sequence[Mapping[str, Any]], dropped: int, now: datetime, *, headers: bool = True,
+                 budgets: Sequence[Mapping[str, Any]] = ()) -> str:
+    """``history``'s output: the attempts table (``attempts_table``; without its header line for
+    ``--no-headers``), each ended attempt's class and evidence (``class_lines``), how many older
+    attempts the status counted but no longer keeps, and the budgets left (``budgets_line``).
     Every string ``escape``d."""
-    text = attempts_table(terminal_safe(list(rows)), now)
+    safe = terminal_safe(list(rows))
+    text = attempts_table(safe, now)
     if not headers:
         text = "\n".join(text.splitlines()[1:])
-    return text + (f"\n({dropped} earlier attempts counted, not kept)" if dropped else "")
+    text += "".join(f"\n{line}" for line in class_lines(safe))
+    text += f"\n({dropped} earlier attempts counted, not kept)" if dropped else ""
+    return text + (f"\n{budgets_line(terminal_safe(list(budgets)))}" if budgets else "")
+
+
+def budgets_line(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The budgets left in one line (``view.budget_rows``): ``budgets left: user 2 of 3, preempted
+    unlimited, node 10 of 10, ...``."""
+    said = [f"{r['class']} unlimited" if r["budget"] is None else f"{r['class']} {r['left']} of {r['budget']}"
+            + (f" (shared with {r['shares']})" if r["shares"] else "") for r in rows]
+    return "budgets left: " + ", ".join(said)
 
 
 def attempts_table(rows: Sequence[Mapping[str, Any]], now: datetime, indent: str = "") -> str:
     """The attempts as a table: #, JOBSET, CREATED, STARTED, ENDED (ages), OUTCOME, REPLICATED JOB,
-    FAILING POD, NODE, EXIT/REASON, CAUSE, DRAIN (its length, ``(stuck)`` when it got stuck)."""
+    FAILING POD, NODE, EXIT/REASON, CAUSE, CLASS (the failure class, issue 34), DRAIN (its length,
+    ``(stuck)`` when it got stuck)."""
     body = []
     for row in rows:
         exit_or_reason = row.get("exitCode") if row.get("exitCode") is not None else row.get("reason")
@@ -280,9 +331,9 @@ def attempts_table(rows: Sequence[Mapping[str, Any]], now: datetime, indent: str
                                                                                              "ended"))
         body.append([row.get("attempt"), row.get("jobSet"), created, started, ended,
                      row.get("outcome"), row.get("failedReplicatedJob"), row.get("failedPod"), row.get("node"),
-                     exit_or_reason, row.get("cause"), drain])
+                     exit_or_reason, row.get("cause"), row.get("class"), drain])
     return table(["#", "JOBSET", "CREATED", "STARTED", "ENDED", "OUTCOME", "REPLICATED JOB", "FAILING POD", "NODE",
-                  "EXIT/REASON", "CAUSE", "DRAIN"], body, indent=indent)
+                  "EXIT/REASON", "CAUSE", "CLASS", "DRAIN"], body, indent=indent)
 
 
 def _terminating(pod: Mapping[str, Any]) -> str:

@@ -10,8 +10,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from hooks.core import budget
 from hooks.core.deadlines import parse_time
+from hooks.core.declared import InvalidRequest
 from hooks.core.historyentry import ENTRY_KEYS
+from hooks.core.request import read_spec
+from hooks.core.vocab import BUDGETED, FailureClass
 from podread.attempts import workload_name
 from podread.constants import REPLICATED_JOB_LABEL
 
@@ -194,20 +198,78 @@ row of the attempts table, in that order."""
 
 def attempt_rows(job: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     """``status.attempts`` as rows, one per entry, each with every key of ``ATTEMPT_FIELDS`` (``None``
-    where the entry has no such scalar: an attempt not ended yet has no outcome); ``None`` when the
-    status records no attempt history."""
+    where the entry has no such value: an attempt not ended yet has no outcome; ``failedNodes`` is the
+    list of node names it holds); ``None`` when the status records no attempt history."""
     entries = status_of(job).get("attempts")
     if not isinstance(entries, list):
         return None
     rows = []
     for entry in entries:
         if isinstance(entry, Mapping):
-            rows.append({key: _scalar(entry.get(key)) for key in ATTEMPT_FIELDS})
+            rows.append({key: _names(entry.get(key)) if key == FAILED_NODES else _scalar(entry.get(key))
+                         for key in ATTEMPT_FIELDS})
     return rows
+
+
+FAILED_NODES = "failedNodes"
 
 
 def _scalar(value: Any) -> Any:
     return None if isinstance(value, Mapping | list) else value
+
+
+def _names(value: Any) -> list[str] | None:
+    return [str(name) for name in value if isinstance(name, str)] if isinstance(value, list) else None
+
+
+def budget_rows(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each budgeted class (``hooks.core.vocab.BUDGETED``) as ``describe`` and ``why`` show it,
+    by the hooks' own rule (``hooks.core.budget``: ``budget_of``, ``spent_of``, ``pool``): ``class``,
+    ``budget`` (``spec.failurePolicy.budgets``, else its default; ``None``: unlimited), ``spent``
+    (the most of what ``status.restartsByClass`` claims, what the history records and, for the user
+    budget, ``restarts`` less what the other classes count: a status written before issue 34 has no
+    ``restartsByClass``; a pool shared by ``user`` and ``unknown`` counts both), ``left`` (``None``:
+    unlimited) and ``shares`` (``"user"`` for an ``unknown`` that spends the user budget, else ``""``).
+    A spec the hooks would refuse is shown with the defaults."""
+    try:
+        spec = read_spec(spec_of(job))
+    except InvalidRequest:
+        spec = read_spec(None)
+    status = status_of(job)
+    by_class = as_map(status.get("restartsByClass"))
+    attempts = [entry for entry in status.get("attempts") or () if isinstance(entry, Mapping)]
+    counters = budget.Counters(
+        restarts=status.get("restarts") if _count(status.get("restarts")) else 0,
+        by_class={str(name): count for name, count in by_class.items() if _count(count)},
+        floor=budget.floor(spec, attempts))
+    rows: list[dict[str, Any]] = []
+    for klass in BUDGETED:
+        allowed, spent = budget.budget_of(spec, klass), budget.spent_of(spec, counters, klass)
+        shares = "user" if klass == FailureClass.UNKNOWN and budget.pool(spec, klass) != (klass,) else ""
+        rows.append({"class": klass.value, "budget": allowed, "spent": spent,
+                     "left": None if allowed is None else max(0, allowed - spent), "shares": shares})
+    return rows
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is a count: an integer >= 0, not a boolean."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def excluded_rows(job: Mapping[str, Any], now: datetime) -> list[dict[str, Any]]:
+    """``status.excludedNodes`` (issue 34): each node kept out of the next attempts, the class and
+    attempt that blamed it, its ``until`` and how long that is from ``now`` (``left``; ``expired``
+    once passed)."""
+    rows = []
+    for entry in status_of(job).get("excludedNodes") or ():
+        if not isinstance(entry, Mapping):
+            continue
+        passed = seconds_since(entry.get("until"), now)
+        rows.append({"node": str(entry.get("node") or ""), "class": str(entry.get("class") or ""),
+                     "attempt": entry.get("attempt"), "until": entry.get("until"),
+                     "left": "expired" if passed is not None and passed >= 0 else human_duration(
+                         None if passed is None else -passed)})
+    return rows
 
 
 def attempts_dropped(job: Mapping[str, Any]) -> int:

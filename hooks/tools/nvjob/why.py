@@ -25,8 +25,10 @@ from hooks.tools.nvjob.drain import DrainView
 from hooks.tools.nvjob.view import (
     QUEUE_LABEL,
     as_map,
+    budget_rows,
     condition,
     current_workload,
+    excluded_rows,
     human_duration,
     seconds_since,
     spec_of,
@@ -207,6 +209,36 @@ def _last_failure(f: _Facts) -> str:
     return f"Attempt {f.attempt - 1} failed: its first failing pod" + failing.removeprefix("Its first failing pod")
 
 
+def _classes(f: _Facts) -> str:
+    """Issue 34: the failure class of the last attempt whose end has one (``status.attempts[].class``)
+    and its evidence, the budget that class has left (``view.budget_rows``), and the nodes kept out of
+    the next attempts (``status.excludedNodes``, how long each still is). ``""`` when the status says
+    none of them."""
+    entries = f.status.get("attempts")
+    classed = [as_map(e) for e in entries if as_map(e).get("class")] if isinstance(entries, list) else []
+    parts = []
+    if classed:
+        last = classed[-1]
+        cls = str(last["class"])
+        said = f"Attempt {last.get('attempt')} ended in failure class {cls}"
+        said += f" ({last['classEvidence']})" if last.get("classEvidence") else ""
+        row = next((r for r in budget_rows(f.job) if r["class"] == cls), None)
+        if row is not None:
+            pool = f"the {row['shares']} budget" if row["shares"] else f"the {cls} budget"
+            said += (f"; {pool} is unlimited" if row["budget"] is None else
+                     f"; {pool} has {row['left']} of {row['budget']} restarts left (spec.failurePolicy.budgets)")
+        parts.append(said)
+    excluded = excluded_rows(f.job, f.now) if f.now is not None else [
+        {"node": str(as_map(e).get("node")), "until": as_map(e).get("until"), "left": ""}
+        for e in f.status.get("excludedNodes") or ()]
+    if excluded:
+        shown = ", ".join(f"{r['node']} (until {r['until']})" for r in excluded[:8])
+        more = f" and {len(excluded) - 8} more" if len(excluded) > 8 else ""
+        parts.append(f"Nodes kept out of the next attempts (status.excludedNodes, spec.failurePolicy."
+                     f"excludeNodesSeconds): {shown}{more}")
+    return ". ".join(parts)
+
+
 def _mismatch(f: _Facts) -> list[str]:
     mismatch = condition(f.status, "StatusMismatch")
     return [f"Job {f.name} is {f.phase} and holds: its status disagrees with what the API server shows "
@@ -367,7 +399,8 @@ def why(job: Mapping[str, Any], drain: DrainView | None = None, now: datetime | 
     hooks wrote (phase, attempt, restarts, conditions and their reasons, message, lastFailure) and,
     while it drains, what the barrier waits for now (``drain``). First that applies: no status yet;
     ``StatusMismatch``; deleted; ``Terminating`` after the deadline; ``InvalidSpec``; the phase's own words
-    (``FACTS``, ``_any_phase``) and what moves it on, from the lifecycle table (``moves_on``; for a
+    (``FACTS``, ``_any_phase``), the last failure class, its budget left and the nodes kept out
+    (``_classes``), and what moves it on, from the lifecycle table (``moves_on``; for a
     terminal phase, ``_final``). The pods stuck on dead nodes are said once (``_stuck``: how long,
     with ``now``, and what to do): after what the barrier waits for, else last."""
     metadata, status = as_map(job.get("metadata")), status_of(job)
@@ -387,7 +420,7 @@ def why(job: Mapping[str, Any], drain: DrainView | None = None, now: datetime | 
     elif condition(status, "InvalidSpec").get("status") == "True":
         parts = _invalid(facts)
     else:
-        parts = [*FACTS.get(facts.phase, _any_phase)(facts), _final(facts)]
+        parts = [*FACTS.get(facts.phase, _any_phase)(facts), _classes(facts), _final(facts)]
     stuck = _stuck(job, drain, now)
     if stuck and not any(stuck in part for part in parts):  # a phase that says no barrier words says it last
         parts.append(stuck)
