@@ -29,9 +29,6 @@ NODE_NAME_LIMIT, MAX_FAILED_NODES = 253, 8
 CLASSES = tuple(word.value for word in FailureClass)
 """``class``' values (the CRD's ``enum``)."""
 MAX_ENTRIES = 100
-MAX_FAILED_NODES = 8
-"""``failedNodes``' ``maxItems``: the nodes one attempt's class blames."""
-NODE_NAME_LIMIT = 253
 """``status.attempts``' ``maxItems``, and the largest ``spec.attemptsHistoryLimit``."""
 
 

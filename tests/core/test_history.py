@@ -96,7 +96,7 @@ def longest_entry(attempt: int) -> dict[str, Any]:
     entry.update({key: "2026-01-01T00:00:00Z" for key in historyentry.TIME_KEYS})
     entry.update(attempt=attempt, exitCode=-(2**31), drainSeconds=history.deadlines.MAX_SECONDS, drainStuck=True,
                  checkpointStep=2**63 - 1,
-                 failedNodes=["n" * historyentry.NODE_NAME_LIMIT] * historyentry.MAX_FAILED_NODES)
+                 failedNodes=[f"{index}" + "n" * 400 for index in range(historyentry.MAX_FAILED_NODES + 1)])
     return entry
 
 
