@@ -138,6 +138,15 @@ def test_a_resume_during_the_checkpoint_keeps_the_same_attempt_running(world: Cl
     status = world.status("fickle")
     assert (status["attempt"], world.jobsets("fickle")) == (0, ["fickle-0"])
     assert sorted(p["metadata"]["name"] for p in world.active_pods("fickle")) == pods, "nothing was dropped"
+    assert "checkpointRequested" not in status["attempts"][0], "a cancelled request leaves no history key"
+    first = checkpoint_of(world, "fickle")
+    world.driver.patch_spec(world.namespace, "fickle", suspend=True)  # asked again: a new request, not the first
+    world.run_until(lambda: checkpoint_of(world, "fickle").get("outcome") == "Requested", "asked again")
+    again = checkpoint_of(world, "fickle")
+    assert again["id"] != first["id"] and again["requestedAt"] > first["requestedAt"]
+    assert again["deadline"] > first["deadline"]
+    world.run_until(lambda: world.status("fickle")["attempts"][0].get("checkpointRequested") == again["requestedAt"],
+                    "the history names the new request")
     world.assert_safe()
 
 
