@@ -263,7 +263,8 @@ def _drained(ctx: Context, entry: Entry | None, prior: Entry | None) -> None:
     status a fixed point). Pods leave no dated trace once gone, so no time the cluster's objects
     carry can date the pass, and the call's clock would move with every answer (issue 21). Bounded:
     a write time that is unreadable or later than ``now`` is not believed (the answer's evidence
-    stamp, ``Context.stamp``, instead: a lower bound); never negative, at most ``MAX_SECONDS``."""
+    stamp instead, ``Context.stamp``, never later than ``now``: a request built by hand, without
+    ``managedFields``, is dated by its clock); never negative, at most ``MAX_SECONDS``."""
     if entry is None or prior is None or F.DRAIN_SECONDS in entry or not (_drains(entry) and _drains(prior)):
         return
     drained = cond.get_condition(ctx.observed.status.conditions, DRAINED)
