@@ -96,6 +96,9 @@ def test_a_suspend_waits_for_the_trainer_s_acknowledgement(world: ClusterWorld, 
     assert world.condition("saver", "Checkpointed")["reason"] == "Acknowledged"
     entry = world.status("saver")["attempts"][0]
     assert (entry["outcome"], entry["checkpointStep"]) == ("Suspended", 1200)
+    world.run_until(lambda: "drainSeconds" in world.status("saver")["attempts"][0], "the drain dated")
+    drained = world.status("saver")["attempts"][0]["drainSeconds"]
+    assert drained <= time.monotonic() - asked + 1, "timed from the acknowledgement, not from the suspend"
     world.run_until(lambda: {"CheckpointRequested", "CheckpointAcknowledged"} <= set(world.event_reasons("saver")),
                     "the Events")
     world.assert_safe()
