@@ -15,6 +15,14 @@ parents, independent workers, client-go's QPS/burst on its own calls), in passes
 - ``defaults``: Metacontroller's defaults (5 workers, QPS 5, burst 10, resync 30 s) and the hooks as
   shipped (2 gunicorn workers x 4 threads), compared with ``large-install``: where the defaults limit.
 
+- ``kueue`` and ``kueue-checkpoint`` (asked for by name, ``--passes``; they need ``make kueue``): the
+  large-install flags behind the real Kueue, every Job in one LocalQueue whose ClusterQueue fits them
+  exactly; at the transitions one high-priority Job per ten preempts one of them, with
+  ``spec.checkpoint`` in the second (a stand-in trainer acknowledges each request after
+  ``ACK_AFTER_SECONDS``): request (or eviction) to quota release p50/p99, every request's outcome
+  and whether it ended within its grace plus one resync, and the steady requests per Job-minute of
+  the two passes side by side (issue 33 item 5).
+
 The cache baselines run with the large-install flags because Metacontroller's defaults are the first
 limit (QPS 5: about 5 syncs a second, each costing it a GET of the Job): under them every pass would
 measure Metacontroller's queue, and the three would take most of the run. The ``defaults`` pass runs
@@ -69,12 +77,15 @@ import kubernetes
 from bench.cluster_measures import HookMetrics, Usage, count_requests, usage_of
 from bench.cluster_timeline import Timeline, wait_for
 from bench.common import BenchResult, Figure, fmt, percentile, render_table
+from hooks.core.checkpoint import ACK_ANNOTATION
+from hooks.core.deadlines import parse_time
 from hooks.server.config import Settings
 from hooks.server.freshness import RECENT_STATUS_SECONDS
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.dev import PRODUCTION_ENV, Installed, install
+from tests.cluster.dev import PRODUCTION_ENV, Installed, Options, install
 from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS, ensure_namespace
+from tests.cluster.kueue import PRIORITY_LABEL, QUEUE_LABEL, Kueue
 from tests.cluster.kwokctl import COMPLETE_LABEL, EXIT_CODE_ANNOTATION, FAIL_LABEL, Kwok
 from tests.cluster.metacontroller import ApiBackend, Metacontroller
 from tests.cluster.metacontroller_parts import FRESH
@@ -122,6 +133,13 @@ class Install:
     mc_qps: float = 5.0
     mc_burst: int = 10
     resync_period: float = 30.0
+    kueue: bool = False
+    """Behind the real Kueue (issue 33 item 5): every Job in one LocalQueue whose ClusterQueue fits
+    them exactly, and at the transitions one high-priority Job per ten preempts one of them
+    (``KueueScenario``) instead of the failures, suspends and deletes."""
+    checkpoint: bool = False
+    """The low-priority Jobs ask for a checkpoint before the drain (``spec.checkpoint``), which a
+    stand-in trainer acknowledges ``ACK_AFTER_SECONDS`` after each request."""
     about: str = ""
 
     def hook_env(self, namespace: str) -> dict[str, str]:
@@ -134,7 +152,8 @@ class Install:
     def flags(self) -> str:
         return (f"cache={self.cache_mode} gunicorn={self.hook_workers}x{self.hook_threads} "
                 f"resyncAfter={self.resync_after:g}s | metacontroller workers={self.mc_workers} "
-                f"qps={self.mc_qps:g} burst={self.mc_burst} resync={self.resync_period:g}s")
+                f"qps={self.mc_qps:g} burst={self.mc_burst} resync={self.resync_period:g}s"
+                + (" | kueue" + (" checkpoint" if self.checkpoint else "") if self.kueue else ""))
 
 
 DEFAULTS = Install("defaults", about="Metacontroller's defaults; the hooks as shipped (watch cache)")
@@ -145,7 +164,17 @@ PASSES: dict[str, Install] = {
     "ttl-cache": replace(LARGE, name="ttl-cache", cache_mode="ttl", about="baseline: the TTL cache"),
     "live-only": replace(LARGE, name="live-only", cache_mode="live", about="baseline: no cache, every read live"),
     "defaults": DEFAULTS,
+    "kueue": replace(LARGE, name="kueue", kueue=True,
+                     about="behind Kueue, one Job in ten preempted (baseline of kueue-checkpoint)"),
+    "kueue-checkpoint": replace(LARGE, name="kueue-checkpoint", kueue=True, checkpoint=True,
+                                about="behind Kueue, one Job in ten preempted after a checkpoint"),
 }
+DEFAULT_PASSES = ("large-install", "ttl-cache", "live-only", "defaults")
+"""What ``make bench-cluster`` runs unless ``--passes`` says otherwise: the Kueue passes need the
+Kueue build (``make kueue``) and are asked for by name."""
+ACK_AFTER_SECONDS = 2.0
+"""How long the stand-in trainer takes to save before it acknowledges a request."""
+CHECKPOINT_GRACE_SECONDS = 30
 CACHE_PASS = "large-install"
 """The pass whose figures the cache baselines (``ttl-cache``, ``live-only``) are compared with."""
 
@@ -190,6 +219,14 @@ class PassResult:
     stale_refusals: int = 0
     unfinished: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    preempted: list[str] = field(default_factory=list)
+    """Behind Kueue: the Jobs Kueue preempted at the transitions."""
+    release_latencies: list[float] = field(default_factory=list)
+    """Behind Kueue, per preempted Job: from the eviction (``Evicted``'s time), or with a checkpoint
+    from the request (``requestedAt``), to its quota released (its Workload seen gone), seconds."""
+    checkpoint_outcomes: Counter[str] = field(default_factory=Counter)
+    late_ends: list[str] = field(default_factory=list)
+    """Requests that ended (acknowledged or expired) later than their grace plus one resync."""
 
     def row(self) -> dict[str, Any]:
         """The pass as one table row (the figures the report compares)."""
@@ -212,6 +249,8 @@ class PassResult:
             "restart p50/p99 s": _pair(self.restart_latencies),
             "delete p50/p99 s": _pair(self.delete_latencies),
             "queue wait p50/p99 s": _pair(every.queue_waits),
+            **({"preempted": len(self.preempted), "to quota release p50/p99 s": _pair(self.release_latencies)}
+               if self.install.kueue else {}),
             "violations": len(self.violations),
         }
 
@@ -247,7 +286,9 @@ class PassResult:
                 "restart_latencies": [round(x, 3) for x in sorted(self.restart_latencies)],
                 "delete_latencies": [round(x, 3) for x in sorted(self.delete_latencies)],
                 "violations": self.violations[:20], "sync_errors": self.sync_errors,
-                "stale_refusals": self.stale_refusals, "unfinished": self.unfinished[:20]}
+                "stale_refusals": self.stale_refusals, "unfinished": self.unfinished[:20],
+                "preempted": self.preempted, "release_latencies": [round(x, 3) for x in sorted(self.release_latencies)],
+                "checkpoint_outcomes": dict(self.checkpoint_outcomes), "late_ends": self.late_ends}
 
 
 def _num(value: float | None) -> str:
@@ -284,19 +325,25 @@ def _pids(process: Any) -> list[int]:
 
 
 @contextmanager
-def cluster(jobs: int, log: Callable[[str], None]) -> Iterator[tuple[ControlPlane, Installed, Parts]]:
+def cluster(jobs: int, log: Callable[[str], None], *,
+            kueue: bool = False) -> Iterator[tuple[ControlPlane, Installed, Parts, Kueue | None]]:
     """Starts the control plane (with ``CONTROLLER_MANAGER_ARGS``), installs what the hooks and the
-    stand-in need (``tests.cluster.dev.install``), starts kube-scheduler, the JobSet controller and kwok
-    with enough GPU nodes for ``jobs`` Jobs; yields them with their processes (``Parts``); stops them
-    all on exit."""
+    stand-in need (``tests.cluster.dev.install``; with ``kueue``, the Kueue overlay's RBAC and the real
+    Kueue with priority classes ``low`` and ``high``), starts kube-scheduler, the JobSet controller and
+    kwok with enough GPU nodes for ``jobs`` Jobs (and a preemptor per ten); yields them with their
+    processes (``Parts``) and Kueue's manager (``None`` without ``kueue``); stops them all on exit."""
     with ExitStack() as stack:
         began = time.monotonic()
         plane = stack.enter_context(ControlPlane(controller_manager_args=CONTROLLER_MANAGER_ARGS))
-        installed = install(plane, token_seconds=24 * 3600)
+        installed = install(plane, token_seconds=24 * 3600, options=Options(kueue=kueue))
         scheduler = stack.enter_context(Scheduler(plane))
         stack.enter_context(installed.jobset)
-        nodes = math.ceil(jobs * PODS_PER_JOB / GPUS_PER_NODE) + 1
+        nodes = math.ceil(jobs * 1.1 * PODS_PER_JOB / GPUS_PER_NODE) + 1
         kwok = stack.enter_context(Kwok(plane, nodes=nodes, gpus_per_node=GPUS_PER_NODE))
+        if kueue:
+            manager = stack.enter_context(Kueue(plane))
+            manager.priority_class("low", 10)
+            manager.priority_class("high", 1000)
         log(f"cluster up in {time.monotonic() - began:.0f} s: {nodes} kwok nodes of {GPUS_PER_NODE} GPUs; "
             f"logs in {plane.logs_dir}")
         parts: Parts = {
@@ -306,8 +353,9 @@ def cluster(jobs: int, log: Callable[[str], None]) -> Iterator[tuple[ControlPlan
             "kwok": lambda: _pids(kwok._process),
             "kube-apiserver": lambda: _pids(plane._apiserver),
             "etcd": lambda: _pids(plane._etcd),
+            **({"Kueue": lambda: _pids(manager._process)} if kueue else {}),
         }
-        yield plane, installed, parts
+        yield plane, installed, parts, manager if kueue else None
 
 
 # -- one pass --------------------------------------------------------------------------------------
@@ -329,12 +377,15 @@ class ScaleView(ServerView):
         return list(found.values())
 
 
-def scale_spec(pods: int = PODS_PER_JOB) -> dict[str, Any]:
-    """An NVCRE Job of ``pods`` one-GPU workers that may restart once."""
+def scale_spec(pods: int = PODS_PER_JOB, *, checkpoint: bool = False) -> dict[str, Any]:
+    """An NVCRE Job of ``pods`` one-GPU workers that may restart once (with ``checkpoint``, that asks
+    for a checkpoint before a drain, grace ``CHECKPOINT_GRACE_SECONDS``)."""
     spec = job_spec(pods, max_restarts=1)
     for replicated in spec["replicatedJobs"]:
         container = replicated["template"]["spec"]["template"]["spec"]["containers"][0]
         container["resources"] = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
+    if checkpoint:
+        spec["checkpoint"] = {"graceSeconds": CHECKPOINT_GRACE_SECONDS}
     return spec
 
 
@@ -358,32 +409,42 @@ class Scenario:
 def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: Install, jobs: int, *,
              pods: int = PODS_PER_JOB, steady_seconds: float | None = None,
              settle_seconds: float = SETTLE_SECONDS, deadline: float = 900.0,
-             log: Callable[[str], None] = print, parts: Parts | None = None) -> PassResult:
+             log: Callable[[str], None] = print, parts: Parts | None = None,
+             kueue: Kueue | None = None) -> PassResult:
     """Runs one pass (module doc) in namespace ``scale-<install.name>`` with ``jobs`` Jobs of ``pods``
     pods and returns its figures (the windows ``start``, ``settle``, ``steady``, ``transitions``); the
     hooks and the stand-in it started are stopped, and its Jobs deleted, before it returns. The
     steady window lasts ``steady_seconds`` (default: the resync period plus 10 s, so that every Job is
-    synced by the resync timer at least once in it); the pass gives up at ``deadline`` seconds."""
+    synced by the resync timer at least once in it); the pass gives up at ``deadline`` seconds. A
+    pass ``install.kueue`` needs ``kueue`` (the manager): its Jobs queue in LocalQueue ``team`` of a
+    ClusterQueue that fits them exactly, and its transitions are ``_preemptions``."""
     began = time.monotonic()
     namespace = f"{NAMESPACE_PREFIX}{install.name}"
     admin = plane.api_client()
     ensure_namespace(admin, namespace)
+    if install.kueue:
+        assert kueue is not None, f"pass {install.name} runs behind Kueue: start it (cluster(kueue=True))"
+        kueue.queue(namespace, "team", gpus=jobs * pods, cpu="1000", cluster_queue=f"{namespace}-cq")
     custom = kubernetes.client.CustomObjectsApi(admin)
     core = kubernetes.client.CoreV1Api(admin)
     result = PassResult(install, jobs)
     names = [f"train-{n:04d}" for n in range(jobs)]
     scenario = Scenario(names)
+    if install.kueue:  # preemptions instead (``_preemptions``)
+        scenario.fail, scenario.suspend, scenario.delete = set(), set(), set()
     steady_seconds = install.resync_period + 10 if steady_seconds is None else steady_seconds
     source = KubeconfigSource(plane, service_token, "nvcre-hooks")
     args = ["--workers", str(install.hook_workers), "--threads", str(install.hook_threads)]
     stop = threading.Event()
     with Timeline(admin, namespace) as timeline, \
             HookServer(source, token=hook_token, env=install.hook_env(namespace), args=args) as hooks:
-        backend = ApiBackend(admin, [namespace], qps=install.mc_qps, burst=install.mc_burst)
+        backend = ApiBackend(admin, [namespace], qps=install.mc_qps, burst=install.mc_burst,
+                             workloads=install.kueue, configmaps=install.checkpoint)
         view = ScaleView(admin, namespace)
         invariants = Invariants(view)
         driver = Metacontroller(backend, hooks.transport(), invariants, token=hooks.token,
-                                resync_period=install.resync_period, staleness=FRESH, workers=install.mc_workers)
+                                resync_period=install.resync_period, staleness=FRESH, workers=install.mc_workers,
+                                workloads=install.kueue, configmaps=install.checkpoint)
         driver.keep_calls = False
         refresh = max(REFRESH_SECONDS, jobs / 1000)
         serving = threading.Thread(target=driver.serve, args=(stop,), kwargs={"refresh_every": refresh},
@@ -395,8 +456,10 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
             **(parts or {})})
         try:
             clock.mark()
+            labels = {QUEUE_LABEL: "team", PRIORITY_LABEL: "low"} if install.kueue else {}
             with ThreadPoolExecutor(8) as pool:
-                list(pool.map(lambda name: _create(custom, namespace, name, pods), names))
+                list(pool.map(lambda name: _create(custom, namespace, name, pods, labels=labels,
+                                                   checkpoint=install.checkpoint), names))
             log(f"  {install.name}: {jobs} Jobs created in {time.monotonic() - began:.0f} s")
             running = wait_for(lambda: _all_running(driver, namespace, names, timeline, pods), deadline / 2,
                                every=1.0)
@@ -412,10 +475,15 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
             result.windows["steady"] = clock.mark()
             result.watched_pods = result.windows["steady"].metrics.watch_pods
             log(f"  {install.name}: steady for {steady_seconds:g} s")
-            result.finished = _transitions(scenario, namespace, custom, core, driver, timeline, invariants,
-                                           deadline - (time.monotonic() - began))
+            left = deadline - (time.monotonic() - began)
+            if install.kueue:
+                result.finished = _preemptions(scenario, namespace, custom, core, driver, timeline, invariants,
+                                               left, result, pods, install)
+            else:
+                result.finished = _transitions(scenario, namespace, custom, core, driver, timeline, invariants,
+                                               left)
             result.windows["transitions"] = clock.mark()
-            result.unfinished = sorted(n for n in names if not _done(scenario, driver, namespace, n))
+            result.unfinished = sorted(n for n in scenario.names if not _done(scenario, driver, namespace, n))
         finally:
             stop.set()
             serving.join(60)
@@ -459,9 +527,11 @@ class Clocked:
         return window
 
 
-def _create(custom: kubernetes.client.CustomObjectsApi, namespace: str, name: str, pods: int) -> None:
+def _create(custom: kubernetes.client.CustomObjectsApi, namespace: str, name: str, pods: int, *,
+            labels: Mapping[str, str] | None = None, checkpoint: bool = False) -> None:
     body = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace}, "spec": scale_spec(pods)}
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
+            "spec": scale_spec(pods, checkpoint=checkpoint)}
     custom.create_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", body,
                                            _request_timeout=(5, 30))
 
@@ -495,9 +565,9 @@ def check_steps(invariants: Invariants, timeline: Timeline, names: Sequence[str]
 
 def _transitions(scenario: Scenario, namespace: str, custom: kubernetes.client.CustomObjectsApi,
                  core: kubernetes.client.CoreV1Api, driver: Metacontroller, timeline: Timeline,
-                 invariants: Invariants, seconds: float) -> bool:
-    """Acts on every Job at once (module doc), then follows each until it is done; returns whether
-    all are done within ``seconds``."""
+                 invariants: Invariants, seconds: float, *, act: bool = True) -> bool:
+    """Acts on every Job at once (module doc; not when ``act`` is False: ``_preemptions`` acted), then
+    follows each until it is done; returns whether all are done within ``seconds``."""
     def patch_spec(name: str, suspend: bool) -> None:
         custom.patch_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", name,
                                               {"spec": {"suspend": suspend}}, _request_timeout=(5, 30))
@@ -548,7 +618,8 @@ def _transitions(scenario: Scenario, namespace: str, custom: kubernetes.client.C
 
     end = time.monotonic() + seconds
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(guarded(start), scenario.names))
+        if act:
+            list(pool.map(guarded(start), scenario.names))
         while time.monotonic() < end:
             pending = [n for n in scenario.names if not _done(scenario, driver, namespace, n)]
             if not pending:
@@ -557,6 +628,87 @@ def _transitions(scenario: Scenario, namespace: str, custom: kubernetes.client.C
             check_steps(invariants, timeline, scenario.names)
             time.sleep(1.0)
     return False
+
+
+def _preemptions(scenario: Scenario, namespace: str, custom: kubernetes.client.CustomObjectsApi,
+                 core: kubernetes.client.CoreV1Api, driver: Metacontroller, timeline: Timeline,
+                 invariants: Invariants, seconds: float, result: PassResult, pods: int, install: Install) -> bool:
+    """The transitions behind Kueue (``Install.kueue``): one high-priority Job per ten (``urgent-*``)
+    is created at once; Kueue preempts as many of the running ones (the quota fits them exactly). A
+    stand-in trainer acknowledges each checkpoint request ``ACK_AFTER_SECONDS`` after it sees it (a
+    merge patch of the annotation, as ``nvcre_checkpoint.acknowledge`` makes). Once every preemptor
+    runs, the pods of every running Job are completed as they run (the preempted ones queue again and
+    run their next attempt when the preemptors finish). Times, per preempted Job, from the request
+    (``requestedAt``; without the feature, the Workload's ``Evicted`` time) to the quota released
+    (its Workload seen gone, polled about every 0.5 s: the figures are that coarse, and second-rounded
+    at their start). Returns whether every Job Succeeded within ``seconds``."""
+    urgent = [f"urgent-{n:04d}" for n in range(max(1, len(scenario.names) // 10))]
+    scenario.names += urgent
+    end = time.monotonic() + seconds
+    started: dict[str, datetime] = {}
+    acked: set[str] = set()
+    released: dict[str, datetime] = {}
+    held: dict[str, str] = {}
+    """The uid of each preempted Job's Workload when it was evicted (the one whose quota it holds)."""
+    high = {QUEUE_LABEL: "team", PRIORITY_LABEL: "high"}
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda name: _create(custom, namespace, name, pods, labels=high), urgent))
+        while time.monotonic() < end:
+            now = datetime.now(UTC)
+            workloads = {w["metadata"]["name"]: w for w in custom.list_namespaced_custom_object(
+                "kueue.x-k8s.io", "v1beta2", namespace, "workloads", _request_timeout=(5, 30))["items"]}
+            for name in scenario.names:
+                if name in urgent:
+                    continue
+                status = _status(driver, namespace, name)
+                record = status.get("checkpoint") or {}
+                workload = workloads.get(name)
+                evicted = _evicted_at(workload)
+                ended = next((e for e in status.get("attempts") or () if e.get("outcome") == "Evicted"), None)
+                asked = workload is not None and (evicted is not None or record.get("outcome") == "Requested")
+                if name not in started and (asked or ended is not None):
+                    # the request's time; else Kueue's eviction, read off the Workload or, once it is gone
+                    # (a drain quicker than this loop), off the attempt's end (which is that time)
+                    at = (parse_time(record["requestedAt"]) if record.get("requestedAt") else evicted
+                          or parse_time((ended or {}).get("ended") or ""))
+                    if at is not None:
+                        started[name] = at
+                        held[name] = workload["metadata"]["uid"] if workload is not None and ended is None else ""
+                        result.preempted.append(name)
+                if name in started and name not in released and (workload is None
+                                                                  or workload["metadata"]["uid"] != held[name]):
+                    released[name] = now  # the Workload deleted (a fresh one follows): the quota released
+                if (install.checkpoint and record.get("outcome") == "Requested" and name not in acked
+                        and (now - (parse_time(record["requestedAt"]) or now)).total_seconds() >= ACK_AFTER_SECONDS):
+                    ack = json.dumps({"id": record["id"], "step": 100})
+                    custom.patch_namespaced_custom_object(
+                        "nvcre.nvidia.com", "v1alpha1", namespace, "jobs", name,
+                        {"metadata": {"annotations": {ACK_ANNOTATION: ack}}}, _request_timeout=(5, 30))
+                    acked.add(name)
+            preempting = all(_status(driver, namespace, n).get("phase") in ("Running", "Succeeded") for n in urgent)
+            if preempting and all(n in released for n in started):
+                break
+            check_steps(invariants, timeline, scenario.names)
+            time.sleep(0.5)
+    result.release_latencies = [(released[n] - started[n]).total_seconds() for n in started if n in released]
+    for name in started:
+        record = _status(driver, namespace, name).get("checkpoint") or {}
+        if install.checkpoint:
+            result.checkpoint_outcomes[str(record.get("outcome"))] += 1
+            ended = parse_time(record.get("acknowledgedAt") or record.get("expiredAt") or "")
+            deadline = parse_time(record.get("deadline") or "")
+            if ended is None or deadline is None or (ended - deadline).total_seconds() > install.resync_period:
+                result.late_ends.append(name)
+    return _transitions(scenario, namespace, custom, core, driver, timeline, invariants,
+                        end - time.monotonic(), act=False)
+
+
+def _evicted_at(workload: Mapping[str, Any] | None) -> datetime | None:
+    """When Kueue evicted ``workload`` (its ``Evicted`` condition, True), or ``None``."""
+    for condition in ((workload or {}).get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Evicted" and condition.get("status") == "True":
+            return parse_time(condition.get("lastTransitionTime") or "")
+    return None
 
 
 def _done(scenario: Scenario, driver: Metacontroller, namespace: str, name: str) -> bool:
@@ -691,7 +843,7 @@ def request_table(results: Mapping[str, PassResult]) -> list[dict[str, Any]]:
     return rows
 
 
-def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] = tuple(PASSES),
+def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] = DEFAULT_PASSES,
         budget: float = 3600.0, record: bool = True, record_as: str = "cluster_scale",
         log: Callable[[str], None] = print) -> BenchResult:
     """The benchmark (module doc): brings the cluster up, runs ``passes`` in order with ``jobs`` Jobs
@@ -701,13 +853,13 @@ def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] =
     jobs = jobs or (QUICK_JOBS if quick else DEFAULT_JOBS)
     began = time.monotonic()
     results: dict[str, PassResult] = {}
-    with cluster(jobs, log) as (plane, installed, parts):
+    with cluster(jobs, log, kueue=any(PASSES[name].kueue for name in passes)) as (plane, installed, parts, kueue):
         for index, name in enumerate(passes):
             left = budget - (time.monotonic() - began)
             share = left / (len(passes) - index)
             log(f"pass {name}, {PASSES[name].about} ({PASSES[name].flags()}), {jobs} Jobs, within {share:.0f} s")
             results[name] = run_pass(plane, installed.hook_token, installed.service_token, PASSES[name], jobs,
-                                     deadline=share, log=log, parts=parts)
+                                     deadline=share, log=log, parts=parts, kueue=kueue)
     result = BenchResult(record_as, f"{jobs} Jobs of {PODS_PER_JOB} pods on the real control plane",
                          figures=figures(results))
     result.tables["passes"] = [r.row() for r in results.values()]
@@ -733,6 +885,14 @@ def _notes(results: Mapping[str, PassResult]) -> list[str]:
         notes.append(f"{name}: {r.sync_errors} failed syncs (stand-in), {r.stale_refusals} answers refused as "
                      f"behind the cluster (409), {len(r.restart_latencies)} restarts and "
                      f"{len(r.delete_latencies)} deletes timed")
+        if r.install.kueue:
+            start = "request (requestedAt)" if r.install.checkpoint else "eviction (Evicted)"
+            notes.append(f"{name}: {len(r.preempted)} Jobs preempted by Kueue, {len(r.release_latencies)} timed from "
+                         f"the {start} to the quota released (s, sorted): "
+                         f"{[round(x, 1) for x in sorted(r.release_latencies)]}")
+        if r.install.checkpoint:
+            notes.append(f"{name}: checkpoint outcomes {dict(r.checkpoint_outcomes)}; ended later than grace + one "
+                         f"resync ({r.install.resync_period:g} s): {len(r.late_ends)} {r.late_ends[:10]}")
     return notes
 
 
@@ -773,7 +933,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cluster_scale", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_JOBS} Jobs instead of {DEFAULT_JOBS}")
     parser.add_argument("--jobs", type=int, help="Jobs per pass (overrides --quick)")
-    parser.add_argument("--passes", default=",".join(PASSES), help=f"comma-separated, of {', '.join(PASSES)}")
+    parser.add_argument("--passes", default=",".join(DEFAULT_PASSES),
+                        help=f"comma-separated, of {', '.join(PASSES)} (default: {', '.join(DEFAULT_PASSES)})")
     parser.add_argument("--budget", type=float, default=3600.0,
                         help="seconds for every pass together; each pass gets its share of what is left")
     parser.add_argument("--no-record", action="store_true", help="print only; write neither results.json "

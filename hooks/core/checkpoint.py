@@ -491,15 +491,29 @@ def history_keys(record: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in keys.items() if value not in (None, "")}
 
 
+HISTORY_KEYS = (F.CHECKPOINT_REQUESTED, F.CHECKPOINT_STEP, F.CHECKPOINT_ACKNOWLEDGED, F.CHECKPOINT_EXPIRED)
+"""The keys ``history_keys`` writes: one request's, never two requests' mixed."""
+
+
+def with_request(entry: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+    """``entry`` (the request's attempt's) saying what became of ``record``: the keys it does not
+    have yet (``history_keys``, each written once), in the entries' one order. Its keys are one
+    request's: when they name another request (their ``checkpointRequested`` is not ``record``'s:
+    a request made again after a cancel, under a new id), they are that request's and are replaced;
+    a cancelled request (the attempt kept running) leaves none."""
+    keys = history_keys(record) if record.get("outcome") != Said.CANCELLED else {}
+    if entry.get(F.CHECKPOINT_REQUESTED) != keys.get(F.CHECKPOINT_REQUESTED):
+        entry = {key: value for key, value in entry.items() if key not in HISTORY_KEYS}
+    return ordered({**keys, **entry})
+
+
 def after_row(ctx: Context, work: Work) -> None:
     """After the rows: the control ConfigMaps join the children, and the attempt's history entry
-    says what became of its request (``history_keys``, each written once). Writes nothing else."""
+    says what became of its request (``with_request``). Writes nothing else."""
     work.children.extend(control_children(ctx, work))
     record = work.checkpoint or {}
     if not record:
         return
-    keys = history_keys(record)
-    # keys it does not have yet (each written once), in the entries' one order
-    work.attempts = [ordered({**keys, **entry}) if entry.get(F.ATTEMPT) == record.get("attempt") else entry
+    work.attempts = [with_request(entry, record) if entry.get(F.ATTEMPT) == record.get("attempt") else entry
                      for entry in work.attempts]
 

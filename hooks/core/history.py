@@ -39,16 +39,18 @@ only once known; ``outcome`` is a ``vocab.EndCause``):
   call), the evidence it named it from, and the nodes it blames (node and infrastructure
   classes); for an eviction the class of Kueue's reason, for the deadline ``deadline``. Written
   once, never read back to spend a budget (``hooks.core.budget.floor`` only counts them);
-- ``drainSeconds`` (from ``ended`` until the barrier passed, as ``Drained``'s stamp dates it: a
-  lower bound, ``hooks.core.stamps``) and ``drainStuck`` (whether
-  ``DrainStuck`` was True meanwhile), for an attempt torn down (a restart, a suspend, a delete, an
-  eviction, the deadline).
+- ``drainSeconds`` and ``drainStuck`` (whether ``DrainStuck`` was True meanwhile), for an attempt
+  torn down (a restart, a suspend, an eviction, the deadline; a deleted Job is gone once drained):
+  from the drain's start (``ended``, or the end of a checkpoint request before it) until the API
+  server stored the status that said the barrier passed, written by the call after that write
+  (``_drained``: the pass leaves no dated trace of its own in the call that finds it).
 
 Every time is a time the API server or the kubelet wrote, never the call's clock (only kept no later
 than it), and each field is written once and never changed, so the status is a fixed point: fed
-back, at any later moment, nothing moves. Older entries beyond the limit are dropped and counted in
-``status.attemptsDropped``; every string is cut to a bound, so the history is at most
-``MAX_HISTORY_BYTES`` whatever ran (a Job restarted 10,000 times included).
+back, at any later moment, nothing moves (once a drain's pass is written, its ``drainSeconds`` is
+added in the next answer, then nothing moves: ``tests/support/settling.py``). Older entries beyond
+the limit are dropped and counted in ``status.attemptsDropped``; every string is cut to a bound, so
+the history is at most ``MAX_HISTORY_BYTES`` whatever ran (a Job restarted 10,000 times included).
 """
 
 from __future__ import annotations
@@ -161,6 +163,8 @@ def update(ctx: Context, work: Work, *, attempt: int, ended_by: Move | None) -> 
             _end(ctx, work, entry, attempt, ENDS.get(ended_by) if ended_by is not None else None)
         if _drains(entry) and F.DRAIN_SECONDS not in entry:
             _drain(ctx, work, entry)
+    for number in (attempt - 1, attempt):  # the teardown's attempt: the current one, or the one before it
+        _drained(ctx, entries.get(number), next((e for e in written if e[F.ATTEMPT] == number), None))
     most = limit(ctx.observed.spec)
     kept = [number for number in sorted(entries) if number <= max(attempt, work.attempt)][-most:]
     # Only entries the hooks wrote are counted when let go: one made in this call and not kept is not
@@ -276,20 +280,34 @@ def _drains(entry: Entry) -> bool:
 
 
 def _drain(ctx: Context, work: Work, entry: Entry) -> None:
-    """While the attempt drains: ``drainStuck`` once ``DrainStuck`` is True; once ``Drained`` is
-    True (the barrier passed in this call: every row that drains records it each call),
-    ``drainSeconds`` from ``ended`` to ``Drained``'s ``lastTransitionTime`` (stamped from the
-    request's evidence, ``barrier.evidence_time``), not to ``now``: answers to one cached parent
-    version made a second apart wrote 0, 2 and 3 and the status never settled (issue 21)."""
+    """While the attempt drains: ``drainStuck`` once ``DrainStuck`` is True."""
     stuck = cond.get_condition(work.conditions, DRAIN_STUCK)
     if stuck is not None and stuck.status == cond.TRUE:
         entry[F.DRAIN_STUCK] = True
-    drained = cond.get_condition(work.conditions, DRAINED)
+
+
+def _drained(ctx: Context, entry: Entry | None, prior: Entry | None) -> None:
+    """``drainSeconds`` and ``drainStuck`` of ``entry`` (an attempt torn down, ``prior`` as the
+    request's status has it), written once, in the first call whose request carries the write that
+    said its drain barrier passed: ``prior`` ended (the teardown's first answer runs the barrier, so
+    its ``Drained`` is this teardown's) and ``Drained`` is True. ``drainSeconds`` is from the drain's
+    start (``drain_start``) to when the API server stored that write (``Observed.status_written``:
+    the barrier passed before it, so it overstates the drain by the hooks' delay, at most a resync,
+    never understates it); the same in every answer to that request, and kept once written (the
+    status a fixed point). Pods leave no dated trace once gone, so no time the cluster's objects
+    carry can date the pass, and the call's clock would move with every answer (issue 21). Bounded:
+    a write time that is unreadable or later than ``now`` is not believed (the answer's evidence
+    stamp instead, ``Context.stamp``, never later than ``now``: a request built by hand, without
+    ``managedFields``, is dated by its clock); never negative, at most ``MAX_SECONDS``."""
+    if entry is None or prior is None or F.DRAIN_SECONDS in entry or not (_drains(entry) and _drains(prior)):
+        return
+    drained = cond.get_condition(ctx.observed.status.conditions, DRAINED)
     if drained is None or drained.status != cond.TRUE:
         return
-    ended = deadlines.time_or_none(entry.get(F.ENDED))
-    passed = deadlines.time_or_none(drained.last_transition_time) or utc(ctx.stamp)
-    seconds = (utc(passed) - ended).total_seconds() if ended is not None else 0.0
+    written = deadlines.time_or_none(ctx.observed.status_written)
+    passed = written if written is not None and written <= utc(ctx.now) else utc(ctx.stamp)
+    start = drain_start(entry)
+    seconds = (passed - start).total_seconds() if start is not None else 0.0
     entry[F.DRAIN_SECONDS] = int(min(deadlines.MAX_SECONDS, max(0.0, seconds)))
     entry[F.DRAIN_STUCK] = bool(entry.get(F.DRAIN_STUCK))
 
@@ -300,6 +318,15 @@ def class_facts(classified: Classified) -> Entry:
     if classified.nodes:
         facts[F.FAILED_NODES] = list(classified.nodes)
     return facts
+
+
+def drain_start(entry: Mapping[str, Any]) -> datetime | None:
+    """When ``entry``'s drain began: its ``ended``, or, after a checkpoint before the drain
+    (``hooks.core.checkpoint``), the later time its request was acknowledged or expired (the JobSet
+    ran until then). ``None`` when ``ended`` is not a time."""
+    times = [deadlines.time_or_none(entry.get(key)) for key in (F.ENDED, F.CHECKPOINT_ACKNOWLEDGED,
+                                                                 F.CHECKPOINT_EXPIRED)]
+    return None if times[0] is None else max(t for t in times if t is not None)
 
 
 def failure_facts(jobset: Mapping[str, Any], pods: Sequence[Pod], classified: Classified | None = None) -> Entry:

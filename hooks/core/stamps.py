@@ -10,8 +10,10 @@ stamped with the world's evidence (``evidence_time``): when the Job's spec or me
 changed, its deletionTimestamp, and the observed children's condition times, the same in every
 version that differs only by the hooks' own status writes. The price: a transition the cluster
 leaves no dated trace of (a drain passing: its pods are gone) is dated by the newest evidence
-there is, earlier than it happened (``status.attempts[].drainSeconds`` is a lower bound). Decisions
-on time (a deadline passed, how long a pod has been stuck) still read ``now``.
+there is, earlier than it happened (the ``Drained`` condition's time); how long a drain took is
+therefore read one call later, from the API server's time of the write that said it passed
+(``hooks.core.history._drained``). Decisions on time (a deadline passed, how long a pod has been
+stuck) still read ``now``.
 """
 
 from __future__ import annotations

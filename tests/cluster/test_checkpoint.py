@@ -96,6 +96,9 @@ def test_a_suspend_waits_for_the_trainer_s_acknowledgement(world: ClusterWorld, 
     assert world.condition("saver", "Checkpointed")["reason"] == "Acknowledged"
     entry = world.status("saver")["attempts"][0]
     assert (entry["outcome"], entry["checkpointStep"]) == ("Suspended", 1200)
+    world.run_until(lambda: "drainSeconds" in world.status("saver")["attempts"][0], "the drain dated")
+    drained = world.status("saver")["attempts"][0]["drainSeconds"]
+    assert drained <= time.monotonic() - asked + 1, "timed from the acknowledgement, not from the suspend"
     world.run_until(lambda: {"CheckpointRequested", "CheckpointAcknowledged"} <= set(world.event_reasons("saver")),
                     "the Events")
     world.assert_safe()
@@ -138,6 +141,15 @@ def test_a_resume_during_the_checkpoint_keeps_the_same_attempt_running(world: Cl
     status = world.status("fickle")
     assert (status["attempt"], world.jobsets("fickle")) == (0, ["fickle-0"])
     assert sorted(p["metadata"]["name"] for p in world.active_pods("fickle")) == pods, "nothing was dropped"
+    assert "checkpointRequested" not in status["attempts"][0], "a cancelled request leaves no history key"
+    first = checkpoint_of(world, "fickle")
+    world.driver.patch_spec(world.namespace, "fickle", suspend=True)  # asked again: a new request, not the first
+    world.run_until(lambda: checkpoint_of(world, "fickle").get("outcome") == "Requested", "asked again")
+    again = checkpoint_of(world, "fickle")
+    assert again["id"] != first["id"] and again["requestedAt"] > first["requestedAt"]
+    assert again["deadline"] > first["deadline"]
+    world.run_until(lambda: world.status("fickle")["attempts"][0].get("checkpointRequested") == again["requestedAt"],
+                    "the history names the new request")
     world.assert_safe()
 
 
@@ -236,4 +248,55 @@ def test_a_preemption_without_an_acknowledgement_drains_when_the_grace_expires(
     assert (record["outcome"], record["reason"]) == ("GraceExpired", "preemption")
     entry = next(e for e in world.status("low")["attempts"] if e["attempt"] == 0)
     assert entry["checkpointExpired"] == record["deadline"]
+    world.assert_safe()
+
+
+def test_an_eviction_withdrawn_while_the_request_waits_cancels_it_and_the_attempt_runs_on(
+        control_plane: ControlPlane, hooks: HookServer, kwok: Kwok, kueue: Any) -> None:
+    """Issue 33: "a resume during the checkpoint (... the eviction withdrawn) cancels it". Kueue
+    v0.17.0 takes an eviction back only by reserving quota again (``workload.SetQuotaReservation``
+    sets ``Evicted`` False, reason ``QuotaReserved``), and it never unsets the reservation of a
+    Workload it does not stop itself (an external framework's, such as these): so the withdrawal
+    is that status write, made here as Kueue makes it, once the preemptor is gone. The real Kueue
+    then holds an admitted Workload again and evicts nothing: the request is ``Cancelled``, the same
+    attempt keeps its JobSet, pods and Workload (no drain, no new attempt, the quota never moved)."""
+    from tests.cluster.kueue import GROUP, VERSION
+    from tests.cluster.test_kueue import gpu_spec, labels, reserving, workload
+    namespace = f"checkpoint-kueue-{next(_names)}"
+    world = ClusterWorld(control_plane, hooks, namespace, kwok, workloads=True, configmaps=True)
+    kueue.queue(namespace, "team", gpus=8, cluster_queue=f"{namespace}-cq")
+    world.create_job("low", gpu_spec() | {"checkpoint": {"graceSeconds": 300}}, labels=labels("low"))
+    world.run_until_pods_run("low", 2, timeout=90)
+    pods = sorted(p["metadata"]["name"] for p in world.active_pods("low"))
+    uid = workload(world, kueue, "low")["metadata"]["uid"]  # type: ignore[index]
+    world.create_job("urgent", gpu_spec(), labels=labels("high"))
+    world.run_until(lambda: checkpoint_of(world, "low").get("outcome") == "Requested", "low asked", timeout=90)
+    asked = checkpoint_of(world, "low")
+    assert asked["reason"] == "preemption" and world.phase("low") == "Suspending"
+    world.driver.delete_job(world.namespace, "urgent")
+    world.run_until(lambda: world.gone("urgent"), "the preemptor gone", timeout=60)
+    evicted = workload(world, kueue, "low")
+    assert evicted is not None and evicted["metadata"]["uid"] == uid
+    conditions = [c | {"status": "False", "reason": "QuotaReserved",
+                       "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                  if c["type"] in ("Evicted", "Preempted") and c["status"] == "True" else c
+                  for c in evicted["status"]["conditions"]]
+    kueue.custom.patch_namespaced_custom_object_status(GROUP, VERSION, namespace, "workloads", "low",
+                                                       {"status": {"conditions": conditions}})
+    world.run_until(lambda: checkpoint_of(world, "low").get("outcome") == "Cancelled", "cancelled", timeout=60)
+    world.run_until(lambda: world.phase("low") == "Running", "Running again", timeout=30)
+    world.run_for(4)
+    status, record = world.status("low"), checkpoint_of(world, "low")
+    assert record["id"] == asked["id"] and world.condition("low", "Checkpointed")["reason"] == "Cancelled"
+    assert (status["phase"], status["attempt"], status["restarts"]) == ("Running", 0, 0)
+    assert world.jobsets("low") == ["low-0"]
+    assert sorted(p["metadata"]["name"] for p in world.active_pods("low")) == pods, "nothing was dropped"
+    admitted = workload(world, kueue, "low")
+    assert admitted is not None and admitted["metadata"]["uid"] == uid, "the same Workload, the same quota"
+    assert not any(c["type"] == "Evicted" and c["status"] == "True" for c in admitted["status"]["conditions"]), \
+        "Kueue evicts nothing again"
+    assert reserving(kueue, world) == 1 and world.condition("low", "Admitted")["status"] == "True"
+    reasons = world.event_reasons("low")
+    assert "CheckpointCancelled" in reasons and "DrainWaiting" not in reasons and "DrainPassed" not in reasons
+    assert [e["attempt"] for e in status["attempts"]] == [0] and "outcome" not in status["attempts"][0]
     world.assert_safe()

@@ -4,11 +4,15 @@ of manifests/rbac.yaml is what allows them) and validated by the real API server
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from hooks.tools.nvjob.rendering import history_text
+from hooks.tools.nvjob.view import attempt_rows
 from tests.cluster.kube import REPO, Applier, load_documents
 from tests.cluster.world import ClusterWorld
 from tests.e2e.harness import job_spec
@@ -60,6 +64,8 @@ def test_an_eviction_restarts_without_spending_a_restart(world: ClusterWorld) ->
     # a kubelet's eviction is no preemption: the attempt Failed, its reason the disruption's, its cause the rule's
     assert (first["outcome"], first["reason"], first["cause"], first["exitCode"]) == \
         ("Failed", "TerminationByKubelet", "preempted", 137)
+    world.run_until(lambda: "drainSeconds" in world.status("preempt")["attempts"][0], "the drain dated")
+    first = world.status("preempt")["attempts"][0]  # one status write after the pass (issue 35)
     assert first["drainSeconds"] >= 0 and first["drainStuck"] is False
     world.run_until(lambda: {"Restarting", "DrainPassed"} <= set(world.event_reasons("preempt")),
                     "the restart's Events")
@@ -151,4 +157,53 @@ def test_a_pod_stuck_on_a_dead_node_is_named_then_force_deleted_once_the_node_is
     Applier(world.plane.api_client()).apply_all(grants)
     world.run_until(lambda: world.gone("marooned"), "the Job gone after the force delete", timeout=120)
     assert "ForceDeletingPod" in world.event_reasons("marooned")
+    world.assert_safe()
+
+
+HELD_SECONDS, STUCK_SECONDS = 5, 6
+
+
+def test_drain_seconds_time_a_drain_held_by_a_pod_and_one_stuck_on_a_lost_node(world: ClusterWorld) -> None:
+    """Issue 35: ``status.attempts[].drainSeconds`` on pod-only drains (the JobSet goes at once, the
+    pods do not), which the old stamp dated 0 s: a suspend whose pod is held Terminating for
+    ``HELD_SECONDS``, then, resumed, a suspend whose pod is on a node lost for ``STUCK_SECONDS``
+    (``DrainStuck``). Each is timed from the suspend's write to the API server's write of the pass:
+    no less than the pod was held, no more than the test saw it take. About 30 s."""
+    timed = spec(drain={"stuckAfterSeconds": 1})
+    for replicated in timed["replicatedJobs"]:
+        replicated["template"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1
+    world.create_job("timed", timed)
+    held = sorted(world.run_until_pods_run("timed", 2))[0]
+    world.pods.hold(held)
+    began = time.monotonic()
+    world.driver.patch_spec(world.namespace, "timed", suspend=True)
+    world.run_until(lambda: world.phase("timed") == "Suspending" and world.jobsets("timed") == [], "dropped")
+    world.run_for(max(0.0, HELD_SECONDS - (time.monotonic() - began)))
+    world.pods.release(held)
+    world.run_until(lambda: "drainSeconds" in world.status("timed")["attempts"][0], "the held drain dated")
+    took = time.monotonic() - began
+    first = world.status("timed")["attempts"][0]
+    assert HELD_SECONDS - 1 <= first["drainSeconds"] <= took + 1, (first, took)
+    assert first["drainStuck"] is False and world.phase("timed") == "Suspended"
+
+    world.driver.patch_spec(world.namespace, "timed", suspend=None)
+    pod = sorted(world.run_until_pods_run("timed", 2, timeout=60))[0]
+    node = next(p["spec"]["nodeName"] for p in world.active_pods("timed") if p["metadata"]["name"] == pod)
+    world.kwok.lose_node(node)
+    try:
+        began = time.monotonic()
+        world.driver.patch_spec(world.namespace, "timed", suspend=True)
+        world.run_until(lambda: world.condition("timed", "DrainStuck").get("status") == "True", "DrainStuck",
+                        timeout=30)
+        world.run_for(max(0.0, STUCK_SECONDS - (time.monotonic() - began)))
+    finally:
+        world.kwok.restore_node(node)  # the pool is the session's: never leave a node lost
+    world.run_until(lambda: "drainSeconds" in world.status("timed")["attempts"][1], "the stuck drain dated")
+    took = time.monotonic() - began
+    second = world.status("timed")["attempts"][1]
+    assert STUCK_SECONDS - 1 <= second["drainSeconds"] <= took + 1, (second, took)
+    assert second["drainStuck"] is True
+    job = world.job("timed")
+    assert job is not None
+    print("\n" + history_text(attempt_rows(job) or [], 0, datetime.now(UTC)))  # the README's samples
     world.assert_safe()

@@ -350,3 +350,22 @@ def test_a_suspend_after_a_cancelled_request_asks_again_under_a_new_id() -> None
     record = status(again)["checkpoint"]
     assert record["outcome"] == "Requested" and record["id"] != old["id"]  # not expired at once, not the old ack
     assert record["requestedAt"] == "2026-01-01T00:05:00Z" and record["ignored"] == old["id"]
+
+
+def test_the_history_names_the_attempt_s_last_request_not_a_cancelled_one() -> None:
+    """``status.attempts[]`` keeps one request's keys: a cancelled request leaves none (the attempt
+    kept running), and a request made again is the one its entry names, with its own acknowledgement."""
+    first = suspending()
+    assert status(first)["attempts"][0]["checkpointRequested"] == STAMP
+    resumed = run(FakeReader(pods()), spec=CHECKPOINTED, status=status(first),
+                  jobsets=[mounting(jobset_child("train", 0))], now=NOW + timedelta(seconds=10))
+    assert "checkpointRequested" not in status(resumed)["attempts"][0]
+    again = suspending(prior=status(resumed), now=NOW + timedelta(seconds=300))
+    record = status(again)["checkpoint"]
+    assert status(again)["attempts"][0]["checkpointRequested"] == record["requestedAt"] == "2026-01-01T00:05:00Z"
+    acked = suspending(prior=status(again), annotations=ack(record), now=NOW + timedelta(seconds=320))
+    entry = status(acked)["attempts"][0]
+    assert (entry["checkpointRequested"], entry["checkpointStep"], entry["checkpointAcknowledged"]) == (
+        "2026-01-01T00:05:00Z", 1200, "2026-01-01T00:05:20Z")
+    fed_back = suspending(prior=status(acked), annotations=ack(record), now=NOW + timedelta(seconds=400))
+    assert status(fed_back)["attempts"] == status(acked)["attempts"], "a fixed point"

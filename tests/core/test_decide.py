@@ -14,6 +14,7 @@ from hooks.core.evidence import current_attempt
 from hooks.core.observed import parse_request
 from hooks.core.request import read_spec
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod
+from tests.support.settling import drain_dated
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = NOW + timedelta(minutes=5)
@@ -297,7 +298,8 @@ def test_suspend_tears_down_then_suspends(keying: str) -> None:
     done = run(FakeReader([]), keying=keying, spec=spec, status=status(d))
     assert (status(done)["phase"], status(done)["workload"], done.kind) == ("Suspended", "", "proceeded")
     again = run(FakeReader([]), keying=keying, spec=spec, status=status(done), now=LATER)
-    assert status(again) == status(done)
+    assert drain_dated(status(done), status(again)), "fed back, only the drain is dated (once)"
+    assert status(run(FakeReader([]), keying=keying, spec=spec, status=status(again), now=LATER)) == status(again)
 
 
 # ---- row 4: resume ----------------------------------------------------------------------------------

@@ -53,6 +53,22 @@ def fresh(reader: FakeReader) -> FakeReader:
     return again
 
 
+def passed(body: dict[str, Any], reader: FakeReader, now: datetime) -> dict[str, Any]:
+    """The answer's status to a call in which the drain barrier passes: ``drainSeconds`` is not in
+    it yet (the pass is dated by the API server's write of this status, ``history._drained``)."""
+    out = run(body, reader, now).response["status"]
+    assert all("drainSeconds" not in entry for entry in out["attempts"])
+    return out
+
+
+def written_at(body: dict[str, Any], when: datetime) -> dict[str, Any]:
+    """``body`` whose status the API server stored at ``when`` (a ``managedFields`` entry of the
+    status subresource, as Metacontroller's status update leaves it)."""
+    body["parent"]["metadata"]["managedFields"] = [{"manager": "metacontroller", "operation": "Update",
+                                                    "subresource": "status", "time": stamp(when)}]
+    return body
+
+
 def failed_jobset(attempt: int, at: datetime) -> dict[str, Any]:
     jobset = jobset_child("train", attempt, state="Failed")
     jobset["status"]["conditions"][0].update(reason="FailedJobs", lastTransitionTime=stamp(at))
@@ -100,10 +116,13 @@ def test_a_restart_records_the_failure_its_first_failing_pod_its_cause_and_its_d
         "classEvidence": "pod train-0-worker-0-0: container worker exited with 3",
         "failedPodDeletionStarted": "2026-01-01T00:05:00Z", "failedPodGracePeriodEnds": "2026-01-01T00:05:30Z"}]
     t6 = t5 + timedelta(minutes=1)
-    drained = step(job_request(spec=spec, status=restarting), FakeReader([]), t6)
+    drained = passed(job_request(spec=spec, status=restarting), FakeReader([]), t6)
     assert (drained["phase"], drained["attempt"]) == ("Pending", 1)
-    first, second = drained["attempts"]
-    assert (first["drainSeconds"], first["drainStuck"]) == (60, False), "from its end until nothing was left"
+    timed = step(written_at(job_request(spec=spec, status=drained), t6 + timedelta(seconds=1)), FakeReader([]),
+                 t6 + timedelta(seconds=30))
+    first, second = timed["attempts"]
+    assert (first["drainSeconds"], first["drainStuck"]) == (61, False), \
+        "from its end until the API server stored the status that said the barrier passed"
     assert second == {"attempt": 1, "jobSet": "train-1"}
 
 
@@ -197,7 +216,10 @@ def test_suspend_ends_the_attempt_and_its_drain_counts_until_the_barrier_passes_
     assert held["attempts"][0] | {} == {**status["attempts"][0], "ended": "2026-01-01T00:00:00Z",
                                         "outcome": "Suspended"}
     later = NOW + timedelta(seconds=45)
-    done = step(job_request(spec=suspended_spec, status=held), FakeReader([]), later)
+    drained = passed(job_request(spec=suspended_spec, status=held), FakeReader([]), later)
+    assert drained["phase"] == "Suspended"
+    done = step(written_at(job_request(spec=suspended_spec, status=drained), later), FakeReader([]),
+                later + timedelta(seconds=20))
     assert done["phase"] == "Suspended" and done["attempts"][0]["drainSeconds"] == 45
     resumed = step(job_request(status=done), FakeReader([]), later + timedelta(hours=2))
     assert [e["attempt"] for e in resumed["attempts"]] == [0, 1]
@@ -214,7 +236,8 @@ def test_a_stuck_drain_is_remembered_after_it_passes() -> None:
     stuck = worker(0, deleting="2025-12-31T23:00:00Z")
     waiting = step(job_request(spec=spec, status=status), FakeReader([stuck], nodes=[]))
     assert waiting["attempts"][0]["drainStuck"] is True and "drainSeconds" not in waiting["attempts"][0]
-    done = step(job_request(spec=spec, status=waiting), FakeReader([]))
+    drained = passed(job_request(spec=spec, status=waiting), FakeReader([]), NOW)
+    done = step(job_request(spec=spec, status=drained), FakeReader([]))  # no managedFields: the clock, a bound
     assert (done["attempts"][0]["drainSeconds"], done["attempts"][0]["drainStuck"]) == (3600, True)
 
 
@@ -265,9 +288,12 @@ def test_an_entry_written_by_hand_past_the_attempt_is_let_go_uncounted_when_an_e
     body = job_request(status={"phase": "Running", "attempt": 0, "workload": "train-0", "attempts": forged},
                        labels={"kueue.x-k8s.io/queue-name": "team"},
                        workloads=[workload_child("train", state="evicted", reason="Preempted")])
-    out = step(body, FakeReader([]))
+    out = passed(body, FakeReader([]), NOW)
     assert [entry["attempt"] for entry in out["attempts"]] == [0]
     assert out["attempts"][0]["outcome"] == "Evicted" and out.get("attemptsDropped", 0) == 0
+    body["parent"]["status"] = out
+    timed = step(body, FakeReader([]))  # the pass's write dates the drain, once; then a fixed point
+    assert [entry["attempt"] for entry in timed["attempts"]] == [0] and timed["attempts"][0]["drainSeconds"] >= 0
 
 
 def test_the_entry_of_an_adopted_attempt_keeps_what_it_recorded() -> None:
@@ -391,3 +417,42 @@ def test_odd_times_and_reasons_in_a_jobset_or_a_pod_never_break_the_history() ->
         out = step(job_request(spec=job_spec(max_restarts=1), status=status, jobsets=[jobset]), FakeReader([pod]))
         entry = out["attempts"][0]
         assert entry["outcome"] == "Failed" and entry["ended"] <= "2026-01-01T00:00:00Z", odd
+
+
+def suspended_after(entry: dict[str, Any], when: datetime) -> dict[str, Any]:
+    """A request whose status says the suspend's drain passed (``Drained`` True) in a write the API
+    server stored at ``when``."""
+    status = {"phase": "Suspended", "attempt": 0, "workload": "", "attempts": [entry],
+              "conditions": [{"type": "Drained", "status": "True", "reason": "NoActivePods", "message": "",
+                              "lastTransitionTime": entry["ended"]}]}
+    return written_at(job_request(spec=job_spec(suspend=True), status=status), when)
+
+
+def test_a_drain_after_a_checkpoint_is_timed_from_the_gate_s_end_not_from_the_suspend() -> None:
+    entry = {"attempt": 0, "jobSet": "train-0", "ended": "2026-01-01T00:00:00Z", "outcome": "Suspended",
+             "checkpointRequested": "2026-01-01T00:00:00Z", "checkpointStep": 7,
+             "checkpointAcknowledged": "2026-01-01T00:01:40Z"}
+    out = step(suspended_after(entry, NOW + timedelta(seconds=112)), FakeReader([]), NOW + timedelta(minutes=5))
+    assert out["attempts"][0]["drainSeconds"] == 12, "the JobSet ran until the acknowledgement"
+
+
+def test_a_pass_stored_in_the_future_is_not_believed() -> None:
+    entry = {"attempt": 0, "jobSet": "train-0", "ended": "2025-12-31T23:59:00Z", "outcome": "Suspended"}
+    out = step(suspended_after(entry, NOW + timedelta(days=3)), FakeReader([]), NOW)
+    assert out["attempts"][0]["drainSeconds"] == 60, "no later than the call's own evidence (here its clock)"
+
+
+def test_a_teardown_that_just_began_is_not_timed_by_an_earlier_drain_s_pass() -> None:
+    """``Drained`` True from attempt 0's restart, and attempt 1 suspended in this call: the pass the
+    request carries is not this teardown's (its entry had not ended), so nothing is timed yet."""
+    entries = [{"attempt": 0, "jobSet": "train-0", "ended": "2025-12-31T22:00:00Z", "outcome": "Failed",
+                "cause": "default", "drainSeconds": 4, "drainStuck": False},
+               {"attempt": 1, "jobSet": "train-1", "created": "2025-12-31T22:00:10Z"}]
+    status = {"phase": "Running", "attempt": 1, "restarts": 1, "workload": "train-1", "attempts": entries,
+              "conditions": [{"type": "Drained", "status": "True", "reason": "NoActivePods", "message": "",
+                              "lastTransitionTime": "2025-12-31T22:00:04Z"}]}
+    body = written_at(job_request(spec=job_spec(suspend=True, max_restarts=1), status=status,
+                                  jobsets=[jobset_child("train", 1)]), NOW - timedelta(minutes=1))
+    out = run(body, FakeReader([worker(1)])).response["status"]
+    assert out["phase"] == "Suspending" and out["attempts"][1]["outcome"] == "Suspended"
+    assert "drainSeconds" not in out["attempts"][1] and out["attempts"][0]["drainSeconds"] == 4

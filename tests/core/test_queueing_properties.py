@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tests.core.test_decide_properties import JOB, LATER, NOW, decide, fast, no_live_pod_of_the_job, observe, scenarios
 from tests.support import FakeReader, workload_child
+from tests.support.settling import drain_dated
 
 STATES = ["", "pending", "admitted", "evicted"]
 
@@ -71,6 +72,9 @@ def test_queue_managed_decisions_are_deterministic_and_a_fixed_point(
     assert decide(observe(request), FakeReader(**reader_args), NOW) == first
     request["parent"]["status"] = first.response["status"]
     again = decide(observe(request), FakeReader(**reader_args), NOW)
+    if drain_dated(first.response["status"], again.response["status"]):  # once: tests/support/settling.py
+        first, request["parent"]["status"] = again, again.response["status"]
+        again = decide(observe(request), FakeReader(**reader_args), NOW)
     assert again.response["status"] == first.response["status"]
     # an hour later too, unless a time limit (deadline, TTL, stuck drain) can pass meanwhile
     # (as in test_decide_properties)

@@ -9,7 +9,7 @@ Metacontroller wrote that over the live status (attempt 1): the attempt went bac
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
@@ -164,7 +164,8 @@ def test_a_suspend_of_the_current_attempt_still_drains_it() -> None:
 
 def test_a_drain_that_passes_is_timed_the_same_whenever_answered() -> None:
     """``drainSeconds`` ran to ``now``: one cached parent version answered a second apart wrote 0,
-    2 and 3 (the tier's ``nap``: a hot loop). Timed to ``Drained``'s evidence stamp, all agree."""
+    2 and 3 (the tier's ``nap``: a hot loop). The pass writes none; the version that carries the
+    pass is timed by the API server's write of it (issue 35): every answer to either agrees."""
     request = job_request(name="nap", keying="v2", spec=job_spec(suspend=True), status={
         "phase": "Suspending", "attempt": 0, "restarts": 0,
         "attempts": [{"attempt": 0, "jobSet": "nap-0", "created": "2026-01-01T00:00:01Z",
@@ -176,7 +177,17 @@ def test_a_drain_that_passes_is_timed_the_same_whenever_answered() -> None:
     answers = [decide(parse_request(request, "sync"), FakeReader([]), datetime(2026, 1, 1, 0, 0, s, tzinfo=UTC))
                .response["status"] for s in (6, 8, 9)]
     assert answers[0] == answers[1] == answers[2]
-    assert answers[0]["attempts"][0]["drainSeconds"] == 2 and answers[0]["phase"] == "Suspended"
+    assert "drainSeconds" not in answers[0]["attempts"][0] and answers[0]["phase"] == "Suspended"
+    request["parent"]["status"] = answers[0]
+    request["parent"]["metadata"]["managedFields"][0]["time"] = "2026-01-01T00:00:07Z"  # the pass, as stored
+    timed = [decide(parse_request(request, "sync"), FakeReader([]), datetime(2026, 1, 1, 0, 0, s, tzinfo=UTC))
+             .response["status"] for s in (8, 30, 59)]
+    assert timed[0] == timed[1] == timed[2]
+    assert timed[0]["attempts"][0]["drainSeconds"] == 5, "from 00:00:02 (ended) to 00:00:07 (the pass stored)"
+    request["parent"]["status"] = timed[0]
+    request["parent"]["metadata"]["managedFields"][0]["time"] = "2026-01-01T00:00:09Z"
+    assert decide(parse_request(request, "sync"), FakeReader([]), NOW + timedelta(hours=1)).response["status"] \
+        == timed[0], "written once: a fixed point"
 
 
 def created_at(objs: list[dict], when: str) -> list[dict]:

@@ -357,17 +357,22 @@ def test_describe_renders_the_attempts_from_status_attempts(capsys: pytest.Captu
     assert document["attemptsDropped"] == 5
 
 
-def test_the_readmes_attempts_sample_is_what_describe_prints(capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's attempts table (``kubectl nvjob describe llama`` six hours after attempt 0 was
-    created) is exactly describe's Attempts section for ``ATTEMPTS``."""
+def test_the_readmes_attempts_sample_is_what_history_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's attempts table (``kubectl nvjob history timed``, printed by the tier's
+    ``test_drain_seconds_time_a_drain_held_by_a_pod_and_one_stuck_on_a_lost_node`` on 2026-12-06) is
+    exactly ``history``'s output for the entries that run wrote, 17 s after attempt 0 was created."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    shown = readme.split("# the Attempts section, six hours after attempt 0 was created\n", 1)[1].split("```", 1)[0]
-    status = {**RUNNING, "attempt": 2, "workload": "llama-2", "attempts": ATTEMPTS, "attemptsDropped": 5}
-    code = commands.run(["describe", "llama"], connector=lambda _: (Recorded([nvjob("llama", status=status)]), NS),
-                        clock=lambda: datetime(2026, 1, 1, 6, tzinfo=UTC))
+    shown = readme.split("# 17 s after attempt 0 was created\n", 1)[1].split("```", 1)[0]
+    entries = [{"attempt": 0, "jobSet": "timed-0", "created": "2026-12-06T13:06:03Z", "ended": "2026-12-06T13:06:04Z",
+                "outcome": "Suspended", "drainSeconds": 6, "drainStuck": False},
+               {"attempt": 1, "jobSet": "timed-1", "created": "2026-12-06T13:06:12Z", "ended": "2026-12-06T13:06:12Z",
+                "outcome": "Suspended", "drainSeconds": 7, "drainStuck": True}]
+    status = {"phase": "Suspended", "attempt": 1, "restarts": 0, "attempts": entries}
+    code = commands.run(["history", "timed"], connector=lambda _: (Recorded([nvjob("timed", status=status)]), NS),
+                        clock=lambda: datetime(2026, 12, 6, 13, 6, 20, tzinfo=UTC))
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")
-    assert "Attempts:\n" + out.split("Attempts:\n", 1)[1].split("Pods (", 1)[0] == shown
+    assert out == shown
 
 
 # -- why ---------------------------------------------------------------------------------------------
