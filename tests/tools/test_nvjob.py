@@ -368,7 +368,8 @@ def test_the_readmes_attempts_sample_is_what_history_prints(capsys: pytest.Captu
                {"attempt": 1, "jobSet": "timed-1", "created": "2026-12-06T13:06:12Z", "ended": "2026-12-06T13:06:12Z",
                 "outcome": "Suspended", "drainSeconds": 7, "drainStuck": True}]
     status = {"phase": "Suspended", "attempt": 1, "restarts": 0, "attempts": entries}
-    code = commands.run(["history", "timed"], connector=lambda _: (Recorded([nvjob("timed", status=status)]), NS),
+    timed = nvjob("timed", status=status, max_restarts=0, drain={"stuckAfterSeconds": 1})  # the tier's spec
+    code = commands.run(["history", "timed"], connector=lambda _: (Recorded([timed]), NS),
                         clock=lambda: datetime(2026, 12, 6, 13, 6, 20, tzinfo=UTC))
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")
