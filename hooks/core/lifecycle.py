@@ -320,8 +320,7 @@ class JobSetFate(StrEnum):
     DROP = "drop"
 
 
-@dataclass(frozen=True)
-class ConditionChange:
+class ConditionChange(msgspec.Struct, frozen=True):
     """A condition a step sets: ``type``, ``status``, ``reason``, ``message``; stamped by ``apply``
     with the call's evidence time (``Context.stamp``), its transition time kept while its status
     does not change (``hooks.core.conditions.set_condition``). ``since``, when said: the transition
@@ -335,8 +334,7 @@ class ConditionChange:
     since: str = ""
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(msgspec.Struct, frozen=True):
     """What the drain barrier puts into the status (``hooks.core.barrier.record``), carried by the
     step of the row that read it: the ``conditions`` it sets (``Drained``, ``DrainStuck``,
     ``ForceDeleteAllowed``, each with its transition time), ``active_pods`` (``None``: a read failed,
@@ -350,16 +348,14 @@ class Record:
     deletes: tuple[Action, ...] = ()
 
 
-@dataclass(frozen=True)
-class Wake:
+class Wake(msgspec.Struct, frozen=True):
     """A named wake-up: ask again in ``seconds`` because of ``name``."""
 
     name: str
     seconds: float
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):
     """What a row decides, as a value: ``apply`` writes it into the ``Work``, the one place.
 
     ``outcome`` (``Decision.kind``) is always said. Every other field is ``None`` (or empty) when

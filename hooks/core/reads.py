@@ -11,7 +11,7 @@ through the Reader in ``Context`` (podread, ADR-102).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from hooks.core.lifecycle import Step
 from hooks.core.work import Context
