@@ -177,9 +177,21 @@ def mermaid() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _between() -> dict[tuple[str, str], tuple[Arrow, ...]]:
+    """``ARROWS`` by (source, target), each pair's arrows in the table's order: read once, at import."""
+    found: dict[tuple[str, str], tuple[Arrow, ...]] = {}
+    for a in ARROWS:
+        found[a.source, a.target] = (*found.get((a.source, a.target), ()), a)
+    return found
+
+
+_BETWEEN = _between()
+
+
 def arrows(source: str, target: str) -> tuple[Arrow, ...]:
-    """The arrows from ``source`` to ``target`` (none when the table has no such transition)."""
-    return tuple(a for a in ARROWS if (a.source, a.target) == (source, target))
+    """The arrows from ``source`` to ``target`` (none when the table has no such transition), in the
+    table's order (``ARROWS``, looked up by the pair: every decision asks)."""
+    return _BETWEEN.get((source, target), ())
 
 
 def taken(move: str, source: str, target: str) -> Arrow | None:
