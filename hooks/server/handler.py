@@ -9,7 +9,6 @@ exception type (the traceback goes to the log). A 200 is only ever built from a 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+import msgspec
 import orjson
 
 from hooks.core.decide import Decision, decide
@@ -107,7 +107,7 @@ def handle(
         payload = parse_json(raw, max_bytes=settings.max_body_bytes, max_depth=settings.max_json_depth)
         observed = parse_request(payload, hook)
         if settings.gang_policy != GangCluster.default_policy or settings.gang_api_note:
-            observed = dataclasses.replace(observed, gang=GangCluster(default_policy=settings.gang_policy,
+            observed = msgspec.structs.replace(observed, gang=GangCluster(default_policy=settings.gang_policy,
                                                                       api_note=settings.gang_api_note))
         namespace, job = observed.namespace, observed.name
         now = clock()
