@@ -16,7 +16,7 @@ from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.jobs import Job, JobLister
 from podread.metrics import ReadMetrics, default_metrics
 from podread.nodes import NodeCache, NodeLister, NodeState, read_states
-from podread.selector import Pod, PodLister, PodSelector, count_active, is_active, tells_a_failure
+from podread.selector import Counted, Pod, PodLister, PodSelector, counted, is_active, tells_a_failure
 
 log = logging.getLogger("podread")
 L = TypeVar("L")
@@ -95,7 +95,7 @@ class Reader:
         """
         return self._read("job_pods", CACHE, PodSelector(namespace=namespace, labels={JOB_LABEL: job}))
 
-    def counted_job_pods(self, namespace: str, job: str, reported: int | None) -> list[Pod]:
+    def counted_job_pods(self, namespace: str, job: str, reported: int | None) -> Counted:
         """A Job's workload pods for the count a status reports (``activePods``): JOB_LABEL=job in
         namespace, from the cache (slim) when as many of them are active as ``reported`` (the count
         the status holds now; ``None``: none yet), else from the API server (whole pods).
@@ -107,13 +107,16 @@ class Reader:
         and forth, each write a new sync that the other process may answer. Confirmed this way, the
         status changes only when the pods on the server do, and a status fed back is a fixed point.
         When the cache missed and this call's own fill listed the pods from the live client, that
-        list is the answer (no second read). A failed read raises, never "no pods".
+        list is the answer (no second read). Returns the pods with their active count
+        (``podread.selector.Counted``: counted once, the count the caller writes). A failed read
+        raises, never "no pods".
         """
         selector = PodSelector(namespace=namespace, labels={JOB_LABEL: job})
         cached, listed_live = self._list("counted_job_pods", CACHE, selector)
-        if listed_live or count_active(cached) == reported:
-            return cached
-        return self._read("counted_job_pods", LIVE, selector)
+        answer = counted(cached)
+        if listed_live or answer.active == reported:
+            return answer
+        return counted(self._read("counted_job_pods", LIVE, selector))
 
     def active_job_pods(self, namespace: str, job: str) -> list[Pod]:
         """A Job's workload pods that have not finished: JOB_LABEL=job in namespace, phase neither

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from podread.constants import FINISHED_PHASES
 
@@ -106,6 +106,20 @@ def count_active(pods: Collection[Mapping[str, Any]]) -> int:
     the count of every ``/sync`` (``activePods``, ``Reader.counted_job_pods``) over all of a Job's pods."""
     finished = FINISHED_PHASES
     return len(pods) - sum([(pod.get("status") or {}).get("phase") in finished for pod in pods])
+
+
+class Counted(NamedTuple):
+    """A list of pods and how many of them are active (``count_active``), counted once where they
+    were read: what ``Reader.counted_job_pods`` answers, so that the count it checked against the
+    status is the count the status is given (one pass over a Job's pods per ``/sync``)."""
+
+    pods: list[Pod]
+    active: int
+
+
+def counted(pods: list[Pod]) -> Counted:
+    """``pods`` with their active count (``count_active``)."""
+    return Counted(pods, count_active(pods))
 
 
 def tells_a_failure(pod: Mapping[str, Any]) -> bool:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
+import msgspec
+
 from podread.selector import Pod
 
 
@@ -22,8 +24,7 @@ class Describable(Protocol):
     def describe(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class ReadRecord:
+class ReadRecord(msgspec.Struct, frozen=True, dict=True):
     """One read: the Reader method, its source (``cache``/``live``), what it asked for, and how it went.
 
     ``query`` is what the read asked for: its text (``"nodes=a,b"``), or the ``PodSelector`` itself,
@@ -32,6 +33,8 @@ class ReadRecord:
     ``items`` holds the pods read when the recording asked to keep them, else ``None``. ``filled``
     marks a cached read that missed and was answered by the list this read sent to fill the cache.
     ``error`` is a failed read's full text, ``error_code`` its class (``podread.errors.CAUSES``).
+    A frozen msgspec Struct (``dict=True`` keeps ``selector`` once computed): every read makes one,
+    in about 0.4 µs where a frozen dataclass took 5 (issue 32 item 4).
     """
 
     method: str

@@ -7,7 +7,7 @@ the sooner of "waiting" and a limit's wake-up; ``finalized`` only for the finali
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -16,11 +16,16 @@ from hooks.core.status import as_json
 from hooks.core.wording import bounded
 from hooks.core.work import Decision, Work
 
+if TYPE_CHECKING:
+    from hooks.core.lifecycle import Transition
 
-def assemble(observed: Observed, work: Work, resync_seconds: float) -> Decision:
+
+def assemble(observed: Observed, work: Work, resync_seconds: float,
+             transitions: tuple[Transition, ...] = ()) -> Decision:
     """Assembles the response body from ``work`` (read, not written): the status with its message
     cut once (``hooks.core.wording.bounded``), the children, the resync and, while finalizing,
-    ``finalized``. Returns the ``Decision``."""
+    ``finalized``. Returns the ``Decision``, carrying ``transitions`` (the arrows the decision
+    took, ``hooks.core.lifecycle.path``, which ``decide`` names from the same work)."""
     status = as_json(msgspec.structs.replace(work, message=bounded(work.message)))
     response: dict[str, Any] = {"status": status, "children": work.children}
     wakes = [seconds for seconds in (resync_seconds if work.resync else None, work.wake) if seconds is not None]
@@ -30,4 +35,5 @@ def assemble(observed: Observed, work: Work, resync_seconds: float) -> Decision:
         response["finalized"] = work.finalized
     return Decision(response=response, kind=str(work.kind), phase_before=observed.status.phase,
                     phase_after=status["phase"], message=status["message"], actions=tuple(work.actions),
-                    stuck_pods=work.stuck_pods, transition=work.transition)
+                    stuck_pods=work.stuck_pods, transition=work.transition,
+                    transitions=transitions)

@@ -85,7 +85,6 @@ are ``hooks.core.wording``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -156,9 +155,9 @@ def decide(observed: Observed, reader: PodReads, now: datetime, *, resync_second
                   and not checkpoint.waiting(work) else None)  # a checkpoint gate waits: nothing ended yet
     for later in PASSES:                                                  # then rows 12, 13 among them
         later.run(ctx, work, after)
-    decision = assemble(observed, work, resync_seconds)
-    return replace(decision, transitions=path((prior.phase, prior.attempt), (phase, attempt), work.transition,
-                                              (decision.phase_after, work.attempt), bool(work.finalized)))
+    return assemble(observed, work, resync_seconds, transitions=path(
+        (prior.phase, prior.attempt), (phase, attempt), work.transition, (str(work.phase), work.attempt),
+        bool(work.finalized)))
 
 
 def row(ctx: Context, work: Work, tearing_down: Teardown | None, disagreement: tuple[str, str] | None) -> Step:

@@ -68,7 +68,7 @@ from hooks.core.failureclass import Classified, disruption, failed_container, fi
 from hooks.core.historyentry import ordered
 from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.lifecycle import ENDS, Move
-from hooks.core.reads import JOB_PODS
+from hooks.core.reads import job_pods
 from hooks.core.request import Spec, default_of, range_of
 from hooks.core.vocab import TORN_DOWN, ConditionType, EndCause
 from hooks.core.vocab import AttemptField as F
@@ -187,7 +187,7 @@ def _date(ctx: Context, entry: Entry, workload: str, jobset: Mapping[str, Any] |
         if created is not None:
             entry["created"] = _at(ctx, deadlines.stamp(created))
     if "started" not in entry:
-        started = started_at([*(ctx.once.peek(JOB_PODS) or ()), *(ctx.once.peek(_pods_key(workload)) or ())],
+        started = started_at([*job_pods(ctx), *(ctx.once.peek(_pods_key(workload)) or ())],
                              workload)
         if started is not None:
             entry["started"] = _at(ctx, deadlines.stamp(started))

@@ -177,9 +177,21 @@ def mermaid() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _between() -> dict[tuple[str, str], tuple[Arrow, ...]]:
+    """``ARROWS`` by (source, target), each pair's arrows in the table's order: read once, at import."""
+    found: dict[tuple[str, str], tuple[Arrow, ...]] = {}
+    for a in ARROWS:
+        found[a.source, a.target] = (*found.get((a.source, a.target), ()), a)
+    return found
+
+
+_BETWEEN = _between()
+
+
 def arrows(source: str, target: str) -> tuple[Arrow, ...]:
-    """The arrows from ``source`` to ``target`` (none when the table has no such transition)."""
-    return tuple(a for a in ARROWS if (a.source, a.target) == (source, target))
+    """The arrows from ``source`` to ``target`` (none when the table has no such transition), in the
+    table's order (``ARROWS``, looked up by the pair: every decision asks)."""
+    return _BETWEEN.get((source, target), ())
 
 
 def taken(move: str, source: str, target: str) -> Arrow | None:
@@ -320,8 +332,7 @@ class JobSetFate(StrEnum):
     DROP = "drop"
 
 
-@dataclass(frozen=True)
-class ConditionChange:
+class ConditionChange(msgspec.Struct, frozen=True):
     """A condition a step sets: ``type``, ``status``, ``reason``, ``message``; stamped by ``apply``
     with the call's evidence time (``Context.stamp``), its transition time kept while its status
     does not change (``hooks.core.conditions.set_condition``). ``since``, when said: the transition
@@ -335,8 +346,7 @@ class ConditionChange:
     since: str = ""
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(msgspec.Struct, frozen=True):
     """What the drain barrier puts into the status (``hooks.core.barrier.record``), carried by the
     step of the row that read it: the ``conditions`` it sets (``Drained``, ``DrainStuck``,
     ``ForceDeleteAllowed``, each with its transition time), ``active_pods`` (``None``: a read failed,
@@ -350,17 +360,18 @@ class Record:
     deletes: tuple[Action, ...] = ()
 
 
-@dataclass(frozen=True)
-class Wake:
+class Wake(msgspec.Struct, frozen=True):
     """A named wake-up: ask again in ``seconds`` because of ``name``."""
 
     name: str
     seconds: float
 
 
-@dataclass(frozen=True)
-class Step:
-    """What a row decides, as a value: ``apply`` writes it into the ``Work``, the one place.
+class Step(msgspec.Struct, frozen=True):
+    """What a row decides, as a value: ``apply`` writes it into the ``Work``, the one place. A frozen
+    msgspec Struct, like the values it carries: every call builds a few and copies them with a
+    change (``msgspec.structs.replace``, which the rows import as ``replace``), at a tenth of a frozen
+    dataclass' cost (issue 32 item 4).
 
     ``outcome`` (``Decision.kind``) is always said. Every other field is ``None`` (or empty) when
     the step leaves it as the work has it: ``phase``; ``attempt`` (the attempt it moves to);

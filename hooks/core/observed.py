@@ -25,9 +25,10 @@ named and sorted), as the rows and ``build_jobset`` read them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 
 from hooks.core.declared import InvalidRequest, decode, json_type
@@ -73,9 +74,10 @@ class GangCluster:
     api_note: str = ""
 
 
-@dataclass(frozen=True)
-class Observed:
-    """Everything ``decide`` may know about one Job, from one hook request.
+class Observed(msgspec.Struct, frozen=True):
+    """Everything ``decide`` may know about one Job, from one hook request (a frozen msgspec Struct:
+    built on every call, in about a tenth of a frozen dataclass' time; ``msgspec.structs.replace``
+    makes a changed copy).
 
     ``spec`` is the Job's spec, typed (``hooks.core.request.Spec``: read its attributes; the JobSet
     templates in it stay raw); ``jobsets`` the observed JobSet children (raw dicts), sorted by
@@ -87,7 +89,7 @@ class Observed:
     finalizing: bool
     spec: Spec
     status: Status
-    jobsets: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    jobsets: tuple[Mapping[str, Any], ...] = msgspec.field(default_factory=tuple)
     uid: str = ""
     creation_timestamp: str = ""
     """``parent.metadata.creationTimestamp`` (set by the API server): evidence for the status' times."""
@@ -108,22 +110,22 @@ class Observed:
     status_written: str = ""
     """The newest ``managedFields`` time of a ``status`` subresource write (unparsed): when the status
     this request carries was last written; ``""`` when none is recorded."""
-    annotations: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = msgspec.field(default_factory=dict)
     """The Job's annotations (``hooks.core.checkpoint`` reads the workload's acknowledgement there)."""
     suspend_set_at: str = ""
     """The ``time`` of the newest ``managedFields`` entry (not of the status) that owns
     ``spec.suspend``, as found: when the API server last wrote the suspend (``""``: none recorded)."""
-    labels: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = msgspec.field(default_factory=dict)
     """The Job's labels (``kueue.x-k8s.io/queue-name`` makes it queue-managed)."""
-    workloads: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    workloads: tuple[Mapping[str, Any], ...] = msgspec.field(default_factory=tuple)
     """The observed Workload children (``WORKLOAD_GROUP``), sorted by name."""
     workloads_enabled: bool = False
     """Whether the CompositeController lists Workload children (the group is in the request)."""
-    priority_classes: Mapping[str, int] = field(default_factory=dict)
+    priority_classes: Mapping[str, int] = msgspec.field(default_factory=dict)
     """Related WorkloadPriorityClasses (``PRIORITY_CLASS_GROUP``): name -> value."""
-    flavors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    flavors: Mapping[str, Mapping[str, Any]] = msgspec.field(default_factory=dict)
     """Related ResourceFlavors (``FLAVOR_GROUP``): name -> ``spec`` (``nodeLabels``, ``tolerations``)."""
-    podgroups: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    podgroups: tuple[Mapping[str, Any], ...] = msgspec.field(default_factory=tuple)
     """The observed PodGroup children (``PODGROUP_GROUP``, issue 22), sorted by name."""
     podgroups_enabled: bool = False
     """Whether the CompositeController lists PodGroup children (the group is in the request): only
@@ -131,7 +133,7 @@ class Observed:
     configmaps_enabled: bool = False
     """Whether it lists ConfigMap children: only then is an attempt given a checkpoint control file
     (``hooks.core.checkpoint``)."""
-    gang: GangCluster = field(default_factory=GangCluster)
+    gang: GangCluster = msgspec.field(default_factory=GangCluster)
     """The cluster's gang default and what discovery said (set by the hook server; ``GangCluster``)."""
 
 

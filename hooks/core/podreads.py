@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from podread.nodes import NodeState
+    from podread.selector import Counted
 
 Pod = dict[str, Any]
 """A pod in the API server's JSON form (``podread.selector.Pod``); a cached one is slim."""
@@ -26,9 +27,9 @@ class PodReads(Protocol):
         """The Job's workload pods from the cache (``JOB_LABEL=job``)."""
         ...
 
-    def counted_job_pods(self, namespace: str, job: str, reported: int | None) -> list[Pod]:
-        """The Job's workload pods for ``activePods``: the cache when its active count is ``reported``,
-        else the API server."""
+    def counted_job_pods(self, namespace: str, job: str, reported: int | None) -> Counted:
+        """The Job's workload pods for ``activePods`` with their active count (``Counted``): the cache
+        when its active count is ``reported``, else the API server."""
         ...
 
     def active_job_pods(self, namespace: str, job: str) -> list[Pod]:

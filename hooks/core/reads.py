@@ -11,12 +11,12 @@ through the Reader in ``Context`` (podread, ADR-102).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from hooks.core.lifecycle import Step
 from hooks.core.work import Context
 from podread.errors import PodReadError
-from podread.selector import count_active
+from podread.selector import Pod
 
 
 def failed_words(error: PodReadError) -> str:
@@ -32,8 +32,8 @@ def failed_words(error: PodReadError) -> str:
 
 
 JOB_PODS = ("job_pods",)
-"""The ``ctx.once`` key of this call's ``counted_job_pods`` read (``hooks.core.history`` dates an
-attempt's start from the same answer)."""
+"""The ``ctx.once`` key of this call's ``counted_job_pods`` read, a ``podread.selector.Counted``
+(``hooks.core.history`` dates an attempt's start from the same answer: ``job_pods``)."""
 
 
 def counted(ctx: Context) -> int | PodReadError:
@@ -44,10 +44,16 @@ def counted(ctx: Context) -> int | PodReadError:
     rule and why are the Reader method's), and the status it gives, fed back, is a fixed point."""
     reported = ctx.observed.status.active_pods
     try:
-        pods = ctx.once.get(JOB_PODS, lambda: ctx.reader.counted_job_pods(ctx.namespace, ctx.job, reported))
+        return ctx.once.get(JOB_PODS, lambda: ctx.reader.counted_job_pods(ctx.namespace, ctx.job, reported)).active
     except PodReadError as error:
         return error
-    return count_active(pods)
+
+
+def job_pods(ctx: Context) -> list[Pod]:
+    """The pods ``counted`` read in this call (``JOB_PODS``), or none when it read none or its read
+    failed: for a reader of what the count already read (``hooks.core.history`` dates a start)."""
+    read = ctx.once.peek(JOB_PODS)
+    return read.pods if read is not None else []
 
 
 def counting(ctx: Context, step: Step) -> Step:

@@ -45,9 +45,8 @@ DEADLINE_EXCEEDED = ConditionType.DEADLINE_EXCEEDED
 DRAIN_STUCK = ConditionType.DRAIN_STUCK
 
 
-@dataclass(frozen=True)
-class Decision:
-    """The answer to one hook request.
+class Decision(msgspec.Struct, frozen=True):
+    """The answer to one hook request (a frozen msgspec Struct: one is built on every call).
 
     ``response`` is the whole 200 body; ``kind`` summarizes what was decided (one of ``KINDS``);
     ``phase_before``/``phase_after`` are the prior and new phase; ``message`` the status message;

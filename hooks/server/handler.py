@@ -9,7 +9,6 @@ exception type (the traceback goes to the log). A 200 is only ever built from a 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, cast
 
+import msgspec
 import orjson
 
 from hooks.core.barrier import StaleRequest
@@ -150,8 +150,8 @@ def observe(payload: object, hook: str, settings: Settings) -> Observed:
     ``settings`` (``gang_policy``, ``gang_api_note``) when they are not the defaults."""
     observed = parse_request(payload, hook)
     if settings.gang_policy != GangCluster.default_policy or settings.gang_api_note:
-        observed = dataclasses.replace(observed, gang=GangCluster(default_policy=settings.gang_policy,
-                                                                  api_note=settings.gang_api_note))
+        observed = msgspec.structs.replace(observed, gang=GangCluster(default_policy=settings.gang_policy,
+                                                                      api_note=settings.gang_api_note))
     return observed
 
 

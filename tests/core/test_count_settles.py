@@ -123,3 +123,28 @@ def test_the_count_follows_the_pods_as_they_start_and_stop() -> None:
     status = sync(first, status)
     assert said(status) == ENDED
     assert said(sync(second, status)) == ENDED
+
+
+def test_a_sync_walks_the_job_s_pods_once_to_count_them(monkeypatch: Any) -> None:
+    """The count the Reader checks against the status (``Reader.counted_job_pods``) is the count the
+    status is given (``hooks.core.reads.counted``): one pass over the Job's pods per sync, from the
+    cache or, when the count moves, from the API server (issue 32 item 4)."""
+    import podread.selector
+
+    walks: list[int] = []
+    count_active = podread.selector.count_active
+
+    def counting(listed: Any) -> int:
+        walks.append(len(listed))
+        return count_active(listed)
+
+    for module in ("podread.selector", "podread.reader", "hooks.core.reads"):  # wherever it is called from
+        monkeypatch.setattr(f"{module}.count_active", counting, raising=False)
+    api = FakeLister(pods("Running"))
+    reader = worker(api, Clock())
+    reader.job_pods("default", "train")  # the cache filled before the sync, as a warm cache is
+    assert said(sync(reader, RUNNING)) == RUNNING
+    assert walks == [8], "the cached pods, counted once"
+    walks.clear()
+    assert sync(reader, {**RUNNING, "activePods": 3})["activePods"] == 8
+    assert walks == [8, 8], "the cached pods, then the API server's that settle the new count"

@@ -16,7 +16,7 @@ from hooks.core.jobset import MAX_ATTEMPT
 from hooks.core.observed import parse_request
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, is_active
 from podread.attempts import attempt_in_name
-from podread.selector import tells_a_failure
+from podread.selector import Counted, counted, tells_a_failure
 from tests.support import FakeReader, job_request, job_spec, jobset_child, make_pod, workload_child
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -339,8 +339,8 @@ class QuickReader:
     def job_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         return self._of_job(job)
 
-    def counted_job_pods(self, namespace: str, job: str, reported: int | None) -> list[dict[str, Any]]:
-        return self._of_job(job)
+    def counted_job_pods(self, namespace: str, job: str, reported: int | None) -> Counted:
+        return counted(self._of_job(job))
 
     def active_job_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         return [p for p in self._of_job(job) if is_active(p)]

@@ -8,6 +8,7 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import pytest
 
 from hooks.core import decide as decide_module
@@ -34,7 +35,7 @@ def spec(gang_spec: dict[str, Any] | None = GANG, **kw: Any) -> dict[str, Any]:
 def run(reader: FakeReader | None = None, *, cluster: GangCluster | None = None, **request: Any) -> Decision:
     observed = parse_request(job_request(**request), "finalize" if request.get("finalizing") else "sync")
     if cluster is not None:
-        observed = dataclasses.replace(observed, gang=cluster)
+        observed = msgspec.structs.replace(observed, gang=cluster)
     return decide(observed, reader if reader is not None else FakeReader(), NOW)
 
 

@@ -179,6 +179,19 @@ def test_then_is_one_step_that_says_what_two_applied_in_turn_say() -> None:
         lifecycle.then(first, first)
 
 
+def test_the_arrows_between_two_phases_are_the_table_s_in_its_order() -> None:
+    """``lifecycle.arrows`` looks the pair up in an index built from ``ARROWS`` (every decision
+    asks): for every pair of the table's ends, and a pair of none, it answers what a walk over the
+    table answers, in the table's order."""
+    ends = sorted({end for arrow in lifecycle.ARROWS for end in (arrow.source, arrow.target)} | {"Nowhere"})
+    for source in ends:
+        for target in ends:
+            walked = tuple(a for a in lifecycle.ARROWS if (a.source, a.target) == (source, target))
+            assert lifecycle.arrows(source, target) == walked, (source, target)
+    assert lifecycle.arrows(Phase.RUNNING, Phase.SUSPENDING) == lifecycle.arrows("Running", "Suspending")
+    assert len(lifecycle.arrows("Running", "Suspending")) == 2  # spec.suspend, then evicted by Kueue
+
+
 def work_writers() -> set[str]:
     """Every function of hooks/core that assigns a Work's phase, outcome or message itself."""
     found = set()

@@ -122,7 +122,8 @@ def test_counted_job_pods_answers_from_the_cache_when_its_count_is_the_reported_
     cached = FakeLister([pod("w-0"), pod("w-1", phase="Succeeded"), pod("other", job="gpt")])
     live = FakeLister([pod("live-only")])
     reader = Reader(cached, live, metrics=metrics)
-    assert names(reader.counted_job_pods("team-a", "llama", 1)) == ["w-0", "w-1"]
+    answer = reader.counted_job_pods("team-a", "llama", 1)
+    assert names(answer.pods) == ["w-0", "w-1"] and answer.active == 1  # counted once, where it was read
     assert live.calls == [] and cached.calls[0].labels == {JOB_LABEL: "llama"}
     assert reads(metrics, "counted_job_pods", "cache", "ok") == 1
 
@@ -135,7 +136,7 @@ def test_counted_job_pods_reads_live_when_the_cache_counts_otherwise(reported: i
     live = FakeLister([pod("w-0", phase="Succeeded"), pod("w-1", phase="Succeeded")])
     reader = Reader(cached, live, metrics=metrics)
     answer = reader.counted_job_pods("team-a", "llama", reported)
-    assert [p["status"]["phase"] for p in answer] == ["Succeeded", "Succeeded"]
+    assert [p["status"]["phase"] for p in answer.pods] == ["Succeeded", "Succeeded"] and answer.active == 0
     assert live.calls[0].labels == {JOB_LABEL: "llama"} and live.calls[0].namespace == "team-a"
     assert reads(metrics, "counted_job_pods", "live", "ok") == 1
 
@@ -144,10 +145,11 @@ def test_counted_job_pods_takes_this_calls_own_live_fill_as_the_check() -> None:
     live = FakeLister([pod("w-0")])
     reader = Reader(PodCache(live), live)
     with recording() as records:
-        assert names(reader.counted_job_pods("team-a", "llama", 0)) == ["w-0"]
+        answer = reader.counted_job_pods("team-a", "llama", 0)
+        assert names(answer.pods) == ["w-0"] and answer.active == 1
     assert [(r.source, r.filled) for r in records] == [("cache", True)] and len(live.calls) == 1
     with recording() as records:
-        assert names(reader.counted_job_pods("team-a", "llama", 0)) == ["w-0"]  # a hit that counts 1: confirmed
+        assert names(reader.counted_job_pods("team-a", "llama", 0).pods) == ["w-0"]  # a hit that counts 1: confirmed
     assert [r.source for r in records] == ["cache", "live"] and len(live.calls) == 2
 
 

@@ -11,8 +11,9 @@ when it failed (rows 6, 8): never because the status says otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from hooks.core import budget, built, checkpoint, failurepolicy, history, queueing, specpin
 from hooks.core import conditions as cond
@@ -180,7 +181,7 @@ def steady(ctx: Context, work: Work, *, passed: Drain | None = None) -> Step:
                                   jobset=JobSetFate.KEEP, children=(desired,), message="", transition=Move.COMPLETE))
     else:
         step = run(ctx, work, current, desired, passed=passed)
-    return replace(step, conditions=valid + step.conditions)
+    return replace(step, conditions=valid + step.conditions) if valid else step
 
 
 def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[str, Any],

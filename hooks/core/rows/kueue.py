@@ -16,7 +16,7 @@ its JobSet may run (``hooks.core.queueing`` reads what Kueue says):
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from hooks.core import built, queueing
 from hooks.core import conditions as cond

@@ -16,7 +16,7 @@ Finalizing: ``Terminating`` until the drain barrier passes, then ``finalized``. 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from hooks.core.barrier import Drain, barrier, record, refuse_if_behind
 from hooks.core.checkpoint import ON_DELETE, ON_SUSPEND

@@ -12,7 +12,7 @@ it cannot have.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from hooks.core import conditions as cond
 from hooks.core.children import keep
