@@ -214,7 +214,7 @@ TABLE: tuple[Row, ...] = (
     Row("DisruptionTarget/DeletionByPodGC", FailureClass.NODE, _disrupted("DeletionByPodGC")),
     Row("pod reason NodeLost, Terminated (node shutdown) or Evicted (node pressure)", FailureClass.NODE,
         _pod_reason("NodeLost", "Terminated", "Evicted")),
-    Row("DisruptionTarget/EvictionByEvictionAPI", FailureClass.INFRASTRUCTURE, _disrupted("EvictionByEvictionAPI")),
+    Row("DisruptionTarget/EvictionByEvictionAPI", FailureClass.PREEMPTED, _disrupted("EvictionByEvictionAPI")),
     Row("pod reason UnexpectedAdmissionError", FailureClass.INFRASTRUCTURE, _pod_reason("UnexpectedAdmissionError")),
     Row("pod reason OutOf<resource> (admission: e.g. OutOfnvidia.com/gpu)", FailureClass.INFRASTRUCTURE,
         _pod_reason(prefix="OutOf")),

@@ -132,6 +132,18 @@ def _class_key(workload: str) -> tuple[str, str]:
     return ("failure_class", workload)
 
 
+def judged(ctx: Context, workload: str, classified: Classified) -> Classified:
+    """Notes ``classified``, the class the failure verdict gave the failed JobSet ``workload``
+    (the default table's, or the class a matching failure-policy rule assigns:
+    ``hooks.core.failurepolicy.judge``), so that the history records the class the budget was
+    charged by, named once per call. Returns the class noted (the first, if noted twice)."""
+    return ctx.once.get(_verdict_key(workload), lambda: classified)
+
+
+def _verdict_key(workload: str) -> tuple[str, str]:
+    return ("failure_verdict", workload)
+
+
 def update(ctx: Context, work: Work, *, attempt: int, ended_by: Move | None) -> None:
     """Updates ``work.attempts`` (and ``work.attempts_dropped``) after the rows.
 
@@ -242,7 +254,7 @@ def _end(ctx: Context, work: Work, entry: Entry, attempt: int, ending: EndCause 
     entry[F.ENDED] = _at(ctx, _condition_time(jobset, FAILED))
     workload = str(jobset["metadata"]["name"])
     pods = ctx.once.peek(_pods_key(workload)) or []
-    facts = failure_facts(jobset, pods, ctx.once.peek(_class_key(workload)))
+    facts = failure_facts(jobset, pods, ctx.once.peek(_verdict_key(workload)) or ctx.once.peek(_class_key(workload)))
     entry.update(facts)  # its ``outcome`` and ``class`` are the failure row's (``failureclass``)
     if work.phase == RESTARTING or work.attempt > attempt:
         cause = work.last_failure.get("cause")

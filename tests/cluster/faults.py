@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hooks.core.vocab import FailureClass
+
 USER, PREEMPTED, NODE, INFRASTRUCTURE = "user", "preempted", "node", "infrastructure"
-CLASSES = ("user", "preempted", "node", "infrastructure", "deadline", "unknown")
-"""The classes of the contract of issue 34 (``hooks.core.vocab.FailureClass`` once helper A's part is in)."""
+CLASSES = tuple(klass.value for klass in FailureClass)
+"""The classes of issue 34 (``hooks.core.vocab.FailureClass``)."""
 
 NCCL_MESSAGE = "NCCL WARN NET/IB - Got completion from peer with error 12, opcode 32753"
 """The termination message the mapped-message fault's container ends with (no ``": "``: kwok's stage
 writes it into YAML unquoted)."""
 NCCL_RULE = {"name": "nccl-network", "action": "RestartJob", "class": "infrastructure",
              "onTerminationMessage": {"contains": "NCCL WARN NET/IB"}}
-"""The rule that maps it (``spec.failurePolicy.rules[]``, helper A's matcher): its class is the expected one."""
+"""The rule that maps it (``spec.failurePolicy.rules[]``): its class is the expected one."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,7 @@ FAULTS: tuple[Fault, ...] = (
     Fault("eviction", "an eviction through the Eviction API",
           "`POST pods/<pod>/eviction`; the API server writes `EvictionByEvictionAPI` and deletes the pod", PREEMPTED,
           "an eviction is someone else's decision to take the pod away (a drain, a descheduler), neither the "
-          "user's failure nor the node's: assumed `preempted` in helper A's table (issue 34 allows "
-          "infrastructure or preempted)"),
+          "user's failure nor the node's: `preempted` (docs/failure-classes.md says why not `infrastructure`)"),
     Fault("kueue-victim", "a Kueue preemption by a higher-priority Job",
           "a Job of `WorkloadPriorityClass` high in a ClusterQueue the victim fills; Kueue evicts the "
           "victim's Workload (`Preempted`)", PREEMPTED),

@@ -56,7 +56,7 @@ SIGNALS = [
     (pod(reason="NodeLost"), FailureClass.NODE, "pod reason NodeLost"),
     (pod(reason="Terminated"), FailureClass.NODE, "pod reason Terminated"),
     (pod(reason="Evicted"), FailureClass.NODE, "pod reason Evicted"),
-    (pod(disruption="EvictionByEvictionAPI"), FailureClass.INFRASTRUCTURE, "DisruptionTarget/EvictionByEvictionAPI"),
+    (pod(disruption="EvictionByEvictionAPI"), FailureClass.PREEMPTED, "DisruptionTarget/EvictionByEvictionAPI"),
     (pod(reason="UnexpectedAdmissionError"), FailureClass.INFRASTRUCTURE, "pod reason UnexpectedAdmissionError"),
     (pod(reason="OutOfnvidia.com/gpu"), FailureClass.INFRASTRUCTURE, "pod reason OutOfnvidia.com/gpu"),
     (pod(exit_code=137, container_reason="OOMKilled"), FailureClass.USER, "container trainer OOMKilled"),
@@ -284,3 +284,23 @@ def test_a_budget_of_the_wrong_json_type_is_a_400_naming_it_and_unset_keys_read_
     assert read_spec({}).budgets == FailureBudgets() == read_spec({"failurePolicy": {"budgets": None}}).budgets
     assert [default_of(FailureBudgets, k) for k in ("user", "preempted", "node", "infrastructure", "unknown")] == [
         None, None, 10, 10, None]
+
+
+def test_the_history_records_the_class_a_rule_assigns_the_class_the_budget_was_charged_by() -> None:
+    """Found by the tier's fault suite: the budget spent the rule's class (``infrastructure``) while
+    ``status.attempts`` recorded the table's (``user``, from the exit code): one call, one class."""
+    from hooks.core.decide import decide  # the whole call: the row's verdict and the history's entry
+
+    crash = pod(exit_code=1, message="NCCL WARN NET/IB - Got completion from peer with error 12")
+    rule = {"name": "nccl-network", "action": "RestartJob", "class": "infrastructure",
+            "onTerminationMessage": {"contains": "NCCL WARN NET/IB"}}
+    request = job_request(spec={**job_spec(max_restarts=0), "failurePolicy": {"rules": [rule]}},
+                          jobsets=[jobset_child("train", 0, state="Failed")],
+                          status={"phase": "Running", "attempt": 0, "workload": "train-0",
+                                  "startTime": "2025-12-31T23:00:00Z"})
+    status = decide(parse_request(request, "sync"), FakeReader([crash]), NOW).response["status"]
+    assert status["lastFailure"]["class"] == "infrastructure"
+    assert status["restartsByClass"] == {"infrastructure": 1}
+    [entry] = status["attempts"]
+    assert (entry["class"], entry["cause"]) == ("infrastructure", "nccl-network"), entry
+    assert entry["classEvidence"].startswith("rule nccl-network:") and entry["failedNodes"] == ["gpu-1"]

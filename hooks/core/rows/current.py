@@ -220,6 +220,7 @@ def failed(ctx: Context, work: Work, current: Mapping[str, Any], desired: dict[s
     else:
         classified = history.failure_class(ctx, workload, pods)
     verdict = failurepolicy.judge(rules, current, pods, classified)
+    history.judged(ctx, workload, verdict.classified)  # the history records the class the budget is charged by
     charge = verdict.charge  # None: FailJob restarts nothing
     spec = ctx.observed.spec
     restarting = charge is not None and budget.spend(spec, budget.counters(spec, work), charge).allowed
