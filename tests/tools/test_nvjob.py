@@ -723,3 +723,13 @@ def test_the_budgets_of_a_status_written_before_classes_charge_every_restart_to_
     rows = {row["class"]: row for row in view.budget_rows(own)}
     assert rows["unknown"] == {"class": "unknown", "budget": 0, "spent": 1, "left": 0, "shares": ""}
     assert (rows["infrastructure"]["budget"], rows["user"]["spent"]) == (0, 1)
+
+
+def test_why_says_the_user_budget_apart_when_other_classes_spent_restarts(capsys: pytest.CaptureFixture[str]) -> None:
+    """``restarts`` counts every budget's restarts (ADR-108): two preemptions and one user failure are
+    ``restarts 3``, of which one spent ``maxRestarts`` 2; "restarts 3 of 2" would say the Job is past
+    its limit."""
+    status = {**RUNNING, "restarts": 3, "restartsByClass": {"preempted": 2, "user": 1}}
+    said = why(nvjob("llama", status=status), capsys)
+    assert "(restarts 3, 1 of 2 on the user budget)" in said, said
+    assert "(restarts 0 of 2)" in why(nvjob("llama", status=RUNNING), capsys)

@@ -167,9 +167,17 @@ class _Facts:
 
     @property
     def limit(self) -> str:
-        """`` of N`` for ``spec.maxRestarts`` N, ``""`` without one."""
+        """`` of N`` for ``spec.maxRestarts`` N (the user budget), ``""`` without one. Since issue 34
+        ``restarts`` counts every budget's restarts (ADR-108): when other classes spent some, what
+        the user budget spent is said on its own (``budget_rows``, the hooks' rule), ``, S of N on
+        the user budget``."""
         most = self.spec.get("maxRestarts")
-        return f" of {most}" if isinstance(most, int) else ""
+        if not isinstance(most, int):
+            return ""
+        user = next((row for row in budget_rows(self.job) if row["class"] == "user"), None)
+        if user is None or user["spent"] == self.restarts:
+            return f" of {most}"
+        return f", {user['spent']} of {most} on the user budget"
 
     def moves(self, following: Any = None, **which: Any) -> str:
         """``moves_on`` for this Job's phase (``following``: the attempt that would follow, the next by default)."""
