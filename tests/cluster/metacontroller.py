@@ -469,6 +469,10 @@ class Metacontroller:
         requests the hooks refused as behind the cluster (409 ``StaleRequest``): the staleness at work."""
         """Status writes over a live status newer than the one the answer was computed from."""
         """Every status write: (time, Job, the live status it replaced, the status written)."""
+        self.stale_answers = 0
+        """Answers (200) to a request whose parent's status was older than the live one's when the
+        answer came back, written or not: since ADR-107 the hooks decide such a request on the live
+        Job, so its answer usually equals the live status and nothing is written."""
         self.informer_errors: list[str] = []
         """Refreshes of the caches that failed in ``serve``'s informer thread (retried at the next tick)."""
         self._seen_parents: dict[Key, str] = {}
@@ -945,9 +949,12 @@ class Metacontroller:
             if live is None or live["metadata"]["uid"] != uid:
                 return
             before = live.get("status") or {}
+            behind = before != (parent.get("status") or {})  # the request carried a status older than the live one
+            if behind and attempt == 0:
+                self.stale_answers += 1
             if before == status:
                 return
-            if before != (parent.get("status") or {}):
+            if behind:
                 self.stale_writes += 1  # the answer was computed from a status older than the live one
             self.invariants.on_status(name, before, status)
             live["status"] = status
