@@ -250,12 +250,8 @@ def restarts_by_cause(observed: Observed, attempt: int, phase: str, now: datetim
     (``hooks.core.budget.spend``) and leads to the next attempt, so the counts add up to no more
     than the restart budget says the charged attempts can have spent
     (``hooks.core.evidence.restarts_allowed``: ``budget.most_spent``), as ``restarts`` may be."""
-    total = sum(observed.status.restarts_by_cause.values())
-    allowed = restarts_allowed(observed, attempt, phase)
-    if total > allowed:
-        return Reason.RESTARTS_BY_CAUSE_DISAGREE, (f"status.restartsByCause counts {total} restarts, more than attempt "
-                                           f"{attempt} can have had ({allowed})")
-    return None
+    return _counted_within(observed.status.restarts_by_cause, "status.restartsByCause",
+                           Reason.RESTARTS_BY_CAUSE_DISAGREE, observed, attempt, phase)
 
 
 def restarts_by_class(observed: Observed, attempt: int, phase: str, now: datetime) -> Disagreement | None:
@@ -266,11 +262,18 @@ def restarts_by_class(observed: Observed, attempt: int, phase: str, now: datetim
     (``hooks.core.budget.spent_of``), so it frees nothing; it is not held either, because the
     history's count depends on the rules (a restart under a rule whose action was edited since), and
     a spec edit must not stop a Job."""
-    total = sum(observed.status.restarts_by_class.values())
+    return _counted_within(observed.status.restarts_by_class, "status.restartsByClass",
+                           Reason.RESTARTS_BY_CLASS_DISAGREE, observed, attempt, phase)
+
+
+def _counted_within(counts: Mapping[str, int], field: str, reason: Reason, observed: Observed, attempt: int,
+                    phase: str) -> Disagreement | None:
+    """``reason`` when the restarts ``counts`` (the status' ``field``) add up to more than the
+    charged attempts can have spent (``hooks.core.evidence.restarts_allowed``), else ``None``."""
+    total = sum(counts.values())
     allowed = restarts_allowed(observed, attempt, phase)
     if total > allowed:
-        return Reason.RESTARTS_BY_CLASS_DISAGREE, (f"status.restartsByClass counts {total} restarts, more than attempt "
-                                                   f"{attempt} can have had ({allowed})")
+        return reason, f"{field} counts {total} restarts, more than attempt {attempt} can have had ({allowed})"
     return None
 
 

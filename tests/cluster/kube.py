@@ -7,12 +7,15 @@ waited on until it is ``Established``.
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import kubernetes
+import pytest
 import urllib3
 import yaml
 from kubernetes.client import ApiException
@@ -31,6 +34,17 @@ UNSCHEDULED = "nvcre-test-unscheduled"
 kube-scheduler leaves them unbound and kwok never runs them."""
 SERVER_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
 """What a call meets when the API server refuses it or is away (stopped, or etcd behind it)."""
+
+
+def kubectl_binary() -> str:
+    """The real kubectl on PATH, for the tests that run the docs' commands as written: fails the test
+    when the tier is required (``NVCRE_REQUIRE_CLUSTER=1``) and there is none, else skips it."""
+    binary = shutil.which("kubectl")
+    if binary is None:
+        if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
+            pytest.fail("needs kubectl (apt-get install kubectl)")
+        pytest.skip("no kubectl on PATH")
+    return binary
 
 
 def rfc3339(seconds: float | None = None) -> str:

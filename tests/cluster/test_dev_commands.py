@@ -11,8 +11,6 @@ touches a pod or a node is run, POD, NODE and the sample's name standing for the
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import pytest
 import yaml
 
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.kube import kubectl_binary
 from tests.cluster.world import ClusterWorld
 from tests.contract.test_docs_commands import ALL, rule_of
 from tests.e2e.harness import job_spec
@@ -56,11 +55,7 @@ def dev_commands() -> dict[str, str]:
 @pytest.mark.timeout(240)
 def test_the_make_dev_commands_fail_hold_lose_and_complete_as_the_docs_say(
         world: ClusterWorld, control_plane: ControlPlane, tmp_path: Path) -> None:
-    binary = shutil.which("kubectl")
-    if binary is None:
-        if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
-            pytest.fail("needs kubectl (apt-get install kubectl)")
-        pytest.skip("no kubectl on PATH")
+    binary = kubectl_binary()
     commands = dev_commands()
     kubeconfig = control_plane.write_kubeconfig(tmp_path / "kubeconfig")
     env = {"PATH": f"{Path(binary).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "KUBECONFIG": kubeconfig}

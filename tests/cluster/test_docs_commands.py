@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.kube import REPO
+from tests.cluster.kube import REPO, kubectl_binary
 from tests.cluster.world import ClusterWorld
 from tests.contract.test_docs_commands import ALL
 
@@ -31,11 +30,7 @@ ABOUT_A_JOB = re.compile(r"^kubectl (get|describe|patch) nvjob( NAME)?( -n NS| -
 
 def test_the_docs_kubectl_commands_about_a_job_run_as_written(world: ClusterWorld, control_plane: ControlPlane,
                                                               tmp_path: Path) -> None:
-    binary = shutil.which("kubectl")
-    if binary is None:
-        if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
-            pytest.fail("needs kubectl (apt-get install kubectl)")
-        pytest.skip("no kubectl on PATH")
+    binary = kubectl_binary()
     commands = [s for s in ALL if ABOUT_A_JOB.match(s.command)]
     shown = {s.command for s in commands}
     assert {"kubectl get nvjob NAME -n NS", "kubectl describe nvjob NAME -n NS"} <= shown, shown
@@ -71,11 +66,7 @@ def test_the_operator_tools_read_the_cluster_as_the_docs_write_them(world: Clust
     get jobs ...)``, with ``--live``, and ``node-pods``, each run as written (the interpreter, the
     namespace, the node and the request file standing for the world's) against a running Job: each
     reads the cluster and answers what the server answered."""
-    binary = shutil.which("kubectl")
-    if binary is None:
-        if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
-            pytest.fail("needs kubectl (apt-get install kubectl)")
-        pytest.skip("no kubectl on PATH")
+    binary = kubectl_binary()
     commands = [s for s in ALL if OPERATOR_TOOLS.match(s.command)]
     assert {c.command.split()[3] for c in commands} == {"replay", "node-pods"}, commands
     world.create_job("tools")

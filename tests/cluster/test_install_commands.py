@@ -36,7 +36,7 @@ import pytest
 from tests.cluster.conftest import built_jobset, metacontroller_crds, missing
 from tests.cluster.controlplane import CONTROLLERS, ControlPlane, binaries_dir
 from tests.cluster.jobsetctl import jobset_crds
-from tests.cluster.kube import REPO, REQUEST_TIMEOUT, Applier, load_documents
+from tests.cluster.kube import REPO, REQUEST_TIMEOUT, Applier, kubectl_binary, load_documents
 from tests.cluster.kwokctl import Kwok, KwokError, kwok_dir
 from tests.cluster.scheduler import Scheduler
 
@@ -124,16 +124,13 @@ def metacontroller_statefulset() -> list[dict[str, object]]:
 
 def test_the_install_and_the_token_rotation_run_as_written(install_plane: tuple[ControlPlane, str],
                                                            tmp_path: Path) -> None:
-    binary = shutil.which("kubectl")
-    if binary is None:
-        if os.environ.get("NVCRE_REQUIRE_CLUSTER") == "1":
-            pytest.fail("needs kubectl (apt-get install kubectl)")
-        pytest.skip("no kubectl on PATH")
+    binary = kubectl_binary()
     plane, kubeconfig = install_plane
     api = plane.api_client()
     work = tmp_path / "repo"
     shutil.copytree(REPO / "manifests", work / "manifests")  # the overlay's ../../manifests, outside the tree
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "KUBECONFIG": kubeconfig}
+    env = {"PATH": f"{Path(binary).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(tmp_path),
+           "KUBECONFIG": kubeconfig}
 
     run_block(block(BLOCKS["secret"]), work, env, "token Secret")
     first = secret_keys(api)

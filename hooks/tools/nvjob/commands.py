@@ -251,10 +251,7 @@ def get_command(ctx: click.Context, names: tuple[str, ...], all_namespaces: bool
     """
     options = _merge(ctx, **flags)
     output = parse_output(options.output, GET_OUTPUTS)
-    if all_namespaces and names:
-        raise CommandError("error: a resource cannot be retrieved by name across all namespaces")
-    if selector and names:
-        raise CommandError("error: name cannot be provided when a selector is specified")
+    _check_names(names, all_namespaces, selector)
     if (watch or watch_only) and len(names) > 1:
         raise CommandError("error: watch is only supported on individual resources and resource collections, but "
                            f"{len(names)} resources were found")
@@ -283,6 +280,14 @@ def get_command(ctx: click.Context, names: tuple[str, ...], all_namespaces: bool
             printer.one(job)
 
 
+def _check_names(names: tuple[str, ...], all_namespaces: bool, selector: str | None) -> None:
+    """kubectl's refusals of names beside ``-A`` or ``-l`` (its words), for get and summary."""
+    if all_namespaces and names:
+        raise CommandError("error: a resource cannot be retrieved by name across all namespaces")
+    if selector and names:
+        raise CommandError("error: name cannot be provided when a selector is specified")
+
+
 @cli.command("summary")
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("-A", "--all-namespaces", "all_namespaces", is_flag=True, help="The Jobs of every namespace.")
@@ -296,10 +301,7 @@ def summary_command(ctx: click.Context, names: tuple[str, ...], all_namespaces: 
     workload, queue, gang, age."""
     options = _merge(ctx, **flags)
     output = parse_output(options.output, OUTPUTS)
-    if all_namespaces and names:
-        raise CommandError("error: a resource cannot be retrieved by name across all namespaces")
-    if selector and names:
-        raise CommandError("error: name cannot be provided when a selector is specified")
+    _check_names(names, all_namespaces, selector)
     cluster, ns, options = _connect(ctx)
     jobs, failed, _ = read_jobs(cluster, None if all_namespaces else ns, names, selector or "")
     now = _now(options)
