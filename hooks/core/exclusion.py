@@ -182,6 +182,8 @@ def record(ctx: Context, work: Work) -> None:
     ``work.wake``). Writes ``work.excluded_nodes`` and ``work.wake``."""
     spec = ctx.observed.spec
     named = [found.as_json() for found in derived(spec, ctx.observed.status)]  # carried if let go in this call
+    if not named and not work.excluded_nodes and not any(entry.get(F.FAILED_NODES) for entry in work.attempts):
+        return  # nothing blamed, nothing carried: no copy of the work on every sync of a healthy Job
     found = current(spec, msgspec.structs.replace(work, excluded_nodes=[*work.excluded_nodes, *named]), ctx.now)
     work.excluded_nodes = [exclusion.as_json() for exclusion in found]
     wake = None if work.phase in TERMINAL else wake_in(found, ctx.now)
