@@ -214,3 +214,19 @@ def test_the_live_client_fails_clearly_when_the_server_is_unreachable() -> None:
     live = LiveParentVersions(k8s.ApiClient(configuration), timeout_seconds=0.5)
     with pytest.raises(ParentReadError, match="could not read Job default/train"):
         live.resource_version(*KEY)
+
+
+def test_a_finalize_behind_the_live_job_is_decided_on_it_too() -> None:
+    """A /finalize whose Job (being deleted in both copies) is behind the live one is decided on the
+    live Job, as a /sync is: the answer is the finalize the live Job gets."""
+    body = running_request(status_written=NOW - timedelta(seconds=3))
+    live = running_request(status_written=NOW - timedelta(seconds=1),
+                           status={"phase": "Running", "attempt": 0, "message": "newer"})
+    for request in (body, live):
+        request["parent"]["metadata"]["deletionTimestamp"] = "2026-01-01T11:59:00Z"
+    live["parent"]["metadata"]["resourceVersion"] = "43"
+    result = handle(orjson.dumps(body), "finalize", reader=reader(), clock=lambda: NOW, settings=Settings(),
+                    parents=FixedParentVersions(jobs={KEY: live["parent"]}))
+    on_live = decide(parse_request(live, "finalize"), reader(), NOW).response
+    assert (result.status_code, result.body) == (200, on_live)
+    assert orjson.loads(result.decided_on)["parent"]["metadata"]["resourceVersion"] == "43"
