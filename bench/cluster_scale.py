@@ -63,6 +63,7 @@ import os
 import sys
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -73,6 +74,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.cluster_measures import HookMetrics, Usage, count_requests, usage_of
 from bench.cluster_timeline import Timeline, wait_for
@@ -217,6 +219,10 @@ class PassResult:
     violations: list[str] = field(default_factory=list)
     sync_errors: int = 0
     stale_refusals: int = 0
+    answers: Counter[str] = field(default_factory=Counter)
+    """The hooks' answers to the stand-in's /sync and /finalize calls, by HTTP status (issue 36 item 1)."""
+    refusal_causes: Counter[str] = field(default_factory=Counter)
+    """The hooks' 409s by cause (``nvcre_hook_refusals_total``), scraped at the end of the pass."""
     unfinished: list[str] = field(default_factory=list)
     seconds: float = 0.0
     preempted: list[str] = field(default_factory=list)
@@ -485,6 +491,8 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
             result.windows["transitions"] = clock.mark()
             result.unfinished = sorted(n for n in scenario.names if not _done(scenario, driver, namespace, n))
         finally:
+            with suppress(OSError, ValueError):
+                result.refusal_causes = refusal_causes(hooks.metrics_url)
             stop.set()
             serving.join(60)
         result.restart_latencies = [x for n in sorted(scenario.fail) if (x := timeline.restart_latency(n, 0))
@@ -494,6 +502,7 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
         result.violations = list(invariants.violations)
         result.sync_errors = len(driver.sync_errors)
         result.stale_refusals = driver.stale_refusals
+        result.answers = Counter({str(code): n for code, n in driver.answers.items()})
     _clean_up(custom, namespace, timeline)
     result.seconds = time.monotonic() - began
     log(f"  {install.name}: done in {result.seconds:.0f} s ({'finished' if result.finished else 'NOT finished'})")
@@ -875,6 +884,19 @@ def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] =
     return result
 
 
+def refusal_causes(metrics_url: str) -> Counter[str]:
+    """The hooks' refusals as behind the cluster so far, by cause (``nvcre_hook_refusals_total``,
+    every hook summed), from one scrape of ``metrics_url``."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    causes: Counter[str] = Counter()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "nvcre_hook_refusals_total" and sample.value:
+                causes[sample.labels["cause"]] += int(sample.value)
+    return causes
+
+
 def _notes(results: Mapping[str, PassResult]) -> list[str]:
     notes = []
     for name, r in results.items():
@@ -885,6 +907,10 @@ def _notes(results: Mapping[str, PassResult]) -> list[str]:
         notes.append(f"{name}: {r.sync_errors} failed syncs (stand-in), {r.stale_refusals} answers refused as "
                      f"behind the cluster (409), {len(r.restart_latencies)} restarts and "
                      f"{len(r.delete_latencies)} deletes timed")
+        answered = sum(r.answers.values())
+        notes.append(f"{name}: {answered} hook answers ({answered / r.jobs:.1f} per Job), by status "
+                     f"{dict(sorted(r.answers.items()))}: {r.answers['409'] / answered if answered else 0:.1%} "
+                     f"are 409; refusals by cause {dict(sorted(r.refusal_causes.items()))}")
         if r.install.kueue:
             start = "request (requestedAt)" if r.install.checkpoint else "eviction (Evicted)"
             notes.append(f"{name}: {len(r.preempted)} Jobs preempted by Kueue, {len(r.release_latencies)} timed from "

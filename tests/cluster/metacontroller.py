@@ -65,6 +65,7 @@ import json
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -469,6 +470,8 @@ class Metacontroller:
         requests the hooks refused as behind the cluster (409 ``StaleRequest``): the staleness at work."""
         """Status writes over a live status newer than the one the answer was computed from."""
         """Every status write: (time, Job, the live status it replaced, the status written)."""
+        self.answers: Counter[int | None] = Counter()
+        """The hooks' answers to the /sync and /finalize calls, by HTTP status (``None``: no answer)."""
         self.stale_answers = 0
         """Answers (200) to a request whose parent's status was older than the live one's when the
         answer came back, written or not: since ADR-107 the hooks decide such a request on the live
@@ -833,6 +836,8 @@ class Metacontroller:
         hook = "finalize" if request["finalizing"] else "sync"
         reply = self.transport.post(f"/{hook}", orjson.dumps(request), self._headers())
         call = Call(key[1], hook, request if self.keep_calls else {}, reply)
+        with self._lock:
+            self.answers[reply.status] += 1
         if reply.status == 409 and b"behind the cluster" in bytes(reply.body or b""):
             self.stale_refusals += 1
         if reply.status == 200:
