@@ -106,12 +106,6 @@ GPUS_PER_NODE = 64
 for kwok's heartbeats not to load the 2-core machine."""
 NAMESPACE_PREFIX = "scale-"
 REQUESTS_TABLE = "the hooks' requests per hook call, by verb and resource (audit log)"
-REFRESH_SECONDS = 0.2
-"""The stand-in's informers list every this many seconds (plus the list's own time), or every
-``jobs / 1000`` seconds when that is longer (each list of Jobs and JobSets grows with them; at 1,000
-Jobs, 1 s). Metacontroller's watches lag by milliseconds; a cache older than a status the last sync
-wrote makes the hooks refuse the next sync as behind the cluster (409), so the stand-in's lag shows
-in the count of refusals (``stale_refusals``) and in the latencies."""
 SETTLE_SECONDS = RECENT_STATUS_SECONDS + 2
 """After every Job runs, the statuses settle: until then a sync checks the Job live (its status was
 written less than ``RECENT_STATUS_SECONDS`` ago, hooks.server.freshness); the steady window starts after."""
@@ -452,9 +446,7 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
                                 resync_period=install.resync_period, staleness=FRESH, workers=install.mc_workers,
                                 workloads=install.kueue, configmaps=install.checkpoint)
         driver.keep_calls = False
-        refresh = max(REFRESH_SECONDS, jobs / 1000)
-        serving = threading.Thread(target=driver.serve, args=(stop,), kwargs={"refresh_every": refresh},
-                                   daemon=True)
+        serving = threading.Thread(target=driver.serve, args=(stop,), daemon=True)  # its informers watch
         serving.start()
         clock = Clocked(plane, hooks, driver, {
             HOOKS_PART: lambda: [hooks.pid, *hooks.worker_pids()],

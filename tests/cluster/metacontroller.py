@@ -61,6 +61,7 @@ objects without a customize call; a hot loop judged by calls per step, not statu
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import threading
 import time
@@ -76,6 +77,7 @@ import kubernetes
 import orjson
 from kubernetes.client import ApiException
 
+from tests.cluster.informers import WATCH_SECONDS, Informer, Notification, Reflector, StoreKey
 from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS
 from tests.cluster.metacontroller_parts import (
     FRESH,
@@ -264,6 +266,11 @@ class ApiBackend:
         self.throttle = TokenBucket(qps, burst)
         self._lock = threading.Lock()
         self.api_calls = 0
+        self.lists = 0
+        """LIST requests of the informers (``snapshot``'s and the reflectors'): a list per resource at
+        the start and after a broken watch under ``serve``; every resource every refresh otherwise."""
+        self.watches = 0
+        """WATCH requests of the reflectors (one per resource, again each time the server ends one)."""
 
     # -- what the informers see --------------------------------------------------------------------
 
@@ -281,6 +288,8 @@ class ApiBackend:
                 workloads += self._list(KUEUE_GROUP, KUEUE_VERSION, namespace, "workloads")
         related: tuple[tuple[str, tuple[Obj, ...]], ...] = ()
         if self.with_workloads:
+            for _ in RELATED:
+                self._count_list()
             related = tuple((f"{kind}.{KUEUE_GROUP}/{KUEUE_VERSION}", tuple(self.custom.list_cluster_custom_object(
                 KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=REQUEST_TIMEOUT)["items"]))
                 for kind, plural in RELATED)
@@ -289,13 +298,63 @@ class ApiBackend:
 
     def _core(self, method: str, *args: Any, **kwargs: Any) -> Obj:
         """A core/v1 call answered as plain JSON (the kubernetes client's models left out)."""
+        if method.startswith("list_"):
+            self._count_list()
         answer = getattr(self.core, method)(*args, _request_timeout=REQUEST_TIMEOUT, _preload_content=False, **kwargs)
         return json.loads(answer.data or b"{}")
 
     def _list(self, group: str, version: str, namespace: str, plural: str) -> list[Obj]:
+        self._count_list()
         answer = self.custom.list_namespaced_custom_object(group, version, namespace, plural,
                                                            _request_timeout=REQUEST_TIMEOUT)
         return list(answer.get("items") or [])
+
+    def _count_list(self) -> None:
+        with self._lock:
+            self.lists += 1
+
+    # -- what the informers watch (``Metacontroller.serve``) ---------------------------------------
+
+    def watched(self) -> list[tuple[str, str]]:
+        """Every (kind, namespace) an informer keeps: the Jobs and the child types in each namespace,
+        and the related types (cluster-scoped, namespace ``""``) with ``workloads``."""
+        kinds = ["Job", "JobSet", *(["Workload"] if self.with_workloads else []),
+                 *(["PodGroup"] if self.with_podgroups else []), *(["ConfigMap"] if self.with_configmaps else [])]
+        related = [(f"{kind}.{KUEUE_GROUP}/{KUEUE_VERSION}", "") for kind, _ in RELATED] if self.with_workloads else []
+        return [(kind, namespace) for namespace in self.namespaces for kind in kinds] + related
+
+    def list_objects(self, kind: str, namespace: str) -> tuple[list[Obj], str]:
+        """A reflector's LIST: the objects (each naming its kind) and the list's resourceVersion;
+        raises ``SERVER_ERRORS``."""
+        self._count_list()
+        answer = json.loads(self._lister(kind, namespace)(_request_timeout=REQUEST_TIMEOUT,
+                                                          _preload_content=False).data or b"{}")
+        items = [{"apiVersion": "v1", "kind": "ConfigMap", **o} if kind == "ConfigMap" else o
+                 for o in answer.get("items") or []]
+        return items, str(answer["metadata"]["resourceVersion"])
+
+    def watch(self, kind: str, namespace: str, resource_version: str, seconds: float) -> Any:
+        """A reflector's WATCH from ``resource_version`` with bookmarks, ended by the server after
+        ``seconds``: the streamed response (urllib3's; read it, then release or close it). Not
+        throttled: one long request."""
+        with self._lock:
+            self.watches += 1
+        return self._lister(kind, namespace)(
+            watch=True, allow_watch_bookmarks=True, resource_version=resource_version,
+            timeout_seconds=max(1, int(seconds)), _preload_content=False,
+            _request_timeout=(REQUEST_TIMEOUT[0], seconds + 30))
+
+    def _lister(self, kind: str, namespace: str) -> Callable[..., Any]:
+        """The kubernetes client's list method of ``kind`` in ``namespace``, its path bound."""
+        if kind == "ConfigMap":
+            return functools.partial(self.core.list_namespaced_config_map, namespace)
+        if kind == "Job":
+            return functools.partial(self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace, "jobs")
+        if kind in CHILD_TYPES:
+            group, version, plural = CHILD_TYPES[kind]
+            return functools.partial(self.custom.list_namespaced_custom_object, group, version, namespace, plural)
+        plural = dict(RELATED)[kind.split(".", 1)[0]]
+        return functools.partial(self.custom.list_cluster_custom_object, KUEUE_GROUP, KUEUE_VERSION, plural)
 
     # -- the user's side (kubectl; not Metacontroller's calls) -------------------------------------
 
@@ -477,7 +536,11 @@ class Metacontroller:
         answer came back, written or not: since ADR-107 the hooks decide such a request on the live
         Job, so its answer usually equals the live status and nothing is written."""
         self.informer_errors: list[str] = []
-        """Refreshes of the caches that failed in ``serve``'s informer thread (retried at the next tick)."""
+        """Lists and watches that failed under ``serve`` (each listed again after a backoff)."""
+        self._informers: list[Informer] = []
+        self._reflectors: list[Reflector] = []
+        self._stores: dict[tuple[str, str], dict[StoreKey, Obj]] = {}
+        """Under ``serve``: each informer's store by (kind, namespace), as last installed."""
         self._seen_parents: dict[Key, str] = {}
         self._seen_children: dict[str, Obj] = {}
         self._events: dict[tuple[str, str], tuple[str, int]] = {}
@@ -492,18 +555,18 @@ class Metacontroller:
     def create_job(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
         """Creates an NVCRE Job (``kubectl apply``); Metacontroller sees it once its cache does."""
         self.backend.create_parent(namespace, name, spec)
-        self.refresh()
+        self._written()
 
     def patch_spec(self, namespace: str, name: str, **changes: Any) -> bool:
         """Changes spec fields (``None`` removes one); False when the Job is gone."""
         changed = self.backend.patch_parent_spec(namespace, name, changes)
-        self.refresh()
+        self._written()
         return changed
 
     def delete_job(self, namespace: str, name: str) -> bool:
         """``kubectl delete``: sets the deletionTimestamp (the finalizer keeps the Job)."""
         deleted = self.backend.delete_parent(namespace, name)
-        self.refresh()
+        self._written()
         return deleted
 
     @property
@@ -520,6 +583,14 @@ class Metacontroller:
         now = self.clock()
         self.parent_cache.restarted(now)
         self.child_cache.restarted(now)
+        for informer in self._informers:
+            informer.restarted(now)
+
+    def _written(self) -> None:
+        """After the user's write: ``refresh`` (the synchronous mode's read), none under ``serve``
+        (its watches deliver the change)."""
+        if not self._informers:
+            self.refresh()
 
     # -- the informers -----------------------------------------------------------------------------
 
@@ -599,25 +670,42 @@ class Metacontroller:
             made += len(outcomes)
         return made
 
-    def serve(self, stop: threading.Event, *, refresh_every: float = 1.0) -> None:
-        """Runs as Metacontroller does, until ``stop`` is set: an informer thread refreshes the
-        caches every ``refresh_every`` seconds (their events and the resync timer enqueue parents),
-        and ``workers`` threads each take one ready parent at a time and sync it, each on its own
-        (``reconcile_due``'s rounds wait for their slowest sync; these do not). An error no sync
-        expects (a read of the invariants failing, say) is recorded in ``sync_errors`` and the
-        worker goes on; a refresh that fails is recorded in ``informer_errors`` and tried again at the
-        next tick, as an informer's reflector retries its list. Returns once every thread has ended
-        (within about one sync of ``stop``)."""
-        def informer() -> None:
+    def serve(self, stop: threading.Event, *, watch_seconds: float = WATCH_SECONDS) -> None:
+        """Runs as Metacontroller does, until ``stop`` is set: an informer per watched resource
+        (``ApiBackend.watched``), each fed by a reflector thread (tests/cluster/informers.py: LIST,
+        then WATCH from its resourceVersion, each watch ``watch_seconds`` long, a list again after a
+        410 or a broken stream), delivers each event as it comes: the store is updated and the
+        handler enqueues (``_on_event``); a dispatcher thread applies the events a ``Staleness``
+        delays and runs the resync timer; once every informer has listed, ``workers`` threads each
+        take one ready parent at a time and sync it, each on its own (``reconcile_due``'s rounds wait
+        for their slowest sync; these do not). An error no sync expects is recorded in
+        ``sync_errors`` and the worker goes on; a failed list or watch is recorded in
+        ``informer_errors``. The caches ``refresh`` fills are left as they are; ``reconcile_due`` and
+        ``refresh`` are for the synchronous mode, not for use while this runs. Returns once every
+        thread has ended (within about one sync of ``stop``: the streams are shut down)."""
+        staleness = self.staleness
+        self._stores = {}
+        self._informers = [Informer(kind, namespace, self._install,
+                                    lag=staleness.lag if kind == "Job" else staleness.child_lag,
+                                    restart_lag=staleness.restart_lag)
+                           for kind, namespace in self.backend.watched()]
+        reflectors = [Reflector(informer, self.backend, stop, self.informer_errors, watch_seconds, self.clock)
+                      for informer in self._informers]
+        self._reflectors = reflectors
+
+        def dispatcher() -> None:
             while not stop.is_set():
-                try:
-                    self.refresh()
-                except Exception as exc:  # as client-go's reflector: a failed list is retried, never the end
-                    with self._lock:
-                        self.informer_errors.append(f"refresh failed: {exc!r}")
-                stop.wait(refresh_every)
+                now = self.clock()
+                for informer in self._informers:
+                    informer.pump(now)
+                if self.resync.due(now):
+                    for key in self._view.parents:
+                        self.queue.add(key)  # the informer's resync: every parent at once, backing off or not
+                stop.wait(0.02)
 
         def worker() -> None:
+            while not stop.is_set() and not all(informer.synced for informer in self._informers):
+                stop.wait(0.02)  # WaitForCacheSync
             while not stop.is_set():
                 keys = self.queue.take(self.clock(), 1)
                 if not keys:
@@ -630,13 +718,80 @@ class Metacontroller:
                         self.sync_errors.append((keys[0], f"unexpected: {exc!r}"))
                     self.queue.done(keys[0])
 
-        threads = [threading.Thread(target=informer, name="metacontroller-informer", daemon=True)]
+        threads = [threading.Thread(target=r.run, name=f"metacontroller-reflector-{r.informer.kind}", daemon=True)
+                   for r in reflectors]
+        threads.append(threading.Thread(target=dispatcher, name="metacontroller-dispatcher", daemon=True))
         threads += [threading.Thread(target=worker, name=f"metacontroller-worker-{n}", daemon=True)
                     for n in range(self.workers)]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            stop.wait()
+        finally:
+            stop.set()
+            for reflector in reflectors:
+                reflector.close()
+            for thread in threads:
+                thread.join()
+            self._informers, self._reflectors = [], []
+
+    def cut_watches(self) -> None:
+        """Under ``serve``: shuts every open watch stream down, as a connection cut on the way (a
+        load balancer, an API server going away) does: each reflector lists again after its backoff."""
+        for reflector in list(self._reflectors):
+            reflector.close()
+
+    def _install(self, informer: Informer, store: dict[StoreKey, Obj], notes: list[Notification]) -> None:
+        """An informer applied events: its store goes into the view (a new one: the workers read the
+        old one meanwhile), then each change goes to the handler (``_on_event``)."""
+        with self._lock:
+            self._stores[(informer.kind, informer.namespace)] = store
+            parents: dict[Key, Obj] = {}
+            children: dict[str, list[Obj]] = {kind: [] for kind in CHILD_TYPES}
+            related: dict[str, list[Obj]] = {}
+            for (kind, _), objects in self._stores.items():
+                if kind == "Job":
+                    parents.update(objects)
+                elif kind in children:
+                    children[kind] += objects.values()
+                else:
+                    related.setdefault(kind, []).extend(objects.values())
+            self._view = View(parents, children, related)
+        for old, new in notes:
+            self._on_event(informer.kind, old, new)
+
+    def _on_event(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+        """Metacontroller's handlers (``pkg/controller/composite/controller.go``): a parent added,
+        updated (its resourceVersion changed or not: a relist and the resync enqueue too) or deleted
+        is enqueued; a child update that keeps its resourceVersion is ignored (a relist); a child
+        added or updated enqueues its controller's parent (``resolveControllerRef``: by name, then
+        uid, in the cache), or, an orphan, every parent its labels match, unless it is being
+        deleted; a child deleted enqueues its controller's parent. Related objects enqueue nothing."""
+        obj = new if new is not None else old
+        assert obj is not None
+        namespace, name = obj["metadata"].get("namespace") or "", obj["metadata"]["name"]
+        if kind == "Job":
+            self.queue.add((namespace, name))
+            return
+        if kind not in CHILD_TYPES:
+            return
+        if old is not None and new is not None \
+                and old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return  # onChildUpdate: a no-op update (a relist)
+        parents = self._view.parents
+        owner = controller_of(obj)
+        if owner is not None:
+            parent = parents.get((namespace, str(owner.get("name"))))
+            if parent is not None and parent["metadata"]["uid"] == owner.get("uid") \
+                    and owner.get("kind") == "Job" and str(owner.get("apiVersion", "")).startswith(f"{GROUP}/"):
+                self.queue.add((namespace, parent["metadata"]["name"]))
+            return
+        if new is None or obj["metadata"].get("deletionTimestamp"):
+            return  # an orphan gone or going: never adopted
+        uid = (obj["metadata"].get("labels") or {}).get("controller-uid")
+        for key, parent in parents.items():
+            if key[0] == namespace and parent["metadata"]["uid"] == uid:
+                self.queue.add(key)  # findPotentialParents: the parents whose selector matches
 
     def reconcile(self, namespace: str, name: str) -> Call | None:
         """Syncs the Job now, from the caches as they are (no read of the server first); returns

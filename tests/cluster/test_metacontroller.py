@@ -273,6 +273,57 @@ def test_the_resync_calls_every_parent_at_once_and_resync_after_once(plane: Cont
     assert {"a", "b", "failing", "soon"} <= set(after), after
 
 
+# -- serve: the informers watch (issue 36 item 1) --------------------------------------------------
+
+def test_serve_delivers_each_change_as_an_event_and_a_cut_watch_lists_again(plane: ControlPlane) -> None:
+    bench = Bench(plane, lambda path, request: ok({"phase": "Running"}, [jobset("ev-0")]))
+    backend = bench.mc.backend
+    uid = bench.create("ev")
+    stop = threading.Event()
+    serving = threading.Thread(target=bench.mc.serve, args=(stop,), daemon=True)
+
+    def synced_after(mark: int, what: Callable[[dict[str, Any]], bool], within: float) -> float:
+        began = time.monotonic()
+        while time.monotonic() - began < within:
+            if any(what(request) for _, request in bench.hook.requests[mark:]):
+                return time.monotonic() - began
+            time.sleep(0.01)
+        raise AssertionError(f"no sync within {within:g} s; lists {backend.lists}, errors {bench.mc.informer_errors}")
+
+    def spec(value: bool) -> Callable[[dict[str, Any]], bool]:
+        return lambda request: request["parent"]["spec"].get("suspend", False) is value
+
+    serving.start()
+    try:
+        synced_after(0, lambda request: "ev-0" in str(request["children"]), 10.0)  # the child made, seen
+        time.sleep(1.0)
+        lists = backend.lists
+        mark = len(bench.hook.requests)
+        bench.mc.patch_spec(bench.namespace, "ev", suspend=True)
+        assert synced_after(mark, spec(True), 2.0) < 0.5, "a spec patch is synced as soon as its event comes"
+        mark = len(bench.hook.requests)
+        bench.custom.patch_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", bench.namespace, "jobsets", "ev-0",
+                                                    {"metadata": {"labels": {"touched": "yes"}}})
+        synced_after(mark, lambda request: "touched" in str(request["children"]), 2.0)  # a child's update too
+        time.sleep(1.0)
+        assert backend.lists == lists, "no list after the start: the watches deliver every change"
+        bench.mc.cut_watches()
+        began = time.monotonic()
+        while backend.lists < lists + 2 and time.monotonic() - began < 5.0:
+            time.sleep(0.05)
+        assert backend.lists == lists + 2, "each cut watch (Jobs, JobSets) lists again, once"
+        mark = len(bench.hook.requests)
+        bench.mc.patch_spec(bench.namespace, "ev", suspend=False)
+        synced_after(mark, spec(False), 2.0)  # and watches on from the new list
+        assert backend.lists == lists + 2
+        assert len(bench.mc.informer_errors) == 2, bench.mc.informer_errors
+        assert bench.job("ev")["metadata"]["uid"] == uid
+    finally:
+        stop.set()
+        serving.join(10.0)
+    assert not serving.is_alive(), "a stop shuts the 300-second watches down at once"
+
+
 # -- fact 11 ---------------------------------------------------------------------------------------
 
 @pytest.fixture
