@@ -7,9 +7,10 @@ as ``openssl rand -hex 32``: manifests/ ships none), starts the real kube-schedu
 controller and kwok with its GPU nodes ``kwok-node-0`` .. ``kwok-node-11`` (tests/cluster/{scheduler,
 jobsetctl,kwokctl}.py), serves the hooks with gunicorn as their ServiceAccount with that token, applies
 manifests/samples/job-*.yaml in ``default`` and then runs the Metacontroller stand-in
-(tests/cluster/world.py) over every namespace (the list refreshed every ``NAMESPACE_REFRESH_SECONDS``,
-so a namespace created later is served too) until Ctrl-C, SIGINT, SIGTERM or SIGHUP, which stop
-everything it started.
+(tests/cluster/world.py) as Metacontroller runs, its informers watching every namespace (``serve``,
+``cluster_wide``: a namespace created later is served at once; fresh caches, no simulated lag), with
+the tier's invariants checked every ``CHECK_SECONDS``, until Ctrl-C, SIGINT, SIGTERM or SIGHUP, which
+stop everything it started.
 
 The hooks run with the production defaults (docs/operations.md, section 2), not the tests' short
 timeouts; every ``NVCRE_*`` of the environment is passed on (``hook_env``). Where they listen, their
@@ -45,13 +46,12 @@ import secrets
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-
-import kubernetes
 
 from hooks.server.config import Settings
 from podread.cache import DEFAULT_TTL_SECONDS
@@ -60,8 +60,6 @@ from tests.cluster.controlplane import ControlPlane
 from tests.cluster.jobsetctl import JobSetManager
 from tests.cluster.kube import (
     REPO,
-    REQUEST_TIMEOUT,
-    SERVER_ERRORS,
     Applier,
     kustomized_manifests,
     load_documents,
@@ -70,6 +68,7 @@ from tests.cluster.kube import (
 from tests.cluster.kueue import Kueue
 from tests.cluster.kwokctl import Kwok
 from tests.cluster.metacontroller import token_secret
+from tests.cluster.metacontroller_parts import FRESH
 from tests.cluster.scheduler import Scheduler
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
@@ -88,7 +87,8 @@ OWN_ENV = ("NVCRE_HOOK_TOKEN_FILE", "NVCRE_HOOK_PREVIOUS_TOKEN_FILE")
 
 KUEUE_GPUS = 16
 """The ClusterQueue's GPUs in ``--kueue``: the queued sample's 2 workers of 8 GPUs each."""
-NAMESPACE_REFRESH_SECONDS = 2.0
+CHECK_SECONDS = 0.5
+"""How often the tier's per-step invariants are checked while the stand-in serves."""
 DEV_NODES = 12
 """The samples take 8 nodes (one pod per node); 4 more leave room for a Job of your own."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -177,12 +177,6 @@ def install(plane: ControlPlane, *, token_seconds: int = 3600, options: Options 
     return Installed(jobset, hook_token, token)
 
 
-def all_namespaces(api_client: kubernetes.client.ApiClient) -> list[str]:
-    """Every namespace on the server now."""
-    found = kubernetes.client.CoreV1Api(api_client).list_namespace(_request_timeout=REQUEST_TIMEOUT)
-    return sorted(ns.metadata.name for ns in found.items)
-
-
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
     for other in STOP_SIGNALS:  # one clean stop: later signals do not interrupt the teardown
         signal.signal(other, signal.SIG_IGN)
@@ -244,7 +238,9 @@ def serve(plane: ControlPlane, kubeconfig: str, run_seconds: float | None, nodes
         hooks = parts.enter_context(HookServer(KubeconfigSource(plane, token, "nvcre-hooks"), token=hook_token,
                                                env=env))
         parts.callback(keep_log, hooks, Path(kubeconfig).parent / "hooks.log")
-        world = ClusterWorld(plane, hooks, "default", kwok, workloads=options.kueue, podgroups=options.gang)
+        world = ClusterWorld(plane, hooks, "default", kwok, workloads=options.kueue, podgroups=options.gang,
+                             staleness=FRESH)
+        world.backend.cluster_wide = True
         for sample in options.samples():
             doc = load_documents(sample)[0]
             doc["metadata"]["namespace"] = "default"
@@ -254,14 +250,16 @@ def serve(plane: ControlPlane, kubeconfig: str, run_seconds: float | None, nodes
         print(f"nodes: {' '.join(kwok.nodes())}", file=sys.stderr)
         print(f"ready: export KUBECONFIG={kubeconfig}; kubectl get nvjob -A -w   "
               f"(Ctrl-C or kill -INT {os.getpid()} stops)", file=sys.stderr)
-        refreshed = 0.0
-        while True:
-            if time.monotonic() - refreshed > NAMESPACE_REFRESH_SECONDS:
-                # the list of the last refresh is served until the server answers again
-                with contextlib.suppress(*SERVER_ERRORS):
-                    world.backend.namespaces = all_namespaces(admin)
-                refreshed = time.monotonic()
-            world.step()
+        stop = threading.Event()
+        serving = threading.Thread(target=world.driver.serve, args=(stop,), name="metacontroller", daemon=True)
+        serving.start()
+        try:
+            while serving.is_alive():
+                world.check()
+                time.sleep(CHECK_SECONDS)
+        finally:
+            stop.set()
+            serving.join(30)
 
 
 def keep_log(hooks: HookServer, destination: Path) -> None:

@@ -4,11 +4,19 @@
 ``pkg/controller/common/finalizer/finalizer.go``, ``pkg/dynamic/clientset``, ``pkg/hooks``; the
 facts are in reference/metacontroller-facts.md, "Runtime behaviour", numbered as below):
 
-1. The parent and the children come from informer caches (``LaggedCache``): with a ``Staleness``
-   the request carries what the server held ``lag`` (parents) and ``child_lag`` (children)
-   seconds ago, and after the API server came back from an outage, what it held before it for
-   ``restart_lag`` more seconds; events (a parent or child added, changed, gone) are seen on the
-   cache, not on the server. ``TIER_STALENESS`` in tests/cluster/world.py turns it on.
+1. The parent and the children come from informer caches. Two modes: ``serve`` (the scale
+   benchmark, ``make dev``) runs real informers (tests/cluster/informers.py): per watched resource a
+   reflector LISTs, then WATCHes from the list's resourceVersion (bookmarks on), lists again after a
+   410 or a broken stream (with client-go's backoff), and each event updates the store at once and
+   goes to Metacontroller's handlers (``_on_event``: ``onParentAdd/Update/Delete``, and
+   ``onChildAdd/Update/Delete`` with a child update that keeps its resourceVersion ignored and
+   orphans matched by selector); the synchronous mode (``refresh``/``reconcile_due``, most tier
+   tests) reads a full list per step into ``LaggedCache``s and diffs it into the same events. With
+   a ``Staleness`` the request carries what the server held ``lag`` (parents) and ``child_lag``
+   (children) seconds ago (under ``serve``: each event applied that much later), and after the API
+   server came back from an outage, what it held before it for ``restart_lag`` more seconds; events
+   are seen on the cache, not on the server. ``TIER_STALENESS`` in tests/cluster/world.py turns it
+   on for the tier's worlds.
 2. ``_update_status`` GETs the live Job and writes the answer's status (``observedGeneration``
    added) with the live resourceVersion, retrying on conflict: a stale answer overwrites a newer
    status. Children are managed first; a failed child write does not stop the status write
@@ -56,6 +64,10 @@ finalizer; a shallow v2 check (unknown fields only) instead of typed decoding; n
 release or selector check, no last-applied annotation; one Job at a time, no client QPS, no global
 requeue limit, no ``SyncError`` Event; the resync per Job instead of one timer for all; related
 objects without a customize call; a hot loop judged by calls per step, not status writes.
+Before issue 36, ``serve``'s informers polled (a full list of every kind every 0.2-1 s, its changes
+batched into one pass) instead of watching: the real Metacontroller made about 3x the hook calls per
+Job, each event its own. Left out still: events of the related objects (a changed
+ResourceFlavor enqueues no parent).
 """
 
 from __future__ import annotations
@@ -248,8 +260,9 @@ class ApiBackend:
     """NVCRE Jobs and their children in namespaces ``namespaces`` of a real API server, read and
     written with ``api_client`` (the kubernetes client; Metacontroller's own credentials).
 
-    ``snapshot`` is what the informers' watches deliver (a full list; not throttled, as a watch
-    is one long request); every other method is one of Metacontroller's own API calls, each
+    ``snapshot`` is what the synchronous mode's informers read (a full list), ``list_objects`` and
+    ``watch`` what ``serve``'s reflectors ask (``watched``: of which kinds, where); none is
+    throttled (a watch is one long request); every other method is one of Metacontroller's own API calls, each
     taken through ``throttle`` (client-go's ``qps`` and ``burst``: Metacontroller's defaults 5 and
     10) and raising ``BackendError`` when the server refuses it or is away
     (a 404 says so where the caller must know)."""
@@ -263,6 +276,9 @@ class ApiBackend:
         self.with_workloads = workloads
         self.with_podgroups = podgroups
         self.with_configmaps = configmaps
+        self.cluster_wide = False
+        """``serve``'s informers watch every namespace (as Metacontroller does; ``make dev``) instead of
+        ``namespaces`` one by one (the tier and the benchmark, each in namespaces of its own)."""
         self.throttle = TokenBucket(qps, burst)
         self._lock = threading.Lock()
         self.api_calls = 0
@@ -321,7 +337,8 @@ class ApiBackend:
         kinds = ["Job", "JobSet", *(["Workload"] if self.with_workloads else []),
                  *(["PodGroup"] if self.with_podgroups else []), *(["ConfigMap"] if self.with_configmaps else [])]
         related = [(f"{kind}.{KUEUE_GROUP}/{KUEUE_VERSION}", "") for kind, _ in RELATED] if self.with_workloads else []
-        return [(kind, namespace) for namespace in self.namespaces for kind in kinds] + related
+        namespaces = [""] if self.cluster_wide else self.namespaces
+        return [(kind, namespace) for namespace in namespaces for kind in kinds] + related
 
     def list_objects(self, kind: str, namespace: str) -> tuple[list[Obj], str]:
         """A reflector's LIST: the objects (each naming its kind) and the list's resourceVersion;
@@ -345,16 +362,19 @@ class ApiBackend:
             _request_timeout=(REQUEST_TIMEOUT[0], seconds + 30))
 
     def _lister(self, kind: str, namespace: str) -> Callable[..., Any]:
-        """The kubernetes client's list method of ``kind`` in ``namespace``, its path bound."""
+        """The kubernetes client's list method of ``kind`` in ``namespace`` (``""``: every
+        namespace, or a cluster-scoped kind), its path bound."""
         if kind == "ConfigMap":
+            if not namespace:
+                return self.core.list_config_map_for_all_namespaces
             return functools.partial(self.core.list_namespaced_config_map, namespace)
-        if kind == "Job":
-            return functools.partial(self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace, "jobs")
-        if kind in CHILD_TYPES:
-            group, version, plural = CHILD_TYPES[kind]
-            return functools.partial(self.custom.list_namespaced_custom_object, group, version, namespace, plural)
-        plural = dict(RELATED)[kind.split(".", 1)[0]]
-        return functools.partial(self.custom.list_cluster_custom_object, KUEUE_GROUP, KUEUE_VERSION, plural)
+        if kind == "Job" or kind in CHILD_TYPES:
+            group, version, plural = (GROUP, VERSION, "jobs") if kind == "Job" else CHILD_TYPES[kind]
+        else:
+            group, version, plural = KUEUE_GROUP, KUEUE_VERSION, dict(RELATED)[kind.split(".", 1)[0]]
+        if not namespace:
+            return functools.partial(self.custom.list_cluster_custom_object, group, version, plural)
+        return functools.partial(self.custom.list_namespaced_custom_object, group, version, namespace, plural)
 
     # -- the user's side (kubectl; not Metacontroller's calls) -------------------------------------
 

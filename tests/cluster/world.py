@@ -136,7 +136,8 @@ class ClusterWorld:
 
     def __init__(self, plane: ControlPlane, hooks: HookServer, namespace: str, kwok: Kwok, *,
                  version: str = "v2", resync_period: float | None = RESYNC_PERIOD_SECONDS,
-                 workloads: bool = False, podgroups: bool = False, configmaps: bool = False) -> None:
+                 workloads: bool = False, podgroups: bool = False, configmaps: bool = False,
+                 staleness: Staleness = TIER_STALENESS) -> None:
         self.plane = plane
         self.namespace = namespace
         admin = plane.api_client()
@@ -149,7 +150,7 @@ class ClusterWorld:
         self.invariants = Invariants(self.view)
         self.driver = Metacontroller(self.backend, hooks.transport(), self.invariants,
                                      version=version, token=hooks.token, resync_period=resync_period,
-                                     workloads=workloads, staleness=TIER_STALENESS, podgroups=podgroups,
+                                     workloads=workloads, staleness=staleness, podgroups=podgroups,
                                      configmaps=configmaps)
         self.created: dict[str, str] = {}
         """Job name -> uid of every Job this world created (to check that none goes too early)."""

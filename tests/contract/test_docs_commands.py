@@ -118,8 +118,8 @@ RULES: list[tuple[str, str, str]] = [
      "about one Job: tests/cluster/test_docs_commands.py runs each as written with the real kubectl"),
     (r"^kubectl (label|patch|cordon|uncordon) (pod|node) ", "elsewhere",
      "make dev's kwok: tests/cluster/test_dev_commands.py runs each as written with the real kubectl"),
-    (r"^kubectl create namespace team-a && sed ", "elsewhere", "make dev's namespace refresh "
-                                                             "(tests/cluster/dev.py, all_namespaces)"),
+    (r"^kubectl create namespace team-a && sed ", "elsewhere", "make dev's stand-in watches every "
+                                                             "namespace (tests/cluster/dev.py, cluster_wide)"),
     (r"^kubectl create namespace nvcre-system$|^kubectl -n nvcre-system create secret generic nvcre-hooks-token |"
      r"^kubectl -n nvcre-system rollout status deploy/nvcre-hooks$|^kubectl get compositecontroller nvcre-jobs$|"
      r"^(NS|OLD|NEW)=|^kubectl -n \$NS |"
