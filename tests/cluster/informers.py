@@ -188,7 +188,12 @@ class Reflector:
     def _watch(self, version: str) -> str:
         """One watch request from ``version``: its events to the informer; returns the last
         resourceVersion seen when the server ended it. Raises ``Gone`` (410) or ``Broken``."""
-        response = self.source.watch(self.informer.kind, self.informer.namespace, version, self.watch_seconds)
+        try:
+            response = self.source.watch(self.informer.kind, self.informer.namespace, version, self.watch_seconds)
+        except Exception as exc:
+            if getattr(exc, "status", None) == 410:  # the watch's own answer: its resourceVersion is too old
+                raise Gone(str(exc)) from exc
+            raise
         with self._lock:
             self._response = response
         try:

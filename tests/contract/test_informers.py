@@ -43,7 +43,7 @@ class Response:
 class Server:
     """Answers each list and watch in turn from its scripts; the last watch stops the reflector."""
 
-    def __init__(self, lists: list[tuple[list[dict[str, Any]], str]], watches: list[Response],
+    def __init__(self, lists: list[tuple[list[dict[str, Any]], str]], watches: list[Any],
                  stop: threading.Event) -> None:
         self.lists, self.watches, self.stop = lists, watches, stop
         self.calls: list[str] = []
@@ -56,11 +56,20 @@ class Server:
         self.calls.append(f"watch@{resource_version}")
         if len(self.watches) == 1:
             self.stop.set()
-        return self.watches.pop(0)
+        answer = self.watches.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
 
-def run(lists: list[tuple[list[dict[str, Any]], str]], watches: list[Response]) -> tuple[Server, list[Notification],
-                                                                                        list[str]]:
+class Expired(Exception):
+    """The API server's answer to a watch from a resourceVersion it no longer has (410)."""
+
+    status = 410
+
+
+def run(lists: list[tuple[list[dict[str, Any]], str]], watches: list[Any]) -> tuple[Server, list[Notification],
+                                                                                  list[str]]:
     notes: list[Notification] = []
 
     def install(informer: Informer, store: dict[StoreKey, Any], changes: list[Notification]) -> None:
@@ -96,6 +105,12 @@ def test_a_410_lists_again_at_once_and_the_list_replaces_the_store() -> None:
     assert gone.closed and not errors
 
 
+def test_a_watch_refused_with_410_lists_again_at_once() -> None:
+    server, notes, errors = run([([obj("a", "10")], "10"), ([obj("a", "12")], "12")], [Expired(), Response([])])
+    assert server.calls == ["list", "watch@10", "list", "watch@12"]
+    assert notes[-1] == (obj("a", "10"), obj("a", "12")) and not errors
+
+
 def test_a_broken_stream_lists_again_after_the_backoff() -> None:
     cut = Response([{"type": "ADDED", "object": obj("b", "11")}], broken=True)
     server, notes, errors = run([([], "10"), ([obj("b", "11")], "11")], [cut, Response([])])
@@ -115,3 +130,15 @@ def test_a_lag_holds_each_event_until_its_time() -> None:
     assert notes == [(None, obj("a", "1"))] and informer.store == {("ns", "a"): obj("a", "1")}
     informer.pump(0.7)
     assert notes[-1] == (obj("a", "1"), None) and informer.store == {}
+
+
+def test_after_a_failure_the_next_list_and_what_follows_wait_the_restart_lag() -> None:
+    notes: list[Notification] = []
+    informer = Informer("Job", "ns", lambda informer, store, changes: notes.extend(changes), restart_lag=5.0)
+    informer.replace(0.0, [obj("a", "1")])
+    informer.failed()
+    informer.replace(10.0, [obj("a", "2")])
+    informer.event(12.0, "MODIFIED", obj("a", "3"))
+    assert informer.store == {("ns", "a"): obj("a", "1")}, "the store from before the outage is served"
+    informer.pump(15.0)
+    assert informer.store == {("ns", "a"): obj("a", "3")} and len(notes) == 3
