@@ -287,6 +287,8 @@ class PassResult:
                 "delete_latencies": [round(x, 3) for x in sorted(self.delete_latencies)],
                 "violations": self.violations[:20], "sync_errors": self.sync_errors,
                 "stale_refusals": self.stale_refusals, "unfinished": self.unfinished[:20],
+                "answers": dict(sorted(self.answers.items())),
+                "refusal_causes": dict(sorted(self.refusal_causes.items())),
                 "preempted": self.preempted, "release_latencies": [round(x, 3) for x in sorted(self.release_latencies)],
                 "checkpoint_outcomes": dict(self.checkpoint_outcomes), "late_ends": self.late_ends}
 
