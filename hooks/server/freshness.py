@@ -34,6 +34,7 @@ RBAC: ``get`` on ``nvcre.nvidia.com`` jobs (``manifests/rbac.yaml``, role ``nvcr
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -50,6 +51,7 @@ from hooks.core.declared import InvalidRequest
 from hooks.core.observed import Observed
 from hooks.core.status import as_json
 from hooks.core.work import Decision
+from hooks.server import metrics
 from podread.environment import load_api_client
 
 GROUP, VERSION, PLURAL = "nvcre.nvidia.com", "v1alpha1", "jobs"
@@ -98,16 +100,24 @@ class LiveParentVersions:
         self._timeout = (timeout_seconds, timeout_seconds)
 
     def resource_version(self, namespace: str, name: str) -> str | None:
-        job = self._get(namespace, name, METADATA_ONLY)
+        job = self._get(namespace, name, METADATA_ONLY, "version")
         version = (job.get("metadata") or {}).get("resourceVersion") if job is not None else None
         return version if isinstance(version, str) else None
 
     def live_job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self._get(namespace, name, "application/json")
+        return self._get(namespace, name, "application/json", "job")
 
-    def _get(self, namespace: str, name: str, accept: str) -> Mapping[str, Any] | None:
+    def _get(self, namespace: str, name: str, accept: str, read: str) -> Mapping[str, Any] | None:
         """One quorum GET of the Job with ``accept``: the decoded object, ``None`` on a 404;
-        ``ParentReadError`` for anything else (a failed request, an answer that is not an object)."""
+        ``ParentReadError`` for anything else (a failed request, an answer that is not an object).
+        Timed, failed or not, as ``read`` (``nvcre_parent_read_duration_seconds``)."""
+        started = time.perf_counter()
+        try:
+            return self._get_untimed(namespace, name, accept)
+        finally:
+            metrics.observe_parent_read(read, time.perf_counter() - started)
+
+    def _get_untimed(self, namespace: str, name: str, accept: str) -> Mapping[str, Any] | None:
         unreadable = f"could not read Job {namespace}/{name} to check the request is current"
         try:
             raw = self._custom.get_namespaced_custom_object(  # a new headers dict: the client adds to it
