@@ -140,8 +140,9 @@ class LiveParentVersions:
 
 class FixedParentVersions:
     """Versions given by hand (tests, replay): ``versions[(namespace, name)]``, ``None`` when absent,
-    and the whole live Jobs ``jobs[(namespace, name)]`` (a Job given there also gives its version);
-    every call is counted in ``reads``."""
+    and the whole live Jobs ``jobs[(namespace, name)]`` (a Job given there also gives its version;
+    a version given alone reads as a Job of that version, ``live_job``); every call is counted in
+    ``reads``."""
 
     def __init__(self, versions: Mapping[tuple[str, str], str] | None = None,
                  jobs: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> None:
@@ -155,8 +156,13 @@ class FixedParentVersions:
         return self.versions.get((namespace, name))
 
     def live_job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The Job given in ``jobs``; else, for a version given alone, a Job of that version whose
+        metadata holds nothing else; else ``None``."""
         self.reads += 1
-        return self.jobs.get((namespace, name))
+        key = (namespace, name)
+        if key in self.jobs:
+            return self.jobs[key]
+        return {"metadata": {"resourceVersion": self.versions[key]}} if key in self.versions else None
 
 
 def needs_check(observed: Observed, decision: Decision, now: datetime) -> bool:
@@ -182,8 +188,11 @@ def behind(observed: Observed, decided: Decision | StaleRequest, parents: Parent
     ``StaleRequest``) may be sent, asking ``parents`` what the live Job is.
 
     Returns ``None`` when it may: a decision that ``needs_check`` says nothing of (no read), or one
-    whose Job is the live version (one metadata read). Returns the whole live Job when the request's
-    Job is another version than it: the caller decides again on it (a second read, only then).
+    whose Job is the live version. Returns the whole live Job when the request's Job is another
+    version than it: the caller decides again on it. Either way one read, of the whole live Job
+    (``live_job``: its ``resourceVersion`` with it), never a second one (issue 36 item 8: a
+    metadata read first, then the whole Job, was two round trips on the path of every answer
+    decided again, and the whole Job costs about what its metadata does to read).
     Raises ``StaleRequest`` (409, with its ``cause``) when the core refused and the request's Job is
     the live one (the children lag: the core's refusal stands), or when the live Job may not stand
     in for the request's: gone (``parent-gone``), another object (``parent-replaced``: another
@@ -191,13 +200,13 @@ def behind(observed: Observed, decided: Decision | StaleRequest, parents: Parent
     ``ParentReadError`` (503) when the live Job cannot be read."""
     if isinstance(decided, Decision) and not needs_check(observed, decided, now):
         return None
-    version = parents.resource_version(observed.namespace, observed.name)
-    if version and version == observed.resource_version:
+    live = parents.live_job(observed.namespace, observed.name)
+    metadata = (live or {}).get("metadata") or {}
+    version = metadata.get("resourceVersion")
+    if live is not None and version and version == observed.resource_version:
         if isinstance(decided, StaleRequest):
             raise decided
         return None
-    live = parents.live_job(observed.namespace, observed.name) if version is not None else None
-    metadata = (live or {}).get("metadata") or {}
     if live is None:
         raise _refused("parent-gone", observed, "the live one is gone")
     if str(metadata.get("uid") or "") != observed.uid:
