@@ -29,7 +29,7 @@ from hooks.server.freshness import (
 from hooks.server.writer import MemoryWriter
 from tests.fakekube import FakeKubeServer
 from tests.server.test_freshness import KEY, NOW, reader, running_request, settled
-from tests.support import FakeReader
+from tests.support import FakeReader, job_request
 
 
 def count(name: str, **labels: str) -> float:
@@ -122,7 +122,54 @@ def test_the_effects_threads_writes_are_timed_by_kind() -> None:
 
     before = count("nvcre_write_duration_seconds", kind="event")
     effects = Effects(MemoryWriter(), instance="test")
-    observed = parse_request(running_request(status_written=None), "sync")
-    effects.submit(observed, decide(observed, reader(), NOW), NOW)  # the first status: an Event
+    observed = parse_request(job_request(name="timed"), "sync")
+    effects.submit(observed, decide(observed, FakeReader([]), NOW), NOW)  # the first attempt: an Event
     assert effects.flush(5.0)
-    assert count("nvcre_write_duration_seconds", kind="event") > before
+    assert count("nvcre_write_duration_seconds", kind="event") == before + 1
+
+
+class BlockedWriter(MemoryWriter):
+    """A writer whose every Event write hangs until ``release`` is set: an API server that does not answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.release = threading.Event()
+        self.started = threading.Event()
+
+    def create_event(self, namespace: str, body: object) -> str:  # type: ignore[override]
+        self.started.set()
+        self.release.wait(30)
+        return super().create_event(namespace, body)  # type: ignore[arg-type]
+
+
+def test_an_event_write_that_hangs_never_delays_an_answer() -> None:
+    """Events are written off the answer's path (issue 36 item 8 asked): with the API server hanging
+    on every Event write, and the effects queue full behind it, each answer that makes an Event still
+    returns at once, the same answer; the Events that did not fit are dropped and counted."""
+    import time
+
+    from hooks.server.config import Settings
+    from hooks.server.effects import MAX_QUEUE
+    from hooks.server.handler import handle
+
+    writer = BlockedWriter()
+    effects = Effects(writer, instance="test")
+    full = REGISTRY.get_sample_value("nvcre_writes_total", {"kind": "event", "outcome": "queue-full"}) or 0.0
+    try:
+        slowest = 0.0
+        for index in range(MAX_QUEUE + 5):  # each a new Job's first attempt: one Event each
+            body = job_request(name=f"train-{index}")
+            began = time.perf_counter()
+            result = handle(orjson.dumps(body), "sync", reader=FakeReader([]), clock=lambda: NOW,
+                            settings=Settings(), effects=effects)
+            slowest = max(slowest, time.perf_counter() - began)
+            assert result.status_code == 200
+        assert writer.started.wait(5), "the first Event write is in flight, hanging"
+        assert slowest < 1.0, f"an answer waited {slowest:.2f} s on an Event write"
+        assert (REGISTRY.get_sample_value("nvcre_writes_total", {"kind": "event", "outcome": "queue-full"})
+                or 0.0) > full
+    finally:
+        writer.release.set()
+        effects.flush(10.0)
