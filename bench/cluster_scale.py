@@ -40,7 +40,10 @@ Figures, per pass (``PassResult``), as printed and written to bench/results.json
 - the hooks' requests to the API server by verb and resource, as its audit log counts them
   (``bench.cluster_measures``), per hook call and per Job-minute, in the steady window and in the
   transitions window (where every drain waits);
-- hook latency p50/p99 and the share of calls over 1 s, from the hooks' own histogram;
+- hook latency p50/p99 and the share of calls over 1 s, from the hooks' own histogram; and where the
+  slow calls are (``PassResult.tail_rows``, printed after each pass: the answers by what they did,
+  each read on an answer's path, the effects thread's writes, the stand-in's wall time of each call
+  and the part of it outside the hooks' handler, ``TimedTransport``; issue 36 item 8);
 - each gunicorn worker's RSS at the end of the steady window, against the pods its cache holds;
 - restart latency (the old attempt's last pod gone -> the next JobSet added) and delete latency
   (the last pod gone -> the Job gone), p50/p99, from watches (``bench.cluster_timeline``);

@@ -19,8 +19,9 @@ ago is answered from the cache alone: no read in the steady state.
 When the request's Job is behind the live one (another ``resourceVersion``, or the core found the
 request behind the cluster: ``StaleRequest``), the hooks do not refuse at once (issue 36, ADR-0107):
 the handler decides again on the whole live Job ``behind`` read (``ParentVersions.live_job``: the one
-read of the check, whose ``resourceVersion`` is the one compared; issue 36 item 8), with the request's children, and answers that. Metacontroller's parent and children informers
-are independent, so a parent newer than the children it comes with is a request the hooks already
+read of the check, whose ``resourceVersion`` is the one compared; issue 36 item 8), with the
+request's children, and answers that. Metacontroller's parent and children informers are
+independent, so a parent newer than the children it comes with is a request the hooks already
 meet (the core's own checks refuse children that lag: ``hooks.core.barrier``); the live parent
 only removes the lag of the parent. Refused still (409, ``StaleRequest`` with its ``cause``): a
 Job that is gone (``parent-gone``), another object under the same name (``parent-replaced``), a
