@@ -30,6 +30,15 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client.parser import text_string_to_metric_families
 
 HOOK_DURATION = "nvcre_hook_request_duration_seconds"
+TAIL_SERIES = {
+    "nvcre_hook_outcome_duration_seconds": ("answer", ("hook", "outcome")),
+    "nvcre_parent_read_duration_seconds": ("live Job GET", ("read",)),
+    "podread_read_duration_seconds": ("read", ("method", "source")),
+    "nvcre_write_duration_seconds": ("write (effects thread)", ("kind",)),
+}
+"""The histograms ``HookMetrics.series`` keeps, each series named by its kind and its labels' values
+(``answer sync/steady``, ``live Job GET version``, ``read active_attempt_pods/live``, ``write
+(effects thread) event``): where the slow calls of a pass are (issue 36 item 8)."""
 HOOK_REQUESTS = "nvcre_hook_requests_total"
 WATCH_PODS = "podread_watch_pods"
 
@@ -74,6 +83,8 @@ class HookMetrics:
     buckets: list[tuple[float, float]] = field(default_factory=list)
     """The latency histogram's cumulative buckets, every hook summed: (upper bound, count)."""
     watch_pods: float = 0.0
+    series: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    """The cumulative buckets of each series of ``TAIL_SERIES`` (every worker summed), by name."""
 
     @classmethod
     def scrape(cls, url: str, timeout: float = 10.0) -> HookMetrics:
@@ -85,23 +96,31 @@ class HookMetrics:
         calls = 0.0
         buckets: dict[float, float] = {}
         watch_pods = 0.0
+        series: dict[str, dict[float, float]] = {}
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                if sample.name == HOOK_REQUESTS:
+                tail = TAIL_SERIES.get(sample.name.removesuffix("_bucket"))
+                if tail is not None and sample.name.endswith("_bucket"):
+                    kind, labels = tail
+                    name = f"{kind} {'/'.join(sample.labels.get(label, '?') for label in labels)}"
+                    counts = series.setdefault(name, {})
+                    bound = float(sample.labels["le"])
+                    counts[bound] = counts.get(bound, 0.0) + sample.value
+                elif sample.name == HOOK_REQUESTS:
                     calls += sample.value
                 elif sample.name == f"{HOOK_DURATION}_bucket":
                     bound = float(sample.labels["le"])
                     buckets[bound] = buckets.get(bound, 0.0) + sample.value
                 elif sample.name == WATCH_PODS:
                     watch_pods += sample.value
-        return cls(calls, sorted(buckets.items()), watch_pods)
+        return cls(calls, sorted(buckets.items()), watch_pods,
+                   {name: sorted(counts.items()) for name, counts in sorted(series.items())})
 
     def minus(self, earlier: HookMetrics) -> HookMetrics:
         """What happened between ``earlier`` and this scrape (the gauge kept as now)."""
-        before = dict(earlier.buckets)
-        return HookMetrics(self.calls - earlier.calls,
-                           [(bound, count - before.get(bound, 0.0)) for bound, count in self.buckets],
-                           self.watch_pods)
+        return HookMetrics(self.calls - earlier.calls, _minus(self.buckets, earlier.buckets), self.watch_pods,
+                           {name: _minus(buckets, earlier.series.get(name, []))
+                            for name, buckets in self.series.items()})
 
     @property
     def observed(self) -> float:
@@ -120,6 +139,28 @@ class HookMetrics:
         if within is None:
             raise ValueError(f"{seconds} s is not a bucket bound of {HOOK_DURATION}")
         return (total - within) / total
+
+
+def _minus(later: Sequence[tuple[float, float]], earlier: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The cumulative buckets ``later`` less ``earlier`` (a bucket absent before counts from 0)."""
+    before = dict(earlier)
+    return [(bound, count - before.get(bound, 0.0)) for bound, count in later]
+
+
+def add_buckets(*histograms: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The cumulative buckets of ``histograms`` summed bound by bound."""
+    summed: dict[float, float] = {}
+    for buckets in histograms:
+        for bound, count in buckets:
+            summed[bound] = summed.get(bound, 0.0) + count
+    return sorted(summed.items())
+
+
+def over(buckets: Sequence[tuple[float, float]], seconds: float) -> float:
+    """How many observations of cumulative ``buckets`` were above ``seconds`` (a bucket bound;
+    the total when it is not one)."""
+    total = buckets[-1][1] if buckets else 0.0
+    return total - dict(buckets).get(seconds, 0.0)
 
 
 def quantile(buckets: Sequence[tuple[float, float]], q: float) -> float | None:

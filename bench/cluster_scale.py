@@ -40,7 +40,10 @@ Figures, per pass (``PassResult``), as printed and written to bench/results.json
 - the hooks' requests to the API server by verb and resource, as its audit log counts them
   (``bench.cluster_measures``), per hook call and per Job-minute, in the steady window and in the
   transitions window (where every drain waits);
-- hook latency p50/p99 and the share of calls over 1 s, from the hooks' own histogram;
+- hook latency p50/p99 and the share of calls over 1 s, from the hooks' own histogram; and where the
+  slow calls are (``PassResult.tail_rows``, printed after each pass: the answers by what they did,
+  each read on an answer's path, the effects thread's writes, the stand-in's wall time of each call
+  and the part of it outside the hooks' handler, ``TimedTransport``; issue 36 item 8);
 - each gunicorn worker's RSS at the end of the steady window, against the pods its cache holds;
 - restart latency (the old attempt's last pod gone -> the next JobSet added) and delete latency
   (the last pod gone -> the Job gone), p50/p99, from watches (``bench.cluster_timeline``);
@@ -76,7 +79,7 @@ from typing import Any
 import kubernetes
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.cluster_measures import HookMetrics, Usage, count_requests, usage_of
+from bench.cluster_measures import HookMetrics, Usage, add_buckets, count_requests, over, quantile, usage_of
 from bench.cluster_timeline import Timeline, wait_for
 from bench.common import BenchResult, Figure, fmt, percentile, render_table
 from hooks.core.checkpoint import ACK_ANNOTATION
@@ -93,6 +96,7 @@ from tests.cluster.metacontroller import ApiBackend, Metacontroller
 from tests.cluster.metacontroller_parts import FRESH
 from tests.cluster.scheduler import Scheduler
 from tests.cluster.world import KubeconfigSource, ServerView
+from tests.e2e.driver import Reply, Transport
 from tests.e2e.harness import job_spec
 from tests.e2e.invariants import Invariants
 from tests.e2e.server import HookServer
@@ -110,6 +114,10 @@ SETTLE_SECONDS = RECENT_STATUS_SECONDS + 2
 """After every Job runs, the statuses settle: until then a sync checks the Job live (its status was
 written less than ``RECENT_STATUS_SECONDS`` ago, hooks.server.freshness); the steady window starts after."""
 SLOW_CALL_SECONDS = 1.0
+TAIL_SECONDS = 0.25
+"""Issue 36 item 8: hook p99 at most this at 100 Jobs under the large-install flags; the "where the tail
+is" table counts, per kind of call and read, the ones slower than it (a bucket bound of every histogram)."""
+TAIL_TABLE = "where the tail is"
 CONTROLLER_MANAGER_ARGS = ("--kube-api-qps=200", "--kube-api-burst=400")
 """The Job controller creates every pod and the garbage collector deletes them: at its default client
 QPS (20) 8,000 pods take minutes to appear, which the benchmark would measure instead of the hooks."""
@@ -187,6 +195,11 @@ class Window:
     queue_waits: list[float] = field(default_factory=list)
     usage: dict[str, Usage] = field(default_factory=dict)
     """Each part's CPU seconds in the window and its memory at the window's end (``Clocked``)."""
+    walls: list[tuple[float, float]] = field(default_factory=list)
+    """Each hook call as the stand-in saw it (``TimedTransport``): its wall time and the hooks' own time
+    of it (``Server-Timing``; ``nan`` when the answer did not say), seconds."""
+    load: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """The machine's load average (1, 5, 15 min) at the window's end."""
 
     def per_call(self, key: str | None = None) -> float | None:
         total = self.requests[key] if key else sum(self.requests.values())
@@ -263,12 +276,53 @@ class PassResult:
             whole.calls += window.calls
             whole.requests.update(window.requests)
             whole.queue_waits += window.queue_waits
+            whole.walls += window.walls
+            whole.load = window.load
+            for name, series in window.metrics.series.items():
+                whole.metrics.series[name] = add_buckets(whole.metrics.series.get(name, []), series)
             for name, used in window.usage.items():
                 whole.usage[name] = Usage(whole.usage.get(name, Usage()).cpu_seconds + used.cpu_seconds, used.rss_kib)
             for bound, count in window.metrics.buckets:
                 buckets[bound] = buckets.get(bound, 0.0) + count
-        whole.metrics = HookMetrics(buckets=sorted(buckets.items()))
+        whole.metrics = HookMetrics(buckets=sorted(buckets.items()), series=whole.metrics.series)
         return whole
+
+    def tail_rows(self) -> list[dict[str, Any]]:
+        """Where the slow calls of the pass are (issue 36 item 8): every hook call (the hooks' own
+        histogram), by what the answer did, each read made on an answer's path (podread's reads, the
+        live Job GETs), the writes of the effects thread (off the path), and each call as the stand-in
+        timed it: its wall time, and the part of it outside the hooks' handler (the wall time less the
+        hooks' ``Server-Timing``: waiting for a gunicorn thread, the HTTP exchange, the stand-in's own
+        scheduling). Counts, p50 and p99 (interpolated in the buckets), and how many took more than
+        ``TAIL_SECONDS`` and ``SLOW_CALL_SECONDS``."""
+        every = self.everything()
+        slow_calls = over(every.metrics.buckets, TAIL_SECONDS)
+
+        def row(what: str, count: float, p50: float | None, p99: float | None, slow: float, slower: float,
+                answer: bool = False) -> dict[str, Any]:
+            return {"pass": self.install.name, "what": what, "count": int(count), "p50 ms": _ms(p50),
+                    "p99 ms": _ms(p99), f">{TAIL_SECONDS:g}s": int(slow), f">{SLOW_CALL_SECONDS:g}s": int(slower),
+                    f"of calls >{TAIL_SECONDS:g}s %": _pct(slow / slow_calls if answer and slow_calls else None)}
+
+        def hist(what: str, buckets: Sequence[tuple[float, float]], answer: bool = False) -> dict[str, Any]:
+            return row(what, buckets[-1][1] if buckets else 0, quantile(buckets, 0.5), quantile(buckets, 0.99),
+                       over(buckets, TAIL_SECONDS), over(buckets, SLOW_CALL_SECONDS), answer)
+
+        def listed(what: str, values: Sequence[float]) -> dict[str, Any]:
+            return row(what, len(values), percentile(values, 0.5) if values else None,
+                       percentile(values, 0.99) if values else None, sum(v > TAIL_SECONDS for v in values),
+                       sum(v > SLOW_CALL_SECONDS for v in values))
+
+        rows = [hist("every hook call (hooks' histogram)", every.metrics.buckets, answer=True)]
+        series = {name: b for name, b in every.metrics.series.items() if b and b[-1][1] > 0}
+        rows += [hist(name, b, answer=name.startswith("answer ")) for name, b in series.items()
+                 if name.startswith("answer ")]
+        rows += [hist(name, b) for name, b in series.items() if not name.startswith("answer ")]
+        walls = [wall for wall, _ in every.walls]
+        rows.append(listed("stand-in: wall time of a call", walls))
+        rows.append(listed("stand-in: outside the handler (wall - Server-Timing)",
+                           [wall - hook for wall, hook in every.walls if not math.isnan(hook)]))
+        return rows
 
     def as_dict(self) -> dict[str, Any]:
         return {"install": asdict(self.install), "jobs": self.jobs, "finished": self.finished,
@@ -282,7 +336,8 @@ class PassResult:
                                    "usage": {name: {"cpu_seconds": round(u.cpu_seconds, 2), "rss_kib": u.rss_kib}
                                              for name, u in w.usage.items()}}
                             for name, w in self.windows.items()},
-                "rss_kib": self.rss_kib, "watched_pods": self.watched_pods,
+                "rss_kib": self.rss_kib, "watched_pods": self.watched_pods, "tail": self.tail_rows(),
+                "load_average": self.everything().load,
                 "restart_latencies": [round(x, 3) for x in sorted(self.restart_latencies)],
                 "delete_latencies": [round(x, 3) for x in sorted(self.delete_latencies)],
                 "violations": self.violations[:20], "sync_errors": self.sync_errors,
@@ -299,6 +354,34 @@ def _num(value: float | None) -> str:
 
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else fmt(seconds * 1000)
+
+
+class TimedTransport:
+    """The stand-in's hook client (``transport``), keeping every call's wall time and the hooks' own
+    time of it (the answer's ``Server-Timing: hook;dur=<ms>``, ``hooks.server.app``) in ``calls``:
+    the difference is the time outside the handler (issue 36 item 8)."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self.calls: list[tuple[float, float]] = []
+
+    def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> Reply:
+        reply = self.transport.post(path, body, headers)
+        self.calls.append((reply.seconds, _server_seconds(reply.headers.get("server-timing", ""))))
+        return reply
+
+
+def _server_seconds(header: str) -> float:
+    """The ``hook`` metric's ``dur`` (ms) of a ``Server-Timing`` header, in seconds; ``nan`` without one."""
+    for metric in header.split(","):
+        name, _, params = metric.strip().partition(";")
+        if name == "hook":
+            for param in params.split(";"):
+                key, _, value = param.strip().partition("=")
+                if key == "dur":
+                    with suppress(ValueError):
+                        return float(value) / 1000
+    return math.nan
 
 
 def _pct(share: float | None) -> str:
@@ -444,13 +527,14 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
                              workloads=install.kueue, configmaps=install.checkpoint)
         view = ScaleView(admin, namespace)
         invariants = Invariants(view)
-        driver = Metacontroller(backend, hooks.transport(), invariants, token=hooks.token,
+        transport = TimedTransport(hooks.transport())
+        driver = Metacontroller(backend, transport, invariants, token=hooks.token,
                                 resync_period=install.resync_period, staleness=FRESH, workers=install.mc_workers,
                                 workloads=install.kueue, configmaps=install.checkpoint)
         driver.keep_calls = False
         serving = threading.Thread(target=driver.serve, args=(stop,), daemon=True)  # its informers watch
         serving.start()
-        clock = Clocked(plane, hooks, driver, {
+        clock = Clocked(plane, hooks, driver, transport, {
             HOOKS_PART: lambda: [hooks.pid, *hooks.worker_pids()],
             "Metacontroller stand-in and the bench": lambda: [os.getpid()],
             **(parts or {})})
@@ -506,8 +590,10 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
 class Clocked:
     """Cuts a pass into windows: ``mark()`` ends the window since the last mark and returns it."""
 
-    def __init__(self, plane: ControlPlane, hooks: HookServer, driver: Metacontroller, parts: Parts) -> None:
+    def __init__(self, plane: ControlPlane, hooks: HookServer, driver: Metacontroller, transport: TimedTransport,
+                 parts: Parts) -> None:
         self.plane, self.hooks, self.driver, self.parts = plane, hooks, driver, parts
+        self.transport, self.timed = transport, 0
         self.usage = {name: usage_of(pids()) for name, pids in parts.items()}
         self.at = time.monotonic()
         self.audit_offset = plane.audit_log.stat().st_size if plane.audit_log.is_file() else 0
@@ -522,9 +608,12 @@ class Clocked:
         metrics = HookMetrics.scrape(self.hooks.metrics_url)
         waits = list(self.driver.queue.waits)
         usage = {name: usage_of(pids()) for name, pids in self.parts.items()}
+        timed = list(self.transport.calls)
         window = Window(now - self.at, metrics.calls - self.metrics.calls, count_requests(events),
                         metrics.minus(self.metrics), waits[self.waits:],
-                        {name: usage[name].since(self.usage.get(name, Usage())) for name in usage})
+                        {name: usage[name].since(self.usage.get(name, Usage())) for name in usage},
+                        timed[self.timed:], os.getloadavg())
+        self.timed = len(timed)
         self.at, self.audit_offset, self.metrics, self.waits = now, offset, metrics, len(waits)
         self.usage = usage
         return window
@@ -863,11 +952,13 @@ def run(quick: bool = False, *, jobs: int | None = None, passes: Sequence[str] =
             log(f"pass {name}, {PASSES[name].about} ({PASSES[name].flags()}), {jobs} Jobs, within {share:.0f} s")
             results[name] = run_pass(plane, installed.hook_token, installed.service_token, PASSES[name], jobs,
                                      deadline=share, log=log, parts=parts, kueue=kueue)
+            log(f"  {name}: {TAIL_TABLE}\n{render_table(results[name].tail_rows())}")
     result = BenchResult(record_as, f"{jobs} Jobs of {PODS_PER_JOB} pods on the real control plane",
                          figures=figures(results))
     result.tables["passes"] = [r.row() for r in results.values()]
     result.tables[REQUESTS_TABLE] = request_table(results)
     result.tables[COSTS_TABLE] = cost_table(results)
+    result.tables[TAIL_TABLE] = [row for r in results.values() for row in r.tail_rows()]
     result.scale = {"jobs": jobs, "pods": jobs * PODS_PER_JOB, "passes": list(passes),
                     "flags": {name: PASSES[name].flags() for name in passes}}
     result.notes = _notes(results)
@@ -898,6 +989,9 @@ def _notes(results: Mapping[str, PassResult]) -> list[str]:
             notes.append(f"{name}: did not finish within its deadline; unfinished Jobs: {r.unfinished[:10]}")
         if r.violations:
             notes.append(f"{name}: {len(r.violations)} invariant violations, first: {r.violations[0]}")
+        load = r.everything().load
+        notes.append(f"{name}: load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (1, 5, 15 min; "
+                     f"{os.cpu_count()} cores)")
         notes.append(f"{name}: {r.sync_errors} failed syncs (stand-in), {r.stale_refusals} answers refused as "
                      f"behind the cluster (409), {len(r.restart_latencies)} restarts and "
                      f"{len(r.delete_latencies)} deletes timed")
@@ -938,6 +1032,9 @@ def write_results(result: BenchResult, passes: Mapping[str, Any]) -> None:
         "Each part's cost, from /proc (CPU seconds per Job-hour: steady window and whole pass; memory at the "
         "end of the steady window; on these shared 2 cores):", "",
         "```", render_table(result.tables[COSTS_TABLE]), "```", "",
+        "Where the tail is (issue 36 item 8): every hook call, by what its answer did, each read on an answer's "
+        "path, the effects thread's writes, and each call as the stand-in timed it:", "",
+        "```", render_table(result.tables[TAIL_TABLE]), "```", "",
         *[f"- {note}" for note in result.notes],
         end])
     text = REPORT.read_text() if REPORT.is_file() else ""

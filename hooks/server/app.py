@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
@@ -118,10 +118,13 @@ def create_app(
                 result = _too_large(started, settings.max_body_bytes)
                 _account(hook, result, request.content_length or 0)
                 return Response(result.encoded, status=413, mimetype="application/json")
+            counted = None if parents is None else _CountedParents(parents)
             result = answer(raw, hook, reader=reader, clock=clock, settings=call_settings(raw), effects=effects,
-                            parents=parents)
-            _account(hook, result, len(raw), clock)
-            return Response(result.encoded, status=result.status_code, mimetype="application/json")
+                            parents=counted)
+            _account(hook, result, len(raw), clock, live_reads=counted.reads if counted is not None else 0)
+            response = Response(result.encoded, status=result.status_code, mimetype="application/json")
+            response.headers["Server-Timing"] = f"hook;dur={result.seconds * 1000:.2f}"
+            return response
 
         view.__name__ = f"{hook}_hook"
         return view
@@ -157,7 +160,7 @@ def _refuse(hook: str, started: float) -> Response:
     """The 401 for a hook request without the right bearer token; counted and logged, nothing decided."""
     seconds = time.perf_counter() - started
     metrics.count_auth_failure()
-    metrics.observe_request(hook, 401, seconds)
+    metrics.observe_request(hook, 401, seconds, "invalid")
     logs.log_hook_call(hook=hook, namespace="", job="", code=401, seconds=seconds, body_bytes=0)
     response = _json(401, {"error": "missing or wrong bearer token"})
     response.headers["WWW-Authenticate"] = 'Bearer realm="nvcre-hooks"'
@@ -171,10 +174,31 @@ def _too_large(started: float, limit: int) -> HookResult:
     return HookResult(413, {"error": message}, None, [], time.perf_counter() - started)
 
 
-def _account(hook: str, result: HookResult, body_bytes: int, clock: Callable[[], datetime] | None = None) -> None:
-    """Counts, times and logs one answered hook call. A held decision whose drain waits is also
-    counted by the ``Drained`` reason, with the drain's age at ``clock()`` (``metrics.count_drain_hold``)."""
-    metrics.observe_request(hook, result.status_code, result.seconds)
+class _CountedParents:
+    """``parents`` for one call, counting the live Job reads made through it (``reads``): what tells a
+    ``checked`` answer from a ``steady`` one (``metrics.outcome_of``)."""
+
+    def __init__(self, parents: ParentVersions) -> None:
+        self._parents = parents
+        self.reads = 0
+
+    def resource_version(self, namespace: str, name: str) -> str | None:
+        self.reads += 1
+        return self._parents.resource_version(namespace, name)
+
+    def live_job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        self.reads += 1
+        return self._parents.live_job(namespace, name)
+
+
+def _account(hook: str, result: HookResult, body_bytes: int, clock: Callable[[], datetime] | None = None, *,
+             live_reads: int = 0) -> None:
+    """Counts, times and logs one answered hook call, its time also by what the answer did
+    (``metrics.outcome_of``, ``live_reads`` reads of the live Job made for it). A held decision whose
+    drain waits is also counted by the ``Drained`` reason, with the drain's age at ``clock()``
+    (``metrics.count_drain_hold``)."""
+    outcome = metrics.outcome_of(result.status_code, bool(result.decided_on), live_reads)
+    metrics.observe_request(hook, result.status_code, result.seconds, outcome)
     if result.refusal:
         metrics.count_refusal(hook, result.refusal, (result.namespace, result.job))
     decision = result.decision

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import cachetools
-from prometheus_client import Counter
+from prometheus_client import Counter, Histogram
 
 from hooks.core.actions import Action, DeleteJob, ForceDeletePod
 from hooks.core.checkpoint import reached
@@ -57,6 +57,9 @@ DEDUP_SIZE = 4096
 DEDUP_SECONDS = 600.0
 WRITES = Counter("nvcre_writes_total", "The hooks' own writes (Events, TTL deletes, force deletes), by kind and "
                  "outcome.", ["kind", "outcome"])
+WRITE_SECONDS = Histogram(
+    "nvcre_write_duration_seconds", "Duration of the hooks' own writes (on the effects thread, never on an "
+    "answer's path), by kind: event, delete-job, force-delete-pod.", ["kind"], buckets=metrics.DURATION_BUCKETS)
 WRITES_NOT_DONE = {
     "event": ("rate-limited", "queue-full", "failed"),
     "delete-job": ("queue-full", "refused", "failed"),
@@ -221,9 +224,11 @@ class Effects:
     def _run(self) -> None:
         while True:
             kind, item = self._queue.get()
+            started = time.perf_counter()
             try:
                 self._write(kind, item)
             finally:
+                WRITE_SECONDS.labels(kind).observe(time.perf_counter() - started)
                 self._queue.task_done()
 
     def _write(self, kind: str, item: Any) -> None:

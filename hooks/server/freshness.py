@@ -18,9 +18,10 @@ ago is answered from the cache alone: no read in the steady state.
 
 When the request's Job is behind the live one (another ``resourceVersion``, or the core found the
 request behind the cluster: ``StaleRequest``), the hooks do not refuse at once (issue 36, ADR-0107):
-``behind`` reads the whole live Job (``ParentVersions.live_job``) and the handler decides again on
-it, with the request's children, and answers that. Metacontroller's parent and children informers
-are independent, so a parent newer than the children it comes with is a request the hooks already
+the handler decides again on the whole live Job ``behind`` read (``ParentVersions.live_job``: the one
+read of the check, whose ``resourceVersion`` is the one compared; issue 36 item 8), with the
+request's children, and answers that. Metacontroller's parent and children informers are
+independent, so a parent newer than the children it comes with is a request the hooks already
 meet (the core's own checks refuse children that lag: ``hooks.core.barrier``); the live parent
 only removes the lag of the parent. Refused still (409, ``StaleRequest`` with its ``cause``): a
 Job that is gone (``parent-gone``), another object under the same name (``parent-replaced``), a
@@ -34,6 +35,7 @@ RBAC: ``get`` on ``nvcre.nvidia.com`` jobs (``manifests/rbac.yaml``, role ``nvcr
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -50,6 +52,7 @@ from hooks.core.declared import InvalidRequest
 from hooks.core.observed import Observed
 from hooks.core.status import as_json
 from hooks.core.work import Decision
+from hooks.server import metrics
 from podread.environment import load_api_client
 
 GROUP, VERSION, PLURAL = "nvcre.nvidia.com", "v1alpha1", "jobs"
@@ -98,16 +101,24 @@ class LiveParentVersions:
         self._timeout = (timeout_seconds, timeout_seconds)
 
     def resource_version(self, namespace: str, name: str) -> str | None:
-        job = self._get(namespace, name, METADATA_ONLY)
+        job = self._get(namespace, name, METADATA_ONLY, "version")
         version = (job.get("metadata") or {}).get("resourceVersion") if job is not None else None
         return version if isinstance(version, str) else None
 
     def live_job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self._get(namespace, name, "application/json")
+        return self._get(namespace, name, "application/json", "job")
 
-    def _get(self, namespace: str, name: str, accept: str) -> Mapping[str, Any] | None:
+    def _get(self, namespace: str, name: str, accept: str, read: str) -> Mapping[str, Any] | None:
         """One quorum GET of the Job with ``accept``: the decoded object, ``None`` on a 404;
-        ``ParentReadError`` for anything else (a failed request, an answer that is not an object)."""
+        ``ParentReadError`` for anything else (a failed request, an answer that is not an object).
+        Timed, failed or not, as ``read`` (``nvcre_parent_read_duration_seconds``)."""
+        started = time.perf_counter()
+        try:
+            return self._get_untimed(namespace, name, accept)
+        finally:
+            metrics.observe_parent_read(read, time.perf_counter() - started)
+
+    def _get_untimed(self, namespace: str, name: str, accept: str) -> Mapping[str, Any] | None:
         unreadable = f"could not read Job {namespace}/{name} to check the request is current"
         try:
             raw = self._custom.get_namespaced_custom_object(  # a new headers dict: the client adds to it
@@ -130,8 +141,9 @@ class LiveParentVersions:
 
 class FixedParentVersions:
     """Versions given by hand (tests, replay): ``versions[(namespace, name)]``, ``None`` when absent,
-    and the whole live Jobs ``jobs[(namespace, name)]`` (a Job given there also gives its version);
-    every call is counted in ``reads``."""
+    and the whole live Jobs ``jobs[(namespace, name)]`` (a Job given there also gives its version;
+    a version given alone reads as a Job of that version, ``live_job``); every call is counted in
+    ``reads``."""
 
     def __init__(self, versions: Mapping[tuple[str, str], str] | None = None,
                  jobs: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> None:
@@ -145,8 +157,13 @@ class FixedParentVersions:
         return self.versions.get((namespace, name))
 
     def live_job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The Job given in ``jobs``; else, for a version given alone, a Job of that version whose
+        metadata holds nothing else; else ``None``."""
         self.reads += 1
-        return self.jobs.get((namespace, name))
+        key = (namespace, name)
+        if key in self.jobs:
+            return self.jobs[key]
+        return {"metadata": {"resourceVersion": self.versions[key]}} if key in self.versions else None
 
 
 def needs_check(observed: Observed, decision: Decision, now: datetime) -> bool:
@@ -172,8 +189,11 @@ def behind(observed: Observed, decided: Decision | StaleRequest, parents: Parent
     ``StaleRequest``) may be sent, asking ``parents`` what the live Job is.
 
     Returns ``None`` when it may: a decision that ``needs_check`` says nothing of (no read), or one
-    whose Job is the live version (one metadata read). Returns the whole live Job when the request's
-    Job is another version than it: the caller decides again on it (a second read, only then).
+    whose Job is the live version. Returns the whole live Job when the request's Job is another
+    version than it: the caller decides again on it. Either way one read, of the whole live Job
+    (``live_job``: its ``resourceVersion`` with it), never a second one (issue 36 item 8: a
+    metadata read first, then the whole Job, was two round trips on the path of every answer
+    decided again, and the whole Job costs about what its metadata does to read).
     Raises ``StaleRequest`` (409, with its ``cause``) when the core refused and the request's Job is
     the live one (the children lag: the core's refusal stands), or when the live Job may not stand
     in for the request's: gone (``parent-gone``), another object (``parent-replaced``: another
@@ -181,13 +201,13 @@ def behind(observed: Observed, decided: Decision | StaleRequest, parents: Parent
     ``ParentReadError`` (503) when the live Job cannot be read."""
     if isinstance(decided, Decision) and not needs_check(observed, decided, now):
         return None
-    version = parents.resource_version(observed.namespace, observed.name)
-    if version and version == observed.resource_version:
+    live = parents.live_job(observed.namespace, observed.name)
+    metadata = (live or {}).get("metadata") or {}
+    version = metadata.get("resourceVersion")
+    if live is not None and version and version == observed.resource_version:
         if isinstance(decided, StaleRequest):
             raise decided
         return None
-    live = parents.live_job(observed.namespace, observed.name) if version is not None else None
-    metadata = (live or {}).get("metadata") or {}
     if live is None:
         raise _refused("parent-gone", observed, "the live one is gone")
     if str(metadata.get("uid") or "") != observed.uid:

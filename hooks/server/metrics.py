@@ -50,6 +50,27 @@ DURATION = Histogram(
     ["hook"],
     buckets=DURATION_BUCKETS,
 )
+OUTCOMES = ("steady", "checked", "redecided", "refused", "unavailable", "invalid", "error")
+"""What a hook call's answer did (``outcome_of``), the label of ``nvcre_hook_outcome_duration_seconds``:
+``steady`` a 200 sent without reading the live Job (nothing changes, the status settled); ``checked`` a
+200 sent once the live Job was read (``hooks.server.freshness``); ``redecided`` a 200 decided again on
+the live Job (ADR-107: two reads of it); ``refused`` a 409 (behind the cluster); ``unavailable`` a 503
+(the live Job could not be read); ``invalid`` any other 4xx; ``error`` a 500."""
+OUTCOME_DURATION = Histogram(
+    "nvcre_hook_outcome_duration_seconds",
+    "Time from request to answer of hook calls, by hook and by what the answer did (steady, checked, "
+    "redecided, refused, unavailable, invalid, error): where the slow calls are (issue 36 item 8).",
+    ["hook", "outcome"],
+    buckets=DURATION_BUCKETS,
+)
+PARENT_READ_SECONDS = Histogram(
+    "nvcre_parent_read_duration_seconds",
+    "Duration of the live Job reads of the freshness check (hooks.server.freshness), by read: version "
+    "(its metadata, every answer that may act) and job (the whole Job, to decide again on it).",
+    ["read"],
+    buckets=DURATION_BUCKETS,
+)
+PARENT_READS = ("version", "job")
 DECISIONS = Counter("nvcre_decisions_total", "Decisions answered with a 200, by kind.", ["kind"])
 AUTH_FAILURES = Counter(
     "nvcre_hook_auth_failures_total", "Hook requests refused for a missing or wrong bearer token."
@@ -139,6 +160,8 @@ for _outcome in CHECKPOINT_OUTCOME_NAMES:
     CHECKPOINT_OUTCOMES.labels(outcome=_outcome)
 for _hook in HOOKS:
     DURATION.labels(hook=_hook)
+for _read in PARENT_READS:
+    PARENT_READ_SECONDS.labels(read=_read)
 for _phase in sorted(PHASES):
     PHASE_DECISIONS.labels(phase=_phase)
 for _reason in DRAIN_REASONS:
@@ -151,10 +174,34 @@ _REQUESTS, _DURATION = Bound(REQUESTS), Bound(DURATION)
 _DECISIONS, _PHASE_DECISIONS = Bound(DECISIONS), Bound(PHASE_DECISIONS)
 
 
-def observe_request(hook: str, code: int, seconds: float) -> None:
-    """Counts one answered hook request and records how long it took."""
+_OUTCOME_DURATION, _PARENT_READ_SECONDS = Bound(OUTCOME_DURATION), Bound(PARENT_READ_SECONDS)
+
+
+def observe_request(hook: str, code: int, seconds: float, outcome: str | None = None) -> None:
+    """Counts one answered hook request and records how long it took, also by ``outcome`` (one of
+    ``OUTCOMES``, ``outcome_of``) when given."""
     _REQUESTS(hook, str(code)).inc()
     _DURATION(hook).observe(seconds)
+    if outcome is not None:
+        _OUTCOME_DURATION(hook, outcome).observe(seconds)
+
+
+def outcome_of(code: int, redecided: bool, live_reads: int) -> str:
+    """What an answer with HTTP status ``code`` did (``OUTCOMES``): ``redecided`` when it was decided
+    on the live Job, else ``checked`` when ``live_reads`` (reads of the live Job) were made, else
+    ``steady``; for a non-200 the class of its code."""
+    if code == 200:
+        return "redecided" if redecided else "checked" if live_reads else "steady"
+    if code == 409:
+        return "refused"
+    if code == 503:
+        return "unavailable"
+    return "error" if code >= 500 else "invalid"
+
+
+def observe_parent_read(read: str, seconds: float) -> None:
+    """Times one live read of a Job by the freshness check: ``read`` is ``version`` or ``job``."""
+    _PARENT_READ_SECONDS(read).observe(seconds)
 
 
 def count_decision(kind: str) -> None:

@@ -51,5 +51,11 @@ def test_the_scale_benchmark_runs_a_tiny_pass_end_to_end(control_plane: ControlP
     assert {HOOKS_PART, "JobSet controller", "kube-apiserver"} <= set(whole.usage), whole.usage
     assert whole.usage[HOOKS_PART].cpu_seconds > 0 and whole.usage["kube-apiserver"].cpu_seconds > 0
     assert steady.usage[HOOKS_PART].rss_kib > 10_000, "the hooks' master and workers together"
+    # where the tail is (issue 36 item 8): the answers by outcome, the reads, the stand-in's own timing
+    tail = {r["what"]: r for r in result.tail_rows()}
+    assert tail["stand-in: wall time of a call"]["count"] >= transitions.calls, tail
+    assert tail["stand-in: outside the handler (wall - Server-Timing)"]["count"] > 0, "the answers tell their time"
+    assert sum(r["count"] for name, r in tail.items() if name.startswith("answer ")) == whole.metrics.observed
+    assert any(name.startswith("live Job GET ") and r["count"] for name, r in tail.items()), tail
     costs = {r["part"]: r for r in cost_table({"smoke": result})}
     assert costs[HOOKS_PART]["x JobSet controller (CPU, RSS)"] != "-", costs

@@ -5,6 +5,7 @@ the snapshot lister."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -20,6 +21,7 @@ from podread import (
     Reader,
     ReadMetrics,
     SnapshotJobs,
+    calldeadline,
     reader_from_snapshot,
 )
 from podread.reader import MAX_SET_VALUES
@@ -59,7 +61,9 @@ def test_attempt_jobs_lists_the_attempts_batch_jobs_live_by_jobsets_label(fake_k
     # a Job being deleted counts: it still exists (the barrier decides which may create a pod); each Job once
     assert names(found) == ["llama-0-worker-0", "llama-0-worker-1", "llama-1-worker-0", "llama-2-worker-0",
                             "llama-2-worker-1", "llama-7-worker-0"]
-    labelled, named = [r for r in fake_kube.requests if r.path == JOBS_PATH]
+    # the two lists are sent at once (issue 36 item 8): told apart by their selectors, not their order
+    labelled, named = sorted((r for r in fake_kube.requests if r.path == JOBS_PATH),
+                             key=lambda r: not r.query["labelSelector"].startswith("nvcre.nvidia.com/job="))
     assert labelled.query["labelSelector"] == "nvcre.nvidia.com/job=llama", "every attempt, no bound"
     assert named.query["labelSelector"] == f"{JOBSET_NAME_LABEL} in (llama-0,llama-1,llama-2)"
     assert not {"resourceVersion"} & {*labelled.query, *named.query}, "consistent reads: never from a cache"
@@ -78,8 +82,8 @@ def test_past_max_set_values_every_jobset_labelled_job_is_listed_and_the_jobs_ow
     found = reader(fake_kube).attempt_jobs("team-a", "llama", MAX_SET_VALUES)
     assert names(found) == ["llama-0-worker-0", "llama-0-worker-1", "llama-2-worker-0",
                             f"llama-{MAX_SET_VALUES + 7}-worker-0", "llama-9-worker-0"]
-    request = [r for r in fake_kube.requests if r.path == JOBS_PATH][-1]
-    assert request.query["labelSelector"] == JOBSET_NAME_LABEL
+    selectors = sorted(r.query["labelSelector"] for r in fake_kube.requests if r.path == JOBS_PATH)
+    assert selectors == [JOBSET_NAME_LABEL, "nvcre.nvidia.com/job=llama"]
 
 
 def test_the_list_is_paged_and_restarts_after_an_expired_continue(fake_kube: FakeKubeServer) -> None:
@@ -88,8 +92,9 @@ def test_the_list_is_paged_and_restarts_after_an_expired_continue(fake_kube: Fak
     found = reader(fake_kube, page_size=3).attempt_jobs("team-a", "llama", 0)
     assert len(found) == 7
     pages = [r for r in fake_kube.requests if r.path == JOBS_PATH]
-    # the labelled list (none carry the label: one page), then the named one in three
-    assert [r.query.get("limit") for r in pages] == ["3", "3", "3", "3"] and "continue" in pages[2].query
+    # the labelled list (none carry the label: one page) and the named one in three, sent at once
+    assert [r.query.get("limit") for r in pages] == ["3", "3", "3", "3"]
+    assert sum("continue" in r.query for r in pages) == 2
     fake_kube.clear_requests()
     fake_kube.inject(Fault(path=JOBS_PATH, status=410, times=1))
     # the first page answered 410 is not a continued list: it fails, never "no Jobs"
@@ -139,7 +144,8 @@ def test_every_failure_is_an_api_error_with_its_class_never_none(fake_kube: Fake
         reader(fake_kube, metrics, timeout_seconds=1.0).attempt_jobs("team-a", "llama", 0)
     assert raised.value.code == code and raised.value.cause != podread.CAUSES["failed"]
     assert (raised.value.method, raised.value.source) == ("attempt_jobs", "live")
-    assert metrics.read_errors.labels("attempt_jobs", "live", code)._value.get() == 1
+    # both lists are sent at once (issue 36 item 8): each one that failed is counted, the first raised
+    assert metrics.read_errors.labels("attempt_jobs", "live", code)._value.get() >= 1
     sent = sum(metrics.job_api_requests.labels("namespace", outcome)._value.get() for outcome in ("ok", "error"))
     assert sent >= 1 and metrics.api_requests.labels("namespace", "error")._value.get() == 0
 
@@ -203,3 +209,49 @@ def test_snapshot_jobs_and_the_snapshot_forms() -> None:
     assert names(listed.attempt_jobs("team-a", "llama", 0)) == ["llama-0-worker-0"]
     with pytest.raises(ValueError):
         reader_from_snapshot({"live": {"pods": []}, "jobs": {"items": None}})
+
+
+class Meeting:
+    """A ``JobLister`` whose lists each wait until ``parties`` of them are in flight at once (or
+    ``timeout`` seconds: then that list fails), answering ``jobs`` for every selector."""
+
+    def __init__(self, parties: int, jobs: list[dict] | None = None, timeout: float = 5.0,
+                 fail: str = "") -> None:
+        self.barrier = threading.Barrier(parties, timeout=timeout)
+        self.jobs, self.fail = jobs or [], fail
+        self.deadlines: list[float | None] = []
+
+    def list_jobs(self, selector: PodSelector) -> list[dict]:
+        self.deadlines.append(calldeadline.remaining())
+        self.barrier.wait()  # BrokenBarrierError when the other list is not sent meanwhile
+        if self.fail and self.fail in selector.describe():
+            raise ApiError("list batch jobs: the API server answered 503", code="http-503")
+        return list(self.jobs)
+
+
+def test_the_two_lists_are_sent_at_once_within_the_calls_deadline() -> None:
+    """Issue 36 item 8: a drain's batch Job read waits one round trip, not two: the second list does
+    not wait for the first (each here waits until the other is in flight, else fails). Both are bounded
+    by the hook call's deadline, and traced in the selectors' order."""
+    lister = Meeting(2, [make_batch_job("llama-0", namespace="team-a", job="llama")])
+    read = Reader(FakeLister(), FakeLister(), metrics=ReadMetrics(CollectorRegistry()), jobs=lister)
+    with podread.recording() as reads, podread.deadline(5.0):
+        found = read.attempt_jobs("team-a", "llama", 0)
+    assert names(found) == ["llama-0-worker-0"], "the same Job from both lists, once"
+    assert len(lister.deadlines) == 2 and all(left is not None and 0 < left <= 5.0 for left in lister.deadlines)
+    assert [r.query.describe() for r in reads] == [
+        "namespace=team-a labels=nvcre.nvidia.com/job=llama",
+        f"namespace=team-a labels={JOBSET_NAME_LABEL} in (llama-0)"]
+
+
+@pytest.mark.parametrize("failing", ["nvcre.nvidia.com/job", JOBSET_NAME_LABEL])
+def test_either_list_failing_fails_the_read_never_fewer_jobs(failing: str) -> None:
+    """Sent at once, the lists still answer together: one failed is a ``PodReadError``, never the
+    other's Jobs alone (a failed read is never "no Jobs")."""
+    lister = Meeting(2, [make_batch_job("llama-0", namespace="team-a", job="llama")], fail=failing)
+    metrics = ReadMetrics(CollectorRegistry())
+    with pytest.raises(podread.PodReadError) as raised:
+        Reader(FakeLister(), FakeLister(), metrics=metrics, jobs=lister).attempt_jobs("team-a", "llama", 0)
+    assert raised.value.code == "http-503" and (raised.value.method, raised.value.source) == ("attempt_jobs", "live")
+    assert metrics.reads.labels("attempt_jobs", "live", "ok")._value.get() == 1
+    assert metrics.read_errors.labels("attempt_jobs", "live", "http-503")._value.get() == 1

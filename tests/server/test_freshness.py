@@ -100,7 +100,7 @@ def test_an_answer_that_changes_the_status_is_decided_on_the_live_job() -> None:
     on_live = decide(parse_request(live, "sync"), reader(), NOW).response
     assert result.status_code == 200 and result.body == on_live
     assert orjson.loads(result.decided_on) == {**body, "parent": live["parent"]}
-    assert result.refusal == "" and parents.reads == 2  # its version, then the whole Job
+    assert result.refusal == "" and parents.reads == 1  # the whole Job, its version with it: one read (issue 36 item 8)
     assert handle(orjson.dumps(body), "sync", reader=reader(), clock=lambda: NOW, settings=Settings(),
                   parents=FixedParentVersions({KEY: "42"})).decided_on == b""
 
@@ -115,7 +115,7 @@ def test_a_settled_status_written_moments_ago_is_checked_too() -> None:
     newer["parent"]["metadata"]["resourceVersion"] = "43"
     parents = FixedParentVersions(jobs={KEY: newer["parent"]})
     code, sent = answer(body, parents)
-    assert code == 200 and parents.reads == 2
+    assert code == 200 and parents.reads == 1
     assert sent == decide(parse_request(newer, "sync"), reader(), NOW).response
     parents = FixedParentVersions({KEY: "42"})
     assert answer(body, parents)[0] == 200 and parents.reads == 1
@@ -230,3 +230,17 @@ def test_a_finalize_behind_the_live_job_is_decided_on_it_too() -> None:
     on_live = decide(parse_request(live, "finalize"), reader(), NOW).response
     assert (result.status_code, result.body) == (200, on_live)
     assert orjson.loads(result.decided_on)["parent"]["metadata"]["resourceVersion"] == "43"
+
+
+def test_a_job_behind_the_live_one_costs_one_live_read_on_the_wire(fake_kube: FakeKubeServer) -> None:
+    """Issue 36 item 8: deciding again on the live Job reads it once, whole (its version with it),
+    not its metadata first and then the whole Job: one round trip on the answer's path, not two."""
+    body = running_request(status_written=NOW - timedelta(hours=1))  # no status yet: the answer writes one
+    live = running_request(status_written=NOW - timedelta(seconds=3),
+                           status={"phase": "Running", "attempt": 0, "message": "newer"})["parent"]
+    live["metadata"]["resourceVersion"] = "43"
+    fake_kube.writes.jobs[KEY] = live
+    result = handle(orjson.dumps(body), "sync", reader=reader(), clock=lambda: NOW, settings=Settings(),
+                    parents=LiveParentVersions(fake_kube.api_client(retries=False)))
+    assert result.status_code == 200 and result.decided_on
+    assert fake_kube.writes.job_reads == 1

@@ -3,10 +3,12 @@ PromQL's ``histogram_quantile`` reads it."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from bench.cluster_measures import HookMetrics, count_requests, quantile, request_key
+from bench.cluster_measures import HookMetrics, add_buckets, count_requests, over, quantile, request_key
 
 
 def test_quantiles_interpolate_within_their_bucket() -> None:
@@ -60,3 +62,44 @@ def test_requests_are_keyed_by_verb_resource_and_scope() -> None:
     assert count_requests(events) == {"list pods": 2, "list pods (watch) (all namespaces)": 1,
                                       "watch pods (all namespaces)": 1, "get nvjobs": 1, "list jobs": 1,
                                       "create pods/eviction": 1}
+
+
+def test_the_tail_series_are_kept_by_kind_and_labels_and_a_window_is_their_difference() -> None:
+    """Issue 36 item 8: the answers by outcome, the reads by method and source, the live Job GETs and
+    the effects thread's writes, each its own series (every worker summed), so the bench can say
+    which of them make the slow calls."""
+    registry = CollectorRegistry()
+    outcome = Histogram("nvcre_hook_outcome_duration_seconds", "", ["hook", "outcome"], buckets=(0.25, 1.0),
+                        registry=registry)
+    reads = Histogram("podread_read_duration_seconds", "", ["method", "source"], buckets=(0.25, 1.0),
+                      registry=registry)
+    parent = Histogram("nvcre_parent_read_duration_seconds", "", ["read"], buckets=(0.25, 1.0), registry=registry)
+    outcome.labels("sync", "checked").observe(0.1)
+    earlier = HookMetrics.parse(generate_latest(registry).decode())
+    outcome.labels("sync", "checked").observe(0.5)
+    outcome.labels("sync", "steady").observe(0.01)
+    reads.labels("attempt_jobs", "live").observe(2.0)
+    parent.labels("version").observe(0.3)
+    later = HookMetrics.parse(generate_latest(registry).decode())
+    window = later.minus(earlier)
+    assert window.series["answer sync/checked"] == [(0.25, 0.0), (1.0, 1.0), (float("inf"), 1.0)]
+    assert window.series["answer sync/steady"] == [(0.25, 1.0), (1.0, 1.0), (float("inf"), 1.0)]
+    assert window.series["read attempt_jobs/live"] == [(0.25, 0.0), (1.0, 0.0), (float("inf"), 1.0)]
+    assert over(window.series["read attempt_jobs/live"], 1.0) == 1
+    assert over(window.series["live Job GET version"], 0.25) == 1
+    assert add_buckets(window.series["answer sync/checked"], window.series["answer sync/steady"]) == [
+        (0.25, 1.0), (1.0, 2.0), (float("inf"), 2.0)]
+
+
+def test_the_stand_in_keeps_each_calls_wall_time_and_the_hooks_own_time() -> None:
+    from bench.cluster_scale import TimedTransport, _server_seconds
+    from tests.e2e.driver import Reply
+
+    class Fixed:
+        def post(self, path: str, body: bytes, headers: object) -> Reply:
+            return Reply(200, b"{}", 0.4, {"server-timing": "db;dur=1, hook;dur=125.5"})
+
+    transport = TimedTransport(Fixed())  # type: ignore[arg-type]
+    assert transport.post("/sync", b"{}", {}).status == 200
+    assert transport.calls == [(0.4, pytest.approx(0.1255))]
+    assert math.isnan(_server_seconds("")) and math.isnan(_server_seconds("hook;dur=x"))
