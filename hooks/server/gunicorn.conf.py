@@ -81,7 +81,7 @@ from typing import Any
 import orjson
 from gunicorn.glogging import Logger, SafeAtoms
 
-from hooks.server.config import Settings
+from hooks.server.config import GUNICORN_THREADS, GUNICORN_WORKERS, Settings
 from hooks.server.logs import gunicorn_logging
 
 _settings = Settings.from_env()  # a bad value stops the master here, naming the variable
@@ -89,8 +89,10 @@ _settings = Settings.from_env()  # a bad value stops the master here, naming the
 # --- sockets and workers ---------------------------------------------------------------------------
 bind = [f"127.0.0.1:{_settings.port}"]  # `make run` and the image pass --bind explicitly
 worker_class = "gthread"
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
-threads = 4
+# One worker per hooks pod, so one pod watch and one cache (see "One worker per pod" above);
+# WEB_CONCURRENCY, --workers or GUNICORN_CMD_ARGS still set more.
+workers = int(os.environ.get("WEB_CONCURRENCY", str(GUNICORN_WORKERS)))
+threads = GUNICORN_THREADS
 preload_app = False
 # Idle keep-alive connections: the client must be the one to close them (see "Keep-alive" above).
 keepalive = 120  # seconds; above Go's 90 s IdleConnTimeout, with 30 s to spare
