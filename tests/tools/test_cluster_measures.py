@@ -60,3 +60,55 @@ def test_requests_are_keyed_by_verb_resource_and_scope() -> None:
     assert count_requests(events) == {"list pods": 2, "list pods (watch) (all namespaces)": 1,
                                       "watch pods (all namespaces)": 1, "get nvjobs": 1, "list jobs": 1,
                                       "create pods/eviction": 1}
+
+
+def test_open_pod_watches_are_those_started_and_not_yet_complete(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from bench.cluster_scale import hook_duration_totals, open_pod_watches
+
+    def event(audit: str, stage: str, verb: str = "watch", resource: str = "pods") -> str:
+        return json.dumps({"auditID": audit, "stage": stage, "verb": verb,
+                           "objectRef": {"resource": resource, "namespace": "ns"}})
+
+    before = event("old", "ResponseStarted") + "\n"
+    lines = [event("a", "ResponseStarted"), event("b", "ResponseStarted"), event("a", "ResponseComplete"),
+             event("c", "ResponseStarted", resource="jobs"), event("d", "ResponseComplete", verb="list"),
+             event("e", "ResponseStarted")]
+    log = tmp_path / "audit.log"
+    log.write_text(before + "\n".join(lines) + "\n" + event("f", "ResponseStarted")[:20])  # a line being written
+    assert open_pod_watches(log, len(before)) == 2  # b and e; not the earlier pass's, nor the half-written line
+    assert open_pod_watches(log) == 3
+    assert open_pod_watches(tmp_path / "none.log") == 0
+    text = ('nvcre_hook_request_duration_seconds_sum{hook="sync"} 1.5\n'
+            'nvcre_hook_request_duration_seconds_count{hook="sync"} 10.0\n'
+            'nvcre_hook_request_duration_seconds_sum{hook="finalize"} 0.5\n'
+            'nvcre_hook_request_duration_seconds_count{hook="finalize"} 2.0\n'
+            'nvcre_hook_request_duration_seconds_bucket{hook="sync",le="0.005"} 3.0\n')
+    assert hook_duration_totals(text) == (2.0, 12.0)
+
+
+def test_the_time_outside_the_hook_is_the_callers_mean_minus_the_hooks_own() -> None:
+    from bench.cluster_scale import PASSES, PassResult, TimedTransport
+
+    class Reply:
+        def __init__(self, status: int | None, seconds: float) -> None:
+            self.status, self.seconds = status, seconds
+
+    class Transport:
+        dials = 3
+
+        def __init__(self) -> None:
+            self.replies = [Reply(200, 0.030), Reply(None, 10.0), Reply(409, 0.010)]
+
+        def post(self, path: str, body: bytes, headers: dict) -> Reply:  # type: ignore[type-arg]
+            return self.replies.pop(0)
+
+    timed = TimedTransport(Transport())
+    for _ in range(3):
+        timed.post("/sync", b"{}", {})
+    assert timed.seconds == [0.030, 0.010] and timed.dials == 3  # a call that got no answer is not timed
+    result = PassResult(PASSES["large-install"], 1, call_seconds=timed.seconds, hook_seconds=(0.024, 2.0))
+    assert result.outside_hook() == pytest.approx(0.008)
+    assert PassResult(PASSES["large-install"], 1).outside_hook() is None
+    assert result.row()["outside hook ms"] == "8"
