@@ -15,6 +15,14 @@ benchmark 3 measures). The clock is fixed, so nothing expires while we measure.
   ``WatchedPods.departed`` keeps them (``podread.slim.evidence``): retained bytes per pod and in all,
   and the same with a 4 KiB termination message per pod (the kubelet's bound per container). The
   8,000-pod figures do not move: nothing is kept until a failing pod is deleted.
+- Per hooks pod (issue 36 item 2): the real gunicorn (``hooks/server/gunicorn.conf.py``, as the image
+  runs it) against the wire-level fake API server (``tests.fakekube.FakeKubeServer``) holding 8,000
+  realistic pods (125 Jobs of 64) in the watched namespace, once with the shipped layout and once with
+  the old one (2 workers x 4 threads): once every worker's watch has listed them all and answered
+  syncs for a while, the VmRSS of the master and of every worker (``/proc/<pid>/status``), summed, and
+  their PSS (``/proc/<pid>/smaps_rollup``: pages shared between master and workers counted once).
+  Target: at most 120 MiB per hooks pod (``hooks_pod_memory``; ``python -m bench.cache_memory pod``
+  runs only this part).
 - Growth: the cost of one cached read (``Reader.job_pods`` on a warm entry) and of one fill
   (a miss: list, strip, store) from 10 to 10,000 pods per job (100 other jobs of 64 pods cached),
   and from 10 to 1,000 jobs of 64 pods. Both should grow with the pods of the job read only.
@@ -24,7 +32,12 @@ from __future__ import annotations
 
 import gc
 import statistics
+import sys
+import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -32,12 +45,24 @@ import orjson
 from bench.common import BenchResult, Figure, per_call
 from bench.pods import realistic_job_pods
 from bench.raw_json import retained_bytes
+from hooks.server.config import MALLOC_ARENA_MAX
 from podread import JOB_LABEL, PodCache, PodSelector, Reader, ReadMetrics
 from podread.slim import evidence, slim
 from podread.watch import MAX_DEPARTED, WatchedPods
 from tests.fakekube import make_job_pods
 
 NAMESPACE = "bench"
+POD_TARGET_MIB = 120.0
+"""Issue 36 item 2: a whole hooks pod (gunicorn master and workers) holding 8,000 pods."""
+IMAGE_ENV = {"MALLOC_ARENA_MAX": str(MALLOC_ARENA_MAX)}
+"""What the image's environment adds (the Dockerfile's ``ENV``) that bears on memory."""
+LAYOUTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "as shipped": ((), IMAGE_ENV),
+    "2 workers x 4 threads, glibc's default arenas (the layout before issue 36)": (("--workers", "2", "--threads", "4"),
+                                                                                 {}),
+}
+"""The gunicorn options and environment ``hooks_pod_memory`` is run with in ``run``: what the image
+runs, and the old default layout (with today's podread: the watch's smaller pages are not undone)."""
 
 
 class RawLister:
@@ -162,6 +187,150 @@ def departed_store(count: int, message: str = "") -> tuple[int, int]:
     return retained, store.departed_count()
 
 
+@dataclass(frozen=True)
+class ProcessMemory:
+    """One process of a hooks pod: its role (``master`` or ``worker``), VmRSS and PSS in KiB (PSS
+    ``None`` where ``/proc/<pid>/smaps_rollup`` cannot be read)."""
+
+    pid: int
+    role: str
+    rss_kib: int
+    pss_kib: int | None
+
+
+@dataclass
+class PodMemory:
+    """What ``hooks_pod_memory`` measured: every process of the pod and the pods each worker's watch held."""
+
+    layout: tuple[str, ...]
+    pods: int
+    processes: list[ProcessMemory] = field(default_factory=list)
+    watched_pods: float = 0.0
+    """``podread_watch_pods`` summed over the workers (each worker's cache counts its own pods)."""
+    syncs: int = 0
+
+    @property
+    def workers(self) -> int:
+        return sum(p.role == "worker" for p in self.processes)
+
+    @property
+    def rss_mib(self) -> float:
+        return sum(p.rss_kib for p in self.processes) / 1024
+
+    @property
+    def pss_mib(self) -> float | None:
+        sizes = [p.pss_kib for p in self.processes]
+        return None if not sizes or None in sizes else sum(s or 0 for s in sizes) / 1024
+
+    def row(self) -> dict[str, Any]:
+        master = [p for p in self.processes if p.role == "master"]
+        workers = [p for p in self.processes if p.role == "worker"]
+        pss = self.pss_mib
+        return {"layout": " ".join(self.layout) or "as shipped", "workers": len(workers), "pods": self.pods,
+                "pods watched (sum)": int(self.watched_pods), "syncs": self.syncs,
+                "RSS MiB (pod)": round(self.rss_mib, 1), "PSS MiB (pod)": "-" if pss is None else round(pss, 1),
+                "master RSS MiB": round(sum(p.rss_kib for p in master) / 1024, 1),
+                "worker RSS MiB": ", ".join(f"{p.rss_kib / 1024:.1f}" for p in workers)}
+
+
+def process_memory(pid: int, role: str) -> ProcessMemory | None:
+    """``pid``'s VmRSS (``/proc/<pid>/status``) and PSS (``/proc/<pid>/smaps_rollup``), or ``None``
+    when the process is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    rss = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        pss: int | None = next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:"))
+    except (OSError, StopIteration):
+        pss = None
+    return ProcessMemory(pid, role, rss, pss)
+
+
+def pod_processes(master: int, workers: Sequence[int]) -> list[ProcessMemory]:
+    """The memory of a hooks pod's processes: gunicorn's ``master`` and its ``workers``."""
+    found = [process_memory(master, "master"), *(process_memory(pid, "worker") for pid in workers)]
+    return [p for p in found if p is not None]
+
+
+def hooks_pod_memory(pods: int = 8000, layout: Sequence[str] = (), extra_env: dict[str, str] | None = None, *,
+                     pods_per_job: int = 64, load_seconds: float = 10.0, timeout: float = 120.0) -> PodMemory:
+    """Starts the real gunicorn with ``hooks/server/gunicorn.conf.py`` and the extra options ``layout``
+    (``tests.e2e.server.HookServer``, watch mode, one watched namespace, ``extra_env``) against a ``FakeKubeServer``
+    holding ``pods`` realistic pods (Jobs of ``pods_per_job``, each with its live Job), posts Running
+    syncs of those Jobs from 5 clients until every worker's watch holds every pod
+    (``podread_watch_pods`` = pods x workers), then for ``load_seconds`` more, and reads the memory
+    of the master and every worker. Raises ``RuntimeError`` when the watches do not fill in ``timeout``."""
+    from tests.e2e.server import HookServer
+    from tests.fakekube import FakeKubeServer
+    from tests.server.test_load import NAMESPACE as LOAD_NAMESPACE
+    from tests.server.test_load import running_request
+
+    jobs = max(1, pods // pods_per_job)
+    env = {"NVCRE_CACHE_MODE": "watch", "NVCRE_WATCH_NAMESPACES": LOAD_NAMESPACE, "NVCRE_CACHE_TTL_SECONDS": "5",
+           "NVCRE_RESYNC_SECONDS": "5", "NVCRE_API_TIMEOUT_SECONDS": "3", "NVCRE_LOG_LEVEL": "WARNING",
+           **(extra_env or {})}
+    with FakeKubeServer() as fake:
+        for index in range(jobs):
+            fake.put_pods(realistic_job_pods(f"job-{index}", pods_per_job, LOAD_NAMESPACE))
+            fake.put_job(orjson.loads(running_request(index))["parent"])
+        bodies = [running_request(index) for index in range(jobs)]
+        with HookServer(fake, env=env, args=list(layout), startup_timeout=60.0) as server:
+            workers = server.worker_pids()
+            result = PodMemory(tuple(layout), jobs * pods_per_job)
+            sent = [0]
+
+            def post_for(seconds: float) -> None:
+                def client(offset: int) -> None:
+                    ends = time.monotonic() + seconds
+                    index = offset
+                    while time.monotonic() < ends:
+                        server.post("/sync", bodies[index % len(bodies)], timeout=30.0)
+                        sent[0] += 1
+                        index += 5
+                clients = [threading.Thread(target=client, args=(n,)) for n in range(5)]
+                for thread in clients:
+                    thread.start()
+                for thread in clients:
+                    thread.join()
+
+            deadline = time.monotonic() + timeout
+            while _watched(server) < result.pods * len(workers):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the watches hold {_watched(server)} pods, not {result.pods} x {len(workers)}")
+                post_for(1.0)
+            post_for(load_seconds)
+            gc.collect()
+            result.watched_pods = _watched(server)
+            result.syncs = sent[0]
+            result.processes = pod_processes(server.pid, server.worker_pids())
+    return result
+
+
+def _watched(server: Any) -> float:
+    """``podread_watch_pods`` summed over the workers, from the master's metrics port."""
+    from bench.cluster_measures import HookMetrics
+
+    return HookMetrics.parse(server.metrics()).watch_pods
+
+
+def pod_memory_figures(measured: Sequence[PodMemory]) -> list[Figure]:
+    """One figure per layout: the whole pod's RSS against the target, with PSS and the split in the note."""
+    figures = []
+    for memory in measured:
+        pss = memory.pss_mib
+        figures.append(Figure(
+            f"hooks pod, {memory.pods:,} pods watched, {' '.join(memory.layout) or 'as shipped'}: RSS of "
+            f"master + {memory.workers} worker(s)", memory.rss_mib, "MiB", POD_TARGET_MIB, "target",
+            target=f"<= {POD_TARGET_MIB:g} MiB" if memory.pods >= 8000 else "",
+            met=memory.rss_mib <= POD_TARGET_MIB if memory.pods >= 8000 else None,
+            note=("PSS " + ("-" if pss is None else f"{pss:.1f} MiB") + "; RSS by process: "
+                  + ", ".join(f"{p.role} {p.rss_kib / 1024:.1f}" for p in memory.processes))))
+    return figures
+
+
 def run(quick: bool = False) -> BenchResult:
     """Retained bytes per cached pod, then the two growth tables."""
     result = BenchResult("cache_memory", "Cache memory and growth")
@@ -239,4 +408,28 @@ def run(quick: bool = False) -> BenchResult:
                     "growth_pods": "tests.fakekube.make_job_pods (lean, ~2.3 KB JSON)",
                     "memory_pods_kind": "bench.pods.realistic_pod (~8 KB JSON)"}
     result.notes.append("the source parses JSON in memory (no HTTP): fill times are parse + strip + store")
+    pod_memory = [hooks_pod_memory(800 if quick else 8000, layout, env) for layout, env in LAYOUTS.values()]
+    result.figures += pod_memory_figures(pod_memory)
+    result.tables["per_hooks_pod"] = [memory.row() for memory in pod_memory]
     return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.cache_memory pod [pods] [gunicorn options ...]``: only the per-pod memory, printed
+    (the layouts of ``LAYOUTS`` unless options are given)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] != "pod":
+        print(main.__doc__)
+        return 2
+    pods = int(args[1]) if len(args) > 1 else 8000
+    layouts = [(tuple(args[2:]), IMAGE_ENV)] if len(args) > 2 else list(LAYOUTS.values())
+    for layout, env in layouts:
+        memory = hooks_pod_memory(pods, layout, env)
+        print(memory.row(), flush=True)
+        for figure in pod_memory_figures([memory]):
+            print(f"  {figure.name}: {figure.value:.1f} {figure.unit} ({figure.note})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -9,11 +9,15 @@ Metacontroller stand-in (tests/cluster/metacontroller.py: informer caches, one r
 parents, independent workers, client-go's QPS/burst on its own calls), in passes (``PASSES``):
 
 - ``large-install``: the flags docs/operations.md recommends for a large install (Metacontroller 20
-  workers, QPS 50, burst 100; gunicorn 2 workers x 10 threads), the hooks' watch-fed pod cache;
+  workers, QPS 50, burst 100; gunicorn 1 worker x 20 threads, ``manifests-large/``), the hooks'
+  watch-fed pod cache;
+- ``large-install-2x10`` (asked for by name): the same with the layout before issue 36 item 2
+  (2 workers x 10 threads, so two pod watches and two caches per hooks pod), for the comparison of
+  latency, the wait inside the hooks pod, its memory and the watches it opens;
 - ``ttl-cache`` and ``live-only``: the same with ``NVCRE_CACHE_MODE=ttl`` and ``=live``, the baselines
   the cache's figures are compared with, measured in the same run on the same machine;
 - ``defaults``: Metacontroller's defaults (5 workers, QPS 5, burst 10, resync 30 s) and the hooks as
-  shipped (2 gunicorn workers x 4 threads), compared with ``large-install``: where the defaults limit.
+  shipped (1 gunicorn worker x 8 threads), compared with ``large-install``: where the defaults limit.
 
 - ``kueue`` and ``kueue-checkpoint`` (asked for by name, ``--passes``; they need ``make kueue``): the
   large-install flags behind the real Kueue, every Job in one LocalQueue whose ClusterQueue fits them
@@ -44,7 +48,13 @@ Figures, per pass (``PassResult``), as printed and written to bench/results.json
   slow calls are (``PassResult.tail_rows``, printed after each pass: the answers by what they did,
   each read on an answer's path, the effects thread's writes, the stand-in's wall time of each call
   and the part of it outside the hooks' handler, ``TimedTransport``; issue 36 item 8);
-- each gunicorn worker's RSS at the end of the steady window, against the pods its cache holds;
+- each gunicorn worker's RSS at the end of the steady window, against the pods its cache holds, and
+  the whole hooks pod's (master and workers, VmRSS summed);
+- the pod watches open on the API server at the end of the steady window (the audit log's watch
+  requests on pods begun and not ended): one per gunicorn worker;
+- the time a call spent outside the hooks' own handling (``outside hook``): the mean of each call's
+  wall time as the stand-in saw it less the hooks' own ``Server-Timing`` of it, so gunicorn's queue
+  (a call waiting for a free thread), HTTP and the GIL shared by the threads;
 - restart latency (the old attempt's last pod gone -> the next JobSet added) and delete latency
   (the last pod gone -> the Job gone), p50/p99, from watches (``bench.cluster_timeline``);
 - Metacontroller's queue wait (a parent ready -> a worker takes it), as the stand-in measures it;
@@ -84,7 +94,7 @@ from bench.cluster_timeline import Timeline, wait_for
 from bench.common import BenchResult, Figure, fmt, percentile, render_table
 from hooks.core.checkpoint import ACK_ANNOTATION
 from hooks.core.deadlines import parse_time
-from hooks.server.config import Settings
+from hooks.server.config import GUNICORN_THREADS, GUNICORN_WORKERS, Settings
 from hooks.server.freshness import RECENT_STATUS_SECONDS
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL
 from tests.cluster.controlplane import ControlPlane
@@ -130,8 +140,8 @@ class Install:
 
     name: str
     cache_mode: str = "watch"
-    hook_workers: int = 2
-    hook_threads: int = 4
+    hook_workers: int = GUNICORN_WORKERS
+    hook_threads: int = GUNICORN_THREADS
     resync_after: float = Settings().resync_seconds
     mc_workers: int = 5
     mc_qps: float = 5.0
@@ -161,10 +171,12 @@ class Install:
 
 
 DEFAULTS = Install("defaults", about="Metacontroller's defaults; the hooks as shipped (watch cache)")
-LARGE = replace(DEFAULTS, name="large-install", hook_threads=10, mc_workers=20, mc_qps=50.0, mc_burst=100,
-                about="docs/operations.md's large-install flags")
+LARGE = replace(DEFAULTS, name="large-install", hook_workers=1, hook_threads=20, mc_workers=20, mc_qps=50.0,
+                mc_burst=100, about="docs/operations.md's large-install flags")
 PASSES: dict[str, Install] = {
     "large-install": LARGE,
+    "large-install-2x10": replace(LARGE, name="large-install-2x10", hook_workers=2, hook_threads=10,
+                                  about="the large-install layout before issue 36 item 2: 2 workers x 10 threads"),
     "ttl-cache": replace(LARGE, name="ttl-cache", cache_mode="ttl", about="baseline: the TTL cache"),
     "live-only": replace(LARGE, name="live-only", cache_mode="live", about="baseline: no cache, every read live"),
     "defaults": DEFAULTS,
@@ -220,6 +232,10 @@ class PassResult:
     all_running: bool = False
     windows: dict[str, Window] = field(default_factory=dict)
     rss_kib: list[int] = field(default_factory=list)
+    pod_rss_kib: int = 0
+    """The whole hooks pod's VmRSS at the end of the steady window: the gunicorn master and its workers."""
+    open_watches: int | None = None
+    """Pod watches open on the API server at the end of the steady window (``open_pod_watches``)."""
     watched_pods: float = 0.0
     restart_latencies: list[float] = field(default_factory=list)
     delete_latencies: list[float] = field(default_factory=list)
@@ -258,7 +274,10 @@ class PassResult:
             "hook p50 ms": _ms(every.metrics.quantile(0.5)), "hook p99 ms": _ms(every.metrics.quantile(0.99)),
             "calls >1s %": _pct(every.metrics.share_over(SLOW_CALL_SECONDS) if every.metrics.buckets else None),
             "RSS/worker MiB": _num(max(self.rss_kib) / 1024 if self.rss_kib else None),
+            "RSS/pod MiB": _num(self.pod_rss_kib / 1024 if self.pod_rss_kib else None),
             "pods watched": int(self.watched_pods),
+            "open pod watches": "-" if self.open_watches is None else self.open_watches,
+            "outside hook ms": _ms(self.outside_hook()),
             "restart p50/p99 s": _pair(self.restart_latencies),
             "delete p50/p99 s": _pair(self.delete_latencies),
             "queue wait p50/p99 s": _pair(every.queue_waits),
@@ -266,6 +285,13 @@ class PassResult:
                if self.install.kueue else {}),
             "violations": len(self.violations),
         }
+
+    def outside_hook(self) -> float | None:
+        """Seconds a call spent outside the hooks' own handling, on average over the calls whose
+        answer said its ``Server-Timing``: the stand-in's wall time of the call less the hooks' own
+        time of it (gunicorn's queue, HTTP, the GIL); ``None`` without such a call."""
+        outside = [wall - own for wall, own in self.everything().walls if not math.isnan(own)]
+        return sum(outside) / len(outside) if outside else None
 
     def everything(self) -> Window:
         """Every window of the pass together."""
@@ -336,8 +362,9 @@ class PassResult:
                                    "usage": {name: {"cpu_seconds": round(u.cpu_seconds, 2), "rss_kib": u.rss_kib}
                                              for name, u in w.usage.items()}}
                             for name, w in self.windows.items()},
-                "rss_kib": self.rss_kib, "watched_pods": self.watched_pods, "tail": self.tail_rows(),
-                "load_average": self.everything().load,
+                "rss_kib": self.rss_kib, "pod_rss_kib": self.pod_rss_kib, "open_watches": self.open_watches,
+                "outside_hook_seconds": self.outside_hook(), "watched_pods": self.watched_pods,
+                "tail": self.tail_rows(), "load_average": self.everything().load,
                 "restart_latencies": [round(x, 3) for x in sorted(self.restart_latencies)],
                 "delete_latencies": [round(x, 3) for x in sorted(self.delete_latencies)],
                 "violations": self.violations[:20], "sync_errors": self.sync_errors,
@@ -538,6 +565,7 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
             HOOKS_PART: lambda: [hooks.pid, *hooks.worker_pids()],
             "Metacontroller stand-in and the bench": lambda: [os.getpid()],
             **(parts or {})})
+        audit_start = clock.audit_offset
         try:
             clock.mark()
             labels = {QUEUE_LABEL: "team", PRIORITY_LABEL: "low"} if install.kueue else {}
@@ -556,6 +584,8 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
             result.windows["settle"] = clock.mark()
             _hold(steady_seconds, lambda: check_steps(invariants, timeline, names))
             result.rss_kib = sorted(hooks.rss_kib().values())
+            result.pod_rss_kib = usage_of([hooks.pid, *hooks.worker_pids()]).rss_kib
+            result.open_watches = open_pod_watches(plane.audit_log, audit_start)
             result.windows["steady"] = clock.mark()
             result.watched_pods = result.windows["steady"].metrics.watch_pods
             log(f"  {install.name}: steady for {steady_seconds:g} s")
@@ -585,6 +615,28 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
     result.seconds = time.monotonic() - began
     log(f"  {install.name}: done in {result.seconds:.0f} s ({'finished' if result.finished else 'NOT finished'})")
     return result
+
+
+def open_pod_watches(audit_log: Path, start: int = 0) -> int:
+    """The hooks' pod watches open now, from byte ``start`` of the API server's audit log on: watch
+    requests on pods with a ``ResponseStarted`` event and no ``ResponseComplete`` yet (the tier's
+    audit policy logs both stages, and only the hooks' user)."""
+    if not audit_log.is_file():
+        return 0
+    with audit_log.open("rb") as log:
+        log.seek(start)
+        data = log.read()
+    started: set[str] = set()
+    ended: set[str] = set()
+    for line in data[:data.rfind(b"\n") + 1].splitlines():
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        ref = event.get("objectRef") or {}
+        if event.get("verb") != "watch" or ref.get("resource") != "pods":
+            continue
+        (started if event.get("stage") == "ResponseStarted" else ended).add(str(event.get("auditID")))
+    return len(started - ended)
 
 
 class Clocked:
@@ -866,6 +918,7 @@ def figures(results: Mapping[str, PassResult]) -> list[Figure]:
         ("hook latency p50", lambda r: r.everything().metrics.quantile(0.5), "s"),
         ("hook latency p99", lambda r: r.everything().metrics.quantile(0.99), "s"),
         ("gunicorn worker RSS (largest)", rss, "MiB"),
+        ("hooks pod RSS (master + workers)", lambda r: r.pod_rss_kib / 1024 if r.pod_rss_kib else None, "MiB"),
     ]
     flag_measures: list[Measure] = [
         ("seconds until every Job ran", lambda r: r.windows.get("start", Window()).seconds, "s"),
@@ -876,6 +929,16 @@ def figures(results: Mapping[str, PassResult]) -> list[Figure]:
         ("delete latency p50", lambda r: p50(r.delete_latencies), "s"),
         ("delete latency p99", lambda r: p99(r.delete_latencies), "s"),
         ("hook latency p99", lambda r: r.everything().metrics.quantile(0.99), "s"),
+    ]
+    layout_measures: list[Measure] = [
+        ("hook latency p50", lambda r: r.everything().metrics.quantile(0.5), "s"),
+        ("hook latency p99", lambda r: r.everything().metrics.quantile(0.99), "s"),
+        ("time outside the hook (gunicorn queue, HTTP, GIL), mean", PassResult.outside_hook, "s"),
+        ("Metacontroller queue wait p50", lambda r: p50(r.everything().queue_waits), "s"),
+        ("Metacontroller queue wait p99", lambda r: p99(r.everything().queue_waits), "s"),
+        ("hooks pod RSS (master + workers)", lambda r: r.pod_rss_kib / 1024 if r.pod_rss_kib else None, "MiB"),
+        ("pod watches open at the end of the steady window",
+         lambda r: None if r.open_watches is None else float(r.open_watches), "watches"),
     ]
     out: list[Figure] = []
 
@@ -894,6 +957,7 @@ def figures(results: Mapping[str, PassResult]) -> list[Figure]:
     compare(CACHE_PASS, "live-only", cache_measures, "watch cache")
     compare(CACHE_PASS, "ttl-cache", cache_measures, "watch cache")
     compare("defaults", CACHE_PASS, flag_measures, "Metacontroller's defaults")
+    compare(CACHE_PASS, "large-install-2x10", layout_measures, "1 worker x 20 threads")
     return out
 
 

@@ -92,7 +92,7 @@ class PagedList:
 
     def _list_all_pages(
         self, selector: PodSelector, deadline: float, budget: float, what: str,
-        project: Callable[[Pod], Pod] | None = None,
+        project: Callable[[Pod], Pod] | None = None, page_size: int | None = None,
     ) -> tuple[list[Pod], str, str | None]:
         """Lists page after page; returns (pods, resourceVersion, None), or ([], "", the server's
         words) when a continue token expired (the list must start again: the rest of it would not
@@ -101,7 +101,7 @@ class PagedList:
         token: str | None = None
         version = ""
         while True:
-            body = self._page(selector, token, deadline, budget, what)
+            body = self._page(selector, token, deadline, budget, what, page_size)
             if isinstance(body, str):
                 return [], "", body
             items = self._items(body, what)
@@ -168,12 +168,13 @@ class PagedList:
         return body
 
     def list_snapshot(
-        self, selector: PodSelector, project: Callable[[Pod], Pod] | None = None,
+        self, selector: PodSelector, project: Callable[[Pod], Pod] | None = None, *, page_size: int | None = None,
     ) -> tuple[list[Pod], str]:
         """Every object ``selector`` selects, from the API server's current state, and the list's
         ``resourceVersion`` (the state every page was read at, from which a watch resumes). With
         ``project``, each page's objects are passed through it as the page is decoded, so a large
-        list never holds every whole object at once.
+        list never holds every whole object at once; ``page_size`` (default: the client's) sets how
+        many objects a page holds.
 
         The whole list ends by ``timeout_seconds`` from now, or by the deadline of the hook call in
         force (``podread.deadline``) when that comes first; with that deadline already gone nothing
@@ -184,7 +185,7 @@ class PagedList:
         deadline = self._clock() + budget
         expired: str | None = None
         for _ in range(MAX_LIST_RESTARTS + 1):
-            pods, version, expired = self._list_all_pages(selector, deadline, budget, what, project)
+            pods, version, expired = self._list_all_pages(selector, deadline, budget, what, project, page_size)
             if expired is None:
                 return pods, version
         raise ApiError(f"{what}: continue token expired {MAX_LIST_RESTARTS + 1} times; the API server answered "

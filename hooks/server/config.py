@@ -21,6 +21,18 @@ GANG_POLICIES = tuple(policy.value for policy in GangPolicy)
 READ_DEADLINE_SECONDS = 7.5
 """The deadline of all pod reads of one hook call: Metacontroller gives up at 10 s, and the answer
 still has to be decided, encoded and sent after the last read."""
+GUNICORN_WORKERS = 1
+"""gunicorn worker processes per hooks pod (``hooks/server/gunicorn.conf.py``; ``WEB_CONCURRENCY``,
+``--workers`` or ``GUNICORN_CMD_ARGS`` set more): one, so a pod keeps one pod watch and one cache
+(issue 36 item 2; docs/operations.md, "One worker per pod")."""
+GUNICORN_THREADS = 8
+"""Threads of each worker: calls it answers at once, at least Metacontroller's 5 workers by default
+(``manifests-large/`` gives 20, one per ``--workers=20``)."""
+MALLOC_ARENA_MAX = 2
+"""glibc's malloc arenas in the hook server (the image's ``MALLOC_ARENA_MAX``; glibc reads it at
+process start, so it is set in the Dockerfile, not here): one worker's threads share 2 arenas instead
+of opening up to 8 per core, each keeping the memory it once held. Measured with 8,000 realistic pods
+watched and 5 clients (``python -m bench.cache_memory pod``): the worker 119 MiB instead of 131."""
 ORJSON_MAX_DEPTH = 1024
 """orjson refuses documents nested deeper than this, so a configured depth above it would be a lie."""
 

@@ -6,8 +6,8 @@ Read by the gunicorn master from the repository root (or /app in the image). Com
 
 Worker model, measured (see the table below): live pod reads block on the API server for up to
 ``NVCRE_API_TIMEOUT_SECONDS``, and Metacontroller calls with 5 concurrent workers, so a worker must
-keep answering other calls while one waits on I/O. ``gthread`` gives 2 processes x 4 threads = 8
-concurrent calls on 2 cores; the sync worker gives one call per process.
+keep answering other calls while one waits on I/O. ``gthread`` gives threads in each process; the sync
+worker gives one call per process. Shipped: 1 process x 8 threads ("One worker per pod" below).
 
 Measured on this 2-core machine, gunicorn 27.0.1, Python 3.11, 5 concurrent keep-alive clients
 (as Metacontroller's 5 workers) posting a valid /sync for 8 s each, against the real app with a
@@ -26,10 +26,24 @@ CPU-bound, the two models are within the noise of a shared machine (sync has the
 an earlier test found). With blocking reads, 2 sync workers queue Metacontroller's 5 concurrent
 calls (2-2.5x the latency, 40 % of the throughput); gthread 2 x 4 answers them all at once, like
 5 sync processes, with 2 Readers instead of 5 (each cache is shared by 4 threads, so it hits more,
-and memory stays at two processes). Hence gthread, 2 workers x 4 threads (8 >= 5 concurrent calls).
+and memory stays at two processes). Hence gthread, then 2 workers x 4 threads (8 >= 5 concurrent calls).
 
-Each worker builds its own Reader and cache in ``production_app()`` (``preload_app = False``): nothing
-is shared across processes. Metrics are served apart from the hooks: the master serves
+One worker per pod (issue 36 item 2). Each worker builds its own Reader and cache in
+``production_app()`` (``preload_app = False``): nothing is shared across processes, so each worker
+is one more pod watch on the API server and one more copy of every NVCRE pod watched. The default is
+therefore 1 worker x 8 threads (``hooks.server.config.GUNICORN_WORKERS``/``GUNICORN_THREADS``; a large
+install 1 x 20, ``manifests-large/``): 8 >= Metacontroller's 5 concurrent calls, as before. Measured
+with 8,000 realistic pods watched (``python -m bench.cache_memory pod``): the whole pod (master +
+workers, VmRSS) 150 MiB against 338 MiB with 2 x 4 before (267 with 2 x 4 and the watch's smaller
+list pages, ``podread.watch.WATCH_PAGE_SIZE``). The CPU is not the limit: the steady load at
+1,000 Jobs is about 33 syncs/s over two replicas, and one worker answered 300-390 syncs/s at 5-20
+concurrent callers on this shared machine (2 workers: 300-570 in the same minutes; ``bench
+sync_http``). What one process costs (a crash fails all the pod's calls in flight; a long CPU-bound
+call slows the others through the GIL) and why availability rests on the 2 replicas and the PDB
+instead: docs/operations.md, "One worker per pod". ``WEB_CONCURRENCY``, ``--workers`` and
+``GUNICORN_CMD_ARGS`` still set more workers; everything here works with any number.
+
+Metrics are served apart from the hooks: the master serves
 ``GET /metrics`` on ``NVCRE_METRICS_PORT`` (default 9090, on the host of the first ``--bind``
 address) from a thread of its own, and a scrape sees every worker through prometheus-client's
 multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, a fresh temporary directory when unset). The hook
@@ -81,7 +95,7 @@ from typing import Any
 import orjson
 from gunicorn.glogging import Logger, SafeAtoms
 
-from hooks.server.config import Settings
+from hooks.server.config import GUNICORN_THREADS, GUNICORN_WORKERS, Settings
 from hooks.server.logs import gunicorn_logging
 
 _settings = Settings.from_env()  # a bad value stops the master here, naming the variable
@@ -89,8 +103,10 @@ _settings = Settings.from_env()  # a bad value stops the master here, naming the
 # --- sockets and workers ---------------------------------------------------------------------------
 bind = [f"127.0.0.1:{_settings.port}"]  # `make run` and the image pass --bind explicitly
 worker_class = "gthread"
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
-threads = 4
+# One worker per hooks pod, so one pod watch and one cache (see "One worker per pod" above);
+# WEB_CONCURRENCY, --workers or GUNICORN_CMD_ARGS still set more.
+workers = int(os.environ.get("WEB_CONCURRENCY", str(GUNICORN_WORKERS)))
+threads = GUNICORN_THREADS
 preload_app = False
 # Idle keep-alive connections: the client must be the one to close them (see "Keep-alive" above).
 keepalive = 120  # seconds; above Go's 90 s IdleConnTimeout, with 30 s to spare

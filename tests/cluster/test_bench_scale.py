@@ -40,6 +40,10 @@ def test_the_scale_benchmark_runs_a_tiny_pass_end_to_end(control_plane: ControlP
     assert transitions.requests["list pods"] >= 1, f"the drains' live pod lists: {dict(transitions.requests)}"
     assert transitions.metrics.observed == transitions.calls, "every call answered is in the histogram"
     assert result.rss_kib and all(kib > 10_000 for kib in result.rss_kib), result.rss_kib
+    assert len(result.rss_kib) == install.hook_workers == 1, "the large install's one worker"
+    assert result.pod_rss_kib > sum(result.rss_kib), "the master and its workers"
+    assert result.open_watches == install.hook_workers, "one pod watch open per worker, seen by the API server"
+    assert result.outside_hook() is not None and len(result.call_seconds) >= start.calls
     assert len(result.restart_latencies) == 1 and result.restart_latencies[0] > 0, \
         "the restart waited for the last pod of attempt 0, then attempt 1 was created"
     assert len(result.delete_latencies) == 1 and result.delete_latencies[0] >= 0

@@ -13,6 +13,8 @@ import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 
+from hooks.server.config import MALLOC_ARENA_MAX
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
@@ -132,6 +134,7 @@ def test_final_stage_environment(stages: list) -> None:
     env = parser.envs  # the final stage's
     assert env.get("PYTHONDONTWRITEBYTECODE") == "1"
     assert env.get("PYTHONUNBUFFERED") == "1"
+    assert env.get("MALLOC_ARENA_MAX") == str(MALLOC_ARENA_MAX), "the value hooks/server/config.py measured"
     assert of(stages[-1], "EXPOSE") == ["8080 9090"]
 
 

@@ -958,3 +958,33 @@ def test_the_large_install_overlay_gives_each_replica_a_thread_per_metacontrolle
     assert f"--workers={measured.mc_workers}" in flags and f"--client-go-qps={measured.mc_qps:g}" in flags \
         and f"--client-go-burst={measured.mc_burst}" in flags
     assert measured.hook_workers * threads >= measured.mc_workers, "a thread per Metacontroller worker"
+    assert "--workers" not in env["GUNICORN_CMD_ARGS"] and "WEB_CONCURRENCY" not in env, \
+        "the pod's one worker (the conf's default): one pod watch"
+    assert measured.hook_workers == 1
+
+
+def test_a_hooks_pod_runs_one_gunicorn_worker_so_it_keeps_one_pod_watch(
+        objects: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36 item 2: each gunicorn worker builds its own Reader, pod watch and cache, so the
+    production default is one worker with threads (at least one per Metacontroller worker, 5 by
+    default), and nothing in the manifests asks for more; ``WEB_CONCURRENCY`` still overrides it."""
+    import runpy
+
+    from bench.cluster_scale import PASSES
+    from hooks.server.config import GUNICORN_THREADS, GUNICORN_WORKERS
+
+    conf_path = str(ROOT / "hooks" / "server" / "gunicorn.conf.py")
+    for name in ("WEB_CONCURRENCY", "GUNICORN_CMD_ARGS"):
+        monkeypatch.delenv(name, raising=False)
+    conf = runpy.run_path(conf_path)
+    assert (conf["workers"], conf["threads"]) == (GUNICORN_WORKERS, GUNICORN_THREADS) == (1, 8)
+    assert conf["worker_class"] == "gthread" and conf["preload_app"] is False
+    defaults = PASSES["defaults"]
+    assert (defaults.hook_workers, defaults.hook_threads) == (1, 8), "make bench-cluster measures the default"
+    assert conf["threads"] >= defaults.mc_workers, "a thread per call of Metacontroller's default 5 workers"
+    [container] = objects[("Deployment", "nvcre-hooks")]["spec"]["template"]["spec"]["containers"]
+    names = {e["name"] for e in container["env"]}
+    assert not names & {"WEB_CONCURRENCY", "GUNICORN_CMD_ARGS"}, "the base runs the conf's layout"
+    assert not any("--workers" in arg for arg in container.get("args", []) + container.get("command", []))
+    monkeypatch.setenv("WEB_CONCURRENCY", "3")
+    assert runpy.run_path(conf_path)["workers"] == 3

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
+from hooks.server.config import GUNICORN_WORKERS
 from tests.e2e.driver import HttpTransport
 from tests.fakekube import FakeKubeServer
 from tests.support.ports import free_port
@@ -116,7 +117,7 @@ class HookServer:
     def _expected_workers(self) -> int:
         if "--workers" in self._args:
             return int(self._args[self._args.index("--workers") + 1])
-        return int(self._env.get("WEB_CONCURRENCY", "2"))
+        return int(self._env.get("WEB_CONCURRENCY", str(GUNICORN_WORKERS)))
 
     def stop(self) -> int | None:
         """SIGTERM to the master, wait for a graceful exit (SIGKILL after 20 s); returns the exit code."""

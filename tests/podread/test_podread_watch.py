@@ -425,3 +425,21 @@ def test_the_store_keeps_slim_pods() -> None:
     kept = watched.answer(JOB_KEY)[0]
     assert "managedFields" not in kept["metadata"] and "containers" not in kept["spec"]
     assert watched.bytes > 0
+
+
+def test_the_watch_lists_in_pages_of_watch_page_size_while_job_reads_keep_the_clients_pages(
+        server: FakeKubeServer, setup: Setup) -> None:
+    """The watch's list decodes WATCH_PAGE_SIZE pods at a time (the memory a list leaves behind grows
+    with a page: podread.watch.WATCH_PAGE_SIZE), every pod still listed once and the store whole; a
+    Job's own list keeps the client's page size."""
+    from podread.live import DEFAULT_PAGE_SIZE
+    from podread.watch import WATCH_PAGE_SIZE
+
+    assert WATCH_PAGE_SIZE < DEFAULT_PAGE_SIZE
+    server.put_pods([p for j in range(5) for p in make_job_pods(f"job-{j}", 50, NS)])  # 250 pods
+    setup.synced()
+    lists = [r for r in server.requests if r.path.endswith("/pods") and r.query.get("watch") != "true"]
+    assert [r.query.get("limit") for r in lists] == [str(WATCH_PAGE_SIZE)] * 3  # 100 + 100 + 50
+    assert len(setup.store) == 250
+    setup.live.list_pods(PodSelector(namespace=NS, labels={JOB_LABEL: "job-0"}))
+    assert server.requests[-1].query.get("limit") == str(DEFAULT_PAGE_SIZE)

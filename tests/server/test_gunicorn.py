@@ -1,4 +1,5 @@
-"""The real server: gunicorn with hooks/server/gunicorn.conf.py, two worker processes, no cluster configured.
+"""The real server: gunicorn with hooks/server/gunicorn.conf.py (its default layout, one worker process;
+``WEB_CONCURRENCY=2`` where several are tested), no cluster configured.
 
 One server is started for the module; the tests talk HTTP to it, and the last one stops it with
 SIGTERM and reads its logs.
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from hooks.server.config import GUNICORN_WORKERS
 from tests.server.test_app_http import job_request
 from tests.support.ports import free_port
 
@@ -82,16 +84,17 @@ def no_cluster_env(tmp: Path, metrics_port: int) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def started(tmp: Path, *args: str) -> Iterator[Server]:
-    """gunicorn with the production config and extra command-line ``args``, no cluster, ready
-    (``/readyz`` 200); killed on exit if it still runs."""
+def started(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
+    """gunicorn with the production config, extra command-line ``args`` and environment ``env``, no
+    cluster, ready (``/readyz`` 200); killed on exit if it still runs."""
     port, metrics_port = free_port(), free_port()
     log = tmp / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--config", "hooks/server/gunicorn.conf.py",
              "--bind", f"127.0.0.1:{port}", *args, "hooks.wsgi:production_app()"],
-            cwd=ROOT, env=no_cluster_env(tmp, metrics_port), stdout=out, stderr=subprocess.STDOUT,
+            cwd=ROOT, env={**no_cluster_env(tmp, metrics_port), **(env or {})}, stdout=out,
+            stderr=subprocess.STDOUT,
         )
     running = Server(process, port, log, metrics_port)
     try:
@@ -144,8 +147,10 @@ def test_bad_requests_through_the_real_server(server: Server) -> None:
 
 
 def test_metrics_see_every_worker(server: Server) -> None:
-    """The master's metrics port answers the scrape with the calls every worker served
-    (multiprocess mode); the hook port serves no /metrics, with or without the token."""
+    """The master's metrics port answers the scrape with the calls the worker served (multiprocess
+    mode, also with one worker: the master is another process; several workers:
+    ``test_workers_replaced_under_keepalive_load_drop_no_call``); the hook port serves no /metrics,
+    with or without the token."""
     for token in (None, TOKEN):
         status, _, body = server.request("GET", "/metrics", token=token)
         assert status == 404 and "error" in json.loads(body)
@@ -207,10 +212,13 @@ def test_workers_replaced_under_keepalive_load_drop_no_call(tmp_path: Path) -> N
     """Planned worker replacements (every 40 requests, and a HUP) while 5 clients post on kept-alive
     connections, as Metacontroller's workers do: every call is answered. A retiring worker answers
     its last requests with ``Connection: close`` and serves what arrives on its idle connections
-    while it stops (gunicorn 27's gthread worker), so no client writes to a closed connection."""
+    while it stops (gunicorn 27's gthread worker), so no client writes to a closed connection.
+    Two workers (``WEB_CONCURRENCY``, which still overrides the one-worker default): the master's
+    metrics port counts every call, those of the workers that retired included (multiprocess mode)."""
     clients, seconds = 5, 2.0
-    with started(tmp_path, "--max-requests", "40") as running:
+    with started(tmp_path, "--max-requests", "40", env={"WEB_CONCURRENCY": "2"}) as running:
         first_workers = set(_children(running.process.pid))
+        assert len(first_workers) == 2, first_workers
         errors: list[str] = []
         answered: list[int] = []
         closes: list[int] = []
@@ -242,6 +250,9 @@ def test_workers_replaced_under_keepalive_load_drop_no_call(tmp_path: Path) -> N
             thread.join()
         last_workers = set(_children(running.process.pid))
         log = running.log.read_text()
+        status, _, metrics = running.request("GET", "/metrics", token=None, port=running.metrics_port)
+    assert status == 200
+    assert _sample(metrics.decode(), "nvcre_hook_requests_total", hook="sync", code="401") == len(answered)
     assert errors == [], errors[:5]
     assert len(answered) > 40 and set(answered) == {401}, (len(answered), set(answered))  # no token sent
     assert closes, "no worker retired during the load"
@@ -265,7 +276,7 @@ def test_sigterm_stops_cleanly_and_every_log_line_is_json(server: Server) -> Non
     assert records, "no log lines"
     messages = [str(record.get("message", "")) for record in records]
     workers = {record["pid"] for record in records if str(record.get("message", "")).startswith("Booting worker")}
-    assert len(workers) == 2
+    assert len(workers) == GUNICORN_WORKERS == 1  # the default layout: one worker, one pod watch
     assert sum("no cluster configuration found" in message for message in messages) == len(workers)  # once per worker
     calls = [r for r in records if r.get("logger") == "nvcre.hooks" and r.get("code") == 503]
     assert calls and calls[0]["job"] == "llama" and calls[0]["namespace"] == "team-a"

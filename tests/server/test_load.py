@@ -1,5 +1,5 @@
-"""Load through the real gunicorn with the production configuration (hooks/server/gunicorn.conf.py: 2
-workers x 4 threads), against 200 running Jobs with 64 pods each (12,800 pods) in the fake API
+"""Load through the real gunicorn with the production configuration (hooks/server/gunicorn.conf.py: 1
+worker x 8 threads), against 200 running Jobs with 64 pods each (12,800 pods) in the fake API
 server: concurrency 5, then 20, then 20 with some API reads slower than NVCRE_API_TIMEOUT_SECONDS.
 
 Zero errors, no worker replaced, zero dropped JobSets (every running Job keeps its JobSet in every answer), p99 well
@@ -218,6 +218,6 @@ def test_watch_mode_load_lists_almost_no_pods(watched: tuple[FakeKubeServer, Hoo
     assert not phase.errors, phase.errors[:5]
     assert len(phase.latencies) > 100, phase.summary()
     assert phase.percentile(0.99) < 5.0, phase.summary()
-    # two workers, each nudging a quiet watch about every 3-4 s: a handful, whatever the number of syncs
+    # each worker (one as shipped) nudging a quiet watch about every 3-4 s: a handful, whatever the syncs
     assert len(lists) <= 12, [(r.path, r.query) for r in lists][:20]
     assert all(r.query.get("limit") == "1" for r in lists), "no per-job list while the watch is confirmed"

@@ -66,3 +66,31 @@ def test_sync_http_tiny() -> None:
 
 def test_sync_profile_tiny() -> None:
     _check(sync_profile.run(quick=True))
+
+
+def test_process_memory_reads_rss_and_pss_of_a_live_process_and_none_of_a_gone_one() -> None:
+    import os
+
+    me = cache_memory.process_memory(os.getpid(), "master")
+    assert me is not None and me.rss_kib > 1000 and me.role == "master"
+    assert me.pss_kib is None or 0 < me.pss_kib <= me.rss_kib + 1024
+    assert cache_memory.process_memory(2**22 + 7, "worker") is None  # above pid_max's default: no such process
+    memory = cache_memory.PodMemory(("--workers", "2"), 100, [
+        cache_memory.ProcessMemory(1, "master", 1024, 512), cache_memory.ProcessMemory(2, "worker", 2048, 1024),
+        cache_memory.ProcessMemory(3, "worker", 3072, None)])
+    assert memory.workers == 2 and memory.rss_mib == 6.0 and memory.pss_mib is None  # one PSS unknown: no sum
+    assert memory.row()["worker RSS MiB"] == "2.0, 3.0"
+
+
+@pytest.mark.slow
+def test_hooks_pod_memory_sums_the_master_and_every_worker_once_their_watches_hold_every_pod() -> None:
+    shipped, shipped_env = cache_memory.LAYOUTS["as shipped"]
+    one = cache_memory.hooks_pod_memory(128, shipped, shipped_env, load_seconds=0.3)
+    assert one.workers == 1 and one.watched_pods == 128, one.row()  # the production layout: one watch
+    assert [p.role for p in one.processes] == ["master", "worker"]
+    assert one.rss_mib == sum(p.rss_kib for p in one.processes) / 1024 > 40
+    two = cache_memory.hooks_pod_memory(128, ("--workers", "2", "--threads", "2"), load_seconds=0.3)
+    assert two.workers == 2 and two.watched_pods == 256, two.row()  # each worker its own cache
+    assert two.rss_mib > one.rss_mib
+    [figure, _] = cache_memory.pod_memory_figures([one, two])
+    assert figure.unit == "MiB" and figure.value == one.rss_mib and figure.met is None  # no target under 8,000 pods

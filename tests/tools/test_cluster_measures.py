@@ -103,3 +103,35 @@ def test_the_stand_in_keeps_each_calls_wall_time_and_the_hooks_own_time() -> Non
     assert transport.post("/sync", b"{}", {}).status == 200
     assert transport.calls == [(0.4, pytest.approx(0.1255))]
     assert math.isnan(_server_seconds("")) and math.isnan(_server_seconds("hook;dur=x"))
+
+
+def test_open_pod_watches_are_those_started_and_not_yet_complete(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from bench.cluster_scale import open_pod_watches
+
+    def event(audit: str, stage: str, verb: str = "watch", resource: str = "pods") -> str:
+        return json.dumps({"auditID": audit, "stage": stage, "verb": verb,
+                           "objectRef": {"resource": resource, "namespace": "ns"}})
+
+    before = event("old", "ResponseStarted") + "\n"
+    lines = [event("a", "ResponseStarted"), event("b", "ResponseStarted"), event("a", "ResponseComplete"),
+             event("c", "ResponseStarted", resource="jobs"), event("d", "ResponseComplete", verb="list"),
+             event("e", "ResponseStarted")]
+    log = tmp_path / "audit.log"
+    log.write_text(before + "\n".join(lines) + "\n" + event("f", "ResponseStarted")[:20])  # a line being written
+    assert open_pod_watches(log, len(before)) == 2  # b and e; not the earlier pass's, nor the half-written line
+    assert open_pod_watches(log) == 3
+    assert open_pod_watches(tmp_path / "none.log") == 0
+
+
+def test_the_time_outside_the_hook_is_the_callers_wall_time_less_the_hooks_own() -> None:
+    from bench.cluster_scale import PASSES, PassResult, Window
+
+    result = PassResult(PASSES["large-install"], 1)
+    assert result.outside_hook() is None
+    result.windows["steady"] = Window(walls=[(0.030, 0.024), (10.0, math.nan)])
+    result.windows["transitions"] = Window(walls=[(0.010, 0.008)])
+    # (0.006 + 0.002) / 2: a call without Server-Timing is left out
+    assert result.outside_hook() == pytest.approx(0.004)
+    assert result.row()["outside hook ms"] == "4"
