@@ -651,7 +651,7 @@ def test_rbac_is_exactly_the_reads_the_watch_and_the_hooks_own_writes(objects: d
     assert set(roles) == {"nvcre-hooks-pod-reader", "nvcre-hooks-writer"}
     assert roles["nvcre-hooks-pod-reader"]["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list"]},
         {"apiGroups": ["nvcre.nvidia.com"], "resources": ["jobs"], "verbs": ["get"]}]
     assert roles["nvcre-hooks-writer"]["rules"] == [
