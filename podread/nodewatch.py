@@ -235,6 +235,11 @@ class WatchedNodes:
         with self._lock:
             return len(self._nodes)
 
+    def __contains__(self, name: object) -> bool:
+        """Whether the watch holds a Node of this name (whatever its state)."""
+        with self._lock:
+            return name in self._nodes
+
     def _publish(self) -> None:
         self._metrics.node_watch_nodes.set(len(self))
 

@@ -6,7 +6,7 @@ NotFound, read by a GET in every call that asks."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import kubernetes
 import pytest
@@ -67,36 +67,55 @@ def test_an_existing_node_is_one_get_per_ttl_and_deleted_is_the_servers_not_foun
     assert (lookups("miss"), lookups("hit")) == (3, 3), "each deleted answer is the server's NotFound, read by a GET"
 
 
+def _ready(core: kubernetes.client.CoreV1Api, name: str, status: str) -> None:
+    """Sets the Node's ``Ready`` condition (no kubelet runs here) and, for ``True``, clears the
+    ``not-ready`` taint kube-apiserver's TaintNodesByCondition admission put on it at create."""
+    if status == "True":
+        core.patch_node(name, {"spec": {"taints": None}}, _request_timeout=REQUEST_TIMEOUT)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    core.patch_node_status(name, {"status": {"conditions": [
+        {"type": "Ready", "status": status, "reason": "Test", "message": "set by the test",
+         "lastHeartbeatTime": now, "lastTransitionTime": now}]}}, _request_timeout=REQUEST_TIMEOUT)
+
+
 def test_the_node_watch_answers_a_ready_node_with_no_get_and_deleted_is_still_the_servers_not_found(
         control_plane: ControlPlane, installed: dict, hooks_token: str, node_name: str) -> None:
     """With the hooks' token (``list`` and ``watch`` on nodes, manifests/rbac.yaml): the Node watch
-    lists and watches the real server; a Ready node is answered from it, no GET; once deleted, the
-    watch licenses nothing: the answer "deleted" is the GET's NotFound in that call."""
+    lists and watches the real server; a Ready, untainted node is answered from it, no GET; once
+    NotReady it is a GET again; once deleted, the watch licenses nothing: "deleted" is the GET's
+    NotFound in that call."""
     admin = kubernetes.client.CoreV1Api(control_plane.api_client())
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    admin.patch_node_status(node_name, {"status": {"conditions": [
-        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test",
-         "lastHeartbeatTime": now, "lastTransitionTime": now}]}}, _request_timeout=REQUEST_TIMEOUT)
     metrics = podread.ReadMetrics(registry=CollectorRegistry())
     client = control_plane.api_client(hooks_token)
     watch = NodeWatch(NodeWatchClient(client, metrics=metrics), WatchedNodes(metrics=metrics), metrics=metrics)
     reader = podread.Reader(podread.SnapshotLister(), podread.SnapshotLister(), nodes=NodeClient(client),
                             metrics=metrics, node_watch=watch)
+
+    def reads(source: str) -> float:
+        return metrics.node_reads.labels(source)._value.get()
+
+    def until(condition: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not condition():
+            assert time.monotonic() < deadline, (
+                f"{what}: lists {metrics.node_watch_lists.labels('ok')._value.get()} ok, "
+                f"{metrics.node_watch_lists.labels('error')._value.get()} failed; {len(watch.store)} held")
+            time.sleep(0.1)
+
     try:
         watch.start()
-        deadline = time.monotonic() + 30
-        while watch.store.answer(node_name) is None:
-            assert time.monotonic() < deadline, "the Node watch never held the Ready node (list/watch denied?)"
-            time.sleep(0.1)
+        _ready(admin, node_name, "True")
+        until(lambda: watch.store.answer(node_name) is not None, "the watch never answered the Ready node")
         for _ in range(3):
             assert reader.node_states([node_name])[node_name].ready == "True"
-        assert metrics.node_reads.labels("watch")._value.get() == 3
-        assert metrics.node_reads.labels("get")._value.get() == 0
+        assert (reads("watch"), reads("get")) == (3, 0), "a Ready node: no GET"
+        _ready(admin, node_name, "False")
+        until(lambda: watch.store.answer(node_name) is None, "the watch never saw the node NotReady")
+        assert reader.node_states([node_name])[node_name].ready == "False"
+        assert reads("get") == 1, "a node that is not Ready is read by a GET"
         admin.delete_node(node_name, _request_timeout=REQUEST_TIMEOUT)
-        while len(watch.store) and watch.store.answer(node_name) is not None:
-            assert time.monotonic() < deadline + 30
-            time.sleep(0.1)
+        until(lambda: node_name not in watch.store, "the watch never saw the deletion")
         assert reader.node_states([node_name])[node_name].describe() == "deleted"
-        assert metrics.node_reads.labels("get")._value.get() == 1, "deleted is the server's NotFound, by a GET"
+        assert reads("get") == 2, "deleted is the server's NotFound, read by a GET"
     finally:
         reader.close()

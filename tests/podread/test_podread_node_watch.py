@@ -105,7 +105,7 @@ def test_a_deleted_node_needs_the_api_servers_not_found_in_the_same_call(wired: 
     wired.fake.put_node(node("gpu-1"))
     wired.synced()
     wired.fake.delete_node("gpu-1")
-    wait_for(lambda: len(wired.store) == 0)
+    wait_for(lambda: "gpu-1" not in wired.store)
     state = wired.reader.node_states(["gpu-1"])["gpu-1"]
     assert state.describe() == "deleted"
     assert wired.gets("gpu-1") == 1  # the watch's DELETED event licensed nothing: the GET's NotFound did
