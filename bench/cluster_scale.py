@@ -14,6 +14,13 @@ parents, independent workers, client-go's QPS/burst on its own calls), in passes
   the cache's figures are compared with, measured in the same run on the same machine;
 - ``defaults``: Metacontroller's defaults (5 workers, QPS 5, burst 10, resync 30 s) and the hooks as
   shipped (2 gunicorn workers x 4 threads), compared with ``large-install``: where the defaults limit.
+- ``large-install-resync120`` (asked for by name): ``large-install`` with Metacontroller's
+  ``resyncPeriodSeconds`` 120 (``manifests-large/``), to compare with ``large-install``'s 30 s:
+  queue wait, restart and delete latency, requests per Job-minute (issue 36 item 5).
+
+Every pass also runs a few timed Jobs (``TimedJobs``), created when the transitions begin: some with
+``activeDeadlineSeconds``, some with ``ttlSecondsAfterFinished``; the notes say how late each fired
+(p50/max), the proof that the hooks' ``resyncAfterSeconds``, not Metacontroller's resync, times them.
 
 - ``kueue`` and ``kueue-checkpoint`` (asked for by name, ``--passes``; they need ``make kueue``): the
   large-install flags behind the real Kueue, every Job in one LocalQueue whose ClusterQueue fits them
@@ -168,6 +175,10 @@ PASSES: dict[str, Install] = {
                      about="behind Kueue, one Job in ten preempted (baseline of kueue-checkpoint)"),
     "kueue-checkpoint": replace(LARGE, name="kueue-checkpoint", kueue=True, checkpoint=True,
                                 about="behind Kueue, one Job in ten preempted after a checkpoint"),
+    "large-install-resync120": replace(LARGE, name="large-install-resync120", resync_period=120.0,
+                                       about="large-install with Metacontroller's resyncPeriodSeconds 120 (issue 36 "
+                                             "item 5): the timed Jobs show the hooks' resyncAfterSeconds still "
+                                             "fire deadlines and TTLs on time"),
 }
 DEFAULT_PASSES = ("large-install", "ttl-cache", "live-only", "defaults")
 """What ``make bench-cluster`` runs unless ``--passes`` says otherwise: the Kueue passes need the
@@ -227,6 +238,8 @@ class PassResult:
     checkpoint_outcomes: Counter[str] = field(default_factory=Counter)
     late_ends: list[str] = field(default_factory=list)
     """Requests that ended (acknowledged or expired) later than their grace plus one resync."""
+    timed: TimedJobs = field(default_factory=lambda: TimedJobs())
+    """The timed Jobs (deadline, TTL) and how late each fired (``TimedJobs``)."""
 
     def row(self) -> dict[str, Any]:
         """The pass as one table row (the figures the report compares)."""
@@ -288,7 +301,8 @@ class PassResult:
                 "violations": self.violations[:20], "sync_errors": self.sync_errors,
                 "stale_refusals": self.stale_refusals, "unfinished": self.unfinished[:20],
                 "preempted": self.preempted, "release_latencies": [round(x, 3) for x in sorted(self.release_latencies)],
-                "checkpoint_outcomes": dict(self.checkpoint_outcomes), "late_ends": self.late_ends}
+                "checkpoint_outcomes": dict(self.checkpoint_outcomes), "late_ends": self.late_ends,
+                "timed": self.timed.as_dict()}
 
 
 def _num(value: float | None) -> str:
@@ -406,6 +420,126 @@ class Scenario:
         """Pods labelled to complete (names)."""
 
 
+TIMED_DEADLINE_SECONDS = 45
+"""``activeDeadlineSeconds`` of the timed deadline Jobs (``TimedJobs``): past the steady window's
+resync-timer syncs, so only the hooks' own ``resyncAfterSeconds`` can make it fire on time."""
+TIMED_TTL_SECONDS = 20
+"""``ttlSecondsAfterFinished`` of the timed TTL Jobs."""
+TIMED_PODS = 2
+
+
+def timed_count(jobs: int) -> int:
+    """How many timed Jobs of each kind a pass of ``jobs`` Jobs adds: 3, one per 100 Jobs up to 10."""
+    return max(3, min(10, jobs // 100))
+
+
+@dataclass
+class TimedJobs:
+    """A few Jobs per pass whose decisions are due at a time, created when the transitions begin (so
+    they fire under the pass's load), to prove that the hooks' ``resyncAfterSeconds`` make them fire
+    on time whatever Metacontroller's ``resyncPeriodSeconds``:
+
+    - ``deadline``: ``activeDeadlineSeconds`` ``TIMED_DEADLINE_SECONDS``; lateness = the status's
+      ``DeadlineExceeded`` condition seen True (the stand-in's cache, polled every 0.5 s; not its
+      ``lastTransitionTime``, which the hooks stamp with the request's newest evidence, not the
+      moment: ``hooks.core.stamps``) minus ``startTime`` + the deadline;
+    - ``ttl``: ``ttlSecondsAfterFinished`` ``TIMED_TTL_SECONDS``, their pods completed once running;
+      lateness = the Job seen gone (the stand-in's cache, polled every 0.5 s) minus
+      ``completionTime`` + the TTL.
+
+    ``late`` holds each timed Job's lateness in seconds by kind; a Job not timed by the end is in
+    ``missing``."""
+
+    deadline: list[str] = field(default_factory=list)
+    ttl: list[str] = field(default_factory=list)
+    late: dict[str, dict[str, float]] = field(default_factory=lambda: {"deadline": {}, "ttl": {}})
+    missing: list[str] = field(default_factory=list)
+    said: dict[str, str] = field(default_factory=dict)
+    """One timed Job of each kind as the status said it (for the notes: what the figure was read from)."""
+
+    def summary(self, kind: str) -> str:
+        """``p50/max s (n of N)`` of one kind's lateness."""
+        values = list(self.late[kind].values())
+        wanted = len(self.deadline if kind == "deadline" else self.ttl)
+        if not values:
+            return f"- (0 of {wanted})"
+        return f"{fmt(percentile(values, 0.5))}/{fmt(max(values))} s ({len(values)} of {wanted})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"deadline_seconds": TIMED_DEADLINE_SECONDS, "ttl_seconds": TIMED_TTL_SECONDS,
+                "late": {kind: {n: round(x, 2) for n, x in sorted(v.items())} for kind, v in self.late.items()},
+                "missing": self.missing, "said": self.said}
+
+
+def _timed_spec(kind: str) -> dict[str, Any]:
+    spec = scale_spec(TIMED_PODS)
+    if kind == "deadline":
+        spec["activeDeadlineSeconds"] = TIMED_DEADLINE_SECONDS
+    else:
+        spec["ttlSecondsAfterFinished"] = TIMED_TTL_SECONDS
+    return spec
+
+
+def _condition_message(status: Mapping[str, Any], kind: str = "DeadlineExceeded") -> str:
+    return next((str(c.get("message", "")) for c in status.get("conditions") or () if c.get("type") == kind), "")
+
+
+def _condition_true(status: Mapping[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True" for c in status.get("conditions") or ())
+
+
+def _follow_timed(timed: TimedJobs, namespace: str, custom: kubernetes.client.CustomObjectsApi,
+                  core: kubernetes.client.CoreV1Api, driver: Metacontroller, timeline: Timeline,
+                  stop: threading.Event, count: int) -> None:
+    """Creates ``count`` timed Jobs of each kind (``TimedJobs``) and times them until each is timed
+    or ``stop`` is set; the unfinished ones end in ``timed.missing``."""
+    timed.deadline = [f"timed-deadline-{n}" for n in range(count)]
+    timed.ttl = [f"timed-ttl-{n}" for n in range(count)]
+    for name in timed.deadline + timed.ttl:
+        body = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": _timed_spec("deadline" if name in timed.deadline else "ttl")}
+        with suppress(*SERVER_ERRORS):
+            custom.create_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", body,
+                                                   _request_timeout=(5, 30))
+    completed: set[str] = set()
+    finished: dict[str, datetime] = {}
+    seen: set[str] = set()
+    while not stop.is_set():
+        now = datetime.now(UTC)
+        for name in timed.deadline:
+            status = _status(driver, namespace, name)
+            start, exceeded = parse_time(status.get("startTime") or ""), _condition_true(status, "DeadlineExceeded")
+            if name not in timed.late["deadline"] and start is not None and exceeded:
+                due = start.timestamp() + TIMED_DEADLINE_SECONDS
+                timed.late["deadline"][name] = now.timestamp() - due
+                timed.said.setdefault("deadline", f"{name}: startTime {status.get('startTime')}, DeadlineExceeded "
+                                                  f"seen at {now.isoformat(timespec='seconds')} "
+                                                  f"({_condition_message(status)})")
+        for name in timed.ttl:
+            job = driver.job(namespace, name)
+            if job is not None:
+                seen.add(name)
+                status = dict(job.get("status") or {})
+                if status.get("completionTime"):
+                    finished.setdefault(name, parse_time(status["completionTime"]) or now)
+                for pod in timeline.running(name) if status.get("phase") == "Running" else ():
+                    if pod.name not in completed:
+                        with suppress(*SERVER_ERRORS):
+                            core.patch_namespaced_pod(pod.name, namespace, {"metadata": {"labels": {
+                                COMPLETE_LABEL: "true"}}}, _request_timeout=(5, 30))
+                            completed.add(pod.name)
+            elif name in seen and name in finished and name not in timed.late["ttl"]:
+                timed.late["ttl"][name] = now.timestamp() - (finished[name].timestamp() + TIMED_TTL_SECONDS)
+                timed.said.setdefault("ttl", f"{name}: completionTime {finished[name].isoformat()}, seen gone at "
+                                             f"{now.isoformat(timespec='seconds')}")
+        if len(timed.late["deadline"]) == len(timed.deadline) and len(timed.late["ttl"]) == len(timed.ttl):
+            break
+        stop.wait(0.5)
+    timed.missing = [n for n in timed.deadline if n not in timed.late["deadline"]] + [
+        n for n in timed.ttl if n not in timed.late["ttl"]]
+
+
 def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: Install, jobs: int, *,
              pods: int = PODS_PER_JOB, steady_seconds: float | None = None,
              settle_seconds: float = SETTLE_SECONDS, deadline: float = 900.0,
@@ -476,12 +610,20 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
             result.watched_pods = result.windows["steady"].metrics.watch_pods
             log(f"  {install.name}: steady for {steady_seconds:g} s")
             left = deadline - (time.monotonic() - began)
+            timed_stop = threading.Event()
+            timer = threading.Thread(target=_follow_timed, args=(result.timed, namespace, custom, core, driver,
+                                                                 timeline, timed_stop, timed_count(jobs)), daemon=True)
+            timer.start()
             if install.kueue:
                 result.finished = _preemptions(scenario, namespace, custom, core, driver, timeline, invariants,
                                                left, result, pods, install)
             else:
                 result.finished = _transitions(scenario, namespace, custom, core, driver, timeline, invariants,
                                                left)
+            timer.join(max(0.0, min(TIMED_DEADLINE_SECONDS + 2 * install.resync_period,
+                                    deadline - (time.monotonic() - began))))
+            timed_stop.set()
+            timer.join(10)
             result.windows["transitions"] = clock.mark()
             result.unfinished = sorted(n for n in scenario.names if not _done(scenario, driver, namespace, n))
         finally:
@@ -885,6 +1027,11 @@ def _notes(results: Mapping[str, PassResult]) -> list[str]:
         notes.append(f"{name}: {r.sync_errors} failed syncs (stand-in), {r.stale_refusals} answers refused as "
                      f"behind the cluster (409), {len(r.restart_latencies)} restarts and "
                      f"{len(r.delete_latencies)} deletes timed")
+        notes.append(f"{name}: timed Jobs, lateness p50/max (resyncPeriodSeconds {r.install.resync_period:g} s): "
+                     f"activeDeadlineSeconds {TIMED_DEADLINE_SECONDS} to DeadlineExceeded "
+                     f"{r.timed.summary('deadline')}; ttlSecondsAfterFinished {TIMED_TTL_SECONDS} to the Job gone "
+                     f"{r.timed.summary('ttl')}" + (f"; not timed: {r.timed.missing}" if r.timed.missing else "")
+                     + "".join(f"; e.g. {said}" for said in r.timed.said.values()))
         if r.install.kueue:
             start = "request (requestedAt)" if r.install.checkpoint else "eviction (Evicted)"
             notes.append(f"{name}: {len(r.preempted)} Jobs preempted by Kueue, {len(r.release_latencies)} timed from "
