@@ -93,7 +93,15 @@ from tests.cluster.controlplane import ControlPlane
 from tests.cluster.dev import PRODUCTION_ENV, Installed, Options, install
 from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS, ensure_namespace
 from tests.cluster.kueue import PRIORITY_LABEL, QUEUE_LABEL, Kueue
-from tests.cluster.kwokctl import COMPLETE_LABEL, EXIT_CODE_ANNOTATION, FAIL_LABEL, Kwok
+from tests.cluster.kwokctl import (
+    COMPLETE_LABEL,
+    EXIT_CODE_ANNOTATION,
+    FAIL_LABEL,
+    NODE_LABEL,
+    NOT_READY_TAINT,
+    Kwok,
+    node_body,
+)
 from tests.cluster.metacontroller import ApiBackend, Metacontroller
 from tests.cluster.metacontroller_parts import FRESH
 from tests.cluster.scheduler import Scheduler
@@ -426,6 +434,10 @@ resync-timer syncs, so only the hooks' own ``resyncAfterSeconds`` can make it fi
 TIMED_TTL_SECONDS = 20
 """``ttlSecondsAfterFinished`` of the timed TTL Jobs."""
 TIMED_PODS = 2
+TIMED_STUCK_AFTER_SECONDS = 20
+"""``spec.drain.stuckAfterSeconds`` of the timed stuck-drain Job."""
+STUCK_NODE_KEY = "nvcre-bench/stuck"
+"""The label and taint of the node the stuck-drain Job runs on alone (``_stuck_node``)."""
 
 
 def timed_count(jobs: int) -> int:
@@ -445,14 +457,20 @@ class TimedJobs:
       moment: ``hooks.core.stamps``) minus ``startTime`` + the deadline;
     - ``ttl``: ``ttlSecondsAfterFinished`` ``TIMED_TTL_SECONDS``, their pods completed once running;
       lateness = the Job seen gone (the stand-in's cache, polled every 0.5 s) minus
-      ``completionTime`` + the TTL.
+      ``completionTime`` + the TTL;
+    - ``stuck`` (one, when ``_stuck_node`` could add its node): ``spec.drain.stuckAfterSeconds``
+      ``TIMED_STUCK_AFTER_SECONDS``, its pods alone on a node of their own, which is lost once they
+      run (kwok stops managing it, ``Ready`` Unknown: its pods stay Terminating), then the Job is
+      deleted; lateness = ``DrainStuck`` seen True minus the delete + ``stuckAfterSeconds``. The
+      node is given back to kwok afterwards, and the Job goes.
 
     ``late`` holds each timed Job's lateness in seconds by kind; a Job not timed by the end is in
     ``missing``."""
 
     deadline: list[str] = field(default_factory=list)
     ttl: list[str] = field(default_factory=list)
-    late: dict[str, dict[str, float]] = field(default_factory=lambda: {"deadline": {}, "ttl": {}})
+    stuck: list[str] = field(default_factory=list)
+    late: dict[str, dict[str, float]] = field(default_factory=lambda: {"deadline": {}, "ttl": {}, "stuck": {}})
     missing: list[str] = field(default_factory=list)
     said: dict[str, str] = field(default_factory=dict)
     """One timed Job of each kind as the status said it (for the notes: what the figure was read from)."""
@@ -460,13 +478,14 @@ class TimedJobs:
     def summary(self, kind: str) -> str:
         """``p50/max s (n of N)`` of one kind's lateness."""
         values = list(self.late[kind].values())
-        wanted = len(self.deadline if kind == "deadline" else self.ttl)
+        wanted = len({"deadline": self.deadline, "ttl": self.ttl, "stuck": self.stuck}[kind])
         if not values:
             return f"- (0 of {wanted})"
         return f"{fmt(percentile(values, 0.5))}/{fmt(max(values))} s ({len(values)} of {wanted})"
 
     def as_dict(self) -> dict[str, Any]:
         return {"deadline_seconds": TIMED_DEADLINE_SECONDS, "ttl_seconds": TIMED_TTL_SECONDS,
+                "stuck_after_seconds": TIMED_STUCK_AFTER_SECONDS,
                 "late": {kind: {n: round(x, 2) for n, x in sorted(v.items())} for kind, v in self.late.items()},
                 "missing": self.missing, "said": self.said}
 
@@ -475,9 +494,52 @@ def _timed_spec(kind: str) -> dict[str, Any]:
     spec = scale_spec(TIMED_PODS)
     if kind == "deadline":
         spec["activeDeadlineSeconds"] = TIMED_DEADLINE_SECONDS
-    else:
+    elif kind == "ttl":
         spec["ttlSecondsAfterFinished"] = TIMED_TTL_SECONDS
+    else:
+        spec["drain"] = {"stuckAfterSeconds": TIMED_STUCK_AFTER_SECONDS}
+        for replicated in spec["replicatedJobs"]:
+            pod = replicated["template"]["spec"]["template"]["spec"]
+            pod["nodeSelector"] = {STUCK_NODE_KEY: "true"}
+            pod["tolerations"] = [{"key": STUCK_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}]
     return spec
+
+
+def _stuck_node(core: kubernetes.client.CoreV1Api, namespace: str, timeout: float = 30.0) -> str | None:
+    """Adds a kwok node only the stuck-drain Job's pods go to (label and NoSchedule taint
+    ``STUCK_NODE_KEY``), Ready and without the ``not-ready`` taint admission put on it; returns its
+    name, or ``None`` when it is not Ready within ``timeout`` (the stuck Job is then left out)."""
+    name = f"stuck-{namespace}"[:63]
+    body = node_body(name, {STUCK_NODE_KEY: "true"}, GPUS_PER_NODE)
+    body["spec"] = {"taints": [{"key": STUCK_NODE_KEY, "value": "true", "effect": "NoSchedule"}]}
+    with suppress(*SERVER_ERRORS):
+        core.create_node(body, _request_timeout=(5, 30))
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with suppress(*SERVER_ERRORS):
+            node = core.read_node(name, _request_timeout=(5, 30))
+            if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or ()):
+                taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints or ()
+                          if t.key != NOT_READY_TAINT]
+                core.patch_node(name, {"spec": {"taints": taints}}, _request_timeout=(5, 30))
+                return name
+        time.sleep(0.5)
+    return None
+
+
+def _lose_node(core: kubernetes.client.CoreV1Api, name: str) -> None:
+    """As ``Kwok.lose_node``: kwok stops managing it and its ``Ready`` turns Unknown."""
+    core.patch_node(name, {"metadata": {"labels": {NODE_LABEL[0]: None}}}, _request_timeout=(5, 30))
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    core.patch_node_status(name, {"status": {"conditions": [
+        {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown", "message": "lost by the benchmark",
+         "lastHeartbeatTime": now, "lastTransitionTime": now}]}}, _request_timeout=(5, 30))
+
+
+def _restore_node(core: kubernetes.client.CoreV1Api, name: str) -> None:
+    """kwok manages the node again: Ready, and it finishes its pods' deletions."""
+    with suppress(*SERVER_ERRORS):
+        core.patch_node(name, {"metadata": {"labels": {NODE_LABEL[0]: NODE_LABEL[1]}}}, _request_timeout=(5, 30))
 
 
 def _condition_message(status: Mapping[str, Any], kind: str = "DeadlineExceeded") -> str:
@@ -490,23 +552,43 @@ def _condition_true(status: Mapping[str, Any], kind: str) -> bool:
 
 def _follow_timed(timed: TimedJobs, namespace: str, custom: kubernetes.client.CustomObjectsApi,
                   core: kubernetes.client.CoreV1Api, driver: Metacontroller, timeline: Timeline,
-                  stop: threading.Event, count: int) -> None:
-    """Creates ``count`` timed Jobs of each kind (``TimedJobs``) and times them until each is timed
-    or ``stop`` is set; the unfinished ones end in ``timed.missing``."""
+                  stop: threading.Event, count: int, stuck: bool = True) -> None:
+    """Creates ``count`` timed deadline and TTL Jobs and, with ``stuck``, one stuck-drain Job on a
+    node of its own (``TimedJobs``), and times them until each is timed or ``stop`` is set; the
+    unfinished ones end in ``timed.missing``. The stuck Job's node is given back to kwok at the end."""
     timed.deadline = [f"timed-deadline-{n}" for n in range(count)]
     timed.ttl = [f"timed-ttl-{n}" for n in range(count)]
-    for name in timed.deadline + timed.ttl:
+    node = _stuck_node(core, namespace) if stuck else None
+    timed.stuck = ["timed-stuck-0"] if node is not None else []
+    for name in timed.deadline + timed.ttl + timed.stuck:
+        kind = "deadline" if name in timed.deadline else "ttl" if name in timed.ttl else "stuck"
         body = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": _timed_spec("deadline" if name in timed.deadline else "ttl")}
+                "metadata": {"name": name, "namespace": namespace}, "spec": _timed_spec(kind)}
         with suppress(*SERVER_ERRORS):
             custom.create_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", body,
                                                    _request_timeout=(5, 30))
     completed: set[str] = set()
     finished: dict[str, datetime] = {}
     seen: set[str] = set()
+    deleted: dict[str, datetime] = {}
     while not stop.is_set():
         now = datetime.now(UTC)
+        for name in timed.stuck:
+            status = _status(driver, namespace, name)
+            if name not in deleted and status.get("phase") == "Running" and len(timeline.running(name)) >= TIMED_PODS:
+                assert node is not None
+                _lose_node(core, node)
+                with suppress(*SERVER_ERRORS):
+                    custom.delete_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", name,
+                                                           _request_timeout=(5, 30))
+                    deleted[name] = datetime.now(UTC)
+            elif name in deleted and name not in timed.late["stuck"] and _condition_true(status, "DrainStuck"):
+                timed.late["stuck"][name] = now.timestamp() - (deleted[name].timestamp() + TIMED_STUCK_AFTER_SECONDS)
+                timed.said.setdefault("stuck", f"{name}: deleted at {deleted[name].isoformat(timespec='seconds')}, "
+                                               f"DrainStuck seen at {now.isoformat(timespec='seconds')} "
+                                               f"({_condition_message(status, 'DrainStuck')[:160]})")
+                assert node is not None
+                _restore_node(core, node)
         for name in timed.deadline:
             status = _status(driver, namespace, name)
             start, exceeded = parse_time(status.get("startTime") or ""), _condition_true(status, "DeadlineExceeded")
@@ -533,11 +615,14 @@ def _follow_timed(timed: TimedJobs, namespace: str, custom: kubernetes.client.Cu
                 timed.late["ttl"][name] = now.timestamp() - (finished[name].timestamp() + TIMED_TTL_SECONDS)
                 timed.said.setdefault("ttl", f"{name}: completionTime {finished[name].isoformat()}, seen gone at "
                                              f"{now.isoformat(timespec='seconds')}")
-        if len(timed.late["deadline"]) == len(timed.deadline) and len(timed.late["ttl"]) == len(timed.ttl):
+        if all(len(timed.late[kind]) == len(names) for kind, names in
+               (("deadline", timed.deadline), ("ttl", timed.ttl), ("stuck", timed.stuck))):
             break
         stop.wait(0.5)
-    timed.missing = [n for n in timed.deadline if n not in timed.late["deadline"]] + [
-        n for n in timed.ttl if n not in timed.late["ttl"]]
+    if node is not None:
+        _restore_node(core, node)  # also when the stuck Job was never timed: its pods may go
+    timed.missing = [n for kind, names in (("deadline", timed.deadline), ("ttl", timed.ttl), ("stuck", timed.stuck))
+                     for n in names if n not in timed.late[kind]]
 
 
 def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: Install, jobs: int, *,
@@ -1030,7 +1115,8 @@ def _notes(results: Mapping[str, PassResult]) -> list[str]:
         notes.append(f"{name}: timed Jobs, lateness p50/max (resyncPeriodSeconds {r.install.resync_period:g} s): "
                      f"activeDeadlineSeconds {TIMED_DEADLINE_SECONDS} to DeadlineExceeded "
                      f"{r.timed.summary('deadline')}; ttlSecondsAfterFinished {TIMED_TTL_SECONDS} to the Job gone "
-                     f"{r.timed.summary('ttl')}" + (f"; not timed: {r.timed.missing}" if r.timed.missing else "")
+                     f"{r.timed.summary('ttl')}; stuckAfterSeconds {TIMED_STUCK_AFTER_SECONDS} to DrainStuck "
+                     f"{r.timed.summary('stuck')}" + (f"; not timed: {r.timed.missing}" if r.timed.missing else "")
                      + "".join(f"; e.g. {said}" for said in r.timed.said.values()))
         if r.install.kueue:
             start = "request (requestedAt)" if r.install.checkpoint else "eviction (Evicted)"

@@ -11,7 +11,15 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from bench.cluster_scale import TIMED_DEADLINE_SECONDS, TIMED_TTL_SECONDS, PassResult, TimedJobs, _follow_timed
+from bench.cluster_scale import (
+    STUCK_NODE_KEY,
+    TIMED_DEADLINE_SECONDS,
+    TIMED_STUCK_AFTER_SECONDS,
+    TIMED_TTL_SECONDS,
+    PassResult,
+    TimedJobs,
+    _follow_timed,
+)
 from hooks.core.deadlines import stamp
 
 
@@ -22,6 +30,8 @@ class World:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.created: list[dict[str, Any]] = []
         self.completed: list[str] = []
+        self.deleted: list[str] = []
+        self.nodes: list[tuple[str, str, dict[str, Any]]] = []
 
     # the CustomObjectsApi and CoreV1Api calls _follow_timed makes
     def create_namespaced_custom_object(self, group: str, version: str, namespace: str, plural: str,
@@ -30,6 +40,25 @@ class World:
 
     def patch_namespaced_pod(self, name: str, namespace: str, body: dict[str, Any], **_: Any) -> None:
         self.completed.append(name)
+
+    def delete_namespaced_custom_object(self, group: str, version: str, namespace: str, plural: str, name: str,
+                                        **_: Any) -> None:
+        self.deleted.append(name)
+
+    # the stuck Job's node: created, Ready at once, then lost and given back
+    def create_node(self, body: dict[str, Any], **_: Any) -> None:
+        self.nodes.append(("create", body["metadata"]["name"], body))
+
+    def read_node(self, name: str, **_: Any) -> Any:
+        ready = SimpleNamespace(type="Ready", status="True")
+        taint = SimpleNamespace(key="node.kubernetes.io/not-ready", value=None, effect="NoSchedule")
+        return SimpleNamespace(status=SimpleNamespace(conditions=[ready]), spec=SimpleNamespace(taints=[taint]))
+
+    def patch_node(self, name: str, body: dict[str, Any], **_: Any) -> None:
+        self.nodes.append(("patch", name, body))
+
+    def patch_node_status(self, name: str, body: dict[str, Any], **_: Any) -> None:
+        self.nodes.append(("status", name, body))
 
     # the driver and the timeline
     def job(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -45,7 +74,7 @@ def ago(seconds: float) -> str:
 
 def test_a_deadline_and_a_ttl_are_timed_from_the_status_and_the_job_gone() -> None:
     world, timed, stop = World(), TimedJobs(), threading.Event()
-    follower = threading.Thread(target=_follow_timed, args=(timed, "ns", world, world, world, world, stop, 1))
+    follower = threading.Thread(target=_follow_timed, args=(timed, "ns", world, world, world, world, stop, 1, False))
     follower.start()
     try:
         deadline = time.monotonic() + 5
@@ -80,11 +109,47 @@ def test_a_deadline_and_a_ttl_are_timed_from_the_status_and_the_job_gone() -> No
 
 def test_a_timed_job_that_never_fires_is_named_missing_and_the_pass_reports_it() -> None:
     world, timed, stop = World(), TimedJobs(), threading.Event()
-    follower = threading.Thread(target=_follow_timed, args=(timed, "ns", world, world, world, world, stop, 1))
+    follower = threading.Thread(target=_follow_timed, args=(timed, "ns", world, world, world, world, stop, 1, False))
     follower.start()
     time.sleep(0.3)
     stop.set()
     follower.join(5)
     assert timed.missing == ["timed-deadline-0", "timed-ttl-0"]
     assert timed.summary("deadline") == "- (0 of 1)"
-    assert PassResult(install=SimpleNamespace(kueue=False), jobs=1).timed.late == {"deadline": {}, "ttl": {}}
+    fresh = PassResult(install=SimpleNamespace(kueue=False), jobs=1).timed  # type: ignore[arg-type]
+    assert fresh.late == {"deadline": {}, "ttl": {}, "stuck": {}}
+
+
+def test_a_stuck_drain_is_timed_from_the_delete_on_a_lost_node_of_its_own() -> None:
+    world, timed, stop = World(), TimedJobs(), threading.Event()
+    follower = threading.Thread(target=_follow_timed, args=(timed, "ns", world, world, world, world, stop, 0, True))
+    follower.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not world.created:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        [body] = world.created
+        assert body["spec"]["drain"] == {"stuckAfterSeconds": TIMED_STUCK_AFTER_SECONDS}
+        pod = body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {STUCK_NODE_KEY: "true"}, "its pods go to its node alone"
+        created = world.nodes[0]
+        assert created[0] == "create" and created[2]["spec"]["taints"][0]["key"] == STUCK_NODE_KEY
+        assert ("patch", created[1], {"spec": {"taints": []}}) in world.nodes, "the not-ready taint removed"
+        world.jobs["timed-stuck-0"] = {"status": {"phase": "Running"}}
+        world.running = lambda name: [SimpleNamespace(name=f"{name}-pod-{i}") for i in range(2)]  # type: ignore
+        while not world.deleted:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        lost = [entry for entry in world.nodes if entry[0] == "status"]
+        assert lost and lost[0][2]["status"]["conditions"][0]["status"] == "Unknown", "lost before the delete"
+        world.jobs["timed-stuck-0"] = {"status": {"phase": "Terminating", "conditions": [
+            {"type": "DrainStuck", "status": "True", "message": "pods on lost nodes"}]}}
+        follower.join(5)
+        assert not follower.is_alive()
+    finally:
+        stop.set()
+        follower.join(5)
+    late = timed.late["stuck"]["timed-stuck-0"]
+    assert -TIMED_STUCK_AFTER_SECONDS <= late <= -TIMED_STUCK_AFTER_SECONDS + 3, "seen at once, counted from the delete"
+    assert world.nodes[-1][2] == {"metadata": {"labels": {"type": "kwok"}}}, "the node given back to kwok"
