@@ -19,8 +19,9 @@ parents, independent workers, client-go's QPS/burst on its own calls), in passes
   queue wait, restart and delete latency, requests per Job-minute (issue 36 item 5).
 
 Every pass also runs a few timed Jobs (``TimedJobs``), created when the transitions begin: some with
-``activeDeadlineSeconds``, some with ``ttlSecondsAfterFinished``; the notes say how late each fired
-(p50/max), the proof that the hooks' ``resyncAfterSeconds``, not Metacontroller's resync, times them.
+``activeDeadlineSeconds``, some with ``ttlSecondsAfterFinished``, and one whose drain gets stuck on a
+lost node of its own (``spec.drain.stuckAfterSeconds``); the notes say how late each fired (p50/max),
+the proof that the hooks' ``resyncAfterSeconds``, not Metacontroller's resync, times them.
 
 - ``kueue`` and ``kueue-checkpoint`` (asked for by name, ``--passes``; they need ``make kueue``): the
   large-install flags behind the real Kueue, every Job in one LocalQueue whose ClusterQueue fits them
