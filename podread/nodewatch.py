@@ -3,7 +3,7 @@
 The TTL ``NodeCache`` left 0.31-0.37 Node GETs per hook call in transitions at 1,000 Jobs: every
 Job whose pods sit on a node re-read it once its few seconds passed. One list and one watch of Nodes
 per worker (cluster-scoped, read-only) answer the common case, a node that is healthy, with no
-request at all. Three parts:
+request at all. Three parts (and ``kept``: what it keeps of a Node):
 
 - ``NodeWatchClient``: ``GET /api/v1/nodes`` (paged, consistent: ``podread.live.PagedList``) and its
   watch (``?watch=true&allowWatchBookmarks=true``), through the kubernetes client, raw JSON;
@@ -31,7 +31,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import urllib3
@@ -61,9 +61,14 @@ _ALL = PodSelector()
 
 
 def kept(node: Node) -> Node:
-    """What the watch keeps of ``node``: ``slim_node`` (its name, taints and ``Ready`` condition)
-    and its ``resourceVersion`` (to drop an event older than what is held)."""
+    """What the watch keeps of ``node``: only what ``node_state`` reads (its name, its taints' keys,
+    its ``Ready`` condition's status and ``lastTransitionTime``: ``node_state(name, kept(node)) ==
+    node_state(name, node)``) and its ``resourceVersion`` (to drop an event older than what is
+    held). Not the heartbeat, the messages, images, addresses or capacity."""
     slim = slim_node(node)
+    slim["spec"]["taints"] = [{"key": t.get("key", "")} for t in slim["spec"]["taints"] if isinstance(t, Mapping)]
+    slim["status"]["conditions"] = [{k: c[k] for k in ("type", "status", "lastTransitionTime") if k in c}
+                                    for c in slim["status"]["conditions"]]
     version = (node.get("metadata") or {}).get("resourceVersion")
     if version:
         slim["metadata"]["resourceVersion"] = str(version)

@@ -11,14 +11,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
 import podread
 from podread import PodReadError, Reader, ReadMetrics, SnapshotLister
 from podread.environment import node_watch_enabled
-from podread.nodes import NodeCache, NodeClient
+from podread.nodes import NodeCache, NodeClient, node_state
 from podread.nodewatch import NodeWatch, NodeWatchClient, WatchedNodes
+from podread.nodewatch import kept as kept_of
 from podread.watch import Backoff
 from tests.fakekube.faults import Fault
 from tests.fakekube.server import FakeKubeServer
@@ -98,7 +100,19 @@ def test_what_the_watch_keeps_of_a_node_is_only_what_the_rules_read(wired: Wired
     kept = held[1]
     assert set(kept) == {"metadata", "spec", "status"}
     assert set(kept["metadata"]) == {"name", "resourceVersion"}
-    assert [c["type"] for c in kept["status"]["conditions"]] == ["Ready"]
+    assert kept["status"]["conditions"] == [{"type": "Ready", "status": "True",
+                                             "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    assert held[0] == node_state("gpu-1", node("gpu-1")), "the state of what is kept is the whole Node's"
+
+
+@pytest.mark.parametrize("taints", [(), ("node.kubernetes.io/out-of-service",), ("node.kubernetes.io/unreachable",)])
+@pytest.mark.parametrize("ready", ["True", "False", "Unknown"])
+def test_what_the_watch_keeps_reads_as_the_whole_node(ready: str, taints: tuple[str, ...]) -> None:
+    whole = node("gpu-1", ready=ready, taints=taints)
+    whole["status"]["conditions"][1] |= {"reason": "KubeletReady", "message": "x" * 200,
+                                         "lastHeartbeatTime": "2026-01-01T00:00:09Z"}
+    assert node_state("gpu-1", kept_of(whole)) == node_state("gpu-1", whole)
+    assert len(orjson.dumps(kept_of(whole))) < 250
 
 
 def test_a_deleted_node_needs_the_api_servers_not_found_in_the_same_call(wired: Wired) -> None:
