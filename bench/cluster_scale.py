@@ -18,6 +18,14 @@ parents, independent workers, client-go's QPS/burst on its own calls), in passes
   the cache's figures are compared with, measured in the same run on the same machine;
 - ``defaults``: Metacontroller's defaults (5 workers, QPS 5, burst 10, resync 30 s) and the hooks as
   shipped (1 gunicorn worker x 8 threads), compared with ``large-install``: where the defaults limit.
+- ``large-install-resync120`` (asked for by name): ``large-install`` with Metacontroller's
+  ``resyncPeriodSeconds`` 120 (``manifests-large/``), to compare with ``large-install``'s 30 s:
+  queue wait, restart and delete latency, requests per Job-minute (issue 36 item 5).
+
+Every pass also runs a few timed Jobs (``TimedJobs``), created when the transitions begin: some with
+``activeDeadlineSeconds``, some with ``ttlSecondsAfterFinished``, and one whose drain gets stuck on a
+lost node of its own (``spec.drain.stuckAfterSeconds``); the notes say how late each fired (p50/max),
+the proof that the hooks' ``resyncAfterSeconds``, not Metacontroller's resync, times them.
 
 - ``kueue`` and ``kueue-checkpoint`` (asked for by name, ``--passes``; they need ``make kueue``): the
   large-install flags behind the real Kueue, every Job in one LocalQueue whose ClusterQueue fits them
@@ -101,7 +109,15 @@ from tests.cluster.controlplane import ControlPlane
 from tests.cluster.dev import PRODUCTION_ENV, Installed, Options, install
 from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS, ensure_namespace
 from tests.cluster.kueue import PRIORITY_LABEL, QUEUE_LABEL, Kueue
-from tests.cluster.kwokctl import COMPLETE_LABEL, EXIT_CODE_ANNOTATION, FAIL_LABEL, Kwok
+from tests.cluster.kwokctl import (
+    COMPLETE_LABEL,
+    EXIT_CODE_ANNOTATION,
+    FAIL_LABEL,
+    NODE_LABEL,
+    NOT_READY_TAINT,
+    Kwok,
+    node_body,
+)
 from tests.cluster.metacontroller import ApiBackend, Metacontroller
 from tests.cluster.metacontroller_parts import FRESH
 from tests.cluster.scheduler import Scheduler
@@ -184,6 +200,10 @@ PASSES: dict[str, Install] = {
                      about="behind Kueue, one Job in ten preempted (baseline of kueue-checkpoint)"),
     "kueue-checkpoint": replace(LARGE, name="kueue-checkpoint", kueue=True, checkpoint=True,
                                 about="behind Kueue, one Job in ten preempted after a checkpoint"),
+    "large-install-resync120": replace(LARGE, name="large-install-resync120", resync_period=120.0,
+                                       about="large-install with Metacontroller's resyncPeriodSeconds 120 (issue 36 "
+                                             "item 5): the timed Jobs show the hooks' resyncAfterSeconds still "
+                                             "fire deadlines and TTLs on time"),
 }
 DEFAULT_PASSES = ("large-install", "ttl-cache", "live-only", "defaults")
 """What ``make bench-cluster`` runs unless ``--passes`` says otherwise: the Kueue passes need the
@@ -256,6 +276,8 @@ class PassResult:
     checkpoint_outcomes: Counter[str] = field(default_factory=Counter)
     late_ends: list[str] = field(default_factory=list)
     """Requests that ended (acknowledged or expired) later than their grace plus one resync."""
+    timed: TimedJobs = field(default_factory=lambda: TimedJobs())
+    """The timed Jobs (deadline, TTL) and how late each fired (``TimedJobs``)."""
 
     def row(self) -> dict[str, Any]:
         """The pass as one table row (the figures the report compares)."""
@@ -372,7 +394,8 @@ class PassResult:
                 "answers": dict(sorted(self.answers.items())),
                 "refusal_causes": dict(sorted(self.refusal_causes.items())),
                 "preempted": self.preempted, "release_latencies": [round(x, 3) for x in sorted(self.release_latencies)],
-                "checkpoint_outcomes": dict(self.checkpoint_outcomes), "late_ends": self.late_ends}
+                "checkpoint_outcomes": dict(self.checkpoint_outcomes), "late_ends": self.late_ends,
+                "timed": self.timed.as_dict()}
 
 
 def _num(value: float | None) -> str:
@@ -518,6 +541,203 @@ class Scenario:
         """Pods labelled to complete (names)."""
 
 
+TIMED_DEADLINE_SECONDS = 45
+"""``activeDeadlineSeconds`` of the timed deadline Jobs (``TimedJobs``): past the steady window's
+resync-timer syncs, so only the hooks' own ``resyncAfterSeconds`` can make it fire on time."""
+TIMED_TTL_SECONDS = 20
+"""``ttlSecondsAfterFinished`` of the timed TTL Jobs."""
+TIMED_PODS = 2
+TIMED_STUCK_AFTER_SECONDS = 20
+"""``spec.drain.stuckAfterSeconds`` of the timed stuck-drain Job."""
+STUCK_NODE_KEY = "nvcre-bench/stuck"
+"""The label and taint of the node the stuck-drain Job runs on alone (``_stuck_node``)."""
+
+
+def timed_count(jobs: int) -> int:
+    """How many timed Jobs of each kind a pass of ``jobs`` Jobs adds: 3, one per 100 Jobs up to 10."""
+    return max(3, min(10, jobs // 100))
+
+
+@dataclass
+class TimedJobs:
+    """A few Jobs per pass whose decisions are due at a time, created when the transitions begin (so
+    they fire under the pass's load), to prove that the hooks' ``resyncAfterSeconds`` make them fire
+    on time whatever Metacontroller's ``resyncPeriodSeconds``:
+
+    - ``deadline``: ``activeDeadlineSeconds`` ``TIMED_DEADLINE_SECONDS``; lateness = the status's
+      ``DeadlineExceeded`` condition seen True (the stand-in's cache, polled every 0.5 s; not its
+      ``lastTransitionTime``, which the hooks stamp with the request's newest evidence, not the
+      moment: ``hooks.core.stamps``) minus ``startTime`` + the deadline;
+    - ``ttl``: ``ttlSecondsAfterFinished`` ``TIMED_TTL_SECONDS``, their pods completed once running;
+      lateness = the Job seen gone (the stand-in's cache, polled every 0.5 s) minus
+      ``completionTime`` + the TTL;
+    - ``stuck`` (one, when ``_stuck_node`` could add its node): ``spec.drain.stuckAfterSeconds``
+      ``TIMED_STUCK_AFTER_SECONDS``, its pods alone on a node of their own, which is lost once they
+      run (kwok stops managing it, ``Ready`` Unknown: its pods stay Terminating), then the Job is
+      deleted; lateness = ``DrainStuck`` seen True minus the delete + ``stuckAfterSeconds``. The
+      node is given back to kwok afterwards, and the Job goes.
+
+    ``late`` holds each timed Job's lateness in seconds by kind; a Job not timed by the end is in
+    ``missing``."""
+
+    deadline: list[str] = field(default_factory=list)
+    ttl: list[str] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)
+    late: dict[str, dict[str, float]] = field(default_factory=lambda: {"deadline": {}, "ttl": {}, "stuck": {}})
+    missing: list[str] = field(default_factory=list)
+    said: dict[str, str] = field(default_factory=dict)
+    """One timed Job of each kind as the status said it (for the notes: what the figure was read from)."""
+
+    def summary(self, kind: str) -> str:
+        """``p50/max s (n of N)`` of one kind's lateness."""
+        values = list(self.late[kind].values())
+        wanted = len({"deadline": self.deadline, "ttl": self.ttl, "stuck": self.stuck}[kind])
+        if not values:
+            return f"- (0 of {wanted})"
+        return f"{fmt(percentile(values, 0.5))}/{fmt(max(values))} s ({len(values)} of {wanted})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"deadline_seconds": TIMED_DEADLINE_SECONDS, "ttl_seconds": TIMED_TTL_SECONDS,
+                "stuck_after_seconds": TIMED_STUCK_AFTER_SECONDS,
+                "late": {kind: {n: round(x, 2) for n, x in sorted(v.items())} for kind, v in self.late.items()},
+                "missing": self.missing, "said": self.said}
+
+
+def _timed_spec(kind: str) -> dict[str, Any]:
+    spec = scale_spec(TIMED_PODS)
+    if kind == "deadline":
+        spec["activeDeadlineSeconds"] = TIMED_DEADLINE_SECONDS
+    elif kind == "ttl":
+        spec["ttlSecondsAfterFinished"] = TIMED_TTL_SECONDS
+    else:
+        spec["drain"] = {"stuckAfterSeconds": TIMED_STUCK_AFTER_SECONDS}
+        for replicated in spec["replicatedJobs"]:
+            pod = replicated["template"]["spec"]["template"]["spec"]
+            pod["nodeSelector"] = {STUCK_NODE_KEY: "true"}
+            pod["tolerations"] = [{"key": STUCK_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}]
+    return spec
+
+
+def _stuck_node(core: kubernetes.client.CoreV1Api, namespace: str, timeout: float = 30.0) -> str | None:
+    """Adds a kwok node only the stuck-drain Job's pods go to (label and NoSchedule taint
+    ``STUCK_NODE_KEY``), Ready and without the ``not-ready`` taint admission put on it; returns its
+    name, or ``None`` when it is not Ready within ``timeout`` (the stuck Job is then left out)."""
+    name = f"stuck-{namespace}"[:63]
+    body = node_body(name, {STUCK_NODE_KEY: "true"}, GPUS_PER_NODE)
+    body["spec"] = {"taints": [{"key": STUCK_NODE_KEY, "value": "true", "effect": "NoSchedule"}]}
+    with suppress(*SERVER_ERRORS):
+        core.create_node(body, _request_timeout=(5, 30))
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with suppress(*SERVER_ERRORS):
+            node = core.read_node(name, _request_timeout=(5, 30))
+            if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or ()):
+                taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints or ()
+                          if t.key != NOT_READY_TAINT]
+                core.patch_node(name, {"spec": {"taints": taints}}, _request_timeout=(5, 30))
+                return name
+        time.sleep(0.5)
+    return None
+
+
+def _lose_node(core: kubernetes.client.CoreV1Api, name: str) -> None:
+    """As ``Kwok.lose_node``: kwok stops managing it and its ``Ready`` turns Unknown."""
+    core.patch_node(name, {"metadata": {"labels": {NODE_LABEL[0]: None}}}, _request_timeout=(5, 30))
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    core.patch_node_status(name, {"status": {"conditions": [
+        {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown", "message": "lost by the benchmark",
+         "lastHeartbeatTime": now, "lastTransitionTime": now}]}}, _request_timeout=(5, 30))
+
+
+def _restore_node(core: kubernetes.client.CoreV1Api, name: str) -> None:
+    """kwok manages the node again: Ready, and it finishes its pods' deletions."""
+    with suppress(*SERVER_ERRORS):
+        core.patch_node(name, {"metadata": {"labels": {NODE_LABEL[0]: NODE_LABEL[1]}}}, _request_timeout=(5, 30))
+
+
+def _condition_message(status: Mapping[str, Any], kind: str = "DeadlineExceeded") -> str:
+    return next((str(c.get("message", "")) for c in status.get("conditions") or () if c.get("type") == kind), "")
+
+
+def _condition_true(status: Mapping[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True" for c in status.get("conditions") or ())
+
+
+def _follow_timed(timed: TimedJobs, namespace: str, custom: kubernetes.client.CustomObjectsApi,
+                  core: kubernetes.client.CoreV1Api, driver: Metacontroller, timeline: Timeline,
+                  stop: threading.Event, count: int, stuck: bool = True) -> None:
+    """Creates ``count`` timed deadline and TTL Jobs and, with ``stuck``, one stuck-drain Job on a
+    node of its own (``TimedJobs``), and times them until each is timed or ``stop`` is set; the
+    unfinished ones end in ``timed.missing``. The stuck Job's node is given back to kwok at the end."""
+    timed.deadline = [f"timed-deadline-{n}" for n in range(count)]
+    timed.ttl = [f"timed-ttl-{n}" for n in range(count)]
+    node = _stuck_node(core, namespace) if stuck else None
+    timed.stuck = ["timed-stuck-0"] if node is not None else []
+    for name in timed.deadline + timed.ttl + timed.stuck:
+        kind = "deadline" if name in timed.deadline else "ttl" if name in timed.ttl else "stuck"
+        body = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                "metadata": {"name": name, "namespace": namespace}, "spec": _timed_spec(kind)}
+        with suppress(*SERVER_ERRORS):
+            custom.create_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", body,
+                                                   _request_timeout=(5, 30))
+    completed: set[str] = set()
+    finished: dict[str, datetime] = {}
+    seen: set[str] = set()
+    deleted: dict[str, datetime] = {}
+    while not stop.is_set():
+        now = datetime.now(UTC)
+        for name in timed.stuck:
+            status = _status(driver, namespace, name)
+            if name not in deleted and status.get("phase") == "Running" and len(timeline.running(name)) >= TIMED_PODS:
+                assert node is not None
+                _lose_node(core, node)
+                with suppress(*SERVER_ERRORS):
+                    custom.delete_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", namespace, "jobs", name,
+                                                           _request_timeout=(5, 30))
+                    deleted[name] = datetime.now(UTC)
+            elif name in deleted and name not in timed.late["stuck"] and _condition_true(status, "DrainStuck"):
+                timed.late["stuck"][name] = now.timestamp() - (deleted[name].timestamp() + TIMED_STUCK_AFTER_SECONDS)
+                timed.said.setdefault("stuck", f"{name}: deleted at {deleted[name].isoformat(timespec='seconds')}, "
+                                               f"DrainStuck seen at {now.isoformat(timespec='seconds')} "
+                                               f"({_condition_message(status, 'DrainStuck')[:160]})")
+                assert node is not None
+                _restore_node(core, node)
+        for name in timed.deadline:
+            status = _status(driver, namespace, name)
+            start, exceeded = parse_time(status.get("startTime") or ""), _condition_true(status, "DeadlineExceeded")
+            if name not in timed.late["deadline"] and start is not None and exceeded:
+                due = start.timestamp() + TIMED_DEADLINE_SECONDS
+                timed.late["deadline"][name] = now.timestamp() - due
+                timed.said.setdefault("deadline", f"{name}: startTime {status.get('startTime')}, DeadlineExceeded "
+                                                  f"seen at {now.isoformat(timespec='seconds')} "
+                                                  f"({_condition_message(status)})")
+        for name in timed.ttl:
+            job = driver.job(namespace, name)
+            if job is not None:
+                seen.add(name)
+                status = dict(job.get("status") or {})
+                if status.get("completionTime"):
+                    finished.setdefault(name, parse_time(status["completionTime"]) or now)
+                for pod in timeline.running(name) if status.get("phase") == "Running" else ():
+                    if pod.name not in completed:
+                        with suppress(*SERVER_ERRORS):
+                            core.patch_namespaced_pod(pod.name, namespace, {"metadata": {"labels": {
+                                COMPLETE_LABEL: "true"}}}, _request_timeout=(5, 30))
+                            completed.add(pod.name)
+            elif name in seen and name in finished and name not in timed.late["ttl"]:
+                timed.late["ttl"][name] = now.timestamp() - (finished[name].timestamp() + TIMED_TTL_SECONDS)
+                timed.said.setdefault("ttl", f"{name}: completionTime {finished[name].isoformat()}, seen gone at "
+                                             f"{now.isoformat(timespec='seconds')}")
+        if all(len(timed.late[kind]) == len(names) for kind, names in
+               (("deadline", timed.deadline), ("ttl", timed.ttl), ("stuck", timed.stuck))):
+            break
+        stop.wait(0.5)
+    if node is not None:
+        _restore_node(core, node)  # also when the stuck Job was never timed: its pods may go
+    timed.missing = [n for kind, names in (("deadline", timed.deadline), ("ttl", timed.ttl), ("stuck", timed.stuck))
+                     for n in names if n not in timed.late[kind]]
+
+
 def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: Install, jobs: int, *,
              pods: int = PODS_PER_JOB, steady_seconds: float | None = None,
              settle_seconds: float = SETTLE_SECONDS, deadline: float = 900.0,
@@ -590,12 +810,20 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
             result.watched_pods = result.windows["steady"].metrics.watch_pods
             log(f"  {install.name}: steady for {steady_seconds:g} s")
             left = deadline - (time.monotonic() - began)
+            timed_stop = threading.Event()
+            timer = threading.Thread(target=_follow_timed, args=(result.timed, namespace, custom, core, driver,
+                                                                 timeline, timed_stop, timed_count(jobs)), daemon=True)
+            timer.start()
             if install.kueue:
                 result.finished = _preemptions(scenario, namespace, custom, core, driver, timeline, invariants,
                                                left, result, pods, install)
             else:
                 result.finished = _transitions(scenario, namespace, custom, core, driver, timeline, invariants,
                                                left)
+            timer.join(max(0.0, min(TIMED_DEADLINE_SECONDS + 2 * install.resync_period,
+                                    deadline - (time.monotonic() - began))))
+            timed_stop.set()
+            timer.join(10)
             result.windows["transitions"] = clock.mark()
             result.unfinished = sorted(n for n in scenario.names if not _done(scenario, driver, namespace, n))
         finally:
@@ -1063,6 +1291,12 @@ def _notes(results: Mapping[str, PassResult]) -> list[str]:
         notes.append(f"{name}: {answered} hook answers ({answered / r.jobs:.1f} per Job), by status "
                      f"{dict(sorted(r.answers.items()))}: {r.answers['409'] / answered if answered else 0:.1%} "
                      f"are 409; refusals by cause {dict(sorted(r.refusal_causes.items()))}")
+        notes.append(f"{name}: timed Jobs, lateness p50/max (resyncPeriodSeconds {r.install.resync_period:g} s): "
+                     f"activeDeadlineSeconds {TIMED_DEADLINE_SECONDS} to DeadlineExceeded "
+                     f"{r.timed.summary('deadline')}; ttlSecondsAfterFinished {TIMED_TTL_SECONDS} to the Job gone "
+                     f"{r.timed.summary('ttl')}; stuckAfterSeconds {TIMED_STUCK_AFTER_SECONDS} to DrainStuck "
+                     f"{r.timed.summary('stuck')}" + (f"; not timed: {r.timed.missing}" if r.timed.missing else "")
+                     + "".join(f"; e.g. {said}" for said in r.timed.said.values()))
         if r.install.kueue:
             start = "request (requestedAt)" if r.install.checkpoint else "eviction (Evicted)"
             notes.append(f"{name}: {len(r.preempted)} Jobs preempted by Kueue, {len(r.release_latencies)} timed from "

@@ -15,6 +15,7 @@ from podread.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_SECONDS, PodCache
 from podread.jobs import JobClient
 from podread.live import DEFAULT_TIMEOUT_SECONDS, LiveClient
 from podread.nodes import DEFAULT_NODE_TTL_SECONDS, MAX_NODE_TTL_SECONDS, NodeCache, NodeClient
+from podread.nodewatch import DEFAULT_NODE_WATCH_STALENESS, NodeWatch, NodeWatchClient, WatchedNodes
 from podread.reader import Reader
 from podread.watch import PodWatch, WatchedPods
 
@@ -75,6 +76,17 @@ def node_cache(env: Mapping[str, str]) -> NodeCache | None:
     if not 0 <= ttl <= MAX_NODE_TTL_SECONDS:  # NaN fails too
         raise ValueError(f"{name}={raw!r} must be from 0 to {MAX_NODE_TTL_SECONDS:g}")
     return NodeCache(ttl_seconds=ttl) if ttl > 0 else None
+
+
+def node_watch_enabled(env: Mapping[str, str], mode: str) -> bool:
+    """``NVCRE_NODE_WATCH``: ``on`` or ``off``; unset or empty follows the cache mode (on in ``watch``
+    mode, off in ``ttl`` and ``live``). Raises ``ValueError`` for any other value."""
+    raw = env.get("NVCRE_NODE_WATCH", "").strip().lower()
+    if not raw:
+        return mode == "watch"
+    if raw not in ("on", "off"):
+        raise ValueError(f"NVCRE_NODE_WATCH={env.get('NVCRE_NODE_WATCH')!r} must be on or off")
+    return raw == "on"
 
 
 def _kubeconfig_paths(env: Mapping[str, str]) -> list[Path]:
@@ -160,7 +172,9 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
     Metacontroller's 10 s hook timeout), ``NVCRE_CACHE_MODE`` (``watch``, the default, ``ttl`` or ``live``;
     the ``watch`` argument, when given, decides instead: a one-shot command passes ``False``),
     ``NVCRE_WATCH_NAMESPACES`` (default: every namespace), ``NVCRE_NODE_CACHE_TTL_SECONDS`` (default 5,
-    ``node_cache``) and the cluster configuration (kubeconfig, then in-cluster).
+    ``node_cache``), ``NVCRE_NODE_WATCH`` (``node_watch_enabled``: a ``NodeWatch`` of every Node,
+    started by the first node read, stopped by ``Reader.close``; on by default in watch mode) and the
+    cluster configuration (kubeconfig, then in-cluster).
     Returns ``Reader(PodCache(live), live)`` with a ``NodeClient`` and a ``JobClient`` (the
     barrier's Node and batch Job reads, live, same timeout) and a ``NodeCache`` of the Node states
     that license nothing (none in live mode); in watch mode the cache also has one ``PodWatch`` per
@@ -179,6 +193,7 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
     timeout = _number(env, "NVCRE_API_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS, integer=False,
                       below=HOOK_TIMEOUT_SECONDS)
     states = node_cache(env)
+    watch_nodes = node_watch_enabled(env, mode) and watch is not False  # a one-shot command never watches
     api_client, where = load_api_client(env)
     if api_client is None:
         log.warning("no cluster configuration found (%s): the hooks will start, and every pod read "
@@ -192,11 +207,13 @@ def from_environment(env: Mapping[str, str] | None = None, *, watch: bool | None
     nodes = NodeClient(api_client, timeout_seconds=timeout)  # node reads: live, by name
     access = AccessClient(api_client, timeout_seconds=timeout)  # may the hooks delete pods
     jobs = JobClient(api_client, timeout_seconds=timeout)  # batch Job reads: live, by JobSet label
+    node_watch = NodeWatch(NodeWatchClient(api_client), WatchedNodes(max_staleness=DEFAULT_NODE_WATCH_STALENESS)) \
+        if watch_nodes else None  # the stuck-pod check's healthy nodes, no GET
     if mode == "live":  # no cache: every read lists live (the benchmarks' baseline)
-        return Reader(live, live, nodes=nodes, access=access, jobs=jobs)
+        return Reader(live, live, nodes=nodes, access=access, jobs=jobs, node_watch=node_watch)
     watches: list[PodWatch] = []
     if mode == "watch":
         watch_live = LiveClient(api_client, timeout_seconds=WATCH_LIST_TIMEOUT_SECONDS)
         watches = [PodWatch(watch_live, WatchedPods(namespace, ttl_seconds=ttl), peers=[live]) for namespace in scopes]
     return Reader(PodCache(live, ttl_seconds=ttl, max_entries=max_entries, watches=watches), live, nodes=nodes,
-                  access=access, jobs=jobs, node_cache=states)
+                  access=access, jobs=jobs, node_cache=states, node_watch=node_watch)

@@ -52,6 +52,16 @@ class ReadMetrics:
     - ``podread_node_cache_lookups_total{result}``: names ``Reader.node_states`` looked up in its
       ``NodeCache`` (``podread.nodes``): ``hit`` (answered from it), ``miss`` (read by a GET: none
       kept, expired, or a state that would license a force delete, which is never answered from it).
+    - ``podread_node_reads_total{source}``: names ``Reader.node_states`` answered, by where the
+      state came from: ``watch`` (the Node watch: a healthy node, confirmed within its staleness
+      bound), ``cache`` (the ``NodeCache``) or ``get`` (a GET sent in the call).
+
+    The Node watch (``NVCRE_NODE_WATCH``, ``podread.nodewatch``):
+    - ``podread_node_watch_lists_total{outcome}``, ``podread_node_watch_restarts_total{reason}``
+      (``ended``, ``expired``, ``error``), ``podread_node_watch_events_total{type,outcome}``,
+      ``podread_node_watch_nudges_total{outcome}`` as for the pod watch below;
+      ``podread_node_watch_requests_total{scope,outcome}``: its list requests (pages, nudges);
+      ``podread_node_watch_nodes``: the Nodes it holds.
 
     The Reader's own metrics (``podread_reads_total`` and the two below it) count every Reader
     read by method: pod reads, and the batch Job read ``attempt_jobs`` and the Node read
@@ -112,6 +122,34 @@ class ReadMetrics:
             "podread_node_cache_lookups_total", "Node cache lookups of the stuck-pod check by result (hit, miss).",
             ["result"], registry=registry,
         )
+        self.node_reads = Counter(
+            "podread_node_reads_total", "Node states the stuck-pod check answered, by source (watch, cache, get).",
+            ["source"], registry=registry,
+        )
+        self.node_watch_requests = Counter(
+            "podread_node_watch_requests_total", "Node list requests (pages, nudges) the Node watch sent.",
+            ["scope", "outcome"], registry=registry,
+        )
+        self.node_watch_lists = Counter(
+            "podread_node_watch_lists_total", "Lists that (re)start the Node watch, by outcome.",
+            ["outcome"], registry=registry,
+        )
+        self.node_watch_restarts = Counter(
+            "podread_node_watch_restarts_total", "Node watch requests that ended, by reason.",
+            ["reason"], registry=registry,
+        )
+        self.node_watch_events = Counter(
+            "podread_node_watch_events_total", "Node watch events by type and outcome (applied, ignored).",
+            ["type", "outcome"], registry=registry,
+        )
+        self.node_watch_nudges = Counter(
+            "podread_node_watch_nudges_total", "One-Node lists sent to confirm a quiet Node watch, by outcome.",
+            ["outcome"], registry=registry,
+        )
+        self.node_watch_nodes = Gauge(
+            "podread_node_watch_nodes", "Nodes the Node watch holds.", registry=registry,
+            multiprocess_mode="livemax",
+        )
         self.watch_restarts = Counter(
             "podread_watch_restarts_total", "Pod watch requests that ended, by scope and reason.",
             ["scope", "reason"], registry=registry,
@@ -153,6 +191,8 @@ class ReadMetrics:
         """``cache_fills`` by (index, outcome), bound once."""
         self.node_lookup = Bound(self.node_cache_lookups)
         """``node_cache_lookups`` by result, bound once."""
+        self.node_read = Bound(self.node_reads)
+        """``node_reads`` by source, bound once."""
 
     def observe_read(self, method: str, source: str, seconds: float, error_code: str | None = None) -> None:
         """Counts one Reader read of ``method`` on ``source`` that took ``seconds``: outcome ``ok``

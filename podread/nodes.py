@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import cachetools
 import orjson
@@ -42,6 +42,9 @@ from podread import calldeadline, trace
 from podread.errors import ApiError, NoLiveReaderError, PodReadError
 from podread.live import DEFAULT_TIMEOUT_SECONDS, http_error, transport_error
 from podread.metrics import ReadMetrics
+
+if TYPE_CHECKING:  # podread.nodewatch imports this module
+    from podread.nodewatch import NodeWatch
 
 log = logging.getLogger("podread")
 
@@ -199,7 +202,7 @@ class NodeCache:
 
 
 def read_states(lister: NodeLister | None, names: Iterable[str], metrics: ReadMetrics,
-                cache: NodeCache | None = None) -> dict[str, NodeState]:
+                cache: NodeCache | None = None, watch: NodeWatch | None = None) -> dict[str, NodeState]:
     """What ``Reader.node_states`` does: reads ``names`` (sorted, unique, at most
     ``MAX_NODES_PER_READ``) through ``lister``, one by one, counting and timing the read as method
     ``node_states`` and noting it in an open ``trace.recording()`` (the Nodes that exist as
@@ -211,23 +214,47 @@ def read_states(lister: NodeLister | None, names: Iterable[str], metrics: ReadMe
     answered from it (``podread_node_cache_lookups_total{result="hit"}``); any other name is read by
     a GET (``miss``), whose state the cache then keeps unless it is gone. A "deleted" or "out of
     service" answer therefore always comes from a GET this call sent. The read is counted with
-    source ``cache`` when every name was a hit, else ``live``."""
+    source ``cache`` when every name was a hit, else ``live``.
+
+    With a ``watch`` (``podread.nodewatch.NodeWatch``, started here if it is not running in this
+    process) whose store is fresh (synced, confirmed within its staleness bound), a name is answered
+    from the watch only with a state that says "not stuck yet" (``WatchedNodes.answer``: the node
+    exists, Ready, no unreachable or out-of-service taint); every other name is read by a GET (the
+    ``NodeCache`` is not asked: the watch is newer than it). A deleted node is therefore still only
+    the API server's NotFound for a GET of this call, never the watch's DELETED event. A watch that is
+    not fresh (listing, broken past its bound) is not asked: the cache and GETs answer, as without
+    one. The read is counted with source ``watch`` when no GET was sent and the watch answered a
+    name; each name in ``podread_node_reads_total{source}`` (``watch``, ``cache``, ``get``)."""
     started = time.perf_counter()
     wanted = sorted(set(names))[:MAX_NODES_PER_READ]
     found: dict[str, NodeState] = {}
     existing: list[Node] = []
-    sent = cache is None
+    sent = cache is None and watch is None
+    watched = False
     try:
         if lister is None:
             raise NoLiveReaderError("no node lister: this Reader was built without one")
+        if watch is not None:
+            watch.start()
+        fresh = watch is not None and watch.store.fresh()
         for name in wanted:
-            state, node = _cached(cache, name, metrics) if cache is not None else (None, None)
+            state, node, origin = None, None, "get"
+            if fresh:
+                assert watch is not None
+                held = watch.store.answer(name)
+                if held is not None:
+                    (state, node), origin = held, "watch"
+            elif cache is not None:
+                state, node = _cached(cache, name, metrics)
+                origin = "cache"
             if state is None:
                 asked = cache.clock() if cache is not None else 0.0
                 node = lister.get_node(name)
-                state, sent = node_state(name, node), True
+                state, sent, origin = node_state(name, node), True, "get"
                 if cache is not None:
                     cache.put(state, node, asked)
+            watched = watched or origin == "watch"
+            metrics.node_read(origin).inc()
             found[name] = state
             existing += [node] if node is not None else []
     except Exception as exc:
@@ -240,7 +267,7 @@ def read_states(lister: NodeLister | None, names: Iterable[str], metrics: ReadMe
         if error is exc:
             raise
         raise error from exc
-    source = "live" if sent else "cache"
+    source = "live" if sent else "watch" if watched else "cache"
     metrics.reads.labels("node_states", source, "ok").inc()
     metrics.read_seconds.labels("node_states", source).observe(time.perf_counter() - started)
     _note(wanted, started, nodes=existing, source=source)

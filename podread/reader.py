@@ -19,6 +19,7 @@ from podread.errors import DeadlineExceeded, NoLiveReaderError, PodReadError
 from podread.jobs import Job, JobLister
 from podread.metrics import ReadMetrics, default_metrics
 from podread.nodes import NodeCache, NodeLister, NodeState, read_states
+from podread.nodewatch import NodeWatch
 from podread.selector import Counted, Pod, PodLister, PodSelector, counted, is_active, tells_a_failure
 
 log = logging.getLogger("podread")
@@ -60,7 +61,8 @@ class Reader:
     ``jobs``, a ``JobLister``) and Nodes (``node_states``, through ``nodes``). Without ``jobs`` or
     ``nodes`` those reads raise ``NoLiveReaderError``: never "none". ``node_cache`` (``None``: every
     node read is a GET) keeps the node states that license nothing for a few seconds, shared by
-    the threads that use this Reader (``node_states``).
+    the threads that use this Reader (``node_states``); ``node_watch`` (a ``podread.nodewatch.NodeWatch``,
+    started by the first ``node_states``, stopped by ``close``) answers a healthy node's state before it.
 
     ``departed`` (a ``DepartedLister``; default: the cached side when it is one, as a ``PodCache``
     with a watch is) holds the pods the watch saw deleted that ``attempt_failure_pods`` adds to
@@ -70,7 +72,8 @@ class Reader:
     def __init__(self, cached: CachedLister | PodLister, live: PodLister | None, *,
                  metrics: ReadMetrics | None = None, nodes: NodeLister | None = None,
                  access: AccessReviewer | None = None, jobs: JobLister | None = None,
-                 node_cache: NodeCache | None = None, departed: DepartedLister | None = None) -> None:
+                 node_cache: NodeCache | None = None, departed: DepartedLister | None = None,
+                 node_watch: NodeWatch | None = None) -> None:
         self._cached = as_cached(cached)
         self._departed = departed if departed is not None else (
             self._cached if isinstance(self._cached, DepartedLister) else None)
@@ -78,12 +81,16 @@ class Reader:
         self._metrics = metrics or default_metrics()
         self._nodes = nodes
         self._node_cache = node_cache
+        self._node_watch = node_watch
         self._access = access
         self._jobs = jobs
 
     def close(self) -> None:
-        """Stops what the cache runs in the background (its watch, in watch mode). Reads still work."""
+        """Stops what the cache runs in the background (its watch, in watch mode) and the Node watch.
+        Reads still work."""
         self._cached.close()
+        if self._node_watch is not None:
+            self._node_watch.stop()
 
     @property
     def has_live(self) -> bool:
@@ -287,9 +294,11 @@ class Reader:
 
     def node_states(self, names: list[str]) -> dict[str, NodeState]:
         """The state of each named node (``podread.nodes.read_states``), at most
-        ``MAX_NODES_PER_READ`` (sorted, the first ones): from this Reader's ``NodeCache`` when it
-        holds the node (existing, not out of service, read less than its TTL ago), else one GET
-        per node, the API server's own NotFound read as deleted.
+        ``MAX_NODES_PER_READ`` (sorted, the first ones): from this Reader's Node watch when it is
+        fresh and the node is healthy ("not stuck yet", ``podread.nodewatch``), else (watch not
+        fresh, or none) from its ``NodeCache`` when it holds the node (existing, not out of
+        service, read less than its TTL ago), else one GET per node, the API server's own NotFound
+        read as deleted.
 
         "Deleted" and "out of service" license a force delete, so they always come from a GET this
         call sent, never the cache; a cached state (Ready or not) only decides whether a pod is
@@ -297,7 +306,7 @@ class Reader:
         ``node_states``) when any GET fails, or when this Reader has no node lister
         (``NoLiveReaderError``): never "deleted", never a cached state instead.
         """
-        return read_states(self._nodes, names, self._metrics, self._node_cache)
+        return read_states(self._nodes, names, self._metrics, self._node_cache, self._node_watch)
 
     def pod_delete_allowed(self, namespace: str) -> bool:
         """Whether the hooks may ``delete`` pods in ``namespace``, from the API server

@@ -50,6 +50,9 @@ def test_the_scale_benchmark_runs_a_tiny_pass_end_to_end(control_plane: ControlP
     assert start.queue_waits, "the stand-in measured its queue"
     row = result.row()
     assert row["violations"] == 0 and row["finished"] == "yes"
+    timed = result.timed  # issue 36 item 5: the hooks' own resyncAfterSeconds time them, not the 30 s resync
+    assert not timed.missing and {k: len(v) for k, v in timed.late.items()} == {"deadline": 3, "ttl": 3, "stuck": 1}
+    assert all(late < 15 for kind in timed.late.values() for late in kind.values()), timed.late
     # each part's cost from /proc: the hooks beside the JobSet controller and the API server
     whole = result.everything()
     assert {HOOKS_PART, "JobSet controller", "kube-apiserver"} <= set(whole.usage), whole.usage

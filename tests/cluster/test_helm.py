@@ -158,7 +158,8 @@ def test_helm_install_with_a_generated_token_serves_a_job_and_uninstall_keeps_th
     grants = {("list", "", "pods"): True, ("watch", "", "pods"): True, ("get", "", "nodes"): True,
               ("list", "batch", "jobs"): True, ("get", "nvcre.nvidia.com", "jobs"): True,
               ("create", "events.k8s.io", "events"): True, ("delete", "nvcre.nvidia.com", "jobs"): True,
-              ("delete", "", "pods"): False, ("list", "", "nodes"): False, ("list", "nvcre.nvidia.com", "jobs"): False,
+              ("delete", "", "pods"): False, ("list", "", "nodes"): True,
+              ("watch", "", "nodes"): True, ("patch", "", "nodes"): False, ("list", "nvcre.nvidia.com", "jobs"): False,
               ("get", "", "secrets"): False, ("create", "jobset.x-k8s.io", "jobsets"): False}
     judged = {grant: allowed(api, *grant, namespace=JOBS_NAMESPACE) for grant in grants}
     assert judged == grants, "the chart's RBAC, as the API server judges it for the hooks"

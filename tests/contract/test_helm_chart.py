@@ -119,6 +119,7 @@ def overlay(name: str, tmp_path: Path) -> list[dict[str, Any]]:
         return kustomize(written_kustomization(tmp_path, ["manifests-kueue"], podgroups, patches))
     assert name == "everything", name
     patches["deployment-patch.yaml"] = REPO / "manifests-large" / "deployment-patch.yaml"
+    patches["compositecontroller-patch.yaml"] = REPO / "manifests-large" / "compositecontroller-patch.yaml"
     return kustomize(written_kustomization(
         tmp_path, ["manifests-kueue", "manifests/monitoring", "manifests/overlays/force-delete"], podgroups, patches))
 

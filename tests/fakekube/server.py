@@ -7,7 +7,9 @@ it records every request and can inject faults. See ``FakeKubeServer``.
 The hooks' own writes and Node reads (Events, Job and pod deletes, ``GET`` of a Node) are
 served by ``tests.fakekube.writes`` (``FakeKubeServer.writes``). Batch Job lists
 (``GET /apis/batch/v1/namespaces/{ns}/jobs``, label selectors and paging as for pods, no watch) are
-served from a store of their own (``put_batch_job``).
+served from a store of their own (``put_batch_job``). Nodes (``put_node``, ``delete_node``) are
+listed and watched (``GET /api/v1/nodes``, paging, bookmarks and 410 as for pods, from a store of
+their own) and read by name (``writes``, the real server's NotFound for a missing one).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ _INVALID_JSON = (
 _OPEN_PATHS = frozenset({"/version", "/healthz", "/readyz", "/livez"})
 _NAMESPACED = re.compile(r"^/api/v1/namespaces/([^/]+)/pods(?:/([^/]+))?/?$")
 _BATCH_JOBS = re.compile(r"^/apis/batch/v1/namespaces/([^/]+)/jobs/?$")
+_NODES = re.compile(r"^/api/v1/nodes/?$")
 
 
 def status_body(
@@ -344,6 +347,8 @@ class FakeKubeServer:
         self._store = PodStore(max_continue_snapshots)
         self._batch_jobs = PodStore(max_continue_snapshots)
         """batch/v1 Jobs, in a store of their own (the same paging and selectors as pods)."""
+        self._nodes = PodStore(max_continue_snapshots)
+        """Nodes, listed and watched from a store of their own (resourceVersions of their own)."""
         self.writes = WriteRoutes(self._store, status_body)
         """Events, Jobs, deleted objects and Nodes of the write routes (``tests.fakekube.writes``)."""
         self._faults = FaultList()
@@ -511,6 +516,24 @@ class FakeKubeServer:
         """Copies of every batch Job, ordered by namespace and name."""
         return self._batch_jobs.all_pods()
 
+    # -- Nodes -------------------------------------------------------------------------------------
+
+    def put_node(self, node: Mapping[str, Any]) -> dict[str, Any]:
+        """Create or replace a Node: listed and watched (an ADDED or MODIFIED event) and read by
+        name (``writes.nodes``). Returns the stored copy (its resourceVersion set)."""
+        stored = self._nodes.put([node])[0].pod()
+        self.writes.nodes[str(stored["metadata"]["name"])] = stored
+        return stored
+
+    def delete_node(self, name: str) -> dict[str, Any] | None:
+        """Delete a Node at once (a DELETED event; a GET answers the server's NotFound)."""
+        self.writes.nodes.pop(name, None)
+        return self._nodes.delete("default", name)
+
+    def compact_nodes(self) -> int:
+        """Forget the Nodes' event history: a node watch from an older resourceVersion gets 410."""
+        return self._nodes.compact()
+
     # -- watches -----------------------------------------------------------------------------------
 
     @property
@@ -661,6 +684,8 @@ class FakeKubeServer:
             return _Answer(200, dumps(static))
         if path in ("/api/v1/pods", "/api/v1/pods/"):
             return self._list(None, query)
+        if _NODES.match(path):
+            return self._list(None, query, store=self._nodes, kind=b"NodeList")
         jobs = _BATCH_JOBS.match(path)
         if jobs is not None:
             if query.get("watch", "").lower() in ("true", "1"):
@@ -729,7 +754,7 @@ class FakeKubeServer:
         ``continue`` and ``resourceVersion``."""
         store = self._store if store is None else store
         if query.get("watch", "").lower() in ("true", "1"):
-            return self._watch(namespace, query)
+            return self._watch(namespace, query, store)
         label_text = query.get("labelSelector", "")
         field_text = query.get("fieldSelector", "")
         token = query.get("continue", "")
@@ -789,8 +814,10 @@ class FakeKubeServer:
         )
         return _Answer(200, body)
 
-    def _watch(self, namespace: str | None, query: Mapping[str, str]) -> _Answer:
-        """A watch of pods: a streaming answer, or a ``Status`` error (see ``tests.fakekube.watch``)."""
+    def _watch(self, namespace: str | None, query: Mapping[str, str], store: PodStore | None = None) -> _Answer:
+        """A watch of pods (of ``store``'s objects): a streaming answer, or a ``Status`` error (see
+        ``tests.fakekube.watch``)."""
+        store = self._store if store is None else store
         rv = query.get("resourceVersion", "")
         try:
             labels = parse_label_selector(query.get("labelSelector", ""))
@@ -803,15 +830,15 @@ class FakeKubeServer:
         if rv and not rv.isdigit():
             return _Answer(400, status_body(400, f'resourceVersion: Invalid value: "{rv}": invalid resource version'))
         since = int(rv) if rv and rv != "0" else None
-        if since is not None and since > self._store.resource_version:
-            current = self._store.resource_version
+        if since is not None and since > store.resource_version:
+            current = store.resource_version
             return _Answer(504, status_body(504, f"Too large resource version: {since}, current: {current}",
                                             details={"retryAfterSeconds": 1}))
         bookmarks = query.get("allowWatchBookmarks", "").lower() in ("true", "1")
         watcher = Watcher(namespace, labels, fields, timeout=timeout, bookmarks=bookmarks,
                           bookmark_interval=self.bookmark_interval)
         try:
-            backlog, entries, current = self._store.subscribe(since, watcher.offer)
+            backlog, entries, current = store.subscribe(since, watcher.offer)
         except ContinueError as error:
             message = str(error)
             return _Answer(200, b"", stream=lambda write, gone: write(expired_line(message)))
@@ -831,7 +858,7 @@ class FakeKubeServer:
                     if finished:
                         return
             finally:
-                self._store.unsubscribe(watcher.offer)
+                store.unsubscribe(watcher.offer)
                 with self._watchers_lock:
                     if watcher in self._watchers:
                         self._watchers.remove(watcher)
