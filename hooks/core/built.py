@@ -32,9 +32,11 @@ from hooks.core.jobset import build_jobset
 from hooks.core.request import Spec
 from hooks.core.work import Context
 
-MEMO_SIZE = 512
-"""How many built JobSets a process keeps (``_desired``): the last 512 (Job, attempt, spec) it built,
-about 1-5 KB of JSON each."""
+MEMO_SIZE = 1024
+"""How many built JobSets a process keeps (``_desired``): the last 1,024 (Job, attempt, spec) it built,
+each as JSON with its key (about twice ``replicatedJobs``' JSON: 1-10 KB, so up to about 10 MB). Every
+worker answers every Job, so this is the number of Jobs whose syncs hit it; beyond it, resyncs in
+turn miss and cost about 3 µs more than no memo."""
 
 
 def jobset(ctx: Context, attempt: int) -> dict[str, Any]:

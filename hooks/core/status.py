@@ -19,8 +19,9 @@ The prior history's check (``hooks.core.historyentry.entries_of``) is remembered
 (``_entries``; issue 32 item 4): every sync of a Job carries the same ``status.attempts``. The memo is
 bounded (``ENTRIES_MEMO_SIZE``, least recently used out, ``functools.lru_cache``), keyed by the
 entries' JSON (orjson: key order, integer or number, boolean all tell), and a miss checks the entries
-decoded from that key, so a hit answers only what those entries would. Each call gets its own copies
-of the entries (a row may change its history); a history that is refused raises every time.
+decoded from that key, so a hit answers only what those entries would. It keeps the checked entries
+as JSON, and each call reads its own copy (a row may change its history); a history that is refused
+raises every time.
 Pure: msgspec, orjson and the standard library.
 """
 
@@ -118,8 +119,10 @@ class StatusFields(Declared, rename="camel"):
             msgspec.structs.force_setattr(self, "restarts_by_cause", dict(sorted(self.restarts_by_cause.items())))
 
 
-ENTRIES_MEMO_SIZE = 1024
-"""How many checked histories a process keeps (``_entries``): a few hundred bytes to a few KB each."""
+ENTRIES_MEMO_SIZE = 2048
+"""How many checked histories a process keeps (``_entries``), each as JSON with its key: about 3 KB for
+a history of 10 entries (``attemptsHistoryLimit``'s default), so a few MB in all. Every worker answers
+every Job, so this is the number of Jobs whose syncs hit it; beyond it, resyncs in turn miss."""
 
 
 def _entries(value: object) -> list[dict[str, Any]]:
@@ -130,19 +133,14 @@ def _entries(value: object) -> list[dict[str, Any]]:
         key = orjson.dumps(value)
     except orjson.JSONEncodeError:
         return list(entries_of(value))
-    return [_copy(entry) for entry in _checked_entries(key)]
+    return orjson.loads(_checked_entries(key))
 
 
 @functools.lru_cache(maxsize=ENTRIES_MEMO_SIZE)
-def _checked_entries(key: bytes) -> tuple[dict[str, Any], ...]:
-    """``entries_of`` of the entries ``key`` encodes; remembered by ``key`` (never handed out: ``_copy``)."""
-    return entries_of(orjson.loads(key))
-
-
-def _copy(entry: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a checked entry that shares nothing changeable with it (its values are strings,
-    integers and booleans, and ``failedNodes`` a list of strings)."""
-    return {key: list(value) if isinstance(value, list) else value for key, value in entry.items()}
+def _checked_entries(key: bytes) -> bytes:
+    """``entries_of`` of the entries ``key`` encodes, as JSON (strings, integers, booleans and lists of
+    strings: read back as they were); remembered by ``key``."""
+    return orjson.dumps(entries_of(orjson.loads(key)))
 
 
 CHECKPOINT_STRINGS = ("version", "id", "reason", "outcome", "ignored")
