@@ -55,8 +55,29 @@ class Unreadable(ValueError):
 
 def admitted(text: object) -> bool:
     """Whether the API server admits ``text`` as a ``format: date-time`` string (``strfmt.IsDateTime``;
-    ``""`` is not one). Never raises. A text ``read`` remembers was admitted (it read as an instant)."""
-    return isinstance(text, str) and (text in _read_memo or _parts(text) is not None)
+    ``""`` is not one). Never raises. A text ``read`` remembers was admitted (it read as an instant).
+
+    An admitted text is remembered (``_admitted_memo``, up to ``ADMITTED_MEMO_MAX`` texts, then all
+    are forgotten at once) and not split and matched again: every request checks the times of the
+    prior status, the same texts call after call (issue 32 item 4). The answer is the text's alone,
+    so the memo can only answer what the text would; a refused text is checked again each time."""
+    if not isinstance(text, str):
+        return False
+    if text in _admitted_memo or text in _read_memo:
+        return True
+    if _parts(text) is None:
+        return False
+    if type(text) is not str:  # a subclass may compare or hash otherwise: checked each time
+        return True
+    if len(_admitted_memo) >= ADMITTED_MEMO_MAX:
+        _admitted_memo.clear()
+    _admitted_memo.add(text)
+    return True
+
+
+ADMITTED_MEMO_MAX = 4096
+"""How many admitted texts ``admitted`` remembers before it forgets them all (a bound on memory)."""
+_admitted_memo: set[str] = set()
 
 
 READ_MEMO_MAX = 4096

@@ -14,14 +14,24 @@ spelled (``2025-06-01t00:00:00.5z``, ``...+02:00``: ``hooks.core.apitime``), nor
 instant the hooks can tell (``0000-01-01T00:00:00Z``): it is kept as it came, and whoever counts
 with it finds it ``Unreadable`` (``hooks.core.claims`` holds on such a ``startTime`` or
 ``completionTime``).
-Pure: msgspec and the standard library.
+
+The prior history's check (``hooks.core.historyentry.entries_of``) is remembered across calls
+(``_entries``; issue 32 item 4): every sync of a Job carries the same ``status.attempts``. The memo is
+bounded (``ENTRIES_MEMO_SIZE``, least recently used out, ``functools.lru_cache``), keyed by the
+entries' JSON (orjson: key order, integer or number, boolean all tell), and a miss checks the entries
+decoded from that key, so a hit answers only what those entries would. It keeps the checked entries
+as JSON, and each call reads its own copy (a row may change its history); a history that is refused
+raises every time.
+Pure: msgspec, orjson and the standard library.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any
 
 import msgspec
+import orjson
 from msgspec import UNSET, UnsetType
 
 from hooks.core import apitime
@@ -97,7 +107,7 @@ class StatusFields(Declared, rename="camel"):
         _time("startTime", self.start_time)
         _time("completionTime", self.completion_time)
         if self.attempts:
-            msgspec.structs.force_setattr(self, "attempts", list(entries_of(self.attempts)))
+            msgspec.structs.force_setattr(self, "attempts", _entries(self.attempts))
         if self.checkpoint:
             msgspec.structs.force_setattr(self, "checkpoint", checkpoint_of(self.checkpoint))
         if self.restarts_by_class:
@@ -107,6 +117,30 @@ class StatusFields(Declared, rename="camel"):
             msgspec.structs.force_setattr(self, "excluded_nodes", excluded_of(self.excluded_nodes))
         if len(self.restarts_by_cause) > 1:
             msgspec.structs.force_setattr(self, "restarts_by_cause", dict(sorted(self.restarts_by_cause.items())))
+
+
+ENTRIES_MEMO_SIZE = 2048
+"""How many checked histories a process keeps (``_entries``), each as JSON with its key: about 3 KB for
+a history of 10 entries (``attemptsHistoryLimit``'s default), so a few MB in all. Every worker answers
+every Job, so this is the number of Jobs whose syncs hit it; beyond it, resyncs in turn miss."""
+
+
+def _entries(value: object) -> list[dict[str, Any]]:
+    """``entries_of(value)`` as a list of fresh dicts, from the memo (the module doc) when the same
+    entries were checked before; raises its ``ValueError``. A value orjson cannot encode (none that
+    came as JSON) is checked as it is, not remembered."""
+    try:
+        key = orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return list(entries_of(value))
+    return orjson.loads(_checked_entries(key))
+
+
+@functools.lru_cache(maxsize=ENTRIES_MEMO_SIZE)
+def _checked_entries(key: bytes) -> bytes:
+    """``entries_of`` of the entries ``key`` encodes, as JSON (strings, integers, booleans and lists of
+    strings: read back as they were); remembered by ``key``."""
+    return orjson.dumps(entries_of(orjson.loads(key)))
 
 
 CHECKPOINT_STRINGS = ("version", "id", "reason", "outcome", "ignored")

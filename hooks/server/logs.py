@@ -12,7 +12,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -30,20 +32,28 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         """The JSON line for ``record``; fields that would shadow the fixed keys are prefixed ``field_``."""
-        doc: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "pid": record.process,
-            "message": record.getMessage(),
-        }
-        fields = getattr(record, "fields", None)
-        if isinstance(fields, Mapping):
-            for key, value in fields.items():
-                doc[f"field_{key}" if key in _RESERVED else str(key)] = value
-        if record.exc_info:
-            doc["exception"] = self.formatException(record.exc_info)
-        return orjson.dumps(doc, default=str).decode()
+        exception = self.formatException(record.exc_info) if record.exc_info else None
+        return _line(record.created, record.levelname, record.name, record.process, record.getMessage(),
+                     getattr(record, "fields", None), exception)
+
+
+def _line(created: float, level: str, logger: str, pid: int | None, message: str, fields: object,
+          exception: str | None = None) -> str:
+    """The JSON line ``JsonFormatter`` writes of a record with these attributes (``fields``: the
+    record's ``fields``, read only when a mapping; ``exception``: the formatted traceback, if any)."""
+    doc: dict[str, Any] = {
+        "time": datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds"),
+        "level": level,
+        "logger": logger,
+        "pid": pid,
+        "message": message,
+    }
+    if isinstance(fields, Mapping):
+        for key, value in fields.items():
+            doc[f"field_{key}" if key in _RESERVED else str(key)] = value
+    if exception is not None:
+        doc["exception"] = exception
+    return orjson.dumps(doc, default=str).decode()
 
 
 def configure(level: str) -> None:
@@ -127,4 +137,45 @@ def log_hook_call(
         "request_bytes": body_bytes,
     }
     target = f" {namespace}/{job}" if job else ""
-    log.log(level, "%s%s -> %d", hook, target, code, extra={"fields": fields})
+    streams = _json_streams(log, level)
+    if streams is None:
+        log.log(level, "%s%s -> %d", hook, target, code, extra={"fields": fields})
+        return
+    # Every handler the record would reach writes it with JsonFormatter to its stream: the same line,
+    # formatted once, written as each handler's emit writes it, without the LogRecord (issue 32 item 4).
+    created = time.time()  # what LogRecord takes as ``created``
+    line = _line(created, logging.getLevelName(level), log.name, os.getpid() if logging.logMultiprocessing else None,
+                 f"{hook}{target} -> {code}", fields)
+    for handler in streams:
+        handler.acquire()
+        try:
+            handler.stream.write(line + handler.terminator)
+            handler.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            handler.handleError(log.makeRecord(log.name, level, __file__, 0, "%s%s -> %d", (hook, target, code),
+                                               None, extra={"fields": fields}))
+        finally:
+            handler.release()
+
+
+def _json_streams(logger: logging.Logger, level: int) -> list[logging.StreamHandler[Any]] | None:
+    """The handlers a record of ``logger`` at ``level`` reaches, when each is a plain
+    ``logging.StreamHandler`` (not a subclass) formatting with ``JsonFormatter`` (not a subclass) and
+    nothing on the way filters (no logger's or handler's filters): their output is then one
+    ``JsonFormatter`` line each. ``None`` when any part is otherwise (caplog, a file, a filter, a
+    formatter of its own) or none is reached (``logging.lastResort``): the record must be built then."""
+    found: list[logging.StreamHandler[Any]] = []
+    current: logging.Logger | None = logger
+    while current is not None:
+        if current.filters:
+            return None
+        for handler in current.handlers:
+            if (type(handler) is not logging.StreamHandler or type(handler.formatter) is not JsonFormatter
+                    or handler.filters):
+                return None
+            if level >= handler.level:
+                found.append(handler)
+        current = current.parent if current.propagate else None
+    return found or None

@@ -128,6 +128,7 @@ def test_a_text_read_again_is_not_parsed_again_and_answers_as_the_first_read(mon
 
     monkeypatch.setattr(apitime, "_read", counting)
     monkeypatch.setattr(apitime, "_read_memo", {})
+    monkeypatch.setattr(apitime, "_admitted_memo", set())  # admitted's own memo (below) starts empty too
     text = "2025-06-01t02:00:00+02:00"
     assert [apitime.read(text) for _ in range(3)] == [AT] * 3
     assert parsed == [text]
@@ -142,3 +143,29 @@ def test_a_text_read_again_is_not_parsed_again_and_answers_as_the_first_read(mon
     assert apitime.read("2025-06-01T00:00:04Z") == AT + timedelta(seconds=4)
     monkeypatch.setattr(apitime, "_parts", lambda text: None)  # a remembered text is admitted unparsed
     assert apitime.admitted("2025-06-01T00:00:04Z") and not apitime.admitted("2025-06-01T00:00:09Z")
+
+
+def test_an_admitted_text_is_remembered_and_any_other_text_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo behind ``admitted`` (issue 32 item 4: every request checks the prior status' times):
+    one check per admitted text; a text that differs in one character, or a refused one, is checked
+    (and refused) every time; at most ``ADMITTED_MEMO_MAX`` texts held."""
+    checked: list[str] = []
+    unmemoized = apitime._parts
+
+    def counting(text: str) -> object:
+        checked.append(text)
+        return unmemoized(text)
+
+    monkeypatch.setattr(apitime, "_parts", counting)
+    monkeypatch.setattr(apitime, "_admitted_memo", set())
+    monkeypatch.setattr(apitime, "_read_memo", {})
+    good, day_off, clock_off = "2025-02-28T23:59:59Z", "2025-02-29T23:59:59Z", "2025-02-28T24:59:59Z"
+    assert [apitime.admitted(good) for _ in range(3)] == [True] * 3
+    assert checked == [good]
+    assert [apitime.admitted(text) for text in (day_off, clock_off, day_off)] == [False] * 3
+    assert checked == [good, day_off, clock_off, day_off]
+    assert apitime.admitted(good) and checked[-1] == day_off
+    monkeypatch.setattr(apitime, "ADMITTED_MEMO_MAX", 2)
+    for second in range(5):
+        assert apitime.admitted(f"2025-06-01T00:00:0{second}Z")
+    assert len(apitime._admitted_memo) <= 2

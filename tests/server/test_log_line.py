@@ -1,0 +1,119 @@
+"""hooks.server.logs: the per-call line written without a LogRecord when every handler it reaches is a
+plain JSON stream handler is the line the record would have given; any other handler gets the record."""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import Any
+
+import orjson
+import pytest
+
+from hooks.server import logs
+
+CALL: dict[str, Any] = {"hook": "sync", "namespace": "team-a", "job": "train", "code": 200, "seconds": 0.0012345,
+                        "body_bytes": 1462, "phase_before": "Running", "phase_after": "Running", "decision": "steady"}
+
+
+class Read:
+    """A ReadRecord as ``log_hook_call`` reads one."""
+
+    def __init__(self, source: str, outcome: str = "ok") -> None:
+        self.source, self.outcome = source, outcome
+
+
+@pytest.fixture
+def isolated(monkeypatch: pytest.MonkeyPatch) -> logging.Logger:
+    """``logs.log`` as a logger of its own at INFO, not propagating, with the clock fixed. Its
+    handlers are those a test gives it (``only``): pytest puts its capture handlers on it too."""
+    logger = logging.getLogger("nvcre.hooks.test_log_line")
+    monkeypatch.setattr(logger, "propagate", False)
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    monkeypatch.setattr(logger, "handlers", [])
+    monkeypatch.setattr(logger, "filters", [])
+    monkeypatch.setattr(logs, "log", logger)
+    monkeypatch.setattr(logs.time, "time", lambda: 1767225600.1234567)  # LogRecord reads the same clock
+    return logger
+
+
+def only(logger: logging.Logger, *handlers: logging.Handler) -> None:
+    """``handlers`` are all of ``logger``'s (pytest's capture handlers taken off)."""
+    logger.handlers[:] = handlers
+
+
+def stream_handler(formatter: logging.Formatter | None = None) -> tuple[logging.StreamHandler[Any], io.StringIO]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter or logs.JsonFormatter())
+    return handler, stream
+
+
+def written(**changes: Any) -> None:
+    logs.log_hook_call(**{**CALL, **changes}, reads=[Read("cache"), Read("live", "error")])
+
+
+def test_the_direct_line_is_the_records_line(isolated: logging.Logger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same call, once written directly and once through a LogRecord (the direct path turned
+    off): the same bytes, for a 200 (INFO) and a 409 (WARNING)."""
+    handler, stream = stream_handler()
+    only(isolated, handler)
+    assert logs._json_streams(isolated, logging.INFO) == [handler]
+    written()
+    written(code=409, job="", namespace="")
+    direct = stream.getvalue()
+    stream.seek(0), stream.truncate()
+    monkeypatch.setattr(logs, "_json_streams", lambda logger, level: None)
+    written()
+    written(code=409, job="", namespace="")
+    assert direct == stream.getvalue()
+    first = orjson.loads(direct.splitlines()[0])
+    assert first["time"] == "2026-01-01T00:00:00.123+00:00" and first["message"] == "sync team-a/train -> 200"
+    assert first["reads"] == {"cache": 1, "live": 1} and first["read_errors"] == 1 and first["level"] == "INFO"
+
+
+def test_two_json_handlers_each_get_the_line_and_a_higher_level_handler_none(isolated: logging.Logger) -> None:
+    one, first = stream_handler()
+    two, second = stream_handler()
+    warnings_only, third = stream_handler()
+    warnings_only.setLevel(logging.WARNING)
+    only(isolated, one, two, warnings_only)
+    written()
+    assert first.getvalue() == second.getvalue() and first.getvalue().count("\n") == 1
+    assert third.getvalue() == ""
+
+
+@pytest.mark.parametrize("other", ["formatter", "filter", "logger filter", "subclass"])
+def test_any_other_handler_gets_the_record_with_its_source(isolated: logging.Logger, other: str) -> None:
+    """A formatter of its own, a filter on the handler or the logger, a StreamHandler subclass: the
+    record is built (the filter sees it, the formatter reads its source location)."""
+    seen: list[logging.LogRecord] = []
+
+    def keep(record: logging.LogRecord) -> bool:
+        seen.append(record)
+        return True
+
+    formatter = logging.Formatter("%(funcName)s %(message)s") if other == "formatter" else None
+    handler, stream = stream_handler(formatter)
+    if other == "subclass":
+        handler = type("Sub", (logging.StreamHandler,), {})(stream)
+        handler.setFormatter(logs.JsonFormatter())
+    only(isolated, handler)
+    if other == "filter":
+        handler.addFilter(keep)
+    if other == "logger filter":
+        isolated.addFilter(keep)
+    assert logs._json_streams(isolated, logging.INFO) is None
+    written()
+    if other == "formatter":
+        assert stream.getvalue() == "log_hook_call sync team-a/train -> 200\n"
+    elif other != "subclass":
+        [record] = seen
+        assert record.funcName == "log_hook_call" and record.pathname == logs.__file__
+    assert "sync team-a/train -> 200" in stream.getvalue()
+
+
+def test_no_handler_at_all_goes_through_logging(isolated: logging.Logger) -> None:
+    """No handler reached: ``logging.lastResort`` decides, as before."""
+    only(isolated)
+    assert logs._json_streams(isolated, logging.INFO) is None
