@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import hooks.core.built
 import hooks.core.jobset
 import hooks.core.queueing
 import hooks.core.rows.kueue
@@ -121,6 +122,7 @@ def test_the_jobset_and_the_workload_are_built_once_per_call(monkeypatch: pytest
 
     monkeypatch.setattr(hooks.core.jobset, "check_names", names)
     monkeypatch.setattr(hooks.core.queueing, "count_of", count)
+    hooks.core.built._built_json.cache_clear()  # an earlier test's call may have built this JobSet already
     d = run(FakeReader(), labels={"kueue.x-k8s.io/queue-name": "team"}, workloads=[])
     assert [c["kind"] for c in d.response["children"]] == ["Workload"] and d.response["status"]["phase"] == "Queued"
     assert built == Counter({"jobset": 1, "workload": 1})
