@@ -43,13 +43,14 @@ replicas and the PDB instead: docs/operations.md, "One worker per pod". ``WEB_CO
 Memory (issue 36 item 2; ``python -m bench.cache_memory pod``, BENCHMARKS.md section 4). A pod's
 cgroup is charged each physical page once, so the pod's figure is the PSS of its processes summed
 (a page master and worker share is split between them), not their RSS summed (which counts it
-twice). With 8,000 realistic pods watched and 5 callers: about 120 MiB PSS (119-124 over runs; the
-master 20, the worker 100), against 150 MiB of RSS; the same pages counted once each with the shared
-libraries' code in full (the pod alone on a node) 132-135 MiB. What keeps it there:
+twice). With 8,000 realistic pods watched and 5 callers: 118-120 MiB PSS over three runs (the
+master 20, the worker 98-100; 124-127 before the last two items below), against 144-146 MiB of RSS;
+the pod's pages counted once each with the shared libraries' code in full (a pod alone on a node)
+130-132 MiB. What keeps it there:
 
-- one worker (above): a second one was 97-100 MiB PSS more;
+- one worker (above): a second one was about 95 MiB PSS more;
 - ``gc.freeze()`` in ``pre_fork``: the worker's collections do not walk, and so do not copy, the
-  objects it inherits from the master (about 3 MiB);
+  objects it inherits from the master (3-4 MiB);
 - the image's ``MALLOC_ARENA_MAX=2`` and ``MALLOC_MMAP_THRESHOLD_=131072``
   (``hooks.server.config``): fewer malloc arenas, and large blocks (the watch's list pages) give
   their pages back when freed.
@@ -58,9 +59,9 @@ Importing the app's modules (Flask, the kubernetes client, the hooks) in the mas
 for the worker to share them, was measured and is not done: the worker's reference counts write to
 those pages, so most of them are copied anyway, and with one worker nothing was duplicated to begin
 with: the pod's PSS was 5-6 MiB more (128-130 MiB); with 2 workers 7 MiB less (209 against 216).
-What remains is the interpreter and its libraries before any pod (the worker about 86 MiB RSS, the
-kubernetes client with pydantic, oauthlib and requests alone about 17; the master 33, gunicorn and
-the metrics) and about 3.5 KB per pod watched.
+What remains is the interpreter and its libraries before any pod (92 MiB PSS with 64 pods: the
+worker 72, of which the kubernetes client with pydantic, oauthlib and requests about 17; the master
+20, gunicorn and the metrics port) and about 3.3 KB per pod watched.
 
 Metrics are served apart from the hooks: the master serves
 ``GET /metrics`` on ``NVCRE_METRICS_PORT`` (default 9090, on the host of the first ``--bind``
