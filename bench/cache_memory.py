@@ -19,10 +19,13 @@ benchmark 3 measures). The clock is fixed, so nothing expires while we measure.
   runs it) against the wire-level fake API server (``tests.fakekube.FakeKubeServer``) holding 8,000
   realistic pods (125 Jobs of 64) in the watched namespace, once with the shipped layout and once with
   the old one (2 workers x 4 threads): once every worker's watch has listed them all and answered
-  syncs for a while, the VmRSS of the master and of every worker (``/proc/<pid>/status``), summed, and
-  their PSS (``/proc/<pid>/smaps_rollup``: pages shared between master and workers counted once).
-  Target: at most 120 MiB per hooks pod (``hooks_pod_memory``; ``python -m bench.cache_memory pod``
-  runs only this part).
+  syncs for a while, the PSS of the master and of every worker (``/proc/<pid>/smaps_rollup``), summed:
+  what the pod's cgroup is charged, each page once (a page master and worker share split between
+  them), with its anonymous part; beside it their VmRSS summed (``/proc/<pid>/status``: a shared page
+  counted in each) and the pages resident in the pod counted once by frame number (``unique_kib``:
+  the shared libraries' pages in full, which PSS shares with other processes on the machine).
+  Target: a PSS sum of at most 120 MiB per hooks pod at 8,000 pods (``hooks_pod_memory``;
+  ``python -m bench.cache_memory pod`` runs only this part).
 - Growth: the cost of one cached read (``Reader.job_pods`` on a warm entry) and of one fill
   (a miss: list, strip, store) from 10 to 10,000 pods per job (100 other jobs of 64 pods cached),
   and from 10 to 1,000 jobs of 64 pods. Both should grow with the pods of the job read only.
