@@ -20,11 +20,14 @@ LABEL org.opencontainers.image.title="nvcre-hooks" \
       org.opencontainers.image.version="0.1.0"
 # MALLOC_ARENA_MAX: glibc's malloc arenas for the worker's threads, 2 instead of up to 8 per core
 # (hooks/server/config.py, MALLOC_ARENA_MAX: 12 MiB less per hooks pod at 8,000 pods, BENCHMARKS.md §4).
+# MALLOC_MMAP_THRESHOLD_: blocks of 128 KiB and more get pages of their own and give them back when
+# freed (hooks/server/config.py, MALLOC_MMAP_THRESHOLD: the freed list pages no longer stay resident).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PATH=/opt/venv/bin:$PATH \
     PORT=8080 \
-    MALLOC_ARENA_MAX=2
+    MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 COPY --from=build /opt/venv /opt/venv
 COPY hooks/ /app/hooks/

@@ -19,10 +19,13 @@ benchmark 3 measures). The clock is fixed, so nothing expires while we measure.
   runs it) against the wire-level fake API server (``tests.fakekube.FakeKubeServer``) holding 8,000
   realistic pods (125 Jobs of 64) in the watched namespace, once with the shipped layout and once with
   the old one (2 workers x 4 threads): once every worker's watch has listed them all and answered
-  syncs for a while, the VmRSS of the master and of every worker (``/proc/<pid>/status``), summed, and
-  their PSS (``/proc/<pid>/smaps_rollup``: pages shared between master and workers counted once).
-  Target: at most 120 MiB per hooks pod (``hooks_pod_memory``; ``python -m bench.cache_memory pod``
-  runs only this part).
+  syncs for a while, the PSS of the master and of every worker (``/proc/<pid>/smaps_rollup``), summed:
+  what the pod's cgroup is charged, each page once (a page master and worker share split between
+  them), with its anonymous part; beside it their VmRSS summed (``/proc/<pid>/status``: a shared page
+  counted in each) and the pages resident in the pod counted once by frame number (``unique_kib``:
+  the shared libraries' pages in full, which PSS shares with other processes on the machine).
+  Target: a PSS sum of at most 120 MiB per hooks pod at 8,000 pods (``hooks_pod_memory``;
+  ``python -m bench.cache_memory pod`` runs only this part).
 - Growth: the cost of one cached read (``Reader.job_pods`` on a warm entry) and of one fill
   (a miss: list, strip, store) from 10 to 10,000 pods per job (100 other jobs of 64 pods cached),
   and from 10 to 1,000 jobs of 64 pods. Both should grow with the pods of the job read only.
@@ -45,7 +48,7 @@ import orjson
 from bench.common import BenchResult, Figure, per_call
 from bench.pods import realistic_job_pods
 from bench.raw_json import retained_bytes
-from hooks.server.config import MALLOC_ARENA_MAX
+from hooks.server.config import MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD
 from podread import JOB_LABEL, PodCache, PodSelector, Reader, ReadMetrics
 from podread.slim import evidence, slim
 from podread.watch import MAX_DEPARTED, WatchedPods
@@ -54,7 +57,7 @@ from tests.fakekube import make_job_pods
 NAMESPACE = "bench"
 POD_TARGET_MIB = 120.0
 """Issue 36 item 2: a whole hooks pod (gunicorn master and workers) holding 8,000 pods."""
-IMAGE_ENV = {"MALLOC_ARENA_MAX": str(MALLOC_ARENA_MAX)}
+IMAGE_ENV = {"MALLOC_ARENA_MAX": str(MALLOC_ARENA_MAX), "MALLOC_MMAP_THRESHOLD_": str(MALLOC_MMAP_THRESHOLD)}
 """What the image's environment adds (the Dockerfile's ``ENV``) that bears on memory."""
 LAYOUTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "as shipped": ((), IMAGE_ENV),
@@ -196,6 +199,8 @@ class ProcessMemory:
     role: str
     rss_kib: int
     pss_kib: int | None
+    pss_anon_kib: int | None = None
+    """The anonymous part of ``pss_kib`` (heap, stacks): shared only among the pod's own processes."""
 
 
 @dataclass
@@ -208,6 +213,8 @@ class PodMemory:
     watched_pods: float = 0.0
     """``podread_watch_pods`` summed over the workers (each worker's cache counts its own pods)."""
     syncs: int = 0
+    unique_kib: int | None = None
+    """The pages resident in the pod's processes, each physical page once (``unique_kib``)."""
 
     @property
     def workers(self) -> int:
@@ -222,15 +229,28 @@ class PodMemory:
         sizes = [p.pss_kib for p in self.processes]
         return None if not sizes or None in sizes else sum(s or 0 for s in sizes) / 1024
 
+    @property
+    def pss_anon_mib(self) -> float | None:
+        sizes = [p.pss_anon_kib for p in self.processes]
+        return None if not sizes or None in sizes else sum(s or 0 for s in sizes) / 1024
+
     def row(self) -> dict[str, Any]:
-        master = [p for p in self.processes if p.role == "master"]
-        workers = [p for p in self.processes if p.role == "worker"]
-        pss = self.pss_mib
-        return {"layout": " ".join(self.layout) or "as shipped", "workers": len(workers), "pods": self.pods,
+        """The table row: the pod's PSS sum first (what its cgroup is charged, each page once), its
+        anonymous part, the RSS sum beside it, then PSS / RSS by process."""
+        def mib(kib: int | None) -> str:
+            return "-" if kib is None else f"{kib / 1024:.1f}"
+
+        def by_role(role: str) -> str:
+            return ", ".join(f"{mib(p.pss_kib)} / {mib(p.rss_kib)}" for p in self.processes if p.role == role)
+
+        pss, anon = self.pss_mib, self.pss_anon_mib
+        return {"layout": " ".join(self.layout) or "as shipped", "workers": self.workers, "pods": self.pods,
                 "pods watched (sum)": int(self.watched_pods), "syncs": self.syncs,
-                "RSS MiB (pod)": round(self.rss_mib, 1), "PSS MiB (pod)": "-" if pss is None else round(pss, 1),
-                "master RSS MiB": round(sum(p.rss_kib for p in master) / 1024, 1),
-                "worker RSS MiB": ", ".join(f"{p.rss_kib / 1024:.1f}" for p in workers)}
+                "PSS MiB (pod)": "-" if pss is None else round(pss, 1),
+                "PSS anon MiB": "-" if anon is None else round(anon, 1),
+                "RSS MiB (pod)": round(self.rss_mib, 1),
+                "pages once MiB (pod)": "-" if self.unique_kib is None else round(self.unique_kib / 1024, 1),
+                "master PSS / RSS MiB": by_role("master"), "worker PSS / RSS MiB": by_role("worker")}
 
 
 def process_memory(pid: int, role: str) -> ProcessMemory | None:
@@ -242,11 +262,48 @@ def process_memory(pid: int, role: str) -> ProcessMemory | None:
         return None
     rss = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
     try:
-        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-        pss: int | None = next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:"))
-    except (OSError, StopIteration):
-        pss = None
-    return ProcessMemory(pid, role, rss, pss)
+        rollup = dict(line.split()[:2] for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
+    except (OSError, ValueError):
+        rollup = {}
+    pss, anon = rollup.get("Pss:"), rollup.get("Pss_Anon:")
+    return ProcessMemory(pid, role, rss, None if pss is None else int(pss), None if anon is None else int(anon))
+
+
+_PFN_MASK = (1 << 55) - 1
+_PAGE_PRESENT = 1 << 63
+
+
+def resident_pages(pid: int) -> set[int] | None:
+    """The physical page frames ``pid`` has resident (``/proc/<pid>/pagemap``: the present bit and the
+    frame number of every page of every mapping in ``/proc/<pid>/maps``), or ``None`` when the process
+    is gone or the frame numbers are hidden (the kernel shows them only to CAP_SYS_ADMIN: all zero)."""
+    frames: set[int] = set()
+    try:
+        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/pagemap", "rb", buffering=0) as pagemap:
+            for line in maps:
+                start, end = (int(part, 16) // 4096 for part in line.split(None, 1)[0].split("-"))
+                if line.rstrip().endswith("[vsyscall]"):
+                    continue
+                pagemap.seek(start * 8)
+                entries = memoryview(pagemap.read((end - start) * 8)).cast("Q")
+                frames.update(entry & _PFN_MASK for entry in entries if entry & _PAGE_PRESENT)
+    except OSError:
+        return None
+    return None if frames == {0} else frames
+
+
+def unique_kib(pids: Sequence[int]) -> int | None:
+    """The pages resident in any of ``pids``, each physical page once (the union of their frames):
+    what a cgroup holding only these processes is charged for their mapped memory, the shared
+    libraries' pages included however many other processes on the machine map them. ``None`` when a
+    process is gone or the frame numbers are hidden."""
+    union: set[int] = set()
+    for pid in pids:
+        frames = resident_pages(pid)
+        if frames is None:
+            return None
+        union |= frames
+    return len(union) * 4
 
 
 def pod_processes(master: int, workers: Sequence[int]) -> list[ProcessMemory]:
@@ -306,6 +363,7 @@ def hooks_pod_memory(pods: int = 8000, layout: Sequence[str] = (), extra_env: di
             result.watched_pods = _watched(server)
             result.syncs = sent[0]
             result.processes = pod_processes(server.pid, server.worker_pids())
+            result.unique_kib = unique_kib([p.pid for p in result.processes])
     return result
 
 
@@ -317,17 +375,21 @@ def _watched(server: Any) -> float:
 
 
 def pod_memory_figures(measured: Sequence[PodMemory]) -> list[Figure]:
-    """One figure per layout: the whole pod's RSS against the target, with PSS and the split in the note."""
+    """One figure per layout: the whole pod's PSS sum (what its cgroup is charged: each physical page
+    once, a page the master and a worker share split between them) against the target, or the RSS
+    sum where PSS cannot be read; the RSS sum and the split by process in the note."""
     figures = []
     for memory in measured:
         pss = memory.pss_mib
+        value, kind = (memory.rss_mib, "RSS") if pss is None else (pss, "PSS")
         figures.append(Figure(
-            f"hooks pod, {memory.pods:,} pods watched, {' '.join(memory.layout) or 'as shipped'}: RSS of "
-            f"master + {memory.workers} worker(s)", memory.rss_mib, "MiB", POD_TARGET_MIB, "target",
+            f"hooks pod, {memory.pods:,} pods watched, {' '.join(memory.layout) or 'as shipped'}: {kind} of "
+            f"master + {memory.workers} worker(s)", value, "MiB", POD_TARGET_MIB, "target",
             target=f"<= {POD_TARGET_MIB:g} MiB" if memory.pods >= 8000 else "",
-            met=memory.rss_mib <= POD_TARGET_MIB if memory.pods >= 8000 else None,
-            note=("PSS " + ("-" if pss is None else f"{pss:.1f} MiB") + "; RSS by process: "
-                  + ", ".join(f"{p.role} {p.rss_kib / 1024:.1f}" for p in memory.processes))))
+            met=value <= POD_TARGET_MIB if memory.pods >= 8000 else None,
+            note=(f"RSS {memory.rss_mib:.1f} MiB; PSS / RSS by process: "
+                  + ", ".join(f"{p.role} {'-' if p.pss_kib is None else f'{p.pss_kib / 1024:.1f}'}"
+                              f" / {p.rss_kib / 1024:.1f}" for p in memory.processes))))
     return figures
 
 

@@ -33,6 +33,15 @@ MALLOC_ARENA_MAX = 2
 process start, so it is set in the Dockerfile, not here): one worker's threads share 2 arenas instead
 of opening up to 8 per core, each keeping the memory it once held. Measured with 8,000 realistic pods
 watched and 5 clients (``python -m bench.cache_memory pod``): the worker 119 MiB instead of 131."""
+MALLOC_MMAP_THRESHOLD = 131072
+"""glibc's mmap threshold in the hook server, in bytes (the image's ``MALLOC_MMAP_THRESHOLD_``, read at
+process start like ``MALLOC_ARENA_MAX``): a block this large or larger (a list page's body, a large
+request or answer) gets pages of its own and gives them back when freed. glibc's default starts at
+the same 128 KiB but raises itself to the largest block freed so far (up to 32 MiB), after which such
+blocks come from the heap and their pages stay with the process once freed. Measured with 8,000
+realistic pods watched and 5 clients (``python -m bench.cache_memory pod``, BENCHMARKS.md section 4):
+``malloc_trim(0)`` in the worker gave back 7 MiB with the default and nothing with this set; the
+pod's PSS sum 119-126 MiB against 121-130 over three runs each."""
 ORJSON_MAX_DEPTH = 1024
 """orjson refuses documents nested deeper than this, so a configured depth above it would be a lie."""
 

@@ -32,16 +32,36 @@ One worker per pod (issue 36 item 2). Each worker builds its own Reader and cach
 ``production_app()`` (``preload_app = False``): nothing is shared across processes, so each worker
 is one more pod watch on the API server and one more copy of every NVCRE pod watched. The default is
 therefore 1 worker x 8 threads (``hooks.server.config.GUNICORN_WORKERS``/``GUNICORN_THREADS``; a large
-install 1 x 20, ``manifests-large/``): 8 >= Metacontroller's 5 concurrent calls, as before. Measured
-with 8,000 realistic pods watched (``python -m bench.cache_memory pod``): the whole pod (master +
-workers, VmRSS) 150 MiB against 338 MiB with 2 x 4 before (267 with 2 x 4 and the watch's smaller
-list pages, ``podread.watch.WATCH_PAGE_SIZE``). The CPU is not the limit: the steady load at
-1,000 Jobs is about 33 syncs/s over two replicas, and one worker answered 300-390 syncs/s at 5-20
-concurrent callers on this shared machine (2 workers: 300-570 in the same minutes; ``bench
-sync_http``). What one process costs (a crash fails all the pod's calls in flight; a long CPU-bound
-call slows the others through the GIL) and why availability rests on the 2 replicas and the PDB
-instead: docs/operations.md, "One worker per pod". ``WEB_CONCURRENCY``, ``--workers`` and
-``GUNICORN_CMD_ARGS`` still set more workers; everything here works with any number.
+install 1 x 20, ``manifests-large/``): 8 >= Metacontroller's 5 concurrent calls, as before. The CPU is
+not the limit: the steady load at 1,000 Jobs is about 33 syncs/s over two replicas, and one worker
+answered 300-390 syncs/s at 5-20 concurrent callers on this shared machine (2 workers: 300-570 in the
+same minutes; ``bench sync_http``). What one process costs (a crash fails all the pod's calls in
+flight; a long CPU-bound call slows the others through the GIL) and why availability rests on the 2
+replicas and the PDB instead: docs/operations.md, "One worker per pod". ``WEB_CONCURRENCY``,
+``--workers`` and ``GUNICORN_CMD_ARGS`` still set more workers; everything here works with any number.
+
+Memory (issue 36 item 2; ``python -m bench.cache_memory pod``, BENCHMARKS.md section 4). A pod's
+cgroup is charged each physical page once, so the pod's figure is the PSS of its processes summed
+(a page master and worker share is split between them), not their RSS summed (which counts it
+twice). With 8,000 realistic pods watched and 5 callers: 118-120 MiB PSS over three runs (the
+master 20, the worker 98-100; 124-127 before the last two items below), against 144-146 MiB of RSS;
+the pod's pages counted once each with the shared libraries' code in full (a pod alone on a node)
+130-132 MiB. What keeps it there:
+
+- one worker (above): a second one was about 95 MiB PSS more;
+- ``gc.freeze()`` in ``pre_fork``: the worker's collections do not walk, and so do not copy, the
+  objects it inherits from the master (3-4 MiB);
+- the image's ``MALLOC_ARENA_MAX=2`` and ``MALLOC_MMAP_THRESHOLD_=131072``
+  (``hooks.server.config``): fewer malloc arenas, and large blocks (the watch's list pages) give
+  their pages back when freed.
+
+Importing the app's modules (Flask, the kubernetes client, the hooks) in the master before the fork,
+for the worker to share them, was measured and is not done: the worker's reference counts write to
+those pages, so most of them are copied anyway, and with one worker nothing was duplicated to begin
+with: the pod's PSS was 5-6 MiB more (128-130 MiB); with 2 workers 7 MiB less (209 against 216).
+What remains is the interpreter and its libraries before any pod (92 MiB PSS with 64 pods: the
+worker 72, of which the kubernetes client with pydantic, oauthlib and requests about 17; the master
+20, gunicorn and the metrics port) and about 3.3 KB per pod watched.
 
 Metrics are served apart from the hooks: the master serves
 ``GET /metrics`` on ``NVCRE_METRICS_PORT`` (default 9090, on the host of the first ``--bind``
@@ -85,6 +105,7 @@ msgspec conversion at once, which replaced a worker in tests/server/test_load.py
 from __future__ import annotations
 
 import atexit
+import gc
 import glob
 import os
 import shutil
@@ -163,7 +184,7 @@ def on_starting(server: Any) -> None:
     creates a temporary directory (removed on exit) and exports it, so the workers write their
     values there and the master's metrics port reads them (also with one worker: the master is
     another process). Runs before anything here imports prometheus_client, which picks its
-    multiprocess mode at import.
+    multiprocess mode at import (so the master imports no more than it needs: see "Memory" above).
     """
     global _owned_metrics_dir
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
@@ -181,6 +202,16 @@ def on_starting(server: Any) -> None:
         atexit.register(_remove_owned_metrics_dir, os.getpid())
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         server.log.info("prometheus multiprocess metrics in %s", os.environ["PROMETHEUS_MULTIPROC_DIR"])
+
+
+def pre_fork(server: Any, worker: Any) -> None:
+    """In the master, right before it forks a worker: moves every object the master holds into the
+    garbage collector's permanent generation (``gc.freeze``), so that the worker's collections do not
+    walk them. A walk writes to each object's header, and the kernel then copies every page of the
+    master's that holds one into the worker: pages the two processes shared become two (see "Memory"
+    above). The master's own objects made until then are never collected (gunicorn and the metrics
+    port: made once, kept for the master's life)."""
+    gc.freeze()
 
 
 def when_ready(server: Any) -> None:

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from hooks.server.config import MALLOC_ARENA_MAX, Settings
+from hooks.server.config import MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD, Settings
 from podread.cache import DEFAULT_TTL_SECONDS
 from podread.live import DEFAULT_TIMEOUT_SECONDS
 from tests.cluster.controlplane import ControlPlane
@@ -79,9 +79,11 @@ PRODUCTION_ENV = {
     "NVCRE_API_TIMEOUT_SECONDS": f"{DEFAULT_TIMEOUT_SECONDS:g}",
     "NVCRE_LOG_LEVEL": Settings().log_level,
     "MALLOC_ARENA_MAX": str(MALLOC_ARENA_MAX),
+    "MALLOC_MMAP_THRESHOLD_": str(MALLOC_MMAP_THRESHOLD),
 }
 """The hooks' own defaults (hooks/server config, docs/operations.md section 2), set explicitly so that
-HookServer's short test timeouts do not apply, and the image's ``MALLOC_ARENA_MAX`` (the Dockerfile)."""
+HookServer's short test timeouts do not apply, and the image's ``MALLOC_ARENA_MAX`` and
+``MALLOC_MMAP_THRESHOLD_`` (the Dockerfile)."""
 
 OWN_ENV = ("NVCRE_HOOK_TOKEN_FILE", "NVCRE_HOOK_PREVIOUS_TOKEN_FILE")
 """``NVCRE_*`` that make dev sets itself: the token it created is the one the stand-in sends."""

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 
-from hooks.server.config import MALLOC_ARENA_MAX
+from hooks.server.config import MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -135,6 +135,8 @@ def test_final_stage_environment(stages: list) -> None:
     assert env.get("PYTHONDONTWRITEBYTECODE") == "1"
     assert env.get("PYTHONUNBUFFERED") == "1"
     assert env.get("MALLOC_ARENA_MAX") == str(MALLOC_ARENA_MAX), "the value hooks/server/config.py measured"
+    # glibc reads MALLOC_MMAP_THRESHOLD_ with the trailing underscore; without it the variable is ignored
+    assert env.get("MALLOC_MMAP_THRESHOLD_") == str(MALLOC_MMAP_THRESHOLD), "the value hooks/server/config.py measured"
     assert of(stages[-1], "EXPOSE") == ["8080 9090"]
 
 

@@ -320,6 +320,34 @@ def test_worker_exit_closes_the_workers_reader_so_its_pod_watch_stops() -> None:
     conf["worker_exit"](None, object())  # a worker without an app (it failed to boot): nothing to close
 
 
+def test_the_master_freezes_its_objects_before_each_fork_and_imports_no_part_of_the_app() -> None:
+    """``pre_fork`` (in the master, right before each fork) moves the master's objects into the
+    garbage collector's permanent generation, so a worker's collections do not walk and copy the pages
+    it shares with the master; and ``on_starting`` leaves the app's modules (Flask, the kubernetes
+    client, the hooks) to the worker: imported in the master they made the pod larger (the conf's
+    "Memory"). In a fresh interpreter, as the master is, so that this process is not frozen."""
+    code = (
+        "import gc, logging, runpy, sys\n"
+        "conf = runpy.run_path('hooks/server/gunicorn.conf.py')\n"
+        "class Server:\n"
+        "    log = logging.getLogger('test')\n"
+        "    class app:\n"
+        "        app_uri = 'hooks.wsgi:production_app()'\n"
+        "conf['on_starting'](Server())\n"
+        "print(sorted(m for m in ('flask', 'kubernetes', 'hooks.wsgi', 'podread') if m in sys.modules))\n"
+        "before = gc.get_freeze_count()\n"
+        "conf['pre_fork'](Server(), object())\n"
+        "print(before, gc.get_freeze_count())\n"
+        "conf['on_exit'](Server())\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NVCRE_", "PROMETHEUS_"))}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    imported, counts = done.stdout.splitlines()
+    assert imported == "[]", f"the master imported {imported}"
+    before, after = map(int, counts.split())
+    assert before == 0 and after > 1000, (before, after)  # every object of the master, gunicorn's config's included
+
+
 @pytest.mark.parametrize("taken", ["hooks", "metrics"])
 def test_a_failed_boot_leaves_no_temporary_metrics_directory(tmp_path: Path, taken: str) -> None:
     """A port that cannot be bound stops the server at start-up (the hook port: gunicorn

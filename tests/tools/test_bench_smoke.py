@@ -79,7 +79,35 @@ def test_process_memory_reads_rss_and_pss_of_a_live_process_and_none_of_a_gone_o
         cache_memory.ProcessMemory(1, "master", 1024, 512), cache_memory.ProcessMemory(2, "worker", 2048, 1024),
         cache_memory.ProcessMemory(3, "worker", 3072, None)])
     assert memory.workers == 2 and memory.rss_mib == 6.0 and memory.pss_mib is None  # one PSS unknown: no sum
-    assert memory.row()["worker RSS MiB"] == "2.0, 3.0"
+    assert memory.row()["worker PSS / RSS MiB"] == "1.0 / 2.0, - / 3.0"
+    assert me.pss_anon_kib is None or 0 <= me.pss_anon_kib <= (me.pss_kib or 0)
+
+
+def test_unique_kib_counts_a_page_two_processes_share_once() -> None:
+    """Two interpreters map the same libpython and libc pages: counted by frame number, the pages of
+    both are fewer than their RSS summed and at least the larger one's. Without CAP_SYS_ADMIN the
+    frame numbers read as zero and the count is ``None``, not a wrong number."""
+    import subprocess
+    import sys
+    import time
+
+    children = [subprocess.Popen([sys.executable, "-c", "import sys, time; print(1, flush=True); time.sleep(30)"],
+                                 stdout=subprocess.PIPE) for _ in range(2)]
+    try:
+        for child in children:
+            assert child.stdout is not None and child.stdout.readline().strip() == b"1"
+        time.sleep(0.1)
+        memories = [cache_memory.process_memory(child.pid, "worker") for child in children]
+        both = cache_memory.unique_kib([child.pid for child in children])
+        rss = [m.rss_kib for m in memories if m is not None]
+        assert len(rss) == 2
+        if both is not None:
+            assert max(rss) <= both + 64 and both < sum(rss), (both, rss)
+        assert cache_memory.unique_kib([2**22 + 7]) is None  # a process that is gone
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
 
 
 @pytest.mark.slow
@@ -93,4 +121,9 @@ def test_hooks_pod_memory_sums_the_master_and_every_worker_once_their_watches_ho
     assert two.workers == 2 and two.watched_pods == 256, two.row()  # each worker its own cache
     assert two.rss_mib > one.rss_mib
     [figure, _] = cache_memory.pod_memory_figures([one, two])
-    assert figure.unit == "MiB" and figure.value == one.rss_mib and figure.met is None  # no target under 8,000 pods
+    # the pod's PSS sum (each page once) is the figure; the RSS sum, counting shared pages twice, is not less
+    assert one.pss_mib is not None and one.pss_mib <= one.rss_mib
+    # every page once, the shared libraries' in full: never less than the PSS sum, which gives the pod
+    # only its part of a page other processes on the machine map too
+    assert one.unique_kib is None or one.pss_mib - 1 <= one.unique_kib / 1024 <= one.rss_mib + 1
+    assert figure.unit == "MiB" and figure.value == one.pss_mib and figure.met is None  # no target under 8,000 pods
