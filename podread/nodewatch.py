@@ -39,12 +39,11 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from podread.errors import PodReadError
 from podread.live import DEFAULT_PAGE_SIZE, PagedList, http_error, list_items, transport_error
 from podread.metrics import ReadMetrics, default_metrics
 from podread.nodes import Node, NodeState, node_state, slim_node
 from podread.selector import PodSelector
-from podread.watch import Backoff, Reflector, WatchCounters, _version
+from podread.watch import Backoff, Reflector, WatchCounters, _version, reached
 
 log = logging.getLogger("podread")
 
@@ -205,10 +204,8 @@ class WatchedNodes:
     def progress(self, resource_version: str, sent_at: float) -> bool:
         """A consistent list sent at ``sent_at`` saw ``resource_version``: when the watch has reached
         it, confirms the store as of ``sent_at`` and returns True; otherwise nothing changes."""
-        wanted = _version(resource_version)
         with self._lock:
-            position = _version(self.resource_version)
-            if not self._synced or wanted is None or position is None or position < wanted:
+            if not self._synced or not reached(self.resource_version, resource_version):
                 return False
             if self._confirmed_at is None or sent_at > self._confirmed_at:
                 self._confirmed_at = sent_at
@@ -305,16 +302,7 @@ class NodeWatch(Reflector):
         age = self.store.staleness()
         if age is None or age < self.store.max_staleness / 2:
             return None
-        sent_at = self.store.now()
-        try:
-            version = self._client.current_version()
-        except PodReadError as error:
-            self._counters.count(self._counters.nudges, "error")
-            log.debug("%s: the nudge failed: %s", self.name, error)
-            return None
-        confirmed = self.store.progress(version, sent_at)
-        self._counters.count(self._counters.nudges, "confirmed" if confirmed else "behind")
-        return confirmed
+        return self._nudge_by_list()
 
     def _list(self) -> tuple[list[Any], str]:
         """Every Node, kept (``kept``), and the list's resourceVersion."""
@@ -322,6 +310,9 @@ class NodeWatch(Reflector):
 
     def _open(self, resource_version: str) -> Any:
         return self._client.open_watch(resource_version, self.watch_seconds)
+
+    def _current_version(self) -> str:
+        return self._client.current_version()
 
     def _apply(self, kind: str, obj: dict[str, Any], live: bool) -> bool:
         """The Node as the event shows it (``WatchedNodes.apply`` keeps what it needs)."""

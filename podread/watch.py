@@ -96,6 +96,14 @@ def _version(value: Any) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def reached(position: str, wanted: str) -> bool:
+    """Whether a watch at resourceVersion ``position`` has seen everything up to ``wanted`` (what a
+    consistent list answered): both are numbers and ``position`` is not below ``wanted``. A
+    resourceVersion that is not a number cannot be compared: False (nothing is confirmed by it)."""
+    at, needed = _version(position), _version(wanted)
+    return at is not None and needed is not None and at >= needed
+
+
 def _size(pod: Pod) -> int:
     return len(orjson.dumps(pod))
 
@@ -221,10 +229,8 @@ class WatchedPods:
         ``sent_at`` (on ``clock``). When the watch has already reached it, nothing the server held
         then is missing here: confirms the store as of ``sent_at`` and returns True. Otherwise the
         watch is behind that list (or cannot be compared) and nothing is confirmed."""
-        wanted = _version(resource_version)
         with self._lock:
-            position = _version(self.resource_version)
-            if not self._synced or wanted is None or position is None or position < wanted:
+            if not self._synced or not reached(self.resource_version, resource_version):
                 return False
             if self._confirmed_at is None or sent_at > self._confirmed_at:
                 self._confirm(sent_at)
@@ -507,6 +513,11 @@ class Reflector:
         """The threads ``stop`` joins."""
         raise NotImplementedError
 
+    def _current_version(self) -> str:
+        """The API server's resourceVersion from one consistent list of at most one object; raises
+        ``PodReadError``."""
+        raise NotImplementedError
+
     def nudge(self) -> bool | None:
         """Confirms a quiet watch when it needs it; returns whether it did (``None``: not needed, or failed)."""
         raise NotImplementedError
@@ -539,6 +550,21 @@ class Reflector:
                 self.nudge()
             except Exception:  # the nudge is an optimisation: never let it end the process' watch
                 log.exception("%s: unexpected error in the nudge", self.name)
+
+    def _nudge_by_list(self) -> bool | None:
+        """One consistent list of at most one object (``_current_version``), sent now, then the store's
+        ``progress``. Returns whether that confirmed the store (``confirmed``; False: ``behind``, the
+        watch has not reached that resourceVersion yet), or ``None`` when the list failed (``error``)."""
+        sent_at = self.store.now()
+        try:
+            version = self._current_version()
+        except PodReadError as error:
+            self._counters.count(self._counters.nudges, "error")
+            log.debug("%s: the nudge failed: %s", self.name, error)
+            return None
+        confirmed = self.store.progress(version, sent_at)
+        self._counters.count(self._counters.nudges, "confirmed" if confirmed else "behind")
+        return confirmed
 
     # -- the loop ----------------------------------------------------------------------------------
 
@@ -751,16 +777,7 @@ class PodWatch(Reflector):
                 self._counters.count(self._counters.nudges, "by-peer")
                 if (self.store.staleness() or 0.0) < self.nudge_after:
                     return True
-        sent_at = self.store.now()
-        try:
-            version = self._live.current_version(self.selector)
-        except PodReadError as error:
-            self._counters.count(self._counters.nudges, "error")
-            log.debug("%s: the nudge failed: %s", self.name, error)
-            return None
-        confirmed = self.store.progress(version, sent_at)
-        self._counters.count(self._counters.nudges, "confirmed" if confirmed else "behind")
-        return confirmed
+        return self._nudge_by_list()
 
     # -- what the loop lists, opens and applies -------------------------------------------------
 
@@ -770,6 +787,9 @@ class PodWatch(Reflector):
 
     def _open(self, resource_version: str) -> Any:
         return self._live.open_watch(self.selector, resource_version, self.watch_seconds)
+
+    def _current_version(self) -> str:
+        return self._live.current_version(self.selector)
 
     def _apply(self, kind: str, obj: dict[str, Any], live: bool) -> bool:
         """The pod slim; a DELETED one also as its evidence (``WatchedPods.apply``'s ``last_seen``)."""
