@@ -30,6 +30,7 @@ import kubernetes
 import orjson
 
 from podread import JOB_LABEL
+from tests.cluster.informers import stream_events
 from tests.cluster.kube import SERVER_ERRORS
 from tests.cluster.world import attempt_of_pod
 
@@ -56,18 +57,12 @@ Lister = Callable[..., Any]
 
 
 def watch_events(lister: Lister, resource_version: str, timeout: int = WATCH_SECONDS) -> Iterator[Obj]:
-    """The events of one watch request made with ``lister`` (raw JSON, one per line), from
+    """The events of one watch request made with ``lister`` (``tests.cluster.informers.stream_events``), from
     ``resource_version``, with bookmarks; ends when the server ends it (``timeout`` seconds)."""
     response = lister(watch=True, allow_watch_bookmarks=True, resource_version=resource_version,
                       timeout_seconds=timeout, _preload_content=False, _request_timeout=(5, timeout + 30))
-    buffer = b""
     try:
-        for chunk in response.stream(1 << 16, decode_content=True):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                if line.strip():
-                    yield orjson.loads(line)
+        yield from stream_events(response)  # a half-sent last event is dropped: the next request resumes
     finally:
         response.release_conn()
 

@@ -11,8 +11,9 @@ request at all. Three parts (and ``kept``: what it keeps of a Node):
   taints and its ``Ready`` condition, nothing else), its resourceVersion, and when the watch last
   confirmed it (the list, a bookmark, an event past a request's first bookmark, or a nudge);
 - ``NodeWatch``: the thread that lists, then watches from the list's resourceVersion, resumes after
-  an error (``podread.watch.Backoff``), lists again on 410 Gone, and nudges a quiet watch (one
-  consistent list of at most one Node: ``WatchedNodes.progress``).
+  an error (``podread.watch.Backoff``), lists again on 410 Gone (the pod watch's loop:
+  ``podread.watch.Reflector``), and nudges a quiet watch (one consistent list of at most one Node:
+  ``WatchedNodes.progress``).
 
 The rule: a state from the watch may only delay, never license. ``WatchedNodes.answer`` answers a
 name only while the watch is synced and confirmed less than ``max_staleness`` seconds ago, and only
@@ -38,12 +39,11 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from podread.errors import ApiError, PodReadError
 from podread.live import DEFAULT_PAGE_SIZE, PagedList, http_error, list_items, transport_error
 from podread.metrics import ReadMetrics, default_metrics
 from podread.nodes import Node, NodeState, node_state, slim_node
 from podread.selector import PodSelector
-from podread.watch import Backoff, _Expired, _shut, _version, events
+from podread.watch import Backoff, Reflector, WatchCounters, _version, reached
 
 log = logging.getLogger("podread")
 
@@ -204,10 +204,8 @@ class WatchedNodes:
     def progress(self, resource_version: str, sent_at: float) -> bool:
         """A consistent list sent at ``sent_at`` saw ``resource_version``: when the watch has reached
         it, confirms the store as of ``sent_at`` and returns True; otherwise nothing changes."""
-        wanted = _version(resource_version)
         with self._lock:
-            position = _version(self.resource_version)
-            if not self._synced or wanted is None or position is None or position < wanted:
+            if not self._synced or not reached(self.resource_version, resource_version):
                 return False
             if self._confirmed_at is None or sent_at > self._confirmed_at:
                 self._confirmed_at = sent_at
@@ -249,7 +247,7 @@ class WatchedNodes:
         self._metrics.node_watch_nodes.set(len(self))
 
 
-class NodeWatch:
+class NodeWatch(Reflector):
     """The thread that keeps a ``WatchedNodes`` current: list, watch, resume; list again on 410.
 
     Reads ``client.list_nodes`` then ``client.open_watch`` from the list's resourceVersion (requests
@@ -262,28 +260,25 @@ class NodeWatch:
     joins the threads. The watch never answers a read itself: ``read_states`` asks the store.
     """
 
+    ERROR_PREFIX = "node watch"
+
     def __init__(self, client: Any, store: WatchedNodes, *, watch_seconds: int = NODE_WATCH_SECONDS,
                  backoff: Backoff | None = None, metrics: ReadMetrics | None = None,
                  nudge_every: float | None = 5.0) -> None:
         self._client = client
-        self.store = store
-        self.watch_seconds = watch_seconds
-        self.nudge_every = nudge_every
-        self._backoff = backoff or Backoff()
-        self._metrics = metrics or default_metrics()
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
+        metrics = metrics or default_metrics()
+        super().__init__(store, name="node watch", watch_seconds=watch_seconds, backoff=backoff,
+                         counters=WatchCounters(metrics.node_watch_lists, metrics.node_watch_events,
+                                                metrics.node_watch_restarts, metrics.node_watch_nudges),
+                         nudge_every=nudge_every)
         self._threads: list[threading.Thread] = []
-        self._pid = os.getpid()
-        self._response: Any = None
-        self._relist = True
 
     def start(self) -> None:
         """Starts the threads unless they run in this process already."""
         with self._lock:
             if self._pid != os.getpid():  # a forked child: the parent's threads and nodes are not ours
-                self._pid, self._threads, self._response, self._relist = os.getpid(), [], None, True
-                self.store.reset()
+                self._forget_parent()
+                self._threads = []
             if self._stop.is_set() or any(t.is_alive() for t in self._threads):
                 return
             self._threads = [threading.Thread(target=self._run, name="podread-node-watch", daemon=True)]
@@ -297,17 +292,8 @@ class NodeWatch:
         """Whether the watch thread runs in this process."""
         return self._pid == os.getpid() and bool(self._threads) and self._threads[0].is_alive()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """No further request; the open one is shut and the threads joined."""
-        self._stop.set()
-        with self._lock:
-            response = self._response
-        if response is not None:
-            _shut(response)
-        if self._pid == os.getpid():
-            for thread in self._threads:
-                if thread is not threading.current_thread():
-                    thread.join(timeout)
+    def _joinable(self) -> tuple[threading.Thread | None, ...]:
+        return tuple(self._threads)
 
     def nudge(self) -> bool | None:
         """When the store is synced and unconfirmed for half ``max_staleness`` or more: one list of at
@@ -316,108 +302,18 @@ class NodeWatch:
         age = self.store.staleness()
         if age is None or age < self.store.max_staleness / 2:
             return None
-        sent_at = self.store.now()
-        try:
-            version = self._client.current_version()
-        except PodReadError as error:
-            self._metrics.node_watch_nudges.labels("error").inc()
-            log.debug("node watch: the nudge failed: %s", error)
-            return None
-        confirmed = self.store.progress(version, sent_at)
-        self._metrics.node_watch_nudges.labels("confirmed" if confirmed else "behind").inc()
-        return confirmed
+        return self._nudge_by_list()
 
-    def _nudge_loop(self) -> None:
-        assert self.nudge_every is not None
-        while not self._stop.wait(self.nudge_every):
-            try:
-                self.nudge()
-            except Exception:  # an optimisation: never let it end the process' watch
-                log.exception("node watch: unexpected error in the nudge")
+    def _list(self) -> tuple[list[Any], str]:
+        """Every Node, kept (``kept``), and the list's resourceVersion."""
+        return self._client.list_nodes()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.cycle()
-            except Exception:  # never let the thread die: reads fall back to the TTL cache and GETs
-                log.exception("node watch: unexpected error")
-                self._stop.wait(self._backoff.next())
+    def _open(self, resource_version: str) -> Any:
+        return self._client.open_watch(resource_version, self.watch_seconds)
 
-    def cycle(self) -> str:
-        """One list (when needed) and one watch request, to its end. Returns how it ended:
-        ``ended``, ``expired``, ``error``, ``list-failed`` or ``stopped``."""
-        if self._relist:
-            listed_at = self.store.now()
-            try:
-                nodes, version = self._client.list_nodes()
-            except PodReadError as error:
-                self._metrics.node_watch_lists.labels("error").inc()
-                log.warning("node watch: the list failed: %s", error)
-                self._stop.wait(self._backoff.next())
-                return "list-failed"
-            self._metrics.node_watch_lists.labels("ok").inc()
-            self.store.replace(nodes, version, listed_at)
-            self._relist = False
-            self._backoff.reset()
-        if self._stop.is_set():
-            return "stopped"
-        reason = self._watch()
-        if self._stop.is_set():
-            return "stopped"
-        self._metrics.node_watch_restarts.labels(reason).inc()
-        if reason == "expired":
-            self._relist = True
-        elif reason == "error":
-            self._stop.wait(self._backoff.next())
-        return reason
+    def _current_version(self) -> str:
+        return self._client.current_version()
 
-    def _watch(self) -> str:
-        """One watch request from the store's resourceVersion, applied event by event."""
-        try:
-            response = self._client.open_watch(self.store.resource_version, self.watch_seconds)
-        except ApiError as error:
-            if error.status == 410:
-                return "expired"
-            log.warning("node watch: %s", error)
-            return "error"
-        with self._lock:
-            self._response = response
-        if self._stop.is_set():
-            _shut(response)
-            return "stopped"
-        try:
-            live = False  # the request's backlog, until its first bookmark
-            for event in events(response):
-                live = self._handle(event, live)
-                self._backoff.reset()
-            return "ended"
-        except _Expired:
-            return "expired"
-        except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
-            if not self._stop.is_set():
-                log.warning("node watch: the stream broke: %s", error)
-            return "error"
-        finally:
-            with self._lock:
-                self._response = None
-            _shut(response)
-
-    def _handle(self, event: dict[str, Any], live: bool) -> bool:
-        """Applies one event; returns whether the request is past its first bookmark."""
-        kind = str(event.get("type", ""))
-        obj = event["object"]
-        if kind == "BOOKMARK":
-            self.store.bookmark(str((obj.get("metadata") or {}).get("resourceVersion") or ""))
-            self._metrics.node_watch_events.labels(kind, "applied").inc()
-            return True
-        if kind == "ERROR":
-            self._metrics.node_watch_events.labels(kind, "applied").inc()
-            if obj.get("code") == 410:
-                raise _Expired(str(obj.get("message", "")))
-            raise ApiError(f"node watch: ERROR event {obj.get('code')} {obj.get('reason')}: {obj.get('message')}",
-                           status=obj.get("code") if isinstance(obj.get("code"), int) else None)
-        if kind not in ("ADDED", "MODIFIED", "DELETED"):
-            raise ApiError(f"node watch: unknown event type {kind[:40]!r}", code="invalid-json")
-        applied = self.store.apply(kind, obj, confirm=live)
-        self._metrics.node_watch_events.labels(kind, "applied" if applied else "ignored").inc()
-        return live
+    def _apply(self, kind: str, obj: dict[str, Any], live: bool) -> bool:
+        """The Node as the event shows it (``WatchedNodes.apply`` keeps what it needs)."""
+        return self.store.apply(kind, obj, confirm=live)

@@ -6,6 +6,9 @@ Two parts, kept apart so the first can be tested without I/O:
 - ``PodWatch``: the thread that lists the scope's pods, then watches from the list's
   resourceVersion through the ``LiveClient``'s kubernetes client, feeding a ``WatchedPods``.
 
+Its loop (list, watch, resume, relist on 410, the first bookmark that makes a request live) is
+``Reflector``'s, the one home of that loop, which ``podread.nodewatch.NodeWatch`` runs too.
+
 The TTL stays the staleness bound: ``WatchedPods.answer`` answers a key only while the watch
 confirmed its pods less than ``ttl_seconds`` ago: the list itself, a bookmark, an event of a watch
 request past its first bookmark (the events before it may replay the past), or a nudge. When the
@@ -36,7 +39,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 import urllib3
@@ -48,6 +51,8 @@ from podread.selector import Pod, PodSelector, tells_a_failure
 from podread.slim import evidence, slim
 
 if TYPE_CHECKING:  # the watch takes its live client as given: importing it would load the kubernetes client
+    from prometheus_client import Counter
+
     from podread.live import VersionedLister
 
 log = logging.getLogger("podread")
@@ -89,6 +94,14 @@ def _version(value: Any) -> int | None:
     """A resourceVersion as a number, or ``None`` when it is not one (then it is never compared)."""
     text = str(value or "")
     return int(text) if text.isdigit() else None
+
+
+def reached(position: str, wanted: str) -> bool:
+    """Whether a watch at resourceVersion ``position`` has seen everything up to ``wanted`` (what a
+    consistent list answered): both are numbers and ``position`` is not below ``wanted``. A
+    resourceVersion that is not a number cannot be compared: False (nothing is confirmed by it)."""
+    at, needed = _version(position), _version(wanted)
+    return at is not None and needed is not None and at >= needed
 
 
 def _size(pod: Pod) -> int:
@@ -216,10 +229,8 @@ class WatchedPods:
         ``sent_at`` (on ``clock``). When the watch has already reached it, nothing the server held
         then is missing here: confirms the store as of ``sent_at`` and returns True. Otherwise the
         watch is behind that list (or cannot be compared) and nothing is confirmed."""
-        wanted = _version(resource_version)
         with self._lock:
-            position = _version(self.resource_version)
-            if not self._synced or wanted is None or position is None or position < wanted:
+            if not self._synced or not reached(self.resource_version, resource_version):
                 return False
             if self._confirmed_at is None or sent_at > self._confirmed_at:
                 self._confirm(sent_at)
@@ -432,6 +443,229 @@ def _event(line: bytes) -> dict[str, Any]:
     return event
 
 
+class WatchCounters(NamedTuple):
+    """The counters a ``Reflector`` counts in, and the labels before each one's own (the pod watch's
+    ``scope``; none for the Node watch): ``lists{...,outcome}``, ``events{...,type,outcome}``,
+    ``restarts{...,reason}``, ``nudges{...,outcome}``."""
+
+    lists: Counter
+    events: Counter
+    restarts: Counter
+    nudges: Counter
+    labels: tuple[str, ...] = ()
+
+    def count(self, counter: Counter, *labels: str) -> None:
+        """Adds one to ``counter``'s child for this watch's labels, then ``labels``."""
+        counter.labels(*self.labels, *labels).inc()
+
+
+class Reflector:
+    """The list-then-watch loop one watch thread runs (``PodWatch``, ``podread.nodewatch.NodeWatch``):
+    one home for how a watch lists, resumes, relists and shuts.
+
+    Reads: ``_list`` (every object, and the list's resourceVersion), then ``_open`` from the store's
+    resourceVersion (a streaming watch request with bookmarks, ``watch_seconds`` long), event by event.
+    Decides, per request's end: ``ended`` (the server ended it: resume at once), ``expired`` (410 Gone,
+    as an HTTP answer or an ERROR event: list again), ``error`` (any other HTTP, transport, stream or
+    ERROR-event failure: wait ``backoff``, resume from the last resourceVersion seen); a failed list is
+    retried after ``backoff``. A BOOKMARK confirms the store and makes the request live: only the
+    events after a request's first bookmark confirm the store (``_apply``'s ``live``); before it they
+    may replay the past. Counted in ``counters``; logged as ``name``. What differs per watch is given
+    by the subclass: ``_list``, ``_open``, ``_apply``, ``nudge``, ``_joinable`` (its threads) and ``start``.
+    ``stop`` shuts the open request from any thread and joins the threads.
+
+    The store (``WatchedPods``, ``WatchedNodes``) gives ``now``, ``replace(objects, version,
+    listed_at)``, ``bookmark(version)`` and ``resource_version``.
+    """
+
+    ERROR_PREFIX = "watch"
+    """How an ``ApiError`` from an ERROR event or an unknown event type begins."""
+
+    def __init__(self, store: Any, *, name: str, watch_seconds: int, backoff: Backoff | None,
+                 counters: WatchCounters, nudge_every: float | None) -> None:
+        self.store = store
+        self.name = name
+        self.watch_seconds = watch_seconds
+        self.nudge_every = nudge_every
+        self._backoff = backoff or Backoff()
+        self._counters = counters
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._response: Any = None
+        self._relist = True
+
+    # -- what a watch gives ------------------------------------------------------------------------
+
+    def _list(self) -> tuple[list[Any], str]:
+        """Every object the watch keeps and the list's resourceVersion; raises ``PodReadError``."""
+        raise NotImplementedError
+
+    def _open(self, resource_version: str) -> Any:
+        """The streaming watch response from ``resource_version``; raises ``ApiError`` (410 included)."""
+        raise NotImplementedError
+
+    def _apply(self, kind: str, obj: dict[str, Any], live: bool) -> bool:
+        """Applies one ADDED, MODIFIED or DELETED event to the store; returns whether it changed it."""
+        raise NotImplementedError
+
+    def _joinable(self) -> tuple[threading.Thread | None, ...]:
+        """The threads ``stop`` joins."""
+        raise NotImplementedError
+
+    def _current_version(self) -> str:
+        """The API server's resourceVersion from one consistent list of at most one object; raises
+        ``PodReadError``."""
+        raise NotImplementedError
+
+    def nudge(self) -> bool | None:
+        """Confirms a quiet watch when it needs it; returns whether it did (``None``: not needed, or failed)."""
+        raise NotImplementedError
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def _forget_parent(self) -> None:
+        """In a forked child (the parent's threads and objects are not ours): this process' watch
+        starts anew, with an empty store and a list. The caller holds ``_lock`` and drops its threads."""
+        self._pid, self._response, self._relist = os.getpid(), None, True
+        self.store.reset()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stops the watch: no further request, the open one is shut, the threads joined."""
+        self._stop.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            _shut(response)
+        if self._pid == os.getpid():
+            for thread in self._joinable():
+                if thread is not None and thread is not threading.current_thread():
+                    thread.join(timeout)
+
+    def _nudge_loop(self) -> None:
+        """Every ``nudge_every`` seconds until stopped: ``nudge`` (an error is logged, never raised)."""
+        assert self.nudge_every is not None
+        while not self._stop.wait(self.nudge_every):
+            try:
+                self.nudge()
+            except Exception:  # the nudge is an optimisation: never let it end the process' watch
+                log.exception("%s: unexpected error in the nudge", self.name)
+
+    def _nudge_by_list(self) -> bool | None:
+        """One consistent list of at most one object (``_current_version``), sent now, then the store's
+        ``progress``. Returns whether that confirmed the store (``confirmed``; False: ``behind``, the
+        watch has not reached that resourceVersion yet), or ``None`` when the list failed (``error``)."""
+        sent_at = self.store.now()
+        try:
+            version = self._current_version()
+        except PodReadError as error:
+            self._counters.count(self._counters.nudges, "error")
+            log.debug("%s: the nudge failed: %s", self.name, error)
+            return None
+        confirmed = self.store.progress(version, sent_at)
+        self._counters.count(self._counters.nudges, "confirmed" if confirmed else "behind")
+        return confirmed
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.cycle()
+            except Exception:  # never let the thread die: reads fall back to lists and GETs meanwhile
+                log.exception("%s: unexpected error", self.name)
+                self._pause()
+
+    def cycle(self) -> str:
+        """One list (when needed) and one watch request, to its end. Returns how it ended:
+        ``ended``, ``expired``, ``error``, ``list-failed`` or ``stopped``."""
+        counters = self._counters
+        if self._relist:
+            listed_at = self.store.now()
+            try:
+                objects, version = self._list()
+            except PodReadError as error:
+                counters.count(counters.lists, "error")
+                log.warning("%s: the list failed: %s", self.name, error)
+                self._pause()
+                return "list-failed"
+            counters.count(counters.lists, "ok")
+            self.store.replace(objects, version, listed_at)
+            self._relist = False
+            self._backoff.reset()
+        if self._stop.is_set():
+            return "stopped"
+        reason = self._watch()
+        if self._stop.is_set():
+            return "stopped"
+        counters.count(counters.restarts, reason)
+        if reason == "expired":
+            self._relist = True
+        elif reason == "error":
+            self._pause()
+        return reason
+
+    def _watch(self) -> str:
+        """One watch request from the store's resourceVersion, applied event by event. Returns
+        ``ended``, ``expired``, ``error`` or ``stopped``; the response is shut whatever happens."""
+        try:
+            response = self._open(self.store.resource_version)
+        except ApiError as error:
+            if error.status == 410:
+                return "expired"
+            log.warning("%s: %s", self.name, error)
+            return "error"
+        with self._lock:
+            self._response = response
+        if self._stop.is_set():
+            _shut(response)
+            return "stopped"
+        try:
+            live = False  # the request's backlog, until its first bookmark
+            for event in events(response):
+                live = self._handle(event, live)
+                self._backoff.reset()
+            return "ended"
+        except _Expired:
+            return "expired"
+        except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
+            if not self._stop.is_set():
+                log.warning("%s: the stream broke: %s", self.name, error)
+            return "error"
+        finally:
+            with self._lock:
+                self._response = None
+            _shut(response)
+
+    def _handle(self, event: dict[str, Any], live: bool) -> bool:
+        """Applies one event; returns whether the request is past its first bookmark (``live``):
+        only then do its events confirm the store (before it they may be a backlog of the past).
+        Raises ``_Expired`` on an ERROR event with code 410, ``ApiError`` on another ERROR event or
+        an unknown type."""
+        kind = str(event.get("type", ""))
+        obj = event["object"]
+        counters = self._counters
+        if kind == "BOOKMARK":
+            self.store.bookmark(str((obj.get("metadata") or {}).get("resourceVersion") or ""))
+            counters.count(counters.events, kind, "applied")
+            return True
+        if kind == "ERROR":
+            counters.count(counters.events, kind, "applied")
+            if obj.get("code") == 410:
+                raise _Expired(str(obj.get("message", "")))
+            raise ApiError(f"{self.ERROR_PREFIX}: ERROR event {obj.get('code')} {obj.get('reason')}: "
+                           f"{obj.get('message')}",
+                           status=obj.get("code") if isinstance(obj.get("code"), int) else None)
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+            raise ApiError(f"{self.ERROR_PREFIX}: unknown event type {kind[:40]!r}", code="invalid-json")
+        applied = self._apply(kind, obj, live)
+        counters.count(counters.events, kind, "applied" if applied else "ignored")
+        return live
+
+    def _pause(self) -> None:
+        self._stop.wait(self._backoff.next())
+
+
 WATCH_PAGE_SIZE = 100
 """Pods per page of the watch's list (the per-Job lists keep ``podread.live.DEFAULT_PAGE_SIZE``).
 
@@ -443,7 +677,7 @@ left the worker at 141 MiB with pages of 500, 117 with 200, 106 with 100 and 103
 one request per 100 pods, at start and at each re-list only: 80 requests for 8,000 pods instead of 16."""
 
 
-class PodWatch:
+class PodWatch(Reflector):
     """The thread that keeps a ``WatchedPods`` current: list, then watch, resume, re-list on 410.
 
     Reads: ``live.list_snapshot`` of the scope's pods with JOB_LABEL (paged, ``WATCH_PAGE_SIZE`` pods a
@@ -480,20 +714,16 @@ class PodWatch:
     ) -> None:
         self._live = live
         self._peers = tuple(peers)
-        self.nudge_every = nudge_every
+        metrics = metrics or default_metrics()
+        super().__init__(store, name=f"pod watch ({store.scope})",
+                         watch_seconds=watch_seconds or watch_timeout_seconds(store.ttl_seconds), backoff=backoff,
+                         counters=WatchCounters(metrics.watch_lists, metrics.watch_events, metrics.watch_restarts,
+                                                metrics.watch_nudges, (store.scope,)),
+                         nudge_every=nudge_every)
         self.nudge_after = max(store.ttl_seconds / 2, store.ttl_seconds - 1.0 - (nudge_every or 1.0))
-        self._nudger: threading.Thread | None = None
-        self.store = store
-        self.watch_seconds = watch_seconds or watch_timeout_seconds(store.ttl_seconds)
-        self._backoff = backoff or Backoff()
-        self._metrics = metrics or default_metrics()
         self.selector = PodSelector(namespace=store.namespace, has_labels=(JOB_LABEL,))
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._pid = os.getpid()
-        self._response: Any = None
-        self._relist = True
+        self._nudger: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -504,11 +734,8 @@ class PodWatch:
             return
         with self._lock:
             if self._pid != os.getpid():  # a forked child: the parent's thread and pods are not ours
-                self._pid = os.getpid()
+                self._forget_parent()
                 self._thread = None
-                self._response = None
-                self._relist = True
-                self.store.reset()
             if self._thread is not None and self._thread.is_alive():
                 return
             if self._stop.is_set():
@@ -526,16 +753,8 @@ class PodWatch:
         thread = self._thread
         return thread is not None and self._pid == os.getpid() and thread.is_alive()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stops the watch: no further request, the open one is shut, the thread joined."""
-        self._stop.set()
-        with self._lock:
-            response = self._response
-        if response is not None:
-            _shut(response)
-        for thread in (self._thread, self._nudger):
-            if thread is not None and thread is not threading.current_thread() and self._pid == os.getpid():
-                thread.join(timeout)
+    def _joinable(self) -> tuple[threading.Thread | None, ...]:
+        return self._thread, self._nudger
 
     # -- nudging a quiet watch ------------------------------------------------------------------
 
@@ -555,125 +774,27 @@ class PodWatch:
             seen = peer.last_version
             if seen is not None and seen.sent_at > confirmed_at and self.store.progress(seen.resource_version,
                                                                                        seen.sent_at):
-                self._metrics.watch_nudges.labels(self.store.scope, "by-peer").inc()
+                self._counters.count(self._counters.nudges, "by-peer")
                 if (self.store.staleness() or 0.0) < self.nudge_after:
                     return True
-        sent_at = self.store.now()
-        try:
-            version = self._live.current_version(self.selector)
-        except PodReadError as error:
-            self._metrics.watch_nudges.labels(self.store.scope, "error").inc()
-            log.debug("pod watch (%s): the nudge failed: %s", self.store.scope, error)
-            return None
-        confirmed = self.store.progress(version, sent_at)
-        self._metrics.watch_nudges.labels(self.store.scope, "confirmed" if confirmed else "behind").inc()
-        return confirmed
+        return self._nudge_by_list()
 
-    def _nudge_loop(self) -> None:
-        assert self.nudge_every is not None
-        while not self._stop.wait(self.nudge_every):
-            try:
-                self.nudge()
-            except Exception:  # the nudge is an optimisation: never let it end the process' watch
-                log.exception("pod watch (%s): unexpected error in the nudge", self.store.scope)
+    # -- what the loop lists, opens and applies -------------------------------------------------
 
-    # -- the loop ----------------------------------------------------------------------------------
+    def _list(self) -> tuple[list[Any], str]:
+        """The scope's pods with JOB_LABEL, slim as each page is decoded (``WATCH_PAGE_SIZE`` a page)."""
+        return self._live.list_snapshot(self.selector, project=slim, page_size=WATCH_PAGE_SIZE)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.cycle()
-            except Exception:  # never let the thread die: the cache falls back to lists meanwhile
-                log.exception("pod watch (%s): unexpected error", self.store.scope)
-                self._pause()
+    def _open(self, resource_version: str) -> Any:
+        return self._live.open_watch(self.selector, resource_version, self.watch_seconds)
 
-    def cycle(self) -> str:
-        """One list (when needed) and one watch request, to its end. Returns how it ended:
-        ``ended``, ``expired``, ``error``, ``list-failed`` or ``stopped``."""
-        scope = self.store.scope
-        if self._relist:
-            listed_at = self.store.now()
-            try:
-                pods, version = self._live.list_snapshot(self.selector, project=slim, page_size=WATCH_PAGE_SIZE)
-            except PodReadError as error:
-                self._metrics.watch_lists.labels(scope, "error").inc()
-                log.warning("pod watch (%s): the list failed: %s", scope, error)
-                self._pause()
-                return "list-failed"
-            self._metrics.watch_lists.labels(scope, "ok").inc()
-            self.store.replace(pods, version, listed_at)
-            self._relist = False
-            self._backoff.reset()
-        if self._stop.is_set():
-            return "stopped"
-        reason = self._watch()
-        if self._stop.is_set():
-            return "stopped"
-        self._metrics.watch_restarts.labels(scope, reason).inc()
-        if reason == "expired":
-            self._relist = True
-        elif reason == "error":
-            self._pause()
-        return reason
+    def _current_version(self) -> str:
+        return self._live.current_version(self.selector)
 
-    def _watch(self) -> str:
-        """One watch request from the store's resourceVersion, applied event by event."""
-        scope = self.store.scope
-        try:
-            response = self._live.open_watch(self.selector, self.store.resource_version, self.watch_seconds)
-        except ApiError as error:
-            if error.status == 410:
-                return "expired"
-            log.warning("pod watch (%s): %s", scope, error)
-            return "error"
-        with self._lock:
-            self._response = response
-        if self._stop.is_set():
-            _shut(response)
-            return "stopped"
-        try:
-            live = False  # the request's backlog, until its first bookmark
-            for event in events(response):
-                live = self._handle(event, live)
-                self._backoff.reset()
-            return "ended"
-        except _Expired:
-            return "expired"
-        except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
-            if not self._stop.is_set():
-                log.warning("pod watch (%s): the stream broke: %s", scope, error)
-            return "error"
-        finally:
-            with self._lock:
-                self._response = None
-            _shut(response)
-
-    def _handle(self, event: dict[str, Any], live: bool) -> bool:
-        """Applies one event; returns whether the request is past its first bookmark (``live``):
-        only then do its events confirm the store (before it they may be a backlog of the past)."""
-        kind = str(event.get("type", ""))
-        obj = event["object"]
-        scope = self.store.scope
-        if kind == "BOOKMARK":
-            version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-            self.store.bookmark(version)
-            self._metrics.watch_events.labels(scope, kind, "applied").inc()
-            return True
-        if kind == "ERROR":
-            self._metrics.watch_events.labels(scope, kind, "applied").inc()
-            if obj.get("code") == 410:
-                raise _Expired(str(obj.get("message", "")))
-            raise ApiError(f"watch: ERROR event {obj.get('code')} {obj.get('reason')}: {obj.get('message')}",
-                           status=obj.get("code") if isinstance(obj.get("code"), int) else None)
-        if kind not in ("ADDED", "MODIFIED", "DELETED"):
-            raise ApiError(f"watch: unknown event type {kind[:40]!r}", code="invalid-json")
+    def _apply(self, kind: str, obj: dict[str, Any], live: bool) -> bool:
+        """The pod slim; a DELETED one also as its evidence (``WatchedPods.apply``'s ``last_seen``)."""
         last_seen = evidence(obj) if kind == "DELETED" else None
-        applied = self.store.apply(kind, slim(obj), confirm=live, last_seen=last_seen)
-        self._metrics.watch_events.labels(scope, kind, "applied" if applied else "ignored").inc()
-        return live
-
-    def _pause(self) -> None:
-        self._stop.wait(self._backoff.next())
+        return self.store.apply(kind, slim(obj), confirm=live, last_seen=last_seen)
 
 
 def _shut(response: Any) -> None:

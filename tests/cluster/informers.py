@@ -25,7 +25,7 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -217,18 +217,26 @@ class Reflector:
         return version
 
 
-def _lines(response: Any) -> Iterator[Obj]:
-    """The watch events of a streamed response (one JSON object a line). A stream cut before the
-    server ended it raises ``Broken``."""
+def stream_events(response: Any) -> Generator[Obj, None, bytes]:
+    """The watch events of a streamed urllib3 ``response`` (one JSON object a line), each as its line
+    arrives. Returns what followed the last newline when the stream ended: empty when the server ended
+    it after a whole event. A transport or JSON error is raised as it is."""
     buffer = b""
+    for chunk in response.stream(1 << 16, decode_content=True):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield orjson.loads(line)
+    return buffer
+
+
+def _lines(response: Any) -> Iterator[Obj]:
+    """The watch events of a streamed response (``stream_events``). A stream cut before the server
+    ended it (any error reading or decoding it, or an event left half sent) raises ``Broken``."""
     try:
-        for chunk in response.stream(1 << 16, decode_content=True):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                if line.strip():
-                    yield orjson.loads(line)
+        rest = yield from stream_events(response)
     except Exception as exc:
         raise Broken(repr(exc)) from exc
-    if buffer.strip():
+    if rest.strip():
         raise Broken("the stream ended inside an event")

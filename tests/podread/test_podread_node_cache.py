@@ -24,21 +24,11 @@ from podread.nodes import (
     slim_node,
 )
 from tests.fakekube.server import FakeKubeServer
+from tests.support.nodes import node
 
 pytest_plugins = ["tests.fakekube.fixtures"]
 
 TTL = 5.0
-
-
-def node(name: str, ready: str = "True", taints: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A Node as the API server has it, with more than ``node_state`` reads (images, addresses)."""
-    return {"kind": "Node", "metadata": {"name": name, "uid": f"uid-{name}", "labels": {"gpu": "h100"}},
-            "spec": {"taints": [{"key": t, "effect": "NoExecute"} for t in taints]},
-            "status": {"conditions": [{"type": "MemoryPressure", "status": "False"},
-                                      {"type": "Ready", "status": ready,
-                                       "lastTransitionTime": "2026-01-01T00:00:00Z"}],
-                       "images": [{"names": ["nvcr.io/big:1"], "sizeBytes": 10**10}],
-                       "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}}
 
 
 class Clock:

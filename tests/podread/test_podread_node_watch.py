@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -24,19 +23,9 @@ from podread.nodewatch import kept as kept_of
 from podread.watch import Backoff
 from tests.fakekube.faults import Fault
 from tests.fakekube.server import FakeKubeServer
+from tests.support.nodes import node
 
 pytest_plugins = ["tests.fakekube.fixtures"]
-
-
-def node(name: str, ready: str = "True", taints: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A Node with more than the watch keeps (images, addresses, labels)."""
-    return {"metadata": {"name": name, "labels": {"gpu": "h100"}},
-            "spec": {"taints": [{"key": t, "effect": "NoExecute"} for t in taints]},
-            "status": {"conditions": [{"type": "MemoryPressure", "status": "False"},
-                                      {"type": "Ready", "status": ready,
-                                       "lastTransitionTime": "2026-01-01T00:00:00Z"}],
-                       "images": [{"names": ["nvcr.io/big:1"], "sizeBytes": 10**10}],
-                       "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}}
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
