@@ -303,8 +303,12 @@ def test_the_hooks_service_account_reads_pods_and_makes_only_its_own_writes(
     assert watching.status == 200  # the watch that feeds the pod cache
     watching.read()
     watching.release_conn()
+    nodes = core.list_node(limit=1, _preload_content=False)  # the Node watch's list (issue 36 item 3); no write
+    assert nodes.status == 200
+    nodes.read()
+    nodes.release_conn()
     for forbidden in (lambda: core.list_namespaced_secret("nvcre-system", _preload_content=False),
-                      lambda: core.list_node(_preload_content=False),
+                      lambda: core.patch_node("none", {"metadata": {"labels": {"x": "y"}}}, _preload_content=False),
                       lambda: custom.patch_namespaced_custom_object("nvcre.nvidia.com", "v1alpha1", "rbac-writes",
                                                                     "jobs", "none", {"spec": {}}),
                       lambda: core.delete_collection_namespaced_pod("default", _preload_content=False),

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 
+import bench.cluster_scale
 from bench.cluster_scale import HOOKS_PART, PASSES, _pids, cost_table, run_pass
 from tests.cluster.conftest import HOOK_TOKEN
 from tests.cluster.controlplane import ControlPlane
@@ -24,8 +25,12 @@ pytestmark = pytest.mark.cluster
 
 
 def test_the_scale_benchmark_runs_a_tiny_pass_end_to_end(control_plane: ControlPlane, hooks_token: str,
-                                                         kwok: Kwok, jobset_manager: JobSetManager) -> None:
+                                                         kwok: Kwok, jobset_manager: JobSetManager,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     install = replace(PASSES["large-install"], name="smoke", resync_after=1.0)
+    # the timed Jobs' deadline and TTL, shortened (the bench's 45 and 20 s hold the tier a minute)
+    monkeypatch.setattr(bench.cluster_scale, "TIMED_DEADLINE_SECONDS", 15)
+    monkeypatch.setattr(bench.cluster_scale, "TIMED_TTL_SECONDS", 5)
     parts = {"JobSet controller": lambda: _pids(jobset_manager._process),
              "kube-apiserver": lambda: _pids(control_plane._apiserver)}
     result = run_pass(control_plane, HOOK_TOKEN, hooks_token, install, 3, pods=2, steady_seconds=3,
