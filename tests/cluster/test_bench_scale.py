@@ -47,7 +47,10 @@ def test_the_scale_benchmark_runs_a_tiny_pass_end_to_end(control_plane: ControlP
     assert result.rss_kib and all(kib > 10_000 for kib in result.rss_kib), result.rss_kib
     assert len(result.rss_kib) == install.hook_workers == 1, "the large install's one worker"
     assert result.pod_rss_kib > sum(result.rss_kib), "the master and its workers"
-    assert result.open_watches == install.hook_workers, "one pod watch open per worker, seen by the API server"
+    # the hooks' pod watches the API server holds open: at least this pass's one worker's. Not exactly one
+    # here: other tests' hooks on this shared control plane watch as the same user (the 1,000-Job runs on a
+    # plane of their own measured 1 for one worker and 2 for two, BENCHMARKS.md §5 finding 12)
+    assert result.open_watches is not None and result.open_watches >= install.hook_workers
     assert result.outside_hook() is not None and len(result.everything().walls) >= start.calls
     assert len(result.restart_latencies) == 1 and result.restart_latencies[0] > 0, \
         "the restart waited for the last pod of attempt 0, then attempt 1 was created"
