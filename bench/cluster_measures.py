@@ -9,6 +9,11 @@ hooks' own metrics, the workers' memory.
 - ``HookMetrics``: one scrape of the hooks' ``/metrics`` (gunicorn's master, every worker summed):
   the hook calls answered and their latency histogram (``nvcre_hook_request_duration_seconds``),
   and the pods the watch-fed caches hold (``podread_watch_pods``).
+- ``server_seconds``: the API server's own time of each of the hooks' requests, from the same audit
+  log (``requestReceivedTimestamp`` to the ``ResponseComplete`` stage's ``stageTimestamp``): what a
+  read cost on the server, against what the hooks waited for it (issue 36 item 8).
+- ``ApiServerMetrics``: one scrape of the API server's ``/metrics`` (admin): the time requests waited
+  in API Priority and Fairness's queues and their execution time, by priority level.
 - ``quantile``: a quantile of a Prometheus histogram, interpolated in its bucket as PromQL's
   ``histogram_quantile`` does.
 - ``Usage`` / ``usage_of``: the CPU seconds (user and system, every thread) and the resident memory
@@ -19,10 +24,12 @@ hooks' own metrics, the workers' memory.
 from __future__ import annotations
 
 import os
+import ssl
 import urllib.request
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -73,6 +80,64 @@ def count_requests(events: Iterable[Mapping[str, Any]]) -> Counter[str]:
         if event.get("stage", "ResponseComplete") == "ResponseComplete":
             counted[request_key(event)] += 1
     return counted
+
+
+def server_seconds(events: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """The API server's own seconds for each of the hooks' requests, by ``request_key``: from the
+    request received to its response complete, as the audit log stamps them (microseconds; the
+    ``ResponseComplete`` stage only, watches left out: their time is how long they stayed open)."""
+    seconds: dict[str, list[float]] = {}
+    for event in events:
+        if event.get("stage", "ResponseComplete") != "ResponseComplete" or event.get("verb") == "watch":
+            continue
+        received, completed = event.get("requestReceivedTimestamp"), event.get("stageTimestamp")
+        if not received or not completed:
+            continue
+        taken = (datetime.fromisoformat(str(completed)) - datetime.fromisoformat(str(received))).total_seconds()
+        seconds.setdefault(request_key(event), []).append(taken)
+    return seconds
+
+
+APF_WAIT = "apiserver_flowcontrol_request_wait_duration_seconds"
+APF_EXECUTION = "apiserver_flowcontrol_request_execution_seconds"
+
+
+@dataclass
+class ApiServerMetrics:
+    """One scrape of the API server's ``/metrics``: the cumulative buckets of API Priority and
+    Fairness's queue wait (``APF_WAIT``, the executed requests only) and execution time, by priority
+    level (every flow schema and request kind of a level summed)."""
+
+    series: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    """``"APF wait <level>"`` and ``"APF execution <level>"`` by name."""
+
+    @classmethod
+    def scrape(cls, url: str, token: str, ca_file: str, timeout: float = 10.0) -> ApiServerMetrics:
+        context = ssl.create_default_context(cafile=ca_file)
+        request = urllib.request.Request(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, context=context, timeout=timeout) as response:
+            return cls.parse(response.read().decode())
+
+    @classmethod
+    def parse(cls, text: str) -> ApiServerMetrics:
+        series: dict[str, dict[float, float]] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == f"{APF_WAIT}_bucket" and sample.labels.get("execute") != "false":
+                    name = f"APF wait {sample.labels.get('priority_level', '?')}"
+                elif sample.name == f"{APF_EXECUTION}_bucket":
+                    name = f"APF execution {sample.labels.get('priority_level', '?')}"
+                else:
+                    continue
+                counts = series.setdefault(name, {})
+                bound = float(sample.labels["le"])
+                counts[bound] = counts.get(bound, 0.0) + sample.value
+        return cls({name: sorted(counts.items()) for name, counts in sorted(series.items())})
+
+    def minus(self, earlier: ApiServerMetrics) -> ApiServerMetrics:
+        """What happened between ``earlier`` and this scrape."""
+        return ApiServerMetrics({name: _minus(buckets, earlier.series.get(name, []))
+                                 for name, buckets in self.series.items()})
 
 
 @dataclass

@@ -97,7 +97,17 @@ from typing import Any
 import kubernetes
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.cluster_measures import HookMetrics, Usage, add_buckets, count_requests, over, quantile, usage_of
+from bench.cluster_measures import (
+    ApiServerMetrics,
+    HookMetrics,
+    Usage,
+    add_buckets,
+    count_requests,
+    over,
+    quantile,
+    server_seconds,
+    usage_of,
+)
 from bench.cluster_timeline import Timeline, wait_for
 from bench.common import BenchResult, Figure, fmt, percentile, render_table
 from hooks.core.checkpoint import ACK_ANNOTATION
@@ -232,6 +242,10 @@ class Window:
     of it (``Server-Timing``; ``nan`` when the answer did not say), seconds."""
     load: tuple[float, float, float] = (0.0, 0.0, 0.0)
     """The machine's load average (1, 5, 15 min) at the window's end."""
+    server: dict[str, list[float]] = field(default_factory=dict)
+    """The API server's own seconds for each of the hooks' requests, by request (``server_seconds``)."""
+    apiserver: ApiServerMetrics = field(default_factory=ApiServerMetrics)
+    """API Priority and Fairness's queue wait and execution time in the window, by priority level."""
 
     def per_call(self, key: str | None = None) -> float | None:
         total = self.requests[key] if key else sum(self.requests.values())
@@ -326,6 +340,10 @@ class PassResult:
             whole.queue_waits += window.queue_waits
             whole.walls += window.walls
             whole.load = window.load
+            for key, seconds in window.server.items():
+                whole.server.setdefault(key, []).extend(seconds)
+            for name, series in window.apiserver.series.items():
+                whole.apiserver.series[name] = add_buckets(whole.apiserver.series.get(name, []), series)
             for name, series in window.metrics.series.items():
                 whole.metrics.series[name] = add_buckets(whole.metrics.series.get(name, []), series)
             for name, used in window.usage.items():
@@ -341,20 +359,26 @@ class PassResult:
         live Job GETs), the writes of the effects thread (off the path), and each call as the stand-in
         timed it: its wall time, and the part of it outside the hooks' handler (the wall time less the
         hooks' ``Server-Timing``: waiting for a gunicorn thread, the HTTP exchange, the stand-in's own
-        scheduling). Counts, p50 and p99 (interpolated in the buckets), and how many took more than
-        ``TAIL_SECONDS`` and ``SLOW_CALL_SECONDS``."""
+        scheduling); the API server's own time of the hooks' reads (its audit log: received to
+        response complete), and API Priority and Fairness's queue wait and execution time by priority
+        level (every client's, from its ``/metrics``). Counts, p50 and p99 (interpolated in the
+        buckets), and how many took more than ``TAIL_SECONDS`` and ``SLOW_CALL_SECONDS``."""
         every = self.everything()
         slow_calls = over(every.metrics.buckets, TAIL_SECONDS)
 
-        def row(what: str, count: float, p50: float | None, p99: float | None, slow: float, slower: float,
-                answer: bool = False) -> dict[str, Any]:
+        def row(what: str, count: float, p50: float | None, p99: float | None, slow: float | None,
+                slower: float | None, answer: bool = False) -> dict[str, Any]:
             return {"pass": self.install.name, "what": what, "count": int(count), "p50 ms": _ms(p50),
-                    "p99 ms": _ms(p99), f">{TAIL_SECONDS:g}s": int(slow), f">{SLOW_CALL_SECONDS:g}s": int(slower),
-                    f"of calls >{TAIL_SECONDS:g}s %": _pct(slow / slow_calls if answer and slow_calls else None)}
+                    "p99 ms": _ms(p99), f">{TAIL_SECONDS:g}s": "-" if slow is None else int(slow),
+                    f">{SLOW_CALL_SECONDS:g}s": "-" if slower is None else int(slower),
+                    f"of calls >{TAIL_SECONDS:g}s %": _pct((slow or 0.0) / slow_calls if answer and slow_calls
+                                                           else None)}
 
         def hist(what: str, buckets: Sequence[tuple[float, float]], answer: bool = False) -> dict[str, Any]:
+            bounds = {bound for bound, _ in buckets}  # the API server's histograms have other bounds: "-"
             return row(what, buckets[-1][1] if buckets else 0, quantile(buckets, 0.5), quantile(buckets, 0.99),
-                       over(buckets, TAIL_SECONDS), over(buckets, SLOW_CALL_SECONDS), answer)
+                       over(buckets, TAIL_SECONDS) if TAIL_SECONDS in bounds else None,
+                       over(buckets, SLOW_CALL_SECONDS) if SLOW_CALL_SECONDS in bounds else None, answer)
 
         def listed(what: str, values: Sequence[float]) -> dict[str, Any]:
             return row(what, len(values), percentile(values, 0.5) if values else None,
@@ -366,6 +390,9 @@ class PassResult:
         rows += [hist(name, b, answer=name.startswith("answer ")) for name, b in series.items()
                  if name.startswith("answer ")]
         rows += [hist(name, b) for name, b in series.items() if not name.startswith("answer ")]
+        rows += [listed(f"API server's own time: {key}", seconds) for key, seconds in sorted(every.server.items())
+                 if not key.startswith(("create ", "delete ", "patch ", "update "))]
+        rows += [hist(f"API server: {name}", b) for name, b in every.apiserver.series.items() if b and b[-1][1] > 0]
         walls = [wall for wall, _ in every.walls]
         rows.append(listed("stand-in: wall time of a call", walls))
         rows.append(listed("stand-in: outside the handler (wall - Server-Timing)",
@@ -890,7 +917,15 @@ class Clocked:
         self.audit_offset = plane.audit_log.stat().st_size if plane.audit_log.is_file() else 0
         """Counted from here on: an earlier pass's (or test's) requests are not this pass's."""
         self.metrics = HookMetrics()
+        self.apiserver = self._scrape_apiserver()
         self.waits = 0
+
+    def _scrape_apiserver(self) -> ApiServerMetrics:
+        """The API server's metrics now; empty when they cannot be read (a figure missing, not a pass failed)."""
+        try:
+            return ApiServerMetrics.scrape(self.plane.url, self.plane.admin_token, str(self.plane.ca_file))
+        except (OSError, ValueError):
+            return ApiServerMetrics()
 
     def mark(self) -> Window:
         time.sleep(0.3)  # the audit log is written as each request completes
@@ -900,11 +935,12 @@ class Clocked:
         waits = list(self.driver.queue.waits)
         usage = {name: usage_of(pids()) for name, pids in self.parts.items()}
         timed = list(self.transport.calls)
+        apiserver = self._scrape_apiserver()
         window = Window(now - self.at, metrics.calls - self.metrics.calls, count_requests(events),
                         metrics.minus(self.metrics), waits[self.waits:],
                         {name: usage[name].since(self.usage.get(name, Usage())) for name in usage},
-                        timed[self.timed:], os.getloadavg())
-        self.timed = len(timed)
+                        timed[self.timed:], os.getloadavg(), server_seconds(events), apiserver.minus(self.apiserver))
+        self.timed, self.apiserver = len(timed), apiserver
         self.at, self.audit_offset, self.metrics, self.waits = now, offset, metrics, len(waits)
         self.usage = usage
         return window

@@ -27,6 +27,14 @@ CACHE_MODES = ("watch", "ttl", "live")
 WATCH_LIST_TIMEOUT_SECONDS = 120.0
 """How long the watch's own list (of every NVCRE pod in its scope) may take: it runs in the watch's
 thread, not in a hook call, and the cache answers from TTL fills meanwhile."""
+API_CONNECTIONS = 32
+"""The connections each ApiClient keeps open to the API server (``NVCRE_API_CONNECTIONS``): at least as
+many as one process sends at once (the large install's 20 gunicorn threads, the effects thread, the
+helper thread of the barrier's second batch Job list, the watches). urllib3's pool never waits for a
+connection: past its size it opens one more for the request and closes it after, so every request
+over the size pays a new TCP and TLS handshake on both ends, on an API server that is already the
+slow part (issue 36 item 8). The kubernetes client's own default is 5 per core the process *sees*,
+which in a container is the node's count: 10 on 2 cores, 320 on 64."""
 
 
 def cache_mode(env: Mapping[str, str]) -> str:
@@ -122,6 +130,7 @@ def load_api_client(env: Mapping[str, str]) -> tuple[k8s.ApiClient | None, str]:
     start and every read fails clearly. The client makes no retries of its own: a failed request
     fails the read at once (the hook holds and Metacontroller calls again).
     """
+    connections = int(_number(env, "NVCRE_API_CONNECTIONS", API_CONNECTIONS, integer=True))  # a bad value raises
     configuration = k8s.Configuration()
     reasons: list[str] = []
     existing = [path for path in _kubeconfig_paths(env) if path.is_file()]
@@ -129,7 +138,7 @@ def load_api_client(env: Mapping[str, str]) -> tuple[k8s.ApiClient | None, str]:
         try:
             k8s_config.load_kube_config(config_file=str(existing[0]), client_configuration=configuration,
                                         persist_config=False)
-            return _client(configuration), f"kubeconfig {existing[0]}"
+            return _client(configuration, connections), f"kubeconfig {existing[0]}"
         except (k8s_config.ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
             reasons.append(f"kubeconfig {existing[0]} did not load: {exc}")
     else:
@@ -144,7 +153,7 @@ def load_api_client(env: Mapping[str, str]) -> tuple[k8s.ApiClient | None, str]:
                 environ=dict(env),
             )
             loader.load_and_set(configuration)
-            return _client(configuration), "in-cluster service account"
+            return _client(configuration, connections), "in-cluster service account"
         except (k8s_config.ConfigException, OSError) as exc:
             reasons.append(f"in-cluster configuration did not load: {exc}")
     else:
@@ -152,14 +161,16 @@ def load_api_client(env: Mapping[str, str]) -> tuple[k8s.ApiClient | None, str]:
     return None, "; ".join(reasons)
 
 
-def _client(configuration: k8s.Configuration) -> k8s.ApiClient:
-    """The ApiClient of a loaded ``configuration``: no retries of its own, and its proxy (the one the
+def _client(configuration: k8s.Configuration, connections: int) -> k8s.ApiClient:
+    """The ApiClient of a loaded ``configuration``: no retries of its own, a pool of ``connections``
+    kept open, and its proxy (the one the
     environment named for its host when it loaded, or none) kept as it is. Both config loaders
     re-assign the host before every request (``refresh_api_key_hook``), and a proxy still "from the
     environment" is then looked up again in ``os.environ`` (``urllib.request.getproxies``) on every
     read: about a sixth of a parent read under cProfile (issue 32 item 4). The process's environment does not
     change after start-up, so the proxy it names does not either."""
     configuration.retries = False
+    configuration.connection_pool_maxsize = connections
     configuration.proxy = configuration.proxy  # the setter marks it as given: never looked up again
     return k8s.ApiClient(configuration)
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import orjson
 import pytest
+from kubernetes import client as k8s
 from kubernetes.client import configuration as k8s_configuration
 
 import podread
 from podread import NoLiveReaderError, NoSourceError, PodReadError
 from podread.cached import Uncached
-from podread.environment import load_api_client
+from podread.environment import API_CONNECTIONS, load_api_client
 from podread.live import LiveClient
 
 NO_CLUSTER = {"HOME": "/nonexistent-home"}
@@ -27,6 +31,8 @@ NO_CLUSTER = {"HOME": "/nonexistent-home"}
     ("NVCRE_API_TIMEOUT_SECONDS", "x", "is not a number"),
     ("NVCRE_API_TIMEOUT_SECONDS", "12", "less than 10"),
     ("NVCRE_CACHE_MODE", "informer", "must be one of watch, ttl, live"),
+    ("NVCRE_API_CONNECTIONS", "many", "whole number"),
+    ("NVCRE_API_CONNECTIONS", "0", "greater than 0"),
 ])
 def test_a_bad_value_is_a_startup_error_naming_the_variable(name: str, value: str, says: str) -> None:
     with pytest.raises(ValueError, match=name) as raised:
@@ -92,6 +98,71 @@ def test_the_proxy_the_environment_names_is_looked_up_once_not_on_every_request(
     assert looked == []
     assert configuration.proxy == "http://proxy.example:3128"
     assert configuration.host == "https://10.0.0.1:6443"
+
+
+class _HeldServer(ThreadingHTTPServer):
+    """An HTTP/1.1 API server stand-in that counts the TCP connections it accepts and answers no
+    request until ``held`` requests wait at once (so that many are in flight together)."""
+
+    daemon_threads = True
+
+    def __init__(self, held: int) -> None:
+        super().__init__(("127.0.0.1", 0), _HeldHandler)
+        self.connections = 0
+        self.barrier = threading.Barrier(held, timeout=10)
+
+    def get_request(self):  # type: ignore[no-untyped-def]
+        accepted = super().get_request()
+        self.connections += 1
+        return accepted
+
+
+class _HeldHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.server.barrier.wait()  # type: ignore[attr-defined]
+        body = b'{"kind": "PodList", "items": []}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_the_client_keeps_a_connection_for_every_request_in_flight(tmp_path: Path) -> None:
+    """Issue 36 item 8: 20 requests at once (the large install's threads), twice: the second round
+    reuses the first round's 20 connections. With the kubernetes client's default pool (5 per core
+    seen: 10 here) half of them are closed after each round and opened again, a TCP and TLS
+    handshake each on an API server that is the slow part."""
+    server = _HeldServer(held=20)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(orjson.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "k", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}).decode())
+        api_client, where = load_api_client({"KUBECONFIG": str(kubeconfig), "NO_PROXY": "*"})
+        assert api_client is not None, where
+        assert api_client.configuration.connection_pool_maxsize == API_CONNECTIONS
+        pods = k8s.CoreV1Api(api_client)
+        with ThreadPoolExecutor(20) as pool:
+            for _ in range(2):
+                answers = list(pool.map(lambda _: pods.list_namespaced_pod("ns", _preload_content=False,
+                                                                            _request_timeout=10).data,
+                                        range(20)))  # read as podread reads: the raw JSON
+                assert answers == [b'{"kind": "PodList", "items": []}'] * 20
+        assert server.connections == 20
+        api_client.close()
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_a_missing_kubeconfig_named_by_kubeconfig_is_no_configuration(tmp_path: Path) -> None:

@@ -8,7 +8,18 @@ import math
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from bench.cluster_measures import HookMetrics, add_buckets, count_requests, over, quantile, request_key
+from bench.cluster_measures import (
+    APF_EXECUTION,
+    APF_WAIT,
+    ApiServerMetrics,
+    HookMetrics,
+    add_buckets,
+    count_requests,
+    over,
+    quantile,
+    request_key,
+    server_seconds,
+)
 
 
 def test_quantiles_interpolate_within_their_bucket() -> None:
@@ -135,3 +146,52 @@ def test_the_time_outside_the_hook_is_the_callers_wall_time_less_the_hooks_own()
     # (0.006 + 0.002) / 2: a call without Server-Timing is left out
     assert result.outside_hook() == pytest.approx(0.004)
     assert result.row()["outside hook ms"] == "4"
+
+
+def test_the_api_servers_own_time_is_received_to_response_complete_by_request() -> None:
+    def event(verb: str, received: str, completed: str, stage: str = "ResponseComplete") -> dict[str, object]:
+        return {"verb": verb, "objectRef": {"resource": "jobs", "apiGroup": "nvcre.nvidia.com", "namespace": "ns"},
+                "stage": stage, "requestReceivedTimestamp": received, "stageTimestamp": completed}
+
+    events = [event("get", "2026-12-06T17:24:43.100000Z", "2026-12-06T17:24:43.112500Z"),
+              event("get", "2026-12-06T17:24:43.900000Z", "2026-12-06T17:24:44.150000Z"),
+              event("get", "2026-12-06T17:24:43.100000Z", "2026-12-06T17:24:45.000000Z", stage="ResponseStarted"),
+              event("watch", "2026-12-06T17:00:00.000000Z", "2026-12-06T17:30:00.000000Z")]
+    taken = server_seconds(events)
+    assert list(taken) == ["get nvjobs"]
+    assert taken["get nvjobs"] == pytest.approx([0.0125, 0.25])
+
+
+def test_priority_and_fairness_waits_are_summed_by_level_and_a_window_is_their_difference() -> None:
+    def text(waited: float, executed: float) -> str:
+        lines = []
+        for schema, level in (("service-accounts", "workload-low"), ("kube-controller-manager", "workload-high"),
+                              ("global-default", "global-default")):
+            for execute, value in (("true", waited), ("false", 100.0)):
+                lines += [f'{APF_WAIT}_bucket{{execute="{execute}",flow_schema="{schema}",priority_level="{level}",'
+                          f'le="{bound}"}} {value if bound != "0.1" else value / 2}' for bound in ("0.1", "+Inf")]
+            lines += [f'{APF_EXECUTION}_bucket{{flow_schema="{schema}",priority_level="{level}",type="regular",'
+                      f'le="{bound}"}} {executed}' for bound in ("0.1", "+Inf")]
+        return "\n".join([f"# TYPE {APF_WAIT} histogram", *[x for x in lines if APF_WAIT in x],
+                          f"# TYPE {APF_EXECUTION} histogram", *[x for x in lines if APF_EXECUTION in x]]) + "\n"
+
+    before, after = ApiServerMetrics.parse(text(4.0, 10.0)), ApiServerMetrics.parse(text(10.0, 30.0))
+    assert after.series["APF wait workload-low"] == [(0.1, 5.0), (math.inf, 10.0)]  # the rejected ones left out
+    assert after.minus(before).series["APF wait workload-low"] == [(0.1, 3.0), (math.inf, 6.0)]
+    assert after.minus(before).series["APF execution global-default"] == [(0.1, 20.0), (math.inf, 20.0)]
+
+
+def test_the_tail_table_shows_the_api_servers_own_time_and_its_queues() -> None:
+    """The "where the tail is" rows of the API server: its own time of the hooks' reads (the audit
+    log's, listed) and Priority and Fairness's histograms, whose buckets have no 0.25 s or 1 s bound:
+    their counts over those are not known ("-"), never the whole count."""
+    from bench.cluster_scale import LARGE, PassResult, Window
+
+    window = Window(seconds=10.0, server={"get nvjobs": [0.01, 0.02, 0.3], "create events": [0.5]},
+                    apiserver=ApiServerMetrics({"APF wait workload-low": [(0.1, 8.0), (0.5, 9.0), (math.inf, 10.0)]}))
+    rows = {row["what"]: row for row in PassResult(LARGE, 1, windows={"transitions": window}).tail_rows()}
+    own = rows["API server's own time: get nvjobs"]
+    assert (own["count"], own[">0.25s"], own[">1s"]) == (3, 1, 0)
+    assert "API server's own time: create events" not in rows  # the writes are off the answers' path
+    queued = rows["API server: APF wait workload-low"]
+    assert (queued["count"], queued[">0.25s"], queued[">1s"]) == (10, "-", "-")
