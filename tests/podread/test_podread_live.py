@@ -19,7 +19,7 @@ from podread import (
     Reader,
     ReadMetrics,
 )
-from podread.live import ListVersion
+from podread.live import FIRST_PAGE_SIZE, ListVersion
 from tests.fakekube import FakeKubeServer, Fault, make_job_pods, make_pod
 
 PODS_PATH = "/api/v1/namespaces/team-a/pods"
@@ -57,6 +57,23 @@ def test_paging_reads_every_pod_once_across_pages(fake_kube: FakeKubeServer) -> 
     assert len(pods) == 10 and len(set(names(pods))) == 10
     requests = list_requests(fake_kube)
     assert [r.query.get("limit") for r in requests] == ["3"] * 4
+    assert "continue" not in requests[0].query and all("continue" in r.query for r in requests[1:])
+
+
+def test_a_first_page_asks_for_few_and_the_rest_in_the_clients_pages(fake_kube: FakeKubeServer) -> None:
+    """Issue 36 item 8: Priority and Fairness sizes a list by its ``limit`` (``FIRST_PAGE_SIZE``'s
+    doc), so a Job's list asks for ``FIRST_PAGE_SIZE`` first: one page of a Job's usual handful of
+    pods, with the seats of a small list. A larger Job's rest comes in pages of the client's size,
+    from the same snapshot, each pod once."""
+    fake_kube.put_pods(make_job_pods("llama", 4, "team-a"))
+    live_client(fake_kube).list_pods(JOB)
+    assert [r.query.get("limit") for r in list_requests(fake_kube)] == [str(FIRST_PAGE_SIZE)]
+    fake_kube.clear_requests()
+    fake_kube.put_pods(make_job_pods("gpt", FIRST_PAGE_SIZE + 2 * 60 + 1, "team-a"))
+    pods = live_client(fake_kube, page_size=60).list_pods(PodSelector(namespace="team-a", labels={JOB_LABEL: "gpt"}))
+    assert len(pods) == len(set(names(pods))) == FIRST_PAGE_SIZE + 121
+    requests = list_requests(fake_kube)
+    assert [r.query.get("limit") for r in requests] == [str(FIRST_PAGE_SIZE), "60", "60", "60"]
     assert "continue" not in requests[0].query and all("continue" in r.query for r in requests[1:])
 
 

@@ -432,7 +432,7 @@ def test_the_watch_lists_in_pages_of_watch_page_size_while_job_reads_keep_the_cl
     """The watch's list decodes WATCH_PAGE_SIZE pods at a time (the memory a list leaves behind grows
     with a page: podread.watch.WATCH_PAGE_SIZE), every pod still listed once and the store whole; a
     Job's own list keeps the client's page size."""
-    from podread.live import DEFAULT_PAGE_SIZE
+    from podread.live import DEFAULT_PAGE_SIZE, FIRST_PAGE_SIZE
     from podread.watch import WATCH_PAGE_SIZE
 
     assert WATCH_PAGE_SIZE < DEFAULT_PAGE_SIZE
@@ -442,4 +442,4 @@ def test_the_watch_lists_in_pages_of_watch_page_size_while_job_reads_keep_the_cl
     assert [r.query.get("limit") for r in lists] == [str(WATCH_PAGE_SIZE)] * 3  # 100 + 100 + 50
     assert len(setup.store) == 250
     setup.live.list_pods(PodSelector(namespace=NS, labels={JOB_LABEL: "job-0"}))
-    assert server.requests[-1].query.get("limit") == str(DEFAULT_PAGE_SIZE)
+    assert server.requests[-1].query.get("limit") == str(FIRST_PAGE_SIZE)  # one page: 50 pods
