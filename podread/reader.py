@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NoReturn, TypeVar
 
 from podread import calldeadline, trace
@@ -226,7 +227,9 @@ class Reader:
     def _list_jobs(self, *selectors: PodSelector) -> list[list[Job]]:
         """The live lists of batch Jobs for ``attempt_jobs``, one per selector, sent at the same time:
         every one but the last on a thread of ``_helpers()`` (in a copy of this call's context: the
-        hook call's deadline bounds it), the last on this thread. Once every one has ended, each is
+        hook call's deadline bounds it), the last on this thread; a helper's answer is waited for no
+        longer than that deadline (``_waited``: all helpers busy with other calls' lists fails the
+        read, it never holds the call past its deadline). Once every one has ended, each is
         counted, timed, logged and traced as a pod read is, in the selectors' order; then the first
         that failed is raised (``PodReadError``): never a partial answer."""
         started = time.perf_counter()
@@ -239,7 +242,7 @@ class Reader:
             _helpers().submit(contextvars.copy_context().run, _timed, lister.list_jobs, selector)
             for selector in selectors[:-1]]
         last = _timed(lister.list_jobs, selectors[-1])
-        ended = [future.result() for future in sent] + [last]
+        ended = [_waited(future, started) for future in sent] + [last]
         answers: list[list[Job]] = []
         first: PodReadError | None = None
         for selector, (answer, seconds) in zip(selectors, ended, strict=True):
@@ -379,7 +382,9 @@ class Reader:
 
 HELPER_THREADS = 16
 """Threads per process that send the first of ``Reader._list_jobs``'s lists while the calling thread
-sends the last (more than gunicorn's threads per worker: a list rarely waits for a thread)."""
+sends the last: more than the default worker's 8 threads, so a list rarely waits for a thread; a large
+install's worker has 20 (``manifests-large/``), so all may be busy: the read then waits no longer than
+its call's deadline (``_waited``) and fails, never past it."""
 _helper_pool: ThreadPoolExecutor | None = None
 _helper_lock = threading.Lock()
 
@@ -391,6 +396,20 @@ def _helpers() -> ThreadPoolExecutor:
         if _helper_pool is None:
             _helper_pool = ThreadPoolExecutor(HELPER_THREADS, thread_name_prefix="podread-list")
         return _helper_pool
+
+
+def _waited(future: Future[tuple[list[Job] | Exception, float]], started: float) -> tuple[list[Job] | Exception, float]:
+    """The answer of a list sent on a helper thread (``_timed``'s), waited for until the hook call's
+    deadline at most (without one, until it ends: the list is bounded by its client's timeout). Past
+    the deadline: ``DeadlineExceeded`` and the seconds since ``started`` (a ``perf_counter`` time), and
+    the list is cancelled if no helper took it yet (every helper busy with another call's list)."""
+    left = calldeadline.remaining()
+    try:
+        return future.result(timeout=None if left is None else max(left, 0.0))
+    except FutureTimeout:
+        future.cancel()
+        return (DeadlineExceeded("list batch jobs: no answer by the hook call's deadline for reads (every helper "
+                                 "thread was busy, or the list was slow)"), time.perf_counter() - started)
 
 
 def _timed(call: Callable[[PodSelector], list[Job]], selector: PodSelector) -> tuple[list[Job] | Exception, float]:

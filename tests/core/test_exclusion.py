@@ -249,3 +249,21 @@ def test_a_finished_job_shows_its_exclusions_and_is_not_woken_for_them() -> None
     out = answer(job_request(spec=job_spec(), status=status, jobsets=[jobset_child("train", 0, state="Failed")]))
     assert [e["node"] for e in out["status"]["excludedNodes"]] == ["node-a", "node-b"]
     assert "resyncAfterSeconds" not in out
+
+
+def test_turning_exclusions_off_clears_those_carried_from_attempts_the_history_let_go() -> None:
+    """``excludeNodesSeconds: 0`` turns exclusions off, also those carried in ``status.excludedNodes``
+    from an attempt the history let go while no kept entry blames a node: the early return of
+    ``exclusion.record`` (nothing blamed, nothing carried) must not keep them."""
+    spec = job_spec(max_restarts=9) | {"attemptsHistoryLimit": 1}
+    first = answer(restarting([entry(0)], spec=spec))
+    status = first["status"]
+    assert status["excludedNodes"] and not any(e.get("failedNodes") for e in status["attempts"])
+    (created,) = [child for child in first["children"] if child["kind"] == "JobSet"]
+    observed = jobset_child("train", 1, created="2026-01-01T01:00:05Z") | {"spec": created["spec"]}
+    observed["metadata"]["annotations"] = created["metadata"]["annotations"]
+    off = spec | {"failurePolicy": {"excludeNodesSeconds": 0}}
+    later = decide(parse_request(job_request(spec=off, status=status, jobsets=[observed]), "sync"), FakeReader([]),
+                   NOW + timedelta(minutes=5)).response
+    assert not later["status"].get("excludedNodes")
+    assert not [c for c in later["status"].get("conditions", []) if c["type"] == "StatusMismatch"]

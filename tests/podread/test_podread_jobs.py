@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -24,6 +25,7 @@ from podread import (
     calldeadline,
     reader_from_snapshot,
 )
+from podread import reader as reader_module
 from podread.reader import MAX_SET_VALUES
 from tests.fakekube import FakeKubeServer, Fault
 from tests.support import make_batch_job
@@ -255,3 +257,38 @@ def test_either_list_failing_fails_the_read_never_fewer_jobs(failing: str) -> No
     assert raised.value.code == "http-503" and (raised.value.method, raised.value.source) == ("attempt_jobs", "live")
     assert metrics.reads.labels("attempt_jobs", "live", "ok")._value.get() == 1
     assert metrics.read_errors.labels("attempt_jobs", "live", "http-503")._value.get() == 1
+
+
+class Bounded:
+    """A ``JobLister`` that answers ``jobs`` at once, bounded by the hook call's deadline as
+    ``JobClient`` is (``calldeadline.budget``: a list whose deadline passed is not sent)."""
+
+    def __init__(self, jobs: list[dict]) -> None:
+        self.jobs = jobs
+
+    def list_jobs(self, selector: PodSelector) -> list[dict]:
+        calldeadline.budget("list batch jobs", 5.0)
+        return list(self.jobs)
+
+
+def test_busy_helper_threads_never_hold_the_read_past_the_calls_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first list waits on a helper thread. When every helper is busy (a large install answers 20
+    calls at once on 16 helpers, each list bounded only by its own call's deadline), the read still
+    ends by this call's deadline: a failed read (``DeadlineExceeded``, the call holds), never a wait for
+    another call's list, and never the other list's Jobs alone."""
+    busy = ThreadPoolExecutor(1, thread_name_prefix="test-busy-helper")
+    release = threading.Event()
+    busy.submit(release.wait, 10.0)  # the only helper is taken by another call's list
+    monkeypatch.setattr(reader_module, "_helper_pool", busy)
+    read = Reader(FakeLister(), FakeLister(), metrics=ReadMetrics(CollectorRegistry()),
+                  jobs=Bounded([make_batch_job("llama-0", namespace="team-a", job="llama")]))
+    try:
+        started = time.monotonic()
+        with pytest.raises(podread.PodReadError) as raised, podread.deadline(0.3):
+            read.attempt_jobs("team-a", "llama", 0)
+        waited = time.monotonic() - started
+    finally:
+        release.set()
+        busy.shutdown(wait=True)
+    assert isinstance(raised.value, DeadlineExceeded) and raised.value.method == "attempt_jobs"
+    assert waited < 2.0, f"the read waited {waited:.1f} s for a busy helper, past its 0.3 s deadline"

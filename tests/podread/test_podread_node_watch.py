@@ -169,6 +169,24 @@ def test_a_watch_that_breaks_resumes_and_after_410_lists_again(wired: Wired) -> 
     assert wired.metrics.node_watch_lists.labels("ok")._value.get() == 2
 
 
+def test_a_relist_forgets_a_node_deleted_while_the_watch_missed_its_deletion(wired: Wired) -> None:
+    """A list after 410 replaces what the watch held: a node deleted while its DELETED event was
+    missed is not kept as healthy (which would answer "not stuck yet" for as long as the watch stays
+    fresh, and never let its pods be found stuck); its read is a GET, the server's NotFound."""
+    wired.fake.put_node(node("gpu-1"))
+    wired.fake.put_node(node("gpu-2"))
+    wired.synced()
+    wired.fake.hold_watch_events()
+    wired.fake.delete_node("gpu-2")  # the watch does not see the DELETED event
+    wired.fake.compact_nodes()
+    wired.fake.break_watches()  # the resume meets ERROR 410: a new list, without gpu-2
+    wait_for(lambda: wired.metrics.node_watch_lists.labels("ok")._value.get() == 2 and wired.store.fresh())
+    assert "gpu-2" not in wired.store and "gpu-1" in wired.store
+    states = wired.reader.node_states(["gpu-1", "gpu-2"])
+    assert states["gpu-1"].ready == "True" and wired.gets("gpu-1") == 0
+    assert not states["gpu-2"].exists and wired.gets("gpu-2") == 1
+
+
 def test_a_watch_not_fresh_is_not_asked_the_ttl_cache_and_gets_answer(fake_kube: FakeKubeServer) -> None:
     fake_kube.put_node(node("gpu-1"))
     fake_kube.inject(Fault.error("/api/v1/nodes$", 503))  # the watch's list fails: never synced
