@@ -58,7 +58,7 @@ class ReadMetrics:
 
     The Node watch (``NVCRE_NODE_WATCH``, ``podread.nodewatch``):
     - ``podread_node_watch_lists_total{outcome}``, ``podread_node_watch_restarts_total{reason}``
-      (``ended``, ``expired``, ``error``), ``podread_node_watch_events_total{type,outcome}``,
+      (``ended``, ``short``, ``expired``, ``error``), ``podread_node_watch_events_total{type,outcome}``,
       ``podread_node_watch_nudges_total{outcome}`` as for the pod watch below;
       ``podread_node_watch_requests_total{scope,outcome}``: its list requests (pages, nudges);
       ``podread_node_watch_nodes``: the Nodes it holds.
@@ -70,8 +70,10 @@ class ReadMetrics:
 
     The watch (``NVCRE_CACHE_MODE=watch``), by ``scope`` (a namespace, or ``all-namespaces``):
     - ``podread_watch_restarts_total{scope,reason}``: watch requests that ended: ``ended`` (the server
-      closed it at its ``timeoutSeconds``, as asked), ``expired`` (410 Gone: the pods are listed
-      again), ``error`` (an HTTP or transport error, or an ERROR event: resumed after a back-off).
+      closed it at its ``timeoutSeconds``, as asked), ``short`` (closed in under a second with no
+      event: resumed after a back-off, ``podread.watch.SHORT_WATCH_SECONDS``), ``expired`` (410 Gone:
+      the pods are listed again), ``error`` (an HTTP or transport error, or an ERROR event: resumed
+      after a back-off).
     - ``podread_watch_lists_total{scope,outcome}``: the lists that (re)start the watch.
     - ``podread_watch_events_total{scope,type,outcome}``: events received; outcome ``applied`` or
       ``ignored`` (a duplicate, or older than the pod already held).

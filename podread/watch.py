@@ -415,6 +415,12 @@ class Backoff:
         self.failures = 0
 
 
+SHORT_WATCH_SECONDS = 1.0
+"""A watch request the server ends sooner than this with no event is a failure (``short``), backed off
+like one: client-go's reflector rule ("very short watch"). Resuming at once would turn a proxy or a
+server that closes every watch into a hot loop of requests."""
+
+
 class _Expired(Exception):
     """The watch's resourceVersion is too old (410 Gone, as an HTTP answer or an ERROR event)."""
 
@@ -465,7 +471,8 @@ class Reflector:
 
     Reads: ``_list`` (every object, and the list's resourceVersion), then ``_open`` from the store's
     resourceVersion (a streaming watch request with bookmarks, ``watch_seconds`` long), event by event.
-    Decides, per request's end: ``ended`` (the server ended it: resume at once), ``expired`` (410 Gone,
+    Decides, per request's end: ``ended`` (the server ended it: resume at once), ``short`` (ended in
+    under ``SHORT_WATCH_SECONDS`` with no event: wait ``backoff``, as client-go does), ``expired`` (410 Gone,
     as an HTTP answer or an ERROR event: list again), ``error`` (any other HTTP, transport, stream or
     ERROR-event failure: wait ``backoff``, resume from the last resourceVersion seen); a failed list is
     retried after ``backoff``. A BOOKMARK confirms the store and makes the request live: only the
@@ -578,7 +585,7 @@ class Reflector:
 
     def cycle(self) -> str:
         """One list (when needed) and one watch request, to its end. Returns how it ended:
-        ``ended``, ``expired``, ``error``, ``list-failed`` or ``stopped``."""
+        ``ended``, ``short``, ``expired``, ``error``, ``list-failed`` or ``stopped``."""
         counters = self._counters
         if self._relist:
             listed_at = self.store.now()
@@ -601,13 +608,14 @@ class Reflector:
         counters.count(counters.restarts, reason)
         if reason == "expired":
             self._relist = True
-        elif reason == "error":
+        elif reason in ("error", "short"):
             self._pause()
         return reason
 
     def _watch(self) -> str:
         """One watch request from the store's resourceVersion, applied event by event. Returns
-        ``ended``, ``expired``, ``error`` or ``stopped``; the response is shut whatever happens."""
+        ``ended``, ``short``, ``expired``, ``error`` or ``stopped``; the response is shut whatever happens."""
+        opened = time.monotonic()
         try:
             response = self._open(self.store.resource_version)
         except ApiError as error:
@@ -622,9 +630,15 @@ class Reflector:
             return "stopped"
         try:
             live = False  # the request's backlog, until its first bookmark
+            seen = 0
             for event in events(response):
                 live = self._handle(event, live)
+                seen += 1
                 self._backoff.reset()
+            lasted = time.monotonic() - opened
+            if not seen and lasted < SHORT_WATCH_SECONDS and not self._stop.is_set():
+                log.warning("%s: the server ended the watch after %.3fs with no event; backing off", self.name, lasted)
+                return "short"
             return "ended"
         except _Expired:
             return "expired"

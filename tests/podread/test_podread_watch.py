@@ -331,6 +331,27 @@ def test_the_server_ends_each_watch_at_its_timeout_and_it_resumes(server: FakeKu
         setup.watch.stop()
 
 
+def test_a_watch_the_server_ends_at_once_with_no_event_backs_off(server: FakeKubeServer) -> None:
+    """client-go's "very short watch": a watch that ends in under ``SHORT_WATCH_SECONDS`` with no
+    event is a failure and waits its backoff (reason ``short``). Resumed at once, a proxy that
+    closes every watch would make the watch a hot loop of requests. The backoff here starts at 0.2 s:
+    in about 1.5 s at most 5 watches are sent (0.2, 0.4, 0.8 s apart, each drawn from half of it up),
+    against hundreds resumed at once."""
+    setup = Setup(server)
+    setup.watch._backoff = Backoff(0.2, 5.0)
+    try:
+        server.put_pods(make_job_pods("llama", 1, NS))
+        server.inject(Fault(path="/api/v1/pods", query={"watch": "true"}, body=b""))  # 200, an empty stream
+        setup.watch.start()
+        wait_until(lambda: setup.watches() >= 1)
+        time.sleep(1.5)
+        assert 2 <= setup.watches() <= 6
+        assert setup.counter("podread_watch_restarts_total", scope="all-namespaces", reason="short") >= 1
+        assert setup.counter("podread_watch_restarts_total", scope="all-namespaces", reason="ended") == 0
+    finally:
+        setup.watch.stop()
+
+
 def test_the_fake_sends_a_bookmark_before_the_timeout_only_when_its_watch_cache_moved(
     server: FakeKubeServer,
 ) -> None:
