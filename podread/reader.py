@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -396,6 +397,17 @@ def _helpers() -> ThreadPoolExecutor:
         if _helper_pool is None:
             _helper_pool = ThreadPoolExecutor(HELPER_THREADS, thread_name_prefix="podread-list")
         return _helper_pool
+
+
+def _forget_helpers() -> None:
+    """In a child just forked: the parent's helper threads did not come along (a fork copies only the
+    forking thread), so a list handed to that pool would never run; the child starts its own on first
+    use, under a lock of its own (the parent's may have been held at the fork)."""
+    global _helper_pool, _helper_lock
+    _helper_pool, _helper_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_helpers)
 
 
 def _waited(future: Future[tuple[list[Job] | Exception, float]], started: float) -> tuple[list[Job] | Exception, float]:

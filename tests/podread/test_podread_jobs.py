@@ -292,3 +292,34 @@ def test_busy_helper_threads_never_hold_the_read_past_the_calls_deadline(monkeyp
         busy.shutdown(wait=True)
     assert isinstance(raised.value, DeadlineExceeded) and raised.value.method == "attempt_jobs"
     assert waited < 2.0, f"the read waited {waited:.1f} s for a busy helper, past its 0.3 s deadline"
+
+
+def test_a_forked_child_sends_its_lists_on_helper_threads_of_its_own() -> None:
+    """A fork copies only the forking thread: the parent's helper threads are not in the child, and a
+    list handed to the parent's pool there would never run (a read with no deadline would wait for
+    ever). The child starts helpers of its own and reads as the parent does."""
+    import os
+
+    read = Reader(FakeLister(), FakeLister(), metrics=ReadMetrics(CollectorRegistry()),
+                  jobs=Bounded([make_batch_job("llama-0", namespace="team-a", job="llama")]))
+    assert names(read.attempt_jobs("team-a", "llama", 0)) == ["llama-0-worker-0"]  # the parent's pool started
+    parent_pool = reader_module._helper_pool
+    assert parent_pool is not None
+    child = os.fork()
+    if child == 0:  # the child: exit 0 only if it reads without the parent's threads, within 5 s
+        code = 1
+        try:
+            done = threading.Event()
+            found: list[str] = []
+
+            def attempt() -> None:
+                found.extend(names(read.attempt_jobs("team-a", "llama", 0)))
+                done.set()
+
+            threading.Thread(target=attempt, daemon=True).start()
+            code = 0 if done.wait(5.0) and found == ["llama-0-worker-0"] and \
+                reader_module._helper_pool is not parent_pool else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child's read did not end on helpers of its own"
