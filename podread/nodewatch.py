@@ -22,8 +22,11 @@ unreachable/not-ready taint nor the out-of-service taint (``NodeState.unhealthy`
 else (a name the watch does not hold, a deleted, out-of-service, NotReady or unreachable node) is
 read by a GET in the same call (``podread.nodes.read_states``), and "deleted" is the API server's own
 NotFound from that GET, never the watch's DELETED event or absence. So a lagging watch delays a
-``DrainStuck`` verdict (and a node class of failure) by at most ``max_staleness``; it can never
-start a force delete.
+``DrainStuck`` verdict by at most ``max_staleness``; it can never start a force delete. A failure's
+class is judged once (``hooks.core.history``): a node the lagging watch still holds Ready classes
+that failure ``unknown`` instead of ``node`` (the user's budget, not the infrastructure's), as a GET
+would in the ~40 s before the node controller marks a dead node NotReady; the watch widens that
+window by at most ``max_staleness``, and only while it lags.
 """
 
 from __future__ import annotations

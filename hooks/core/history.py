@@ -114,8 +114,9 @@ def failure_class(ctx: Context, workload: str, pods: Sequence[Pod] | None, unrea
     """The class of the failed JobSet ``workload`` whose telling pods are ``pods`` (``None``: their
     read failed, ``unread`` says why), named once per call (``hooks.core.failureclass``): the
     failure row's verdict and this history read the same value. Reads the nodes
-    ``failureclass.nodes_to_read`` names (``Reader.node_states``, live, as the stuck-drain check
-    does) when no pod says why; a failed node read is no evidence (the class is then ``unknown``)."""
+    ``failureclass.nodes_to_read`` names (``Reader.node_states``, as the stuck-drain check does:
+    a healthy node may be answered from the Node watch or cache, anything else by a GET) when no pod
+    says why; a failed node read is no evidence (the class is then ``unknown``)."""
     def named() -> Classified:
         if pods is None:
             return failureclass.unread(unread)
