@@ -1,0 +1,73 @@
+"""The order the tier's files are handed to its pytest-xdist workers: longest first.
+
+``make test-cluster`` runs the tier in three workers with ``--dist loadfile`` (each file whole on one
+worker) and ``--no-loadscope-reorder``, so xdist hands the files out in collection order, and a worker
+takes its next file once at most two tests of its current one are left. xdist's own order (the files
+with the most tests first) handed out the long single-test files (the scale benchmark's smoke, the
+kubectl plugin, the install commands) last, and the tier waited on one worker while the others idled.
+Longest first (``ordered``, called by ``conftest.pytest_collection_modifyitems``) keeps the three
+workers' sums within a file or two of each other.
+
+``FILE_SECONDS`` is only an order: a stale figure costs time, never a test.
+``tests/contract/test_tier_order.py`` checks that every tier file is listed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+FILE_SECONDS: dict[str, int] = {
+    "test_faults.py": 110,
+    "test_lifecycle.py": 60,
+    "test_lifecycle_outages.py": 70,
+    "test_checkpoint_kueue.py": 75,
+    "test_checkpoint.py": 65,
+    "test_batch_jobs.py": 75,
+    "test_kueue.py": 60,
+    "test_metacontroller.py": 50,
+    "test_bench_scale.py": 50,
+    "test_policies.py": 45,
+    "test_watch.py": 50,
+    "test_gang.py": 37,
+    "test_api.py": 35,
+    "test_nvjob.py": 35,
+    "test_docs_commands.py": 35,
+    "test_helm.py": 30,
+    "test_install_commands.py": 30,
+    "test_live_errors.py": 20,
+    "test_rotation.py": 20,
+    "test_dev_commands.py": 17,
+    "test_claims.py": 14,
+    "test_api_load.py": 13,
+    "test_force_delete_rbac.py": 10,
+    "test_node_cache.py": 10,
+    "test_status_times.py": 10,
+}
+"""About how many seconds each tier file takes in one worker of ``make test-cluster`` (its module
+fixtures included; measured 2026-12-06, three workers on a shared 2-core machine)."""
+
+TIER = Path(__file__).resolve().parent
+
+
+class Item(Protocol):
+    """What ``ordered`` reads of a collected test: the file it is in."""
+
+    @property
+    def path(self) -> Path: ...
+
+
+T = TypeVar("T", bound=Item)
+
+
+def ordered(items: Sequence[T]) -> list[T]:
+    """``items`` with the tier's tests (those of a file directly in this folder) in ``FILE_SECONDS``
+    order, longest first (a file not listed after the listed ones; ties and the tests of one file in
+    the order given), in the places the tier's tests held; every other test keeps its place."""
+    places = [index for index, item in enumerate(items) if Path(item.path).parent == TIER]
+    tier = sorted((items[index] for index in places), key=lambda item: -FILE_SECONDS.get(Path(item.path).name, 0))
+    result = list(items)
+    for index, item in zip(places, tier, strict=True):
+        result[index] = item
+    return result
