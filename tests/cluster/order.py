@@ -1,11 +1,11 @@
 """The order the tier's files are handed to its pytest-xdist workers: longest first.
 
-``make test-cluster`` runs the tier in three workers with ``--dist loadfile`` (each file whole on one
+``make test-cluster`` runs the tier in several workers with ``--dist loadfile`` (each file whole on one
 worker) and ``--no-loadscope-reorder``, so xdist hands the files out in collection order, and a worker
 takes its next file once at most two tests of its current one are left. xdist's own order (the files
 with the most tests first) handed out the long single-test files (the scale benchmark's smoke, the
 kubectl plugin, the install commands) last, and the tier waited on one worker while the others idled.
-Longest first (``ordered``, called by ``conftest.pytest_collection_modifyitems``) keeps the three
+Longest first (``ordered``, called by ``conftest.pytest_collection_modifyitems``) keeps the
 workers' sums within a file or two of each other.
 
 ``FILE_SECONDS`` is only an order: a stale figure costs time, never a test.
@@ -21,21 +21,21 @@ from typing import Protocol, TypeVar
 FILE_SECONDS: dict[str, int] = {
     "test_faults.py": 110,
     "test_lifecycle.py": 60,
-    "test_lifecycle_outages.py": 70,
+    "test_lifecycle_outages.py": 50,
     "test_checkpoint_kueue.py": 75,
     "test_checkpoint.py": 65,
     "test_batch_jobs.py": 75,
     "test_kueue.py": 60,
     "test_metacontroller.py": 50,
-    "test_bench_scale.py": 50,
+    "test_bench_scale.py": 31,
     "test_policies.py": 45,
-    "test_watch.py": 50,
+    "test_watch.py": 42,
     "test_gang.py": 37,
     "test_api.py": 35,
     "test_nvjob.py": 35,
     "test_docs_commands.py": 35,
-    "test_helm.py": 30,
-    "test_install_commands.py": 30,
+    "test_helm.py": 22,
+    "test_install_commands.py": 25,
     "test_live_errors.py": 20,
     "test_rotation.py": 20,
     "test_dev_commands.py": 17,
