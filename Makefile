@@ -60,11 +60,14 @@ helm:
 	@start=$$(date +%s); bash tests/cluster/helm/build.sh >/dev/null; \
 	echo "helm: ready in $$(( $$(date +%s) - start )) s (build or cache)"
 
-# Three pytest-xdist workers, each with its own control plane (a session fixture), test files kept
-# whole (module fixtures): the tier waits far more than it computes, so even on 2 cores a third worker
-# helps (115 tests on a quiet 2-core machine: 413-437 s in two workers, 296 s in three).
+# Four pytest-xdist workers, each with its own control plane (a session fixture), test files kept
+# whole (module fixtures): the tier waits far more than it computes (three workers kept 2 cores about
+# half busy), so even on 2 cores a third and a fourth worker help (115 tests on a quiet 2-core
+# machine: 413-437 s in two workers, 296 s in three; tests/cluster/README.md for four). The files go
+# out longest first (tests/cluster/order.py; --no-loadscope-reorder keeps that order instead of
+# xdist's most-tests-first, which left the long one-test files to the end).
 test-cluster: $(STAMP) control-plane kueue jobset kwok helm
-	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster -n 3 --dist loadfile --durations=25 tests/cluster; rc=$$?; \
+	@start=$$(date +%s); NVCRE_REQUIRE_CLUSTER=1 $(PY) -m pytest -q -m cluster -n 4 --dist loadfile --no-loadscope-reorder --durations=25 tests/cluster; rc=$$?; \
 	echo "cluster tier: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 dev: $(STAMP) control-plane jobset kwok

@@ -1159,7 +1159,7 @@ def _clean_up(custom: kubernetes.client.CustomObjectsApi, namespace: str, timeli
                                                    jobset["metadata"]["name"], _request_timeout=REQUEST_TIMEOUT)
     core = kubernetes.client.CoreV1Api(custom.api_client)
     wait_for(lambda: not core.list_namespaced_pod(namespace, limit=1, _request_timeout=(5, 30)).items, timeout,
-             every=2.0)
+             every=0.5)
 
 
 # -- figures and the report ------------------------------------------------------------------------

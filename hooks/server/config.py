@@ -42,6 +42,12 @@ blocks come from the heap and their pages stay with the process once freed. Meas
 realistic pods watched and 5 clients (``python -m bench.cache_memory pod``, BENCHMARKS.md section 4):
 ``malloc_trim(0)`` in the worker gave back 7 MiB with the default and nothing with this set; the
 pod's PSS sum 119-126 MiB against 121-130 over three runs each."""
+RECENT_STATUS_SECONDS = 30.0
+"""How long after a status write every answer is checked against the live Job
+(``hooks.server.freshness.needs_check``): longer than any informer lag the hooks expect, so both
+versions of a status in flight are caught. The default of ``recent_status_seconds``
+(``NVCRE_RECENT_STATUS_SECONDS``); only a test's own server sets it shorter, to reach "settled"
+without waiting half a minute (``tests/cluster/test_api_load.py``)."""
 ORJSON_MAX_DEPTH = 1024
 """orjson refuses documents nested deeper than this, so a configured depth above it would be a lie."""
 
@@ -66,6 +72,9 @@ class Settings:
       (``NVCRE_GANG_POLICY``, default ``None``; issue 22, ``hooks.core.gang``).
     - ``gang_api_note``: what discovery said of ``scheduling.k8s.io/v1beta1`` PodGroups, set per
       call by the app from ``hooks.server.discovery`` (not from the environment; ``""``: not asked).
+    - ``recent_status_seconds``: how long after the parent's last status write every answer is
+      checked against the live Job (``NVCRE_RECENT_STATUS_SECONDS``, default
+      ``RECENT_STATUS_SECONDS``; ``hooks.server.freshness``).
     - ``read_deadline_seconds``: the one deadline all pod reads of a hook call share (not from the
       environment: ``READ_DEADLINE_SECONDS``, below Metacontroller's 10 s hook timeout, so that a
       call whose reads are slow still answers, and holds, in time).
@@ -82,6 +91,7 @@ class Settings:
     metrics_port: int = 9090
     gang_policy: str = "None"
     gang_api_note: str = ""
+    recent_status_seconds: float = RECENT_STATUS_SECONDS
 
     def __post_init__(self) -> None:
         if not self.read_deadline_seconds > 0:
@@ -113,6 +123,8 @@ class Settings:
             port=_read(env, "PORT", _int_between(1, 65535), defaults.port),
             metrics_port=_read(env, "NVCRE_METRICS_PORT", _int_between(1, 65535), defaults.metrics_port),
             gang_policy=_read(env, "NVCRE_GANG_POLICY", _gang_policy, defaults.gang_policy),
+            recent_status_seconds=_read(env, "NVCRE_RECENT_STATUS_SECONDS", _positive_seconds,
+                                        defaults.recent_status_seconds),
         )
 
 

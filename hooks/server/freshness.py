@@ -12,7 +12,8 @@ has the newer Job (it already holds the watch event that brought it).
 
 When (``needs_check``): the answer changes the status or the children (a JobSet or Workload
 created or left out), asks for writes of the hooks' own (a delete), or the parent's status was
-written in the last ``RECENT_STATUS_SECONDS`` (the newest ``managedFields`` entry of subresource
+written in the last ``recent_seconds`` (``Settings.recent_status_seconds``: ``RECENT_STATUS_SECONDS``, 30 s,
+unless ``NVCRE_RECENT_STATUS_SECONDS`` says otherwise; the newest ``managedFields`` entry of subresource
 ``status``; a parent without managed fields counts as recent). A Job whose status settled long
 ago is answered from the cache alone: no read in the steady state.
 
@@ -53,12 +54,10 @@ from hooks.core.observed import Observed
 from hooks.core.status import as_json
 from hooks.core.work import Decision
 from hooks.server import metrics
+from hooks.server.config import RECENT_STATUS_SECONDS
 from podread.environment import load_api_client
 
 GROUP, VERSION, PLURAL = "nvcre.nvidia.com", "v1alpha1", "jobs"
-RECENT_STATUS_SECONDS = 30.0
-"""How long after a status write every answer is checked: longer than any informer lag the hooks
-expect, so both versions of a status in flight are caught."""
 DEFAULT_TIMEOUT_SECONDS = 2.0
 
 
@@ -166,10 +165,11 @@ class FixedParentVersions:
         return {"metadata": {"resourceVersion": self.versions[key]}} if key in self.versions else None
 
 
-def needs_check(observed: Observed, decision: Decision, now: datetime) -> bool:
+def needs_check(observed: Observed, decision: Decision, now: datetime,
+                recent_seconds: float = RECENT_STATUS_SECONDS) -> bool:
     """Whether ``decision`` (answering ``observed`` at ``now``) may only be sent once the parent is
     known to be the live one: it changes the status or the children, asks for writes, or the
-    parent's status was written less than ``RECENT_STATUS_SECONDS`` before ``now``."""
+    parent's status was written less than ``recent_seconds`` before ``now``."""
     response = decision.response
     if decision.actions or response.get("status") != as_json(observed.status):
         return True
@@ -180,13 +180,14 @@ def needs_check(observed: Observed, decision: Decision, now: datetime) -> bool:
     if not observed.status_written:
         return not observed.version_times  # no managed fields at all: when it was written is unknown
     written = time_or_none(observed.status_written)
-    return written is None or utc(now) - written < timedelta(seconds=RECENT_STATUS_SECONDS)
+    return written is None or utc(now) - written < timedelta(seconds=recent_seconds)
 
 
 def behind(observed: Observed, decided: Decision | StaleRequest, parents: ParentVersions,
-           now: datetime) -> Mapping[str, Any] | None:
+           now: datetime, recent_seconds: float = RECENT_STATUS_SECONDS) -> Mapping[str, Any] | None:
     """Whether the answer ``decided`` on ``observed`` at ``now`` (a ``Decision``, or the core's
-    ``StaleRequest``) may be sent, asking ``parents`` what the live Job is.
+    ``StaleRequest``) may be sent, asking ``parents`` what the live Job is (``recent_seconds``: the
+    window of ``needs_check``).
 
     Returns ``None`` when it may: a decision that ``needs_check`` says nothing of (no read), or one
     whose Job is the live version. Returns the whole live Job when the request's Job is another
@@ -199,7 +200,7 @@ def behind(observed: Observed, decided: Decision | StaleRequest, parents: Parent
     in for the request's: gone (``parent-gone``), another object (``parent-replaced``: another
     ``uid``), or deleted in one and not in the other (``parent-deleting``). Raises
     ``ParentReadError`` (503) when the live Job cannot be read."""
-    if isinstance(decided, Decision) and not needs_check(observed, decided, now):
+    if isinstance(decided, Decision) and not needs_check(observed, decided, now, recent_seconds):
         return None
     live = parents.live_job(observed.namespace, observed.name)
     metadata = (live or {}).get("metadata") or {}

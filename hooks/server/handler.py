@@ -96,7 +96,8 @@ def handle(
     pods each read returned (for the recorder and replay). With ``effects``, a 200's Events and
     actions (``hooks.server.effects``) are queued after the answer is decided; they never change it.
     With ``parents``, an answer that may act on the Job is sent only once decided on the live
-    version of the Job (``hooks.server.freshness.behind``): when the request's Job is behind it (or
+    version of the Job (``hooks.server.freshness.behind``, within ``settings.recent_status_seconds``
+    of a status write): when the request's Job is behind it (or
     the core refused the request as behind the cluster), the live Job is read and the request is
     decided again with it as the parent (the reads and the deadline of that decision are the ones
     kept); a Job that is gone, replaced or being deleted in one copy only is a 409, a Job that
@@ -121,7 +122,8 @@ def handle(
         now = clock()
         with deadline(settings.read_deadline_seconds):
             decided, reads = decided_from(observed, reader, now, settings, keep_pods)
-            live = behind(observed, decided, parents, now) if parents is not None else None
+            live = behind(observed, decided, parents, now, settings.recent_status_seconds) \
+                if parents is not None else None
             if live is not None:
                 payload = {**cast(Mapping[str, Any], payload), "parent": live}  # parse_request: an object
                 observed = observe(payload, hook, settings)

@@ -25,6 +25,7 @@ from tests.cluster.kube import service_account_token as sa_token
 from tests.cluster.kueue import KueueError, kueue_dir
 from tests.cluster.kwokctl import Kwok, KwokError, kwok_dir
 from tests.cluster.metacontroller import token_secret
+from tests.cluster.order import ordered
 from tests.cluster.scheduler import Scheduler
 from tests.cluster.world import ClusterWorld, KubeconfigSource
 from tests.e2e.server import HookServer
@@ -44,6 +45,12 @@ def missing(what: str, tier: str, exc: Exception) -> NoReturn:
 
 
 _names = itertools.count()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tier's files longest first (``tests.cluster.order``: the order ``make test-cluster``'s
+    workers take them in); every other test keeps its place."""
+    items[:] = ordered(items)
 
 
 @pytest.fixture(scope="session")

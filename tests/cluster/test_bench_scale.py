@@ -28,9 +28,11 @@ def test_the_scale_benchmark_runs_a_tiny_pass_end_to_end(control_plane: ControlP
                                                          kwok: Kwok, jobset_manager: JobSetManager,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     install = replace(PASSES["large-install"], name="smoke", resync_after=1.0)
-    # the timed Jobs' deadline and TTL, shortened (the bench's 45 and 20 s hold the tier a minute)
-    monkeypatch.setattr(bench.cluster_scale, "TIMED_DEADLINE_SECONDS", 15)
-    monkeypatch.setattr(bench.cluster_scale, "TIMED_TTL_SECONDS", 5)
+    # the timed Jobs' deadline, TTL and stuck drain, shortened (the bench's 45, 20 and 20 s hold the tier a
+    # minute; the stuck drain's 20 s was the transitions' floor): still well past the 1 s resyncAfterSeconds
+    monkeypatch.setattr(bench.cluster_scale, "TIMED_DEADLINE_SECONDS", 10)
+    monkeypatch.setattr(bench.cluster_scale, "TIMED_TTL_SECONDS", 3)
+    monkeypatch.setattr(bench.cluster_scale, "TIMED_STUCK_AFTER_SECONDS", 5)
     parts = {"JobSet controller": lambda: _pids(jobset_manager._process),
              "kube-apiserver": lambda: _pids(control_plane._apiserver)}
     result = run_pass(control_plane, HOOK_TOKEN, hooks_token, install, 3, pods=2, steady_seconds=3,

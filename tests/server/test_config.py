@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.server.config import Settings
+from hooks.server.config import RECENT_STATUS_SECONDS, Settings
 
 
 def test_defaults_with_an_empty_environment() -> None:
@@ -86,3 +86,13 @@ def test_the_metrics_port_and_the_previous_token_file_are_read() -> None:
 def test_a_previous_token_file_without_a_current_one_is_a_startup_error() -> None:
     with pytest.raises(ValueError, match="NVCRE_HOOK_PREVIOUS_TOKEN_FILE"):
         Settings.from_env({"NVCRE_HOOK_PREVIOUS_TOKEN_FILE": "/t/previous"})
+
+
+def test_the_recent_status_window_is_read_and_defaults_to_thirty_seconds() -> None:
+    """``NVCRE_RECENT_STATUS_SECONDS``: the freshness check's window (``hooks.server.freshness``);
+    production keeps 30 s, a test's own server may shorten it; zero or less stops the server."""
+    assert Settings.from_env({}).recent_status_seconds == RECENT_STATUS_SECONDS == 30.0
+    assert Settings.from_env({"NVCRE_RECENT_STATUS_SECONDS": "3"}).recent_status_seconds == 3.0
+    for bad in ("0", "-1", "nan", "soon"):
+        with pytest.raises(ValueError, match=f"NVCRE_RECENT_STATUS_SECONDS={bad!r}"):
+            Settings.from_env({"NVCRE_RECENT_STATUS_SECONDS": bad})

@@ -121,6 +121,18 @@ def test_a_settled_status_written_moments_ago_is_checked_too() -> None:
     assert answer(body, parents)[0] == 200 and parents.reads == 1
 
 
+def test_the_window_of_a_recent_status_is_the_settings_one() -> None:
+    """``Settings.recent_status_seconds`` (``NVCRE_RECENT_STATUS_SECONDS``) is the window the handler
+    checks within: a status written 10 s ago is recent under the default 30 s (one read) and settled
+    under a 5 s window (no read)."""
+    body = settled(NOW - timedelta(seconds=10))
+    for window, expected_reads in ((RECENT_STATUS_SECONDS, 1), (5.0, 0)):
+        parents = FixedParentVersions({KEY: "42"})
+        result = handle(orjson.dumps(body), "sync", reader=reader(), clock=lambda: NOW,
+                        settings=Settings(recent_status_seconds=window), parents=parents)
+        assert (result.status_code, parents.reads) == (200, expected_reads), window
+
+
 def refused(body: dict[str, Any], parents: FixedParentVersions) -> tuple[int, str, str]:
     result = handle(orjson.dumps(body), "sync", reader=reader(), clock=lambda: NOW, settings=Settings(),
                     parents=parents)
