@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import ClientDisconnected, HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 from werkzeug.http import HTTP_STATUS_CODES
+from werkzeug.wsgi import get_input_stream
 
 import podread
 from hooks.core import queueing
@@ -183,9 +184,11 @@ class _HookCalls:
     very function behind the Flask view, and sent with the view's status line and headers
     (``Content-Type``, ``Content-Length``, ``Server-Timing``, in that order): byte for byte what the
     view sends (tests/server/test_direct_path.py). A refused token is the view's 401 (``_refuse``,
-    counted), a body shorter than its ``Content-Length`` (the client went away) the 400 Flask
-    answers werkzeug's ``ClientDisconnected`` with (``_http_error``), an exception outside
-    ``handle`` the 500 of ``_internal_error``, logged the same way. Anything else (another path or
+    counted). The body is read as Flask reads it (werkzeug's ``get_input_stream`` with
+    ``MAX_CONTENT_LENGTH``): one that ends before its ``Content-Length`` is the 400 Flask answers
+    werkzeug's ``ClientDisconnected`` with (``_http_error``; under gunicorn, which terminates the
+    input itself, the bytes that came are answered, as by the view). An exception outside
+    ``handle`` is the 500 of ``_internal_error``, logged the same way. Anything else (another path or
     method, no or a larger length: the 413, a chunked body) goes to Flask untouched, which answers
     it as it always did.
     """
@@ -200,15 +203,16 @@ class _HookCalls:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         hook = HOOK_ROUTES.get(environ.get("PATH_INFO", ""))
         length = environ.get("CONTENT_LENGTH") or ""
-        if (hook is None or environ.get("REQUEST_METHOD") != "POST" or not length.isdigit() or int(length) > self._max
-                or "HTTP_TRANSFER_ENCODING" in environ):
+        if (hook is None or environ.get("REQUEST_METHOD") != "POST" or not (length.isascii() and length.isdigit())
+                or int(length) > self._max or "HTTP_TRANSFER_ENCODING" in environ):
             return self._flask(environ, start_response)
         started = time.perf_counter()
         if self._token is not None and not self._token.allows(environ.get("HTTP_AUTHORIZATION")):
             return _refuse(hook, started)(environ, start_response)  # the view's own 401
-        raw = environ["wsgi.input"].read(int(length))
-        if len(raw) != int(length):  # the client went away: what werkzeug's read raises, as Flask answers it
-            return _http_error(ClientDisconnected())(environ, start_response)
+        try:  # read as Flask's request.get_data reads it (werkzeug's stream, MAX_CONTENT_LENGTH)
+            raw = get_input_stream(environ, max_content_length=self._max + 1).read()
+        except HTTPException as exc:  # the body ended early (ClientDisconnected): as Flask answers it
+            return _http_error(exc)(environ, start_response)
         try:
             result = self._answered(hook, raw)
             status, encoded = _STATUS_LINES[result.status_code], result.encoded

@@ -39,14 +39,18 @@ def make_app(tmp_path: Path | None = None, **settings: Any) -> Flask:
 
 
 def environ(path: str = "/sync", body: bytes | None = None, *, method: str = "POST",
-            headers: dict[str, str] | None = None, length: int | None = None) -> dict[str, Any]:
+            headers: dict[str, str] | None = None, length: int | None = None,
+            terminated: bool = False) -> dict[str, Any]:
     """A WSGI environ of one request; ``length`` overrides the ``Content-Length`` (a body shorter
-    than it is a client that went away)."""
+    than it is a client that went away, a longer one a stream that says less than it holds);
+    ``terminated`` says the server ends the input itself (``wsgi.input_terminated``, as gunicorn)."""
     body = orjson.dumps(job_request()) if body is None else body
     built = EnvironBuilder(path=path, method=method, data=body, content_type="application/json",
                            headers=headers or {}).get_environ()
     if length is not None:
         built["CONTENT_LENGTH"] = str(length)
+    if terminated:
+        built["wsgi.input_terminated"] = True
     return built
 
 
@@ -82,7 +86,12 @@ SAME = {
     "invalid request": environ(body=orjson.dumps({"parent": {}})),
     "too deep": environ(body=b"[" * 200 + b"]" * 200),
     "client went away": environ(length=len(orjson.dumps(job_request())) + 10),
+    "client went away, gunicorn": environ(length=len(orjson.dumps(job_request())) + 10, terminated=True),
+    "sync, gunicorn": environ(terminated=True),
+    "stream over the limit, gunicorn": environ(body=orjson.dumps(job_request()) + b" " * 100, terminated=True,
+                                               length=len(orjson.dumps(job_request()))),
     "over the limit": environ(body=b" " * 70 + orjson.dumps(job_request())),
+    "odd length": {**environ(), "CONTENT_LENGTH": "\u00b2"},
     "GET": environ(method="GET"),
     "another path": environ("/sync/"),
 }
@@ -125,7 +134,8 @@ def test_an_error_outside_handle_is_the_views_500(monkeypatch: pytest.MonkeyPatc
     (environ("/sync/"), False),
     (environ(body=b" " * 10_000), False),  # over max_body_bytes: Flask's 413
     ({**environ(), "HTTP_TRANSFER_ENCODING": "chunked"}, False),
-], ids=["sync", "finalize", "bad JSON", "GET", "healthz", "trailing slash", "too large", "chunked"])
+    ({**environ(), "CONTENT_LENGTH": "\u00b2"}, False),  # a digit to str.isdigit, no length to werkzeug
+], ids=["sync", "finalize", "bad JSON", "GET", "healthz", "trailing slash", "too large", "chunked", "odd length"])
 def test_only_hook_calls_of_the_usual_shape_leave_flask_out(env: dict[str, Any], direct: bool) -> None:
     app = make_app(max_body_bytes=5_000)
     front = app.wsgi_app
