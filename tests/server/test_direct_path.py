@@ -150,3 +150,28 @@ def test_only_hook_calls_of_the_usual_shape_leave_flask_out(env: dict[str, Any],
     front._flask = spy
     sent(front, env)
     assert entered == ([] if direct else [env["PATH_INFO"]])
+
+
+class Trickle(io.BytesIO):
+    """A body stream that gives at most 7 bytes a read, as a socket may."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        return super().read(7 if size is None or size < 0 else min(size, 7))
+
+
+@pytest.mark.parametrize("terminated", [False, True], ids=["werkzeug", "gunicorn"])
+@pytest.mark.parametrize("extra", [0, 10, -10], ids=["whole", "longer stream", "cut short"])
+def test_a_body_that_comes_in_pieces_is_read_as_the_view_reads_it(terminated: bool, extra: int) -> None:
+    body = orjson.dumps(job_request())
+    app = make_app(max_body_bytes=len(body) + 40)
+    direct = app.wsgi_app
+    assert isinstance(direct, hooks.server.app._HookCalls)
+    answers = []
+    for wsgi in (direct, direct._flask):
+        env = environ(body=body + b" " * max(extra, 0), length=len(body) if extra >= 0 else len(body) - extra,
+                      terminated=terminated)
+        env["wsgi.input"] = Trickle(env["wsgi.input"].getvalue())
+        statuses: list[str] = []
+        sent_body = b"".join(wsgi(env, lambda status, headers, exc_info=None, seen=statuses: seen.append(status)))
+        answers.append((statuses[0], sent_body))
+    assert answers[0] == answers[1]
