@@ -211,12 +211,13 @@ def started_at(pods: Sequence[Pod], workload: str) -> datetime | None:
     kubelet ran (phase ``Running``, ``Succeeded`` or ``Failed``) was started: the earliest such pod's
     ``status.startTime`` (set by its kubelet; kept in the cache, ``podread.slim``). ``None`` when no
     pod of it says so (none read, none scheduled or started yet). Each distinct ``startTime`` is read
-    once: a gang's pods share a few (a sync reads all of its Job's pods, issue 32 item 4)."""
+    once: a gang's pods share a few (a sync reads all of its Job's pods, issue 32 item 4), and a pod
+    whose text is taken already is not looked at further (adding it again would change nothing)."""
     texts: set[str] = set()
     for pod in pods:
         status = pod.get("status") or {}
         start = status.get("startTime")
-        if (isinstance(start, str) and status.get("phase") in RAN
+        if (isinstance(start, str) and start not in texts and status.get("phase") in RAN
                 and ((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL) == workload):
             texts.add(start)  # anything but a text is no time (``time_or_none``)
     known = [moment for moment in map(deadlines.time_or_none, texts) if moment is not None]

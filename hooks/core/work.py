@@ -131,9 +131,10 @@ class Context:
         """The Job as ``build_jobset`` reads it."""
         return {"metadata": {"name": self.job, "namespace": self.namespace}, "spec": self.observed.spec}
 
-    @property
+    @cached_property
     def queue(self) -> str:
-        """The LocalQueue of a queue-managed Job, ``""`` for any other Job."""
+        """The LocalQueue of a queue-managed Job, ``""`` for any other Job (read once a call: the rows
+        and the passes ask it about five times, and it reads only ``observed``)."""
         return queueing.queue_name(self.observed)
 
     @property

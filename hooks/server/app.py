@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
+from werkzeug.http import HTTP_STATUS_CODES
 
 import podread
 from hooks.core import queueing
@@ -107,6 +108,15 @@ def create_app(
             return settings
         return dataclasses.replace(settings, gang_api_note=discovery.note())
 
+    def answered(hook: str, raw: bytes) -> HookResult:
+        """Answers the hook call whose body is ``raw`` (the token already checked) and accounts for it:
+        what both the Flask view and the direct path (``_HookCalls``) send."""
+        counted = None if parents is None else _CountedParents(parents)
+        result = answer(raw, hook, reader=reader, clock=clock, settings=call_settings(raw), effects=effects,
+                        parents=counted)
+        _account(hook, result, len(raw), clock, live_reads=counted.reads if counted is not None else 0)
+        return result
+
     def hook_view(hook: str) -> Callable[[], Response]:
         def view() -> Response:
             started = time.perf_counter()
@@ -118,12 +128,9 @@ def create_app(
                 result = _too_large(started, settings.max_body_bytes)
                 _account(hook, result, request.content_length or 0)
                 return Response(result.encoded, status=413, mimetype="application/json")
-            counted = None if parents is None else _CountedParents(parents)
-            result = answer(raw, hook, reader=reader, clock=clock, settings=call_settings(raw), effects=effects,
-                            parents=counted)
-            _account(hook, result, len(raw), clock, live_reads=counted.reads if counted is not None else 0)
+            result = answered(hook, raw)
             response = Response(result.encoded, status=result.status_code, mimetype="application/json")
-            response.headers["Server-Timing"] = f"hook;dur={result.seconds * 1000:.2f}"
+            response.headers["Server-Timing"] = server_timing(result)
             return response
 
         view.__name__ = f"{hook}_hook"
@@ -131,6 +138,7 @@ def create_app(
 
     for path, hook in HOOK_ROUTES.items():
         app.add_url_rule(path, view_func=hook_view(hook), methods=["POST"], provide_automatic_options=False)
+    app.wsgi_app = _HookCalls(app.wsgi_app, answered, token, settings.max_body_bytes)  # type: ignore[method-assign]
 
     @app.post("/customize")
     def customize() -> Response:
@@ -154,6 +162,88 @@ def create_app(
     app.register_error_handler(Exception, _internal_error)
     log.debug("hook app built", extra={"fields": {"auth": token is not None}})
     return app
+
+
+def server_timing(result: HookResult) -> str:
+    """The ``Server-Timing`` header of an answered hook call: how long ``handle`` took, in ms."""
+    return f"hook;dur={result.seconds * 1000:.2f}"
+
+
+StartResponse = Callable[..., Any]
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+
+class _HookCalls:
+    """The WSGI app in front of Flask (``app.wsgi_app``): a hook call in the usual shape is answered
+    directly, without Flask's request context, routing and ``Response`` (issue 32 item 4: they cost
+    about as much as the floor app's whole call); every other request goes to Flask as before.
+
+    The usual shape: ``POST`` to exactly ``/sync`` or ``/finalize``, a ``Content-Length`` of at most
+    ``max_body_bytes`` and no ``Transfer-Encoding``. Such a call is answered by ``answered``, the
+    very function behind the Flask view, and sent with the view's status line and headers
+    (``Content-Type``, ``Content-Length``, ``Server-Timing``, in that order): byte for byte what the
+    view sends (tests/server/test_direct_path.py). A refused token is the view's 401 (``_refuse``,
+    counted). The body is read as Flask reads it (``_body``): one that ends before its
+    ``Content-Length`` is the 400 Flask answers werkzeug's ``ClientDisconnected`` with
+    (``_http_error``; under gunicorn, which terminates the input itself, the bytes that came are
+    answered, as by the view). An exception outside
+    ``handle`` is the 500 of ``_internal_error``, logged the same way. Anything else (another path or
+    method, no or a larger length: the 413, a chunked body) goes to Flask untouched, which answers
+    it as it always did.
+    """
+
+    def __init__(self, flask_app: WsgiApp, answered: Callable[[str, bytes], HookResult],
+                 token: BearerToken | None, max_body_bytes: int) -> None:
+        self._flask = flask_app
+        self._answered = answered
+        self._token = token
+        self._max = max_body_bytes
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        hook = HOOK_ROUTES.get(environ.get("PATH_INFO", ""))
+        length = environ.get("CONTENT_LENGTH") or ""
+        if (hook is None or environ.get("REQUEST_METHOD") != "POST" or not (length.isascii() and length.isdigit())
+                or int(length) > self._max or "HTTP_TRANSFER_ENCODING" in environ):
+            return self._flask(environ, start_response)
+        started = time.perf_counter()
+        if self._token is not None and not self._token.allows(environ.get("HTTP_AUTHORIZATION")):
+            return _refuse(hook, started)(environ, start_response)  # the view's own 401
+        raw = self._body(environ, int(length))
+        if raw is None:  # the body ended early: what werkzeug's read raises, as Flask answers it
+            return _http_error(ClientDisconnected())(environ, start_response)
+        try:
+            result = self._answered(hook, raw)
+            status, encoded = _STATUS_LINES[result.status_code], result.encoded
+            headers = [("Content-Type", "application/json"), ("Content-Length", str(len(encoded))),
+                       ("Server-Timing", server_timing(result))]
+        except Exception as exc:
+            log.exception("unhandled error on %s %s", "POST", environ.get("PATH_INFO"))
+            encoded = encode({"error": f"internal error: {type(exc).__name__}"})
+            status, headers = _STATUS_LINES[500], [("Content-Type", "application/json"),
+                                                   ("Content-Length", str(len(encoded)))]
+        start_response(status, headers)
+        return [encoded]
+
+    def _body(self, environ: dict[str, Any], length: int) -> bytes | None:
+        """The body as Flask's ``request.get_data`` reads it (werkzeug's ``get_input_stream`` with
+        ``MAX_CONTENT_LENGTH``, whose ``LimitedStream`` reads in small pieces: about 20 µs a call):
+        when the server ends the input itself (``wsgi.input_terminated``, gunicorn), whatever it gives
+        up to the limit plus one byte; else ``length`` bytes, ``None`` when the stream ends before
+        (werkzeug's ``ClientDisconnected``)."""
+        terminated = "wsgi.input_terminated" in environ
+        wanted = self._max + 1 if terminated else length
+        stream, chunks, got = environ["wsgi.input"], [], 0
+        while got < wanted:
+            chunk = stream.read(wanted - got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks) if terminated or got == wanted else None
+
+
+_STATUS_LINES = {code: f"{code} {reason.upper()}" for code, reason in HTTP_STATUS_CODES.items()}
+"""werkzeug's status line of each code (``Response.status``): ``409 CONFLICT``."""
 
 
 def _refuse(hook: str, started: float) -> Response:

@@ -155,3 +155,20 @@ def test_an_attempt_started_when_its_first_pod_that_ran_started_each_time_read_o
     assert str(history.started_at([*others, *gang], "train-0")) == "2026-01-01 00:00:01+00:00"
     assert sorted(map(str, read)) == ["2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z", "yesterday"]
     assert history.started_at(others[1:], "train-0") is None
+
+
+def test_a_start_is_taken_from_a_pod_that_ran_whatever_pods_of_the_same_text_came_before() -> None:
+    """``started_at`` looks no further at a pod whose text it took already: a text seen first on a pod
+    of another attempt or one that did not run is still taken from a pod of the attempt that ran."""
+    def started(name: str, *, workload: str = "train-0", phase: str = "Running") -> dict[str, Any]:
+        pod = make_pod(name, job="train", workload=workload, phase=phase)
+        pod["status"]["startTime"] = "2026-01-01T00:00:01Z"
+        return pod
+
+    early = started("early", workload="train-0")
+    early["status"]["startTime"] = "2026-01-01T00:00:00Z"
+    before = [started("other", workload="train-1"), started("pending", phase="Pending")]
+    assert history.started_at([*before, early], "train-1") == history.started_at(before[:1], "train-1")
+    assert str(history.started_at([*before, started("ran")], "train-0")) == "2026-01-01 00:00:01+00:00"
+    assert history.started_at(before, "train-0") is None
+    assert str(history.started_at([*before, started("ran"), early], "train-0")) == "2026-01-01 00:00:00+00:00"
