@@ -97,6 +97,7 @@ from typing import Any
 import kubernetes
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.cache_memory import pod_processes, unique_kib
 from bench.cluster_measures import (
     ApiServerMetrics,
     HookMetrics,
@@ -268,6 +269,12 @@ class PassResult:
     rss_kib: list[int] = field(default_factory=list)
     pod_rss_kib: int = 0
     """The whole hooks pod's VmRSS at the end of the steady window: the gunicorn master and its workers."""
+    pod_memory: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    """The hooks pod's memory each page once, by when it was taken (``steady``: the end of the steady
+    window; ``load``: the end of the transitions, after the pass's busiest minute): (its PSS summed
+    over the master and the workers, the pages resident in any of them counted once: what the pod's
+    cgroup is charged for them), KiB; ``None`` where the kernel does not show it (issue 36 item 2:
+    the RSS sum counts the pages the master and a worker share twice)."""
     open_watches: int | None = None
     """Pod watches open on the API server at the end of the steady window (``open_pod_watches``)."""
     watched_pods: float = 0.0
@@ -311,6 +318,8 @@ class PassResult:
             "calls >1s %": _pct(every.metrics.share_over(SLOW_CALL_SECONDS) if every.metrics.buckets else None),
             "RSS/worker MiB": _num(max(self.rss_kib) / 1024 if self.rss_kib else None),
             "RSS/pod MiB": _num(self.pod_rss_kib / 1024 if self.pod_rss_kib else None),
+            "PSS/pod MiB steady, load": _pair_kib(self.pod_memory, 0),
+            "pages once/pod MiB steady, load": _pair_kib(self.pod_memory, 1),
             "pods watched": int(self.watched_pods),
             "open pod watches": "-" if self.open_watches is None else self.open_watches,
             "outside hook ms": _ms(self.outside_hook()),
@@ -411,7 +420,8 @@ class PassResult:
                                    "usage": {name: {"cpu_seconds": round(u.cpu_seconds, 2), "rss_kib": u.rss_kib}
                                              for name, u in w.usage.items()}}
                             for name, w in self.windows.items()},
-                "rss_kib": self.rss_kib, "pod_rss_kib": self.pod_rss_kib, "open_watches": self.open_watches,
+                "rss_kib": self.rss_kib, "pod_rss_kib": self.pod_rss_kib, "pod_memory": self.pod_memory,
+                "open_watches": self.open_watches,
                 "outside_hook_seconds": self.outside_hook(), "watched_pods": self.watched_pods,
                 "tail": self.tail_rows(), "load_average": self.everything().load,
                 "restart_latencies": [round(x, 3) for x in sorted(self.restart_latencies)],
@@ -832,6 +842,7 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
             _hold(steady_seconds, lambda: check_steps(invariants, timeline, names))
             result.rss_kib = sorted(hooks.rss_kib().values())
             result.pod_rss_kib = usage_of([hooks.pid, *hooks.worker_pids()]).rss_kib
+            result.pod_memory["steady"] = pod_memory_kib(hooks.pid, hooks.worker_pids())
             result.open_watches = min(_spaced(lambda: open_pod_watches(plane.audit_log, audit_start), 3, 1.0))
             result.windows["steady"] = clock.mark()
             result.watched_pods = result.windows["steady"].metrics.watch_pods
@@ -851,6 +862,7 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
                                     deadline - (time.monotonic() - began))))
             timed_stop.set()
             timer.join(10)
+            result.pod_memory["load"] = pod_memory_kib(hooks.pid, hooks.worker_pids())
             result.windows["transitions"] = clock.mark()
             result.unfinished = sorted(n for n in scenario.names if not _done(scenario, driver, namespace, n))
         finally:
@@ -870,6 +882,22 @@ def run_pass(plane: ControlPlane, hook_token: str, service_token: str, install: 
     result.seconds = time.monotonic() - began
     log(f"  {install.name}: done in {result.seconds:.0f} s ({'finished' if result.finished else 'NOT finished'})")
     return result
+
+
+def pod_memory_kib(master: int, workers: Sequence[int]) -> tuple[int | None, int | None]:
+    """The hooks pod's PSS sum and its resident pages counted once, KiB (``PassResult.pod_memory``)."""
+    processes = pod_processes(master, workers)
+    pss = None if not processes or any(p.pss_kib is None for p in processes) else \
+        sum(p.pss_kib or 0 for p in processes)
+    return pss, unique_kib([master, *workers])
+
+
+def _pair_kib(memory: Mapping[str, tuple[int | None, int | None]], index: int) -> str:
+    """``steady, load`` of one of ``PassResult.pod_memory``'s figures, in MiB (``-`` where not taken)."""
+    def mib(when: str) -> str:
+        value = memory.get(when, (None, None))[index]
+        return "-" if value is None else f"{value / 1024:.0f}"
+    return f"{mib('steady')}, {mib('load')}"
 
 
 def _spaced(read: Callable[[], int], times: int, seconds: float) -> list[int]:

@@ -195,3 +195,17 @@ def test_the_tail_table_shows_the_api_servers_own_time_and_its_queues() -> None:
     assert "API server's own time: create events" not in rows  # the writes are off the answers' path
     queued = rows["API server: APF wait workload-low"]
     assert (queued["count"], queued[">0.25s"], queued[">1s"]) == (10, "-", "-")
+
+
+def test_the_pods_memory_is_taken_each_page_once_and_shown_steady_then_under_load() -> None:
+    """Issue 36 item 2: the hooks pod's PSS sum and its pages counted once (the RSS sum counts the pages
+    the master and a worker share twice), at the steady window's end and after the transitions."""
+    import os
+
+    from bench.cluster_scale import _pair_kib, pod_memory_kib
+
+    pss, once = pod_memory_kib(os.getpid(), [])
+    assert pss is not None and pss > 0
+    assert once is None or once > 0  # None where the kernel hides the page frames
+    assert _pair_kib({"steady": (2048, None), "load": (3072, 4096)}, 0) == "2, 3"
+    assert _pair_kib({"steady": (2048, None)}, 1) == "-, -"
