@@ -31,7 +31,8 @@ def format_time(now: datetime) -> str:
         now = now.astimezone(UTC)
     # What ``now.replace(microsecond=0, tzinfo=None).isoformat() + "Z"`` writes, in half its time
     # (``isoformat`` costs about 1 us; a sync formats a few times, issue 32 item 4).
-    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (now.year, now.month, now.day, now.hour, now.minute, now.second)
+    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (  # noqa: UP031 (half the time of the f-string form)
+        now.year, now.month, now.day, now.hour, now.minute, now.second)
 
 
 def get_condition(conditions: Iterable[Condition], type_: str) -> Condition | None:

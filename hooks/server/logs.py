@@ -41,19 +41,22 @@ def _line(created: float, level: str, logger: str, pid: int | None, message: str
           exception: str | None = None) -> str:
     """The JSON line ``JsonFormatter`` writes of a record with these attributes (``fields``: the
     record's ``fields``, read only when a mapping; ``exception``: the formatted traceback, if any)."""
-    doc: dict[str, Any] = {
-        "time": datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds"),
-        "level": level,
-        "logger": logger,
-        "pid": pid,
-        "message": message,
-    }
+    doc: dict[str, Any] = {"time": _time(created), "level": level, "logger": logger, "pid": pid, "message": message}
     if isinstance(fields, Mapping):
         for key, value in fields.items():
             doc[f"field_{key}" if key in _RESERVED else str(key)] = value
     if exception is not None:
         doc["exception"] = exception
     return orjson.dumps(doc, default=str).decode()
+
+
+def _time(created: float) -> str:
+    """``created`` (a ``time.time()``) as a line's ``time``: what
+    ``datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")`` writes
+    (``2026-12-06T19:00:01.276+00:00``), by %-formatting, which costs less (issue 32 item 4)."""
+    moment = datetime.fromtimestamp(created, UTC)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03d+00:00" % (  # noqa: UP031 (half the time of the f-string form)
+        moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second, moment.microsecond // 1000)
 
 
 def configure(level: str) -> None:
@@ -123,7 +126,7 @@ def log_hook_call(
     if not log.isEnabledFor(level):
         return  # filtered out: nothing to build (issue 32 item 4)
     reads = list(reads)
-    fields = {
+    fields = {  # none of these keys is one of ``_RESERVED``: ``_line`` would write them as they are
         "hook": hook,
         "namespace": namespace,
         "job": job,
@@ -144,8 +147,10 @@ def log_hook_call(
     # Every handler the record would reach writes it with JsonFormatter to its stream: the same line,
     # formatted once, written as each handler's emit writes it, without the LogRecord (issue 32 item 4).
     created = time.time()  # what LogRecord takes as ``created``
-    line = _line(created, logging.getLevelName(level), log.name, os.getpid() if logging.logMultiprocessing else None,
-                 f"{hook}{target} -> {code}", fields)
+    doc = {"time": _time(created), "level": logging.getLevelName(level), "logger": log.name,
+           "pid": os.getpid() if logging.logMultiprocessing else None, "message": f"{hook}{target} -> {code}"}
+    doc.update(fields)  # what ``_line`` writes of these fields (no reserved key among them), without its loop
+    line = orjson.dumps(doc, default=str).decode()
     for handler in streams:
         handler.acquire()
         try:
