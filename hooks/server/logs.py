@@ -98,10 +98,19 @@ def gunicorn_logging(level: str) -> dict[str, Any]:
 
 def read_counts(reads: Iterable[Any]) -> dict[str, int]:
     """How many reads went to each source, e.g. ``{"cache": 1, "live": 1}``, from ReadRecords."""
+    return _tally(reads)[0]
+
+
+def _tally(reads: Iterable[Any]) -> tuple[dict[str, int], int]:
+    """``read_counts(reads)`` and how many of ``reads`` did not end ``ok``, in one pass (a hook
+    call's line says both, issue 32 item 4)."""
     counts: dict[str, int] = {}
+    errors = 0
     for record in reads:
         counts[record.source] = counts.get(record.source, 0) + 1
-    return dict(sorted(counts.items()))
+        if record.outcome != "ok":
+            errors += 1
+    return (dict(sorted(counts.items())) if len(counts) > 1 else counts), errors
 
 
 def log_hook_call(
@@ -125,7 +134,7 @@ def log_hook_call(
     level = logging.INFO if code < 400 else logging.WARNING if code < 500 else logging.ERROR
     if not log.isEnabledFor(level):
         return  # filtered out: nothing to build (issue 32 item 4)
-    reads = list(reads)
+    counts, errors = _tally(reads)
     fields = {  # none of these keys is one of ``_RESERVED``: ``_line`` would write them as they are
         "hook": hook,
         "namespace": namespace,
@@ -133,8 +142,8 @@ def log_hook_call(
         "phase_before": phase_before,
         "phase_after": phase_after,
         "decision": decision,
-        "reads": read_counts(reads),
-        "read_errors": sum(1 for record in reads if record.outcome != "ok"),
+        "reads": counts,
+        "read_errors": errors,
         "code": code,
         "duration_ms": round(seconds * 1000, 3),
         "request_bytes": body_bytes,
