@@ -22,7 +22,7 @@ from podread.jobs import Job, JobLister
 from podread.metrics import ReadMetrics, default_metrics
 from podread.nodes import NodeCache, NodeLister, NodeState, read_states
 from podread.nodewatch import NodeWatch
-from podread.selector import Counted, Pod, PodLister, PodSelector, counted, is_active, tells_a_failure
+from podread.selector import Counted, Pod, PodLister, PodSelector, counted, is_active, job_selector, tells_a_failure
 
 log = logging.getLogger("podread")
 L = TypeVar("L")
@@ -105,7 +105,7 @@ class Reader:
         Freshness: as old as the cache's TTL (the watch's last confirmation, or the entry's list).
         No pods is an empty list.
         """
-        return self._read("job_pods", CACHE, PodSelector(namespace=namespace, labels={JOB_LABEL: job}))
+        return self._read("job_pods", CACHE, job_selector(namespace, job))
 
     def counted_job_pods(self, namespace: str, job: str, reported: int | None) -> Counted:
         """A Job's workload pods for the count a status reports (``activePods``): JOB_LABEL=job in
@@ -123,7 +123,7 @@ class Reader:
         (``podread.selector.Counted``: counted once, the count the caller writes). A failed read
         raises, never "no pods".
         """
-        selector = PodSelector(namespace=namespace, labels={JOB_LABEL: job})
+        selector = job_selector(namespace, job)
         cached, listed_live = self._list("counted_job_pods", CACHE, selector)
         answer = counted(cached)
         if listed_live or answer.active == reported:
@@ -143,7 +143,7 @@ class Reader:
         An empty answer therefore always comes from the API server: when the cache missed and this
         call's own fill listed the pods from the live client, that list is the check.
         """
-        selector = PodSelector(namespace=namespace, labels={JOB_LABEL: job})
+        selector = job_selector(namespace, job)
         cached, listed_live = self._list("active_job_pods", CACHE, selector)
         active = [pod for pod in cached if is_active(pod)]
         if active or listed_live:
@@ -220,7 +220,7 @@ class Reader:
         the call waits one round trip, not two (issue 36 item 8).
         """
         selector, own = attempt_selector(namespace, job, last_attempt)
-        labelled, named = self._list_jobs(PodSelector(namespace=namespace, labels={JOB_LABEL: job}), selector)
+        labelled, named = self._list_jobs(job_selector(namespace, job), selector)
         named = [found for found in named if own(found)]
         unique = {_object_key(found): found for found in (*labelled, *named)}
         return sorted(unique.values(), key=lambda found: str((found.get("metadata") or {}).get("name", "")))

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from hooks.core.observed import Observed
 from hooks.core.status import as_json
 from hooks.core.wording import bounded
@@ -26,7 +24,8 @@ def assemble(observed: Observed, work: Work, resync_seconds: float,
     cut once (``hooks.core.wording.bounded``), the children, the resync and, while finalizing,
     ``finalized``. Returns the ``Decision``, carrying ``transitions`` (the arrows the decision
     took, ``hooks.core.lifecycle.path``, which ``decide`` names from the same work)."""
-    status = as_json(msgspec.structs.replace(work, message=bounded(work.message)))
+    status = as_json(work)
+    status["message"] = bounded(work.message)  # always written (not ``OPTIONAL``): no copy of the work to cut it
     response: dict[str, Any] = {"status": status, "children": work.children}
     wakes = [seconds for seconds in (resync_seconds if work.resync else None, work.wake) if seconds is not None]
     if wakes:

@@ -29,7 +29,10 @@ def format_time(now: datetime) -> str:
     """
     if now.tzinfo is not None:
         now = now.astimezone(UTC)
-    return now.replace(microsecond=0, tzinfo=None).isoformat() + "Z"
+    # What ``now.replace(microsecond=0, tzinfo=None).isoformat() + "Z"`` writes, in half its time
+    # (``isoformat`` costs about 1 us; a sync formats a few times, issue 32 item 4).
+    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (  # noqa: UP031 (half the time of the f-string form)
+        now.year, now.month, now.day, now.hour, now.minute, now.second)
 
 
 def get_condition(conditions: Iterable[Condition], type_: str) -> Condition | None:

@@ -165,11 +165,11 @@ def update(ctx: Context, work: Work, *, attempt: int, ended_by: Move | None) -> 
     written = [entry for entry in work.attempts if int(entry[F.ATTEMPT]) <= attempt]
     entries = {int(entry[F.ATTEMPT]): dict(entry) for entry in written}
     for number in sorted({attempt, work.attempt}):
-        jobset = ctx.jobset(number)
-        if number not in entries and (jobset is not None or _answered(work, workload_name(ctx.job, number))):
-            entries[number] = {F.ATTEMPT: number, F.JOB_SET: workload_name(ctx.job, number)}
+        jobset, name = ctx.jobset(number), workload_name(ctx.job, number)
+        if number not in entries and (jobset is not None or _answered(work, name)):
+            entries[number] = {F.ATTEMPT: number, F.JOB_SET: name}
         if number in entries:
-            _date(ctx, entries[number], workload_name(ctx.job, number), jobset)
+            _date(ctx, entries[number], name, jobset)
     entry = entries.get(attempt)
     if entry is not None:
         if F.OUTCOME not in entry:
@@ -198,12 +198,12 @@ def _date(ctx: Context, entry: Entry, workload: str, jobset: Mapping[str, Any] |
     if "created" not in entry:
         created = deadlines.time_or_none(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
         if created is not None:
-            entry["created"] = _at(ctx, deadlines.stamp(created))
+            entry["created"] = _stamped(ctx, created)
     if "started" not in entry:
         started = started_at([*job_pods(ctx), *(ctx.once.peek(_pods_key(workload)) or ())],
                              workload)
         if started is not None:
-            entry["started"] = _at(ctx, deadlines.stamp(started))
+            entry["started"] = _stamped(ctx, started)
 
 
 def started_at(pods: Sequence[Pod], workload: str) -> datetime | None:
@@ -412,6 +412,14 @@ def _condition_time(obj: Mapping[str, Any], type_: str) -> Any:
 
 def _condition_reason(obj: Mapping[str, Any], type_: str) -> str:
     return str(_condition(obj, type_).get("reason") or "")
+
+
+def _stamped(ctx: Context, moment: datetime) -> str:
+    """``_at(ctx, deadlines.stamp(moment))``, with the stamp written once: that text read back is
+    ``moment`` to the second, and a time read from a stamp is written as that very stamp."""
+    text = deadlines.stamp(moment)
+    again = deadlines.time_or_none(text)
+    return text if again is not None and again <= utc(ctx.now) else deadlines.stamp(utc(ctx.stamp))
 
 
 def _at(ctx: Context, text: Any) -> str:

@@ -135,13 +135,21 @@ def newly_classed(before: object, after: object) -> tuple[tuple[int, str], ...]:
     ``status.attempts``: ``before`` (the prior status', checked) and ``after`` (the answered one), as
     ``(attempt, class)``, by attempt; an entry classed in both (or dropped from ``after``) is not
     one. What ``hooks.server.effects`` counts once per end (``nvcre_attempt_ends_total``)."""
-    def classes(entries: object) -> dict[int, str]:
-        found: dict[int, str] = {}
-        for entry in entries if isinstance(entries, list | tuple) else ():
-            if isinstance(entry, Mapping) and isinstance(entry.get(F.ATTEMPT), int) and entry.get(F.CLASS):
-                found.setdefault(entry[F.ATTEMPT], str(entry[F.CLASS]))
-        return found
-
-    had, has = classes(before), classes(after)
+    has = _classes(after)
+    if not has:  # every answer but the one that classifies an end (issue 32 item 4: no need to read ``before``)
+        return ()
+    had = _classes(before)
     return tuple((attempt, cls) for attempt, cls in sorted(has.items()) if attempt not in had)
+
+
+def _classes(entries: object) -> dict[int, str]:
+    """The ``class`` of each entry of ``entries`` (a ``status.attempts`` list) that has one, by its
+    integer ``attempt`` (the first entry of a number); ``{}`` for anything but a list or tuple."""
+    found: dict[int, str] = {}
+    if isinstance(entries, list | tuple):
+        for entry in entries:
+            if ((type(entry) is dict or isinstance(entry, Mapping)) and isinstance(entry.get(F.ATTEMPT), int)
+                    and entry.get(F.CLASS)):
+                found.setdefault(entry[F.ATTEMPT], str(entry[F.CLASS]))
+    return found
 

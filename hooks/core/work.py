@@ -143,9 +143,14 @@ class Context:
         return queueing.admission(queueing.current_workload(self.observed))
 
     def jobset(self, attempt: int) -> Mapping[str, Any] | None:
-        """The observed JobSet of ``attempt``, or ``None``."""
-        wanted = workload_name(self.job, attempt)
+        """The observed JobSet of ``attempt`` (named ``workload_name(job, attempt)``), or ``None``."""
+        return self._jobsets_by_name.get(workload_name(self.job, attempt))
+
+    @cached_property
+    def _jobsets_by_name(self) -> dict[str, Mapping[str, Any]]:
+        """The observed JobSets by name, the first of a name kept (as a scan in order finds it): built
+        once a call, which asks ``jobset`` about four times (issue 32 item 4)."""
+        named: dict[str, Mapping[str, Any]] = {}
         for jobset in self.observed.jobsets:
-            if jobset["metadata"]["name"] == wanted:
-                return jobset
-        return None
+            named.setdefault(jobset["metadata"]["name"], jobset)
+        return named

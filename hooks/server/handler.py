@@ -184,7 +184,7 @@ def parse_json(raw: bytes, *, max_bytes: int, max_depth: int) -> object:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(400, f"request body is not JSON: {exc}") from None
-    # Nesting cannot exceed the number of opening brackets (a C-speed count): most requests skip the walk.
+    # Nesting cannot exceed the number of opening brackets (a C-speed count): a small request skips the walk.
     if raw.count(b"{") + raw.count(b"[") > max_depth and nested_deeper_than(document, max_depth):
         raise InvalidRequest(400, f"request JSON is nested more than {max_depth} levels deep")
     return document
@@ -194,22 +194,24 @@ def nested_deeper_than(document: object, limit: int) -> bool:
     """Whether ``document`` has objects/arrays nested more than ``limit`` levels (the outermost
     container is level 1; a scalar document is level 0).
 
-    Walks one level at a time, stopping as soon as the limit is passed: about 0.1 ms for a typical
-    hook request, no recursion whatever the input.
+    Walks one level at a time, stopping as soon as the limit is passed, no recursion whatever the
+    input: about 22 µs for a recorded 7 KB request with 85 brackets (a request whose JobSet child
+    carries its templates has more than the default limit's 64, so it is walked on every call).
     """
-    level = [document] if isinstance(document, dict | list) else []
+    level = [document] if isinstance(document, _CONTAINERS) else []
     depth = 0
     while level:
         depth += 1
         if depth > limit:
             return True
-        deeper = []
-        for node in level:
-            for value in node.values() if isinstance(node, dict) else node:
-                if isinstance(value, dict | list):
-                    deeper.append(value)
-        level = deeper
+        # one comprehension per level (about half the time of nested loops with appends, issue 32 item 4)
+        level = [value for node in level for value in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(value, _CONTAINERS)]
     return False
+
+
+_CONTAINERS = (dict, list)
+"""What nests in decoded JSON (a tuple: ``isinstance`` checks it faster than ``dict | list``)."""
 
 
 def _check_response(response: object) -> None:

@@ -41,19 +41,22 @@ def _line(created: float, level: str, logger: str, pid: int | None, message: str
           exception: str | None = None) -> str:
     """The JSON line ``JsonFormatter`` writes of a record with these attributes (``fields``: the
     record's ``fields``, read only when a mapping; ``exception``: the formatted traceback, if any)."""
-    doc: dict[str, Any] = {
-        "time": datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds"),
-        "level": level,
-        "logger": logger,
-        "pid": pid,
-        "message": message,
-    }
+    doc: dict[str, Any] = {"time": _time(created), "level": level, "logger": logger, "pid": pid, "message": message}
     if isinstance(fields, Mapping):
         for key, value in fields.items():
             doc[f"field_{key}" if key in _RESERVED else str(key)] = value
     if exception is not None:
         doc["exception"] = exception
     return orjson.dumps(doc, default=str).decode()
+
+
+def _time(created: float) -> str:
+    """``created`` (a ``time.time()``) as a line's ``time``: what
+    ``datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")`` writes
+    (``2026-12-06T19:00:01.276+00:00``), by %-formatting, which costs less (issue 32 item 4)."""
+    moment = datetime.fromtimestamp(created, UTC)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03d+00:00" % (  # noqa: UP031 (half the time of the f-string form)
+        moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second, moment.microsecond // 1000)
 
 
 def configure(level: str) -> None:
@@ -95,10 +98,19 @@ def gunicorn_logging(level: str) -> dict[str, Any]:
 
 def read_counts(reads: Iterable[Any]) -> dict[str, int]:
     """How many reads went to each source, e.g. ``{"cache": 1, "live": 1}``, from ReadRecords."""
+    return _tally(reads)[0]
+
+
+def _tally(reads: Iterable[Any]) -> tuple[dict[str, int], int]:
+    """``read_counts(reads)`` and how many of ``reads`` did not end ``ok``, in one pass (a hook
+    call's line says both, issue 32 item 4)."""
     counts: dict[str, int] = {}
+    errors = 0
     for record in reads:
         counts[record.source] = counts.get(record.source, 0) + 1
-    return dict(sorted(counts.items()))
+        if record.outcome != "ok":
+            errors += 1
+    return (dict(sorted(counts.items())) if len(counts) > 1 else counts), errors
 
 
 def log_hook_call(
@@ -122,16 +134,16 @@ def log_hook_call(
     level = logging.INFO if code < 400 else logging.WARNING if code < 500 else logging.ERROR
     if not log.isEnabledFor(level):
         return  # filtered out: nothing to build (issue 32 item 4)
-    reads = list(reads)
-    fields = {
+    counts, errors = _tally(reads)
+    fields = {  # none of these keys is one of ``_RESERVED``: ``_line`` would write them as they are
         "hook": hook,
         "namespace": namespace,
         "job": job,
         "phase_before": phase_before,
         "phase_after": phase_after,
         "decision": decision,
-        "reads": read_counts(reads),
-        "read_errors": sum(1 for record in reads if record.outcome != "ok"),
+        "reads": counts,
+        "read_errors": errors,
         "code": code,
         "duration_ms": round(seconds * 1000, 3),
         "request_bytes": body_bytes,
@@ -144,8 +156,10 @@ def log_hook_call(
     # Every handler the record would reach writes it with JsonFormatter to its stream: the same line,
     # formatted once, written as each handler's emit writes it, without the LogRecord (issue 32 item 4).
     created = time.time()  # what LogRecord takes as ``created``
-    line = _line(created, logging.getLevelName(level), log.name, os.getpid() if logging.logMultiprocessing else None,
-                 f"{hook}{target} -> {code}", fields)
+    doc = {"time": _time(created), "level": logging.getLevelName(level), "logger": log.name,
+           "pid": os.getpid() if logging.logMultiprocessing else None, "message": f"{hook}{target} -> {code}"}
+    doc.update(fields)  # what ``_line`` writes of these fields (no reserved key among them), without its loop
+    line = orjson.dumps(doc, default=str).decode()
     for handler in streams:
         handler.acquire()
         try:

@@ -172,3 +172,24 @@ def test_a_start_is_taken_from_a_pod_that_ran_whatever_pods_of_the_same_text_cam
     assert str(history.started_at([*before, started("ran")], "train-0")) == "2026-01-01 00:00:01+00:00"
     assert history.started_at(before, "train-0") is None
     assert str(history.started_at([*before, started("ran"), early], "train-0")) == "2026-01-01 00:00:00+00:00"
+
+
+def test_stamped_is_at_of_the_stamp() -> None:
+    """``history._stamped(ctx, moment)`` writes what ``_at(ctx, stamp(moment))`` wrote (the stamp
+    written once, issue 32 item 4): around ``now``'s second, with an aware or a naive ``now``."""
+    import random
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+
+    from hooks.core import deadlines
+    from hooks.core import history as hist
+
+    rng = random.Random(20261206)
+    for _ in range(5000):
+        base = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=rng.randint(0, 10**6),
+                                                             microseconds=rng.randint(0, 999999))
+        now = base + timedelta(seconds=rng.choice([-2, -1, 0, 0, 1]), microseconds=rng.randint(-999999, 999999))
+        ctx = SimpleNamespace(now=now.replace(tzinfo=None) if rng.random() < 0.3 else now,
+                              stamp=base - timedelta(seconds=5))
+        moment = base + timedelta(microseconds=rng.randint(-1500000, 1500000))
+        assert hist._stamped(ctx, moment) == hist._at(ctx, deadlines.stamp(moment)), (moment, now)

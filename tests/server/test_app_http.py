@@ -259,6 +259,45 @@ def test_nesting_is_counted_per_level() -> None:
     assert nested_deeper_than({"a": [1, {"b": []}]}, 3) is True
 
 
+def _former_walk(document: object, limit: int) -> bool:
+    """``nested_deeper_than`` as it was before issue 32 item 4's sixth pass (nested loops)."""
+    level = [document] if isinstance(document, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        deeper = []
+        for node in level:
+            for value in node.values() if isinstance(node, dict) else node:
+                if isinstance(value, dict | list):
+                    deeper.append(value)
+        level = deeper
+    return False
+
+
+def test_nesting_answers_as_the_former_walk() -> None:
+    """Every recorded request and random documents, at every limit around their depth."""
+    import pathlib
+    import random
+
+    rng = random.Random(20261206)
+
+    def nested(depth: int) -> object:
+        if depth == 0:
+            return rng.choice([1, "x", None, True, 1.5])
+        children = [nested(rng.randint(0, depth - 1)) for _ in range(rng.randint(0, 3))]
+        return children if rng.random() < 0.5 else {f"k{i}": child for i, child in enumerate(children)}
+
+    documents = [nested(rng.randint(0, 9)) for _ in range(300)]
+    documents += [json.loads(path.read_bytes())
+                  for path in sorted(pathlib.Path(__file__).parents[1].glob("payloads/*/request.json"))]
+    assert len(documents) > 300
+    for document in documents:
+        for limit in range(12):
+            assert nested_deeper_than(document, limit) == _former_walk(document, limit), limit
+
+
 # --- methods, routes, probes, metrics -------------------------------------------------------------
 
 

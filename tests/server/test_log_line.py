@@ -117,3 +117,27 @@ def test_no_handler_at_all_goes_through_logging(isolated: logging.Logger) -> Non
     """No handler reached: ``logging.lastResort`` decides, as before."""
     only(isolated)
     assert logs._json_streams(isolated, logging.INFO) is None
+
+
+def test_time_writes_what_isoformat_wrote() -> None:
+    """``logs._time`` is ``datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")``,
+    written by %-formatting (issue 32 item 4): millisecond edges, the epoch and random times."""
+    import random
+    from datetime import UTC, datetime
+
+    rng = random.Random(20261206)
+    times = [0.0, 0.0009, 0.9995, 1.999999, 1796583601.276, 253402300799.999]
+    times += [rng.uniform(0, 4e9) for _ in range(5000)]
+    for created in times:
+        assert logs._time(created) == datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds"), created
+
+
+def test_read_counts_and_errors_in_one_pass() -> None:
+    """The line's ``reads`` are counted by source (sorted by source) and its ``read_errors`` are the
+    reads that did not end ``ok``, whatever the reads' order and however many (issue 32 item 4
+    counts both in one pass)."""
+    reads = [Read("live"), Read("cache", "error"), Read("live", "error"), Read("departed"), Read("cache")]
+    assert logs._tally(reads) == ({"cache": 2, "departed": 1, "live": 2}, 2)
+    assert list(logs.read_counts(reads)) == ["cache", "departed", "live"]
+    assert logs._tally([]) == ({}, 0)
+    assert logs._tally(iter([Read("live", "error")])) == ({"live": 1}, 1)
