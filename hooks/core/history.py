@@ -198,12 +198,12 @@ def _date(ctx: Context, entry: Entry, workload: str, jobset: Mapping[str, Any] |
     if "created" not in entry:
         created = deadlines.time_or_none(((jobset or {}).get("metadata") or {}).get("creationTimestamp"))
         if created is not None:
-            entry["created"] = _stamped(ctx, created)
+            entry["created"] = _at(ctx, deadlines.stamp(created), canonical=True)
     if "started" not in entry:
         started = started_at([*job_pods(ctx), *(ctx.once.peek(_pods_key(workload)) or ())],
                              workload)
         if started is not None:
-            entry["started"] = _stamped(ctx, started)
+            entry["started"] = _at(ctx, deadlines.stamp(started), canonical=True)
 
 
 def started_at(pods: Sequence[Pod], workload: str) -> datetime | None:
@@ -414,16 +414,12 @@ def _condition_reason(obj: Mapping[str, Any], type_: str) -> str:
     return str(_condition(obj, type_).get("reason") or "")
 
 
-def _stamped(ctx: Context, moment: datetime) -> str:
-    """``_at(ctx, deadlines.stamp(moment))``, with the stamp written once: that text read back is
-    ``moment`` to the second, and a time read from a stamp is written as that very stamp."""
-    text = deadlines.stamp(moment)
-    again = deadlines.time_or_none(text)
-    return text if again is not None and again <= utc(ctx.now) else deadlines.stamp(utc(ctx.stamp))
-
-
-def _at(ctx: Context, text: Any) -> str:
+def _at(ctx: Context, text: Any, *, canonical: bool = False) -> str:
     """``text`` as a status time when it is one no later than ``now``, else the answer's stamp
-    (``Context.stamp``: the request's evidence, the same for every answer to one observed state)."""
+    (``Context.stamp``: the request's evidence, the same for every answer to one observed state).
+    ``canonical``: ``text`` is ``deadlines.stamp``'s own writing, kept as it is rather than written
+    again (a time read from a stamp is written as that very stamp; issue 32 item 4)."""
     moment = deadlines.time_or_none(text)
-    return deadlines.stamp(moment if moment is not None and moment <= utc(ctx.now) else utc(ctx.stamp))
+    if moment is not None and moment <= utc(ctx.now):
+        return text if canonical else deadlines.stamp(moment)
+    return deadlines.stamp(utc(ctx.stamp))

@@ -217,10 +217,7 @@ class _HookCalls:
             headers = [("Content-Type", "application/json"), ("Content-Length", str(len(encoded))),
                        ("Server-Timing", server_timing(result))]
         except Exception as exc:
-            log.exception("unhandled error on %s %s", "POST", environ.get("PATH_INFO"))
-            encoded = encode({"error": f"internal error: {type(exc).__name__}"})
-            status, headers = _STATUS_LINES[500], [("Content-Type", "application/json"),
-                                                   ("Content-Length", str(len(encoded)))]
+            return _failed(exc, "POST", environ.get("PATH_INFO", ""))(environ, start_response)
         start_response(status, headers)
         return [encoded]
 
@@ -337,6 +334,13 @@ def _http_error(exc: HTTPException) -> Response:
 
 
 def _internal_error(exc: Exception) -> Response:
-    """An exception outside ``handle`` (which catches its own): 500 JSON naming the type only."""
-    log.exception("unhandled error on %s %s", request.method, request.path)
+    """An exception outside ``handle`` (which catches its own), as Flask hands it over: ``_failed``."""
+    return _failed(exc, request.method, request.path)
+
+
+def _failed(exc: Exception, method: str, path: str) -> Response:
+    """The 500 of an exception outside ``handle`` on ``method path``, raised in Flask's view or in the
+    direct path (``_HookCalls``): logged with its traceback (call it while handling ``exc``), JSON
+    naming the type only."""
+    log.exception("unhandled error on %s %s", method, path)
     return _json(500, {"error": f"internal error: {type(exc).__name__}"})

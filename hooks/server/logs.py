@@ -23,7 +23,7 @@ import orjson
 
 log = logging.getLogger("nvcre.hooks")
 
-_RESERVED = ("time", "level", "logger", "message", "pid")
+_RESERVED = frozenset(("time", "level", "logger", "message", "pid"))
 
 
 class JsonFormatter(logging.Formatter):
@@ -43,8 +43,11 @@ def _line(created: float, level: str, logger: str, pid: int | None, message: str
     record's ``fields``, read only when a mapping; ``exception``: the formatted traceback, if any)."""
     doc: dict[str, Any] = {"time": _time(created), "level": level, "logger": logger, "pid": pid, "message": message}
     if isinstance(fields, Mapping):
-        for key, value in fields.items():
-            doc[f"field_{key}" if key in _RESERVED else str(key)] = value
+        if _RESERVED.isdisjoint(fields) and all(type(key) is str for key in fields):
+            doc.update(fields)  # the usual case (a hook call's line): no key to rename, copied as it is
+        else:
+            for key, value in fields.items():
+                doc[f"field_{key}" if key in _RESERVED else str(key)] = value
     if exception is not None:
         doc["exception"] = exception
     return orjson.dumps(doc, default=str).decode()
@@ -156,10 +159,8 @@ def log_hook_call(
     # Every handler the record would reach writes it with JsonFormatter to its stream: the same line,
     # formatted once, written as each handler's emit writes it, without the LogRecord (issue 32 item 4).
     created = time.time()  # what LogRecord takes as ``created``
-    doc = {"time": _time(created), "level": logging.getLevelName(level), "logger": log.name,
-           "pid": os.getpid() if logging.logMultiprocessing else None, "message": f"{hook}{target} -> {code}"}
-    doc.update(fields)  # what ``_line`` writes of these fields (no reserved key among them), without its loop
-    line = orjson.dumps(doc, default=str).decode()
+    line = _line(created, logging.getLevelName(level), log.name, os.getpid() if logging.logMultiprocessing else None,
+                 f"{hook}{target} -> {code}", fields)
     for handler in streams:
         handler.acquire()
         try:

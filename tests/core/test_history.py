@@ -174,8 +174,8 @@ def test_a_start_is_taken_from_a_pod_that_ran_whatever_pods_of_the_same_text_cam
     assert str(history.started_at([*before, started("ran"), early], "train-0")) == "2026-01-01 00:00:00+00:00"
 
 
-def test_stamped_is_at_of_the_stamp() -> None:
-    """``history._stamped(ctx, moment)`` writes what ``_at(ctx, stamp(moment))`` wrote (the stamp
+def test_a_canonical_stamp_is_kept_as_at_would_write_it() -> None:
+    """``history._at(ctx, stamp(moment), canonical=True)`` writes what ``_at`` writes of it (the stamp
     written once, issue 32 item 4): around ``now``'s second, with an aware or a naive ``now``."""
     import random
     from datetime import UTC, datetime, timedelta
@@ -192,4 +192,5 @@ def test_stamped_is_at_of_the_stamp() -> None:
         ctx = SimpleNamespace(now=now.replace(tzinfo=None) if rng.random() < 0.3 else now,
                               stamp=base - timedelta(seconds=5))
         moment = base + timedelta(microseconds=rng.randint(-1500000, 1500000))
-        assert hist._stamped(ctx, moment) == hist._at(ctx, deadlines.stamp(moment)), (moment, now)
+        text = deadlines.stamp(moment)
+        assert hist._at(ctx, text, canonical=True) == hist._at(ctx, text), (moment, now)
