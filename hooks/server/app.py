@@ -198,12 +198,16 @@ class _HookCalls:
         self._answered = answered
         self._token = token
         self._max = max_body_bytes
+        self._digits = len(str(max_body_bytes))
+        """The most digits a ``Content-Length`` the direct path takes may have: a longer one (a padded
+        or absurd number, past Python's 4,300 digits for ``int`` even) goes to Flask, which answers it."""
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         hook = HOOK_ROUTES.get(environ.get("PATH_INFO", ""))
         length = environ.get("CONTENT_LENGTH") or ""
-        if (hook is None or environ.get("REQUEST_METHOD") != "POST" or not (length.isascii() and length.isdigit())
-                or int(length) > self._max or "HTTP_TRANSFER_ENCODING" in environ):
+        if (hook is None or environ.get("REQUEST_METHOD") != "POST" or len(length) > self._digits
+                or not (length.isascii() and length.isdigit()) or int(length) > self._max
+                or "HTTP_TRANSFER_ENCODING" in environ):
             return self._flask(environ, start_response)
         started = time.perf_counter()
         if self._token is not None and not self._token.allows(environ.get("HTTP_AUTHORIZATION")):

@@ -92,6 +92,8 @@ SAME = {
                                                length=len(orjson.dumps(job_request()))),
     "over the limit": environ(body=b" " * 70 + orjson.dumps(job_request())),
     "odd length": {**environ(), "CONTENT_LENGTH": "\u00b2"},
+    "a length of 5,000 digits": {**environ(), "CONTENT_LENGTH": "9" * 5000},  # past int()'s 4,300: never a 500
+    "a zero-padded length": {**environ(), "CONTENT_LENGTH": "0" * 5000 + str(len(orjson.dumps(job_request())))},
     "GET": environ(method="GET"),
     "another path": environ("/sync/"),
 }
