@@ -22,7 +22,7 @@ from tests.cluster.controlplane import ControlPlane, ControlPlaneError, binaries
 from tests.cluster.jobsetctl import JobSetError, JobSetManager, jobset_crds, jobset_dir
 from tests.cluster.kube import METACONTROLLER_CRDS, Applier, kustomized_manifests, load_documents
 from tests.cluster.kube import service_account_token as sa_token
-from tests.cluster.kueue import KueueError, kueue_dir
+from tests.cluster.kueue import Kueue, KueueError, kueue_dir
 from tests.cluster.kwokctl import Kwok, KwokError, kwok_dir
 from tests.cluster.metacontroller import token_secret
 from tests.cluster.order import ordered
@@ -121,6 +121,25 @@ def installed(control_plane: ControlPlane) -> dict[str, str]:
     notes["hook-token"] = "generated for the session (HOOK_TOKEN)"
     control_plane.restart_controller_manager()
     return notes
+
+
+def built_kueue(tier: str = "Kueue tests") -> Path:
+    """The folder of the built Kueue; skips ``tier`` (or fails it, when the cluster tier is required)
+    without it."""
+    try:
+        return kueue_dir()
+    except KueueError as exc:
+        missing("Kueue", tier, exc)
+
+
+@pytest.fixture(scope="module")
+def kueue(control_plane: ControlPlane, installed: dict[str, str]) -> Iterator[Kueue]:
+    """Kueue's manager for the module that asks for it (each module its own, as its queues are), with
+    priority classes low and high; its webhook configurations removed afterwards."""
+    with Kueue(control_plane, built_kueue()) as manager:
+        manager.priority_class("low", 10)
+        manager.priority_class("high", 1000)
+        yield manager
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,6 @@ from tests.e2e.server import HookServer
 
 pytestmark = pytest.mark.cluster
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def kueue(control_plane: ControlPlane, installed: dict[str, str]) -> Iterator[Any]:
-    """Kueue's manager for this module, with priority classes low and high (as tests/cluster/test_kueue.py)."""
-    from tests.cluster.kueue import Kueue
-    from tests.cluster.test_kueue import built_kueue
-    with Kueue(control_plane, built_kueue()) as manager:
-        manager.priority_class("low", 10)
-        manager.priority_class("high", 1000)
-        yield manager
 
 
 def test_a_preemption_moves_the_quota_only_after_the_acknowledgement_and_the_drain(

@@ -25,17 +25,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import kubernetes
 import pytest
 
-from tests.cluster.conftest import missing
+from tests.cluster.conftest import built_kueue
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.faults import CLASSES, FAULTS, NCCL_MESSAGE, NCCL_RULE, NODE, PREEMPTED, USER, Fault
 from tests.cluster.kube import REQUEST_TIMEOUT
-from tests.cluster.kueue import PRIORITY_LABEL, QUEUE_LABEL, Kueue, KueueError, kueue_dir
+from tests.cluster.kueue import PRIORITY_LABEL, QUEUE_LABEL, Kueue
 from tests.cluster.kwokctl import EXIT_CODE_ANNOTATION, FAIL_LABEL, GPUS_PER_NODE, Kwok
 from tests.cluster.world import ClusterWorld, attempt_of_pod
 from tests.e2e.harness import job_spec
@@ -62,14 +61,6 @@ _namespaces = itertools.count()
 
 
 # ---- what the suite runs beside the session's parts ------------------------------------------------------
-
-def built_kueue() -> Path:
-    """The folder of the built Kueue; skips (or fails, when the cluster tier is required) without it."""
-    try:
-        return kueue_dir()
-    except KueueError as exc:
-        missing("Kueue", "the fault suite", exc)
-
 
 class PodMemory:
     """Every pod of a namespace as last seen by a watch of the test's own, deleted ones too."""
@@ -324,7 +315,7 @@ def faulted(control_plane: ControlPlane, hooks: HookServer, kwok: Kwok,
     pools: list[str] = []
     memory: PodMemory | None = None
     try:
-        with Kueue(control_plane, built_kueue()) as kueue:
+        with Kueue(control_plane, built_kueue("the fault suite")) as kueue:
             kueue.priority_class("low", 10)
             kueue.priority_class("high", 1000)
             try:

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import itertools
 import socket
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import missing
+from tests.cluster.conftest import built_kueue
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.kueue import PRIORITY_LABEL, QUEUE_LABEL, Kueue, KueueError, kueue_dir
+from tests.cluster.kueue import PRIORITY_LABEL, QUEUE_LABEL, Kueue
 from tests.cluster.kwokctl import Kwok
 from tests.cluster.world import ClusterWorld
 from tests.e2e.harness import job_spec
@@ -28,23 +26,6 @@ from tests.e2e.server import HookServer
 pytestmark = pytest.mark.cluster
 _names = itertools.count()
 GPUS_PER_POD = 4
-
-
-def built_kueue() -> Path:
-    """The folder of the built Kueue; skips (or fails, when the cluster tier is required) without it."""
-    try:
-        return kueue_dir()
-    except KueueError as exc:
-        missing("Kueue", "Kueue tests", exc)
-
-
-@pytest.fixture(scope="module")
-def kueue(control_plane: ControlPlane, installed: dict[str, str]) -> Iterator[Kueue]:
-    """Kueue's manager for this module (its webhook configurations removed afterwards)."""
-    with Kueue(control_plane, built_kueue()) as manager:
-        manager.priority_class("low", 10)
-        manager.priority_class("high", 1000)
-        yield manager
 
 
 @pytest.fixture
