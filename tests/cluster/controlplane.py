@@ -316,10 +316,12 @@ class ControlPlane:
         """Whether ``/readyz`` answers 200 ``ok`` now."""
         if not self.ca_file.exists():
             return False
-        context = ssl.create_default_context(cafile=str(self.ca_file))
         request = urllib.request.Request(f"{self.url}/readyz",
                                          headers={"Authorization": f"Bearer {self.admin_token}"})
         try:
+            # the API server writes its self-signed certificate as it starts: a file still being
+            # written holds no certificate yet (SSLError), which is "not ready", not a failure
+            context = ssl.create_default_context(cafile=str(self.ca_file))
             with urllib.request.urlopen(request, context=context, timeout=2) as response:
                 return response.status == 200 and response.read().strip() == b"ok"
         except (OSError, ssl.SSLError):
