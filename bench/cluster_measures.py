@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -155,6 +156,20 @@ class HookMetrics:
     def scrape(cls, url: str, timeout: float = 10.0) -> HookMetrics:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             return cls.parse(response.read().decode())
+
+    @classmethod
+    def settled(cls, url: str, tries: int = 10, pause: float = 0.05) -> HookMetrics:
+        """A scrape in which every call counted is also in the latency histogram (``calls ==
+        observed``), taken up to ``tries`` times ``pause`` apart: a call that ends while a scrape
+        reads the counter and the histogram one after the other is in one and not yet the other, and
+        a window cut there would miscount by it. The last scrape when none agrees (calls never pause)."""
+        scraped = cls.scrape(url)
+        for _ in range(tries - 1):
+            if scraped.calls == scraped.observed:
+                break
+            time.sleep(pause)
+            scraped = cls.scrape(url)
+        return scraped
 
     @classmethod
     def parse(cls, text: str) -> HookMetrics:

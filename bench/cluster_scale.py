@@ -959,7 +959,7 @@ class Clocked:
         time.sleep(0.3)  # the audit log is written as each request completes
         now = time.monotonic()
         events, offset = self.plane.audit_events(self.audit_offset)
-        metrics = HookMetrics.scrape(self.hooks.metrics_url)
+        metrics = HookMetrics.settled(self.hooks.metrics_url)
         waits = list(self.driver.queue.waits)
         usage = {name: usage_of(pids()) for name, pids in self.parts.items()}
         timed = list(self.transport.calls)

@@ -209,3 +209,25 @@ def test_the_pods_memory_is_taken_each_page_once_and_shown_steady_then_under_loa
     assert once is None or once > 0  # None where the kernel hides the page frames
     assert _pair_kib({"steady": (2048, None), "load": (3072, 4096)}, 0) == "2, 3"
     assert _pair_kib({"steady": (2048, None)}, 1) == "-, -"
+
+
+def test_a_window_is_cut_at_a_scrape_where_every_counted_call_is_in_the_histogram(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that ends while a scrape reads the counter and then the histogram is counted and not yet
+    timed: ``HookMetrics.settled`` scrapes again (CI once saw a window of 129 calls and 128 timed),
+    and takes the last scrape when the counts never agree."""
+    registry = CollectorRegistry()
+    requests = Counter("nvcre_hook_requests_total", "", ["hook", "code"], registry=registry)
+    duration = Histogram("nvcre_hook_request_duration_seconds", "", ["hook"], buckets=(0.1,), registry=registry)
+    requests.labels("sync", "200").inc()  # mid-call: counted, not yet timed
+    texts = [generate_latest(registry).decode()]
+    duration.labels("sync").observe(0.05)
+    texts.append(generate_latest(registry).decode())
+    served = iter(texts)
+    monkeypatch.setattr(HookMetrics, "scrape", classmethod(lambda cls, url, timeout=10.0: cls.parse(next(served))))
+    settled = HookMetrics.settled("http://unused", pause=0)
+    assert (settled.calls, settled.observed) == (1, 1)
+    always_behind = iter([texts[0]] * 3)
+    monkeypatch.setattr(HookMetrics, "scrape",
+                        classmethod(lambda cls, url, timeout=10.0: cls.parse(next(always_behind))))
+    assert HookMetrics.settled("http://unused", tries=3, pause=0).observed == 0  # the last scrape, as it was
