@@ -90,14 +90,19 @@ def dump(document: Any) -> bytes:
 
 def request_bytes(raw: bytes, max_bytes: int) -> bytes:
     """What request.json holds for a request body ``raw``: indented JSON with the keys in their order,
-    so a recording reads well and diffs well; ``raw`` itself when it is not JSON or when the indented
-    form would be over ``max_bytes`` (the server's body limit), so that a replay sees the same input.
+    so a recording reads well and diffs well; ``raw`` itself when it is not JSON, when the indented
+    form would be over ``max_bytes`` (the server's body limit), or when it is nested too deeply for
+    the indenting encoder (it recurses on the Python stack: a request the server accepts under
+    ``NVCRE_MAX_JSON_DEPTH`` up to 1024 can pass its limit), so that a replay sees the same input.
     """
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return raw
-    pretty = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+    try:
+        pretty = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+    except RecursionError:
+        return raw
     return pretty if len(pretty) <= max_bytes else raw
 
 

@@ -18,6 +18,7 @@ from flask import Flask
 from prometheus_client import REGISTRY
 
 import hooks.server.app
+import hooks.tools.record.recorder
 import hooks.tools.record.store
 from hooks.core.decide import decide
 from hooks.core.observed import parse_request
@@ -163,6 +164,38 @@ def test_a_request_that_is_not_json_is_kept_byte_for_byte() -> None:
     assert scenario.request_bytes(b"{nope", 100) == b"{nope"
     assert scenario.request_bytes(b'{"b":1,"a":[1,2]}', 1000) == b'{\n  "b": 1,\n  "a": [\n    1,\n    2\n  ]\n}\n'
     assert scenario.request_bytes(b'{"b":1,"a":[1,2]}', 20) == b'{"b":1,"a":[1,2]}'  # indented would be over
+
+
+def test_a_request_nested_deeper_than_the_indenting_encoder_can_go_is_kept_byte_for_byte() -> None:
+    """``NVCRE_MAX_JSON_DEPTH`` accepts up to 1024 levels; ``json.dumps(indent=2)`` recurses on the
+    Python stack and gives up before that. Such a request is kept as it came, not dropped (and not
+    an exception out of the writer thread)."""
+    deep = b'{"parent":' + b'{"a":' * 1000 + b"{}" + b"}" * 1001
+    assert scenario.request_bytes(deep, len(deep) * 10) == deep
+
+
+def test_the_writer_goes_on_after_a_call_it_could_not_write(tmp_path: Path, recorders: list[Recorder],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure ``write`` does not expect is counted (``error``) and the next call is recorded: the
+    writer thread does not die with one odd call (before, every later call waited in the queue
+    until it was full, then was dropped as ``queue-full``)."""
+    recorder = make(recorders, tmp_path)
+    before = failures("error")
+    real = hooks.tools.record.recorder.scenario_files
+    calls = iter([RuntimeError("boom")])
+
+    def first_fails(call: object) -> object:
+        failure = next(calls, None)
+        if failure is not None:
+            raise failure
+        return real(call)
+
+    monkeypatch.setattr(hooks.tools.record.recorder, "scenario_files", first_fails)
+    record(recorder)
+    record(recorder)
+    assert recorder.flush()
+    assert failures("error") == before + 1
+    assert len(folders(tmp_path)) == 1
 
 
 def test_reads_that_did_not_keep_their_pods_are_not_recorded(tmp_path: Path, recorders: list[Recorder]) -> None:

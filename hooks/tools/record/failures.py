@@ -18,12 +18,13 @@ log = logging.getLogger("nvcre.hooks.record")
 LOG_EVERY_SECONDS = 60.0
 """Failures are counted every time, logged at most once per this many seconds (with a count)."""
 
-FAILURE_REASONS = ("disk", "queue-full", "too-large", "incomplete")
+FAILURE_REASONS = ("disk", "queue-full", "too-large", "incomplete", "error")
 WRITTEN = Counter("nvcre_record_written_total", "Hook calls recorded as scenario folders.")
 FAILURES = Counter(
     "nvcre_record_failures_total",
     "Hook calls not recorded, by reason: disk (the write failed), queue-full (dropped, the writer "
-    "was behind), too-large (alone over NVCRE_RECORD_MAX_BYTES), incomplete (the pods were not kept).",
+    "was behind), too-large (alone over NVCRE_RECORD_MAX_BYTES), incomplete (the pods were not kept), error "
+    "(writing it failed unexpectedly: a bug, the message says what).",
     ["reason"],
 )
 for _reason in FAILURE_REASONS:

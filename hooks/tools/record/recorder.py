@@ -164,13 +164,17 @@ class Recorder:
         thread.join(timeout)
 
     def _run(self) -> None:
-        """The writer thread: writes queued calls one at a time until it gets ``None``."""
+        """The writer thread: writes queued calls one at a time until it gets ``None``. A call that
+        fails in a way ``write`` does not expect is counted (``error``) and the thread goes on: one
+        odd request must not end the recording of every later call."""
         while True:
             call = self._queue.get()
             try:
                 if call is None:
                     return
                 self.write(call)
+            except Exception as exc:  # the writer outlives any one call
+                self._failures.failed("error", f"{call.hook} call not recorded: {type(exc).__name__}: {exc}")
             finally:
                 if call is not None:
                     with self._lock:
