@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from hooks.core.declared import InvalidRequest, decode, json_type
+from hooks.core.declared import MAPPING, InvalidRequest, decode, json_type
 from hooks.core.request import (
     Flavor,
     JobSetChild,
@@ -142,10 +142,10 @@ def _write_times(metadata: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
     (for the world's, only those of entries not of subresource ``status``), each with the
     deletionTimestamp when the parent carries managed fields at all; anything else there is
     ignored (server-set metadata, never a reason to refuse the request)."""
-    if not isinstance(metadata, Mapping):
+    if not isinstance(metadata, MAPPING):
         return (), ()
     fields = metadata.get("managedFields")
-    entries = [entry for entry in fields if isinstance(entry, Mapping)] if isinstance(fields, list) else []
+    entries = [entry for entry in fields if isinstance(entry, MAPPING)] if isinstance(fields, list) else []
     timed = [entry for entry in entries if isinstance(entry.get("time"), str) and entry["time"]]
     if not timed:
         return (), ()
@@ -158,20 +158,20 @@ def _write_times(metadata: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _status_written(metadata: object) -> str:
     """``Observed.status_written``: the newest string ``time`` of a ``managedFields`` entry of
     subresource ``status`` (RFC 3339 seconds in UTC sort as text), ``""`` when there is none."""
-    fields = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+    fields = metadata.get("managedFields") if isinstance(metadata, MAPPING) else None
     if not isinstance(fields, list):
         return ""
-    return max((entry["time"] for entry in fields if isinstance(entry, Mapping)
+    return max((entry["time"] for entry in fields if isinstance(entry, MAPPING)
                 and entry.get("subresource") == "status" and isinstance(entry.get("time"), str)), default="")
 
 
 def _suspend_set_at(metadata: object) -> str:
     """``Observed.suspend_set_at``: the newest string ``time`` of a ``managedFields`` entry not of
     subresource ``status`` whose ``fieldsV1`` owns ``f:spec`` / ``f:suspend``, ``""`` when none does."""
-    fields = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+    fields = metadata.get("managedFields") if isinstance(metadata, MAPPING) else None
     if not isinstance(fields, list):
         return ""
-    return max((entry["time"] for entry in fields if isinstance(entry, Mapping)
+    return max((entry["time"] for entry in fields if isinstance(entry, MAPPING)
                 and entry.get("subresource") != "status" and isinstance(entry.get("time"), str)
                 and isinstance(entry.get("fieldsV1"), Mapping) and isinstance(entry["fieldsV1"].get("f:spec"), Mapping)
                 and "f:suspend" in entry["fieldsV1"]["f:spec"]), default="")
@@ -188,12 +188,12 @@ def parse_request(payload: object, hook: str) -> Observed:
     """
     if hook not in HOOKS:
         raise ValueError(f"unknown hook {hook!r}")
-    if not isinstance(payload, Mapping):
+    if not isinstance(payload, MAPPING):
         raise InvalidRequest(400, f"request: expected an object, got {json_type(payload)}")
     raw_parent = payload.get("parent")
     if raw_parent is None:
         raise InvalidRequest(400, "request: parent is missing")
-    if not isinstance(raw_parent, Mapping):
+    if not isinstance(raw_parent, MAPPING):
         raise InvalidRequest(400, f"parent: expected an object, got {json_type(raw_parent)}")
     if raw_parent.get("apiVersion") != API_VERSION or raw_parent.get("kind") != KIND:
         raise InvalidRequest(422, f"parent: expected apiVersion {API_VERSION} kind {KIND}, got apiVersion "
@@ -208,7 +208,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     related = request.related or {}
     raw_metadata = raw_parent.get("metadata")
     version_times, world_times = _write_times(raw_metadata)
-    resource_version = raw_metadata.get("resourceVersion") if isinstance(raw_metadata, Mapping) else None
+    resource_version = raw_metadata.get("resourceVersion") if isinstance(raw_metadata, MAPPING) else None
     return Observed(namespace=namespace, name=metadata.name or "", finalizing=bool(request.finalizing),
                     spec=read_spec(parent.spec), status=parent.status or Status(),
                     jobsets=_jobsets(_group(children, JOBSET_GROUP, "children"), namespace),
@@ -232,7 +232,7 @@ def _group(objects: Mapping[str, Any], group: str, where: str) -> Mapping[str, A
     found = objects.get(group)
     if found is None:
         return {}
-    if not isinstance(found, Mapping):
+    if not isinstance(found, MAPPING):
         raise InvalidRequest(400, f'{where}["{group}"]: expected an object, got {json_type(found)}')
     return found
 

@@ -15,11 +15,13 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+
+from hooks.core.declared import MAPPING
 
 log = logging.getLogger("nvcre.hooks")
 
@@ -42,7 +44,7 @@ def _line(created: float, level: str, logger: str, pid: int | None, message: str
     """The JSON line ``JsonFormatter`` writes of a record with these attributes (``fields``: the
     record's ``fields``, read only when a mapping; ``exception``: the formatted traceback, if any)."""
     doc: dict[str, Any] = {"time": _time(created), "level": level, "logger": logger, "pid": pid, "message": message}
-    if isinstance(fields, Mapping):
+    if isinstance(fields, MAPPING):
         if _RESERVED.isdisjoint(fields) and all(type(key) is str for key in fields):
             doc.update(fields)  # the usual case (a hook call's line): no key to rename, copied as it is
         else:
