@@ -137,44 +137,43 @@ class Observed(msgspec.Struct, frozen=True):
     """The cluster's gang default and what discovery said (set by the hook server; ``GangCluster``)."""
 
 
-def _write_times(metadata: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``Observed.version_times`` and ``Observed.world_times``: every string ``managedFields[].time``
-    (for the world's, only those of entries not of subresource ``status``), each with the
-    deletionTimestamp when the parent carries managed fields at all; anything else there is
-    ignored (server-set metadata, never a reason to refuse the request)."""
+def _managed_times(metadata: object) -> tuple[tuple[str, ...], tuple[str, ...], str, str]:
+    """What the parent's ``managedFields`` say, read in one pass over its entries (issue 32 item 4):
+    ``Observed.version_times`` and ``Observed.world_times``, every non-empty string
+    ``managedFields[].time`` (for the world's, only those of entries not of subresource ``status``),
+    each with the deletionTimestamp when there is any such time; ``Observed.status_written``, the
+    newest of them of subresource ``status``; and ``Observed.suspend_set_at``, the newest of them not
+    of subresource ``status`` whose ``fieldsV1`` owns ``f:spec`` / ``f:suspend`` (RFC 3339 seconds in
+    UTC sort as text; ``""`` when none). Anything else there is ignored (server-set metadata, never a
+    reason to refuse the request)."""
     if not isinstance(metadata, MAPPING):
-        return (), ()
+        return (), (), "", ""
     fields = metadata.get("managedFields")
-    entries = [entry for entry in fields if isinstance(entry, MAPPING)] if isinstance(fields, list) else []
-    timed = [entry for entry in entries if isinstance(entry.get("time"), str) and entry["time"]]
-    if not timed:
-        return (), ()
+    if not isinstance(fields, list) or not fields:
+        return (), (), "", ""
+    times: list[str] = []
+    world: list[str] = []
+    status_written = suspend_set_at = ""
+    for entry in fields:
+        if not isinstance(entry, MAPPING):
+            continue
+        time = entry.get("time")
+        if not isinstance(time, str) or not time:
+            continue
+        times.append(time)
+        if entry.get("subresource") == "status":
+            status_written = max(status_written, time)
+            continue
+        world.append(time)
+        owned = entry.get("fieldsV1")
+        spec = owned.get("f:spec") if isinstance(owned, MAPPING) else None
+        if isinstance(spec, MAPPING) and "f:suspend" in spec:
+            suspend_set_at = max(suspend_set_at, time)
+    if not times:
+        return (), (), "", ""
     deletion = metadata.get("deletionTimestamp")
     tail = (deletion,) if isinstance(deletion, str) and deletion else ()
-    world = tuple(entry["time"] for entry in timed if entry.get("subresource") != "status")
-    return (*(entry["time"] for entry in timed), *tail), (*world, *tail)
-
-
-def _status_written(metadata: object) -> str:
-    """``Observed.status_written``: the newest string ``time`` of a ``managedFields`` entry of
-    subresource ``status`` (RFC 3339 seconds in UTC sort as text), ``""`` when there is none."""
-    fields = metadata.get("managedFields") if isinstance(metadata, MAPPING) else None
-    if not isinstance(fields, list):
-        return ""
-    return max((entry["time"] for entry in fields if isinstance(entry, MAPPING)
-                and entry.get("subresource") == "status" and isinstance(entry.get("time"), str)), default="")
-
-
-def _suspend_set_at(metadata: object) -> str:
-    """``Observed.suspend_set_at``: the newest string ``time`` of a ``managedFields`` entry not of
-    subresource ``status`` whose ``fieldsV1`` owns ``f:spec`` / ``f:suspend``, ``""`` when none does."""
-    fields = metadata.get("managedFields") if isinstance(metadata, MAPPING) else None
-    if not isinstance(fields, list):
-        return ""
-    return max((entry["time"] for entry in fields if isinstance(entry, MAPPING)
-                and entry.get("subresource") != "status" and isinstance(entry.get("time"), str)
-                and isinstance(entry.get("fieldsV1"), Mapping) and isinstance(entry["fieldsV1"].get("f:spec"), Mapping)
-                and "f:suspend" in entry["fieldsV1"]["f:spec"]), default="")
+    return (*times, *tail), (*world, *tail), status_written, suspend_set_at
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -207,7 +206,7 @@ def parse_request(payload: object, hook: str) -> Observed:
     children = request.children or {}
     related = request.related or {}
     raw_metadata = raw_parent.get("metadata")
-    version_times, world_times = _write_times(raw_metadata)
+    version_times, world_times, status_written, suspend_set_at = _managed_times(raw_metadata)
     resource_version = raw_metadata.get("resourceVersion") if isinstance(raw_metadata, MAPPING) else None
     return Observed(namespace=namespace, name=metadata.name or "", finalizing=bool(request.finalizing),
                     spec=read_spec(parent.spec), status=parent.status or Status(),
@@ -217,8 +216,8 @@ def parse_request(payload: object, hook: str) -> Observed:
                     deletion_timestamp=metadata.deletion_timestamp or "",
                     version_times=version_times, world_times=world_times,
                     resource_version=resource_version if isinstance(resource_version, str) else "",
-                    status_written=_status_written(raw_metadata), labels=dict(metadata.labels),
-                    annotations=dict(metadata.annotations), suspend_set_at=_suspend_set_at(raw_metadata),
+                    status_written=status_written, labels=dict(metadata.labels),
+                    annotations=dict(metadata.annotations), suspend_set_at=suspend_set_at,
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
                     podgroups=_podgroups(_group(children, PODGROUP_GROUP, "children"), namespace),
