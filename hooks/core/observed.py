@@ -275,6 +275,8 @@ def _named_children(group: Mapping[str, Any], group_name: str, declared_as: type
     """The children of ``group`` (either key version), each checked as ``declared_as`` (a 400 naming
     the field otherwise) and kept raw with its name (from the key when the object has none) and its
     namespace (``namespace`` by default), sorted by name; the first of two of one name is kept."""
+    if not group:  # the usual case (no Workload, no PodGroup): nothing to sort or build
+        return ()
     found: dict[str, Mapping[str, Any]] = {}
     for key in sorted(group):
         child = group[key]
@@ -291,6 +293,8 @@ def _named_children(group: Mapping[str, Any], group_name: str, declared_as: type
 
 def _flavors(group: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """Related ResourceFlavors (cluster-scoped, keyed by name): name -> ``spec`` (raw)."""
+    if not group:
+        return {}
     flavors: dict[str, Mapping[str, Any]] = {}
     for key in sorted(group):
         declared = decode(group[key], Flavor, f'related["{FLAVOR_GROUP}"]["{key}"]')
@@ -301,6 +305,8 @@ def _flavors(group: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def _priority_classes(group: Mapping[str, Any]) -> dict[str, int]:
     """Related WorkloadPriorityClasses (cluster-scoped, keyed by name): name -> ``value``."""
+    if not group:
+        return {}
     classes: dict[str, int] = {}
     for key in sorted(group):
         declared = decode(group[key], PriorityClass, f'related["{PRIORITY_CLASS_GROUP}"]["{key}"]')
