@@ -40,11 +40,15 @@ class JsonFormatter(logging.Formatter):
 
 
 def _line(created: float, level: str, logger: str, pid: int | None, message: str, fields: object,
-          exception: str | None = None) -> str:
+          exception: str | None = None, *, plain: bool = False) -> str:
     """The JSON line ``JsonFormatter`` writes of a record with these attributes (``fields``: the
-    record's ``fields``, read only when a mapping; ``exception``: the formatted traceback, if any)."""
+    record's ``fields``, read only when a mapping; ``exception``: the formatted traceback, if any).
+    ``plain``: the caller's ``fields`` is a dict whose keys are all strings and none of ``_RESERVED``
+    (``log_hook_call``'s own), copied as it is without asking (issue 32 item 4)."""
     doc: dict[str, Any] = {"time": _time(created), "level": level, "logger": logger, "pid": pid, "message": message}
-    if isinstance(fields, MAPPING):
+    if plain:
+        doc.update(fields)  # type: ignore[call-overload]  # a dict, said the caller
+    elif isinstance(fields, MAPPING):
         if _RESERVED.isdisjoint(fields) and all(type(key) is str for key in fields):
             doc.update(fields)  # the usual case (a hook call's line): no key to rename, copied as it is
         else:
@@ -140,7 +144,7 @@ def log_hook_call(
     if not log.isEnabledFor(level):
         return  # filtered out: nothing to build (issue 32 item 4)
     counts, errors = _tally(reads)
-    fields = {  # none of these keys is one of ``_RESERVED``: ``_line`` would write them as they are
+    fields = {  # strings, none of them one of ``_RESERVED`` (tests/server/test_log_line.py): ``_line``'s ``plain``
         "hook": hook,
         "namespace": namespace,
         "job": job,
@@ -162,7 +166,7 @@ def log_hook_call(
     # formatted once, written as each handler's emit writes it, without the LogRecord (issue 32 item 4).
     created = time.time()  # what LogRecord takes as ``created``
     line = _line(created, logging.getLevelName(level), log.name, os.getpid() if logging.logMultiprocessing else None,
-                 f"{hook}{target} -> {code}", fields)
+                 f"{hook}{target} -> {code}", fields, plain=True)
     for handler in streams:
         handler.acquire()
         try:

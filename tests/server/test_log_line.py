@@ -141,3 +141,26 @@ def test_read_counts_and_errors_in_one_pass() -> None:
     assert list(logs.read_counts(reads)) == ["cache", "departed", "live"]
     assert logs._tally([]) == ({}, 0)
     assert logs._tally(iter([Read("live", "error")])) == ({"live": 1}, 1)
+
+
+def test_a_hook_call_s_fields_are_plain_so_the_unchecked_copy_writes_the_checked_line(
+        isolated: logging.Logger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``log_hook_call`` hands ``_line`` its fields as ``plain`` (copied without asking whether a key
+    must be renamed, issue 32 item 4): they are strings, none reserved, so the line is the one the
+    checked copy writes."""
+    seen: list[dict[str, Any]] = []
+    line = logs._line
+
+    def kept(*args: Any, **kwargs: Any) -> str:
+        seen.append(args[5])
+        return line(*args, **kwargs)
+
+    handler, stream = stream_handler()
+    only(isolated, handler)
+    monkeypatch.setattr(logs, "_line", kept)
+    written()
+    (fields,) = seen
+    assert all(type(key) is str for key in fields) and logs._RESERVED.isdisjoint(fields)
+    assert line(1.5, "INFO", "x", 1, "m", fields, plain=True) == line(1.5, "INFO", "x", 1, "m", fields)
+    assert stream.getvalue() == line(1767225600.1234567, "INFO", isolated.name, logs.os.getpid(),
+                                     "sync team-a/train -> 200", fields) + "\n"
