@@ -12,11 +12,11 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import time
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -62,10 +62,28 @@ def _line(created: float, level: str, logger: str, pid: int | None, message: str
 def _time(created: float) -> str:
     """``created`` (a ``time.time()``) as a line's ``time``: what
     ``datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")`` writes
-    (``2026-12-06T19:00:01.276+00:00``), by %-formatting, which costs less (issue 32 item 4)."""
-    moment = datetime.fromtimestamp(created, UTC)
-    return "%04d-%02d-%02dT%02d:%02d:%02d.%03d+00:00" % (  # noqa: UP031 (half the time of the f-string form)
-        moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second, moment.microsecond // 1000)
+    (``2026-12-06T19:00:01.276+00:00``). The microseconds are rounded as ``fromtimestamp`` rounds
+    them (half to even, carried into the second), and the text of the second is kept for the next
+    line of the same second (``_second``): a line is written only by arithmetic and one %-format
+    (issue 32 item 4)."""
+    global _second
+    fraction, whole = math.modf(created)
+    micro = round(fraction * 1e6)
+    if micro >= 1_000_000:
+        micro -= 1_000_000
+        whole += 1.0
+    elif micro < 0:
+        micro += 1_000_000
+        whole -= 1.0
+    second, text = _second
+    if whole != second:
+        text = "%04d-%02d-%02dT%02d:%02d:%02d" % time.gmtime(whole)[:6]  # noqa: UP031 (as below)
+        _second = (whole, text)  # one tuple, replaced whole: a thread reads the old one or the new
+    return "%s.%03d+00:00" % (text, micro // 1000)  # noqa: UP031 (half the time of the f-string form)
+
+
+_second: tuple[float, str] = (float("nan"), "")
+"""The last second ``_time`` wrote and its text (``nan`` equals no second)."""
 
 
 def configure(level: str) -> None:

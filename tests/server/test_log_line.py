@@ -121,13 +121,20 @@ def test_no_handler_at_all_goes_through_logging(isolated: logging.Logger) -> Non
 
 def test_time_writes_what_isoformat_wrote() -> None:
     """``logs._time`` is ``datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")``,
-    written by %-formatting (issue 32 item 4): millisecond edges, the epoch and random times."""
+    written by arithmetic and %-formatting (issue 32 item 4): millisecond and second edges, the epoch,
+    times before it and random times."""
     import random
     from datetime import UTC, datetime
 
     rng = random.Random(20261206)
-    times = [0.0, 0.0009, 0.9995, 1.999999, 1796583601.276, 253402300799.999]
+    times = [0.0, 0.0009, 0.9995, 1.999999, 1796583601.276, 253402300799.999, -0.0004, -1.5, -86400.0005]
     times += [rng.uniform(0, 4e9) for _ in range(5000)]
+    # a second's last microsecond, rounded up into the next second (fromtimestamp carries it), and the
+    # next lines of one second, in order and not: the kept text of the second (``_second``) is reread
+    moments = [rng.uniform(1.7e9, 1.8e9) for _ in range(300)]
+    times += [float(int(m)) + edge for m in moments for edge in (0.9999994, 0.9999995, 0.9999996, 0.9999999, 0.0)]
+    times += [second + rng.random() for second in (1796583601.0, 1796583601.0, 1796583602.0, 1796583601.0)
+              for _ in range(50)]
     for created in times:
         assert logs._time(created) == datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds"), created
 
