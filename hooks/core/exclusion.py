@@ -49,8 +49,10 @@ from hooks.core.historyentry import MAX_FAILED_NODES, NODE_NAME_LIMIT
 from hooks.core.jobset import InvalidSpec
 from hooks.core.request import DEFAULT_EXCLUDE_SECONDS, FailurePolicy, Spec, kept, range_of
 from hooks.core.status import MAX_EXCLUDED, StatusFields
-from hooks.core.vocab import TERMINAL
-from hooks.core.vocab import AttemptField as F
+from hooks.core.vocab import TERMINAL, AttemptField, members
+
+F = members(AttemptField)
+"""``AttemptField``'s members, read on every call (``hooks.core.vocab.members``)."""
 
 if TYPE_CHECKING:  # hooks.core.claims imports this module, and hooks.core.work imports the claims
     from hooks.core.work import Context, Work

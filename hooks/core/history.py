@@ -70,13 +70,15 @@ from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.lifecycle import ENDS, Move
 from hooks.core.reads import job_pods
 from hooks.core.request import Spec, default_of, range_of
-from hooks.core.vocab import TORN_DOWN, ConditionType, EndCause
-from hooks.core.vocab import AttemptField as F
+from hooks.core.vocab import TORN_DOWN, AttemptField, ConditionType, EndCause, members
 from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, SUCCEEDED, Context, Work
 from hooks.core.work import FAILED as FAILED_PHASE
 from podread.attempts import workload_name
 from podread.constants import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import PodReadError
+
+F = members(AttemptField)
+"""``AttemptField``'s members, read on every call (``hooks.core.vocab.members``)."""
 
 Pod = Mapping[str, Any]
 Entry = dict[str, Any]
