@@ -74,6 +74,11 @@ class GangCluster:
     api_note: str = ""
 
 
+NO_GANG_SETTINGS = GangCluster()
+"""The ``GangCluster`` of a server with the default settings: one value (it is frozen) that every
+``Observed`` without other words holds, instead of one built per request (issue 32 item 4)."""
+
+
 class Observed(msgspec.Struct, frozen=True):
     """Everything ``decide`` may know about one Job, from one hook request (a frozen msgspec Struct:
     built on every call, in about a tenth of a frozen dataclass' time; ``msgspec.structs.replace``
@@ -133,7 +138,7 @@ class Observed(msgspec.Struct, frozen=True):
     configmaps_enabled: bool = False
     """Whether it lists ConfigMap children: only then is an attempt given a checkpoint control file
     (``hooks.core.checkpoint``)."""
-    gang: GangCluster = msgspec.field(default_factory=GangCluster)
+    gang: GangCluster = NO_GANG_SETTINGS
     """The cluster's gang default and what discovery said (set by the hook server; ``GangCluster``)."""
 
 
