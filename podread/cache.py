@@ -185,7 +185,10 @@ class PodCache:
                     return watched, False
                 break
         with self._lock:
-            pods = self._entries.get(key)
+            try:  # one lookup (TTLCache.get asks __contains__, then __getitem__: two, each reading the clock)
+                pods: list[Pod] | None = self._entries[key]
+            except KeyError:  # missing, or expired
+                pods = None
             if pods is not None:
                 self._metrics.lookup(index, "hit").inc()
                 return pods, False

@@ -44,6 +44,7 @@ import orjson
 
 from hooks.core import conditions as cond
 from hooks.core.deadlines import time_or_none
+from hooks.core.declared import MAPPING
 from hooks.core.historyentry import ordered
 from hooks.core.jobset import InvalidSpec
 from hooks.core.request import Spec
@@ -147,7 +148,7 @@ def check(spec: Spec) -> None:
     entries = spec.replicated_jobs
     for entry in entries if isinstance(entries, list) else ():
         volumes = _pod_spec(entry).get("volumes")
-        if isinstance(volumes, list) and any(isinstance(v, Mapping) and v.get("name") == CONTROL_VOLUME
+        if isinstance(volumes, list) and any(isinstance(v, MAPPING) and v.get("name") == CONTROL_VOLUME
                                              for v in volumes):
             raise InvalidSpec(f"replicated job {str(entry.get('name'))[:63]}: a volume named {CONTROL_VOLUME} is the "
                               f"checkpoint control file's (spec.checkpoint)", "InvalidCheckpoint")
@@ -156,8 +157,8 @@ def check(spec: Spec) -> None:
 def _pod_spec(entry: object) -> Mapping[str, Any]:
     node: Any = entry
     for key in ("template", "spec", "template", "spec"):
-        node = node.get(key) if isinstance(node, Mapping) else None
-    return node if isinstance(node, Mapping) else {}
+        node = node.get(key) if isinstance(node, MAPPING) else None
+    return node if isinstance(node, MAPPING) else {}
 
 
 # ---- the control ConfigMap and its mount ---------------------------------------------------------------
@@ -198,10 +199,10 @@ def mounted(jobset: Mapping[str, Any] | None) -> bool:
     """Whether ``jobset`` (observed or answered) mounts its control ConfigMap: its attempt began
     under the contract."""
     jobset_spec = jobset.get("spec") if jobset is not None else None
-    replicated_jobs = jobset_spec.get("replicatedJobs") if isinstance(jobset_spec, Mapping) else None
+    replicated_jobs = jobset_spec.get("replicatedJobs") if isinstance(jobset_spec, MAPPING) else None
     for replicated in replicated_jobs if isinstance(replicated_jobs, list) else ():
         volumes = _pod_spec(replicated).get("volumes")
-        if isinstance(volumes, list) and any(isinstance(v, Mapping) and v.get("name") == CONTROL_VOLUME
+        if isinstance(volumes, list) and any(isinstance(v, MAPPING) and v.get("name") == CONTROL_VOLUME
                                              for v in volumes):
             return True
     return False

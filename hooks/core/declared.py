@@ -22,6 +22,11 @@ import msgspec
 
 T = TypeVar("T")
 
+MAPPING = (dict, Mapping)
+"""``isinstance(value, MAPPING)`` is ``isinstance(value, Mapping)`` (a ``dict`` is a ``Mapping``), but answers
+a ``dict``, what decoded JSON holds, by a type check instead of the ABC's registry check (about 0.2 µs
+each, 18-22 of them on every ``/sync``: issue 32 item 4). For the checks on the hot path."""
+
 
 class InvalidRequest(Exception):
     """The request cannot be decided on: ``status`` is the HTTP code (400 or 422), ``message`` says why."""

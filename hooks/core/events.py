@@ -141,7 +141,16 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
     named ``transitions`` (``Decision.transitions``; the module doc), of what no move names (the
     attempt's JobSet entering the answer, the conditions that turned) and of ``actions``.
     ``children`` names the JobSets the answer holds (``None``: take ``status.workload`` as held):
-    an attempt is "created" only when its JobSet is in the answer, not while a gate holds it back."""
+    an attempt is "created" only when its JobSet is in the answer, not while a gate holds it back.
+    Most answers make none, and ``quiet`` says so first (issue 32 item 4)."""
+    if quiet(prior, status, actions, transitions):
+        return []
+    return _events(prior, status, actions, children, transitions)
+
+
+def _events(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action, ...],
+            children: tuple[str, ...] | None, transitions: tuple[Transition, ...]) -> list[Event]:
+    """``transition_events`` made in full: every question asked (the one that decides them all)."""
     events: list[Event] = []
     attempt = int(status.get("attempt", 0))
     workload = str(status.get("workload", ""))
@@ -220,3 +229,42 @@ def transition_events(prior: PriorStatus, status: Mapping[str, Any], actions: tu
             add("ForceDeletingPod", WARNING, "ForceDelete", f"force-deleting pod {action.name}: {action.reason}",
                 action.uid or action.name)
     return events
+
+
+WATCHED = frozenset({ConditionType.DRAINED, ConditionType.DRAIN_STUCK, ConditionType.DEADLINE_EXCEEDED})
+"""The conditions whose turn to a status makes an Event (``_events``' ``turned``); the gang's
+(``GANG_CONDITION``) turns by its status, reason or message."""
+
+
+def quiet(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action, ...],
+          transitions: tuple[Transition, ...]) -> bool:
+    """Whether the answer ``status`` to ``prior`` surely makes no Event (``transition_events`` is then
+    ``[]``), by the few reads a typical answer needs: no action; no transition that resumes or
+    enters a phase of ``MOVED``; the same ``workload`` (or none); each watched condition (``WATCHED``)
+    with the status its type has in ``prior``, and the gang's with the prior's status, reason and
+    message; and no checkpoint request, or the prior's own with nothing new said of it. False is no
+    answer: the Events are then made in full (``_events``), which may still find none."""
+    if actions or any(transition.target in MOVED or resumed(transition) for transition in transitions):
+        return False
+    workload = str(status.get("workload", ""))
+    if workload and workload != prior.workload:
+        return False
+    conditions = status.get("conditions") or ()
+    if conditions:
+        old: dict[str, str] | None = None
+        old_gang = next(((c.status, c.reason, c.message) for c in prior.conditions if c.type == GANG_CONDITION), None)
+        for condition in conditions:
+            type_ = str(condition.get("type"))
+            if type_ == GANG_CONDITION:
+                if (condition.get("status"), condition.get("reason"), condition.get("message")) != old_gang:
+                    return False
+            elif type_ in WATCHED:
+                old = {c.type: c.status for c in prior.conditions} if old is None else old
+                if condition.get("status") != old.get(type_):
+                    return False
+    record = status.get("checkpoint") or {}
+    if str(record.get("id", "")):  # as ``_checkpoint`` reads it
+        said: list[str] = []
+        _checkpoint(prior.checkpoint or {}, record, lambda reason, *_: said.append(reason))
+        return not said
+    return True

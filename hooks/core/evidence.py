@@ -147,9 +147,12 @@ def healthy(jobset: Mapping[str, Any]) -> bool:
 
 
 def jobset_state(jobset: Mapping[str, Any]) -> str:
-    """``"Failed"``, ``"Completed"`` or ``""`` from a JobSet's conditions or ``terminalState``."""
+    """``"Failed"``, ``"Completed"`` or ``""`` from a JobSet's conditions or ``terminalState``. A
+    JobSet without conditions (a running one, as often as not) builds no set of them: asked about four
+    times a sync (issue 32 item 4)."""
     status = jobset.get("status") or {}
-    true_types = {c.get("type") for c in status.get("conditions") or () if c.get("status") == "True"}
+    conditions = status.get("conditions")
+    true_types = {c.get("type") for c in conditions if c.get("status") == "True"} if conditions else ()
     terminal = status.get("terminalState")
     if "Failed" in true_types or terminal == "Failed":
         return FAILED

@@ -44,12 +44,15 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from hooks.core import deadlines
+from hooks.core.declared import MAPPING
 from hooks.core.historyentry import MAX_FAILED_NODES, NODE_NAME_LIMIT
 from hooks.core.jobset import InvalidSpec
 from hooks.core.request import DEFAULT_EXCLUDE_SECONDS, FailurePolicy, Spec, kept, range_of
 from hooks.core.status import MAX_EXCLUDED, StatusFields
-from hooks.core.vocab import TERMINAL
-from hooks.core.vocab import AttemptField as F
+from hooks.core.vocab import TERMINAL, AttemptField, members
+
+F = members(AttemptField)
+"""``AttemptField``'s members, read on every call (``hooks.core.vocab.members``)."""
 
 if TYPE_CHECKING:  # hooks.core.claims imports this module, and hooks.core.work imports the claims
     from hooks.core.work import Context, Work
@@ -265,9 +268,9 @@ def excluded_by(jobset: Mapping[str, Any] | None) -> tuple[str, ...]:
     """The nodes ``jobset`` (observed or built: any shape) keeps out: when it carries ``ANNOTATION``,
     the values of the last expression of the first ``nodeSelectorTerm`` of its first pod template,
     when that is ``kubernetes.io/hostname NotIn`` (``exclude`` adds it last); else ``()``."""
-    metadata = jobset.get("metadata") if isinstance(jobset, Mapping) else None
-    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    if not isinstance(annotations, Mapping) or ANNOTATION not in annotations:
+    metadata = jobset.get("metadata") if isinstance(jobset, MAPPING) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, MAPPING) else None
+    if not isinstance(annotations, MAPPING) or ANNOTATION not in annotations:
         return ()
     try:
         replicated = jobset["spec"]["replicatedJobs"][0]  # type: ignore[index]

@@ -70,13 +70,15 @@ from hooks.core.jobset import KIND as JOBSET_KIND
 from hooks.core.lifecycle import ENDS, Move
 from hooks.core.reads import job_pods
 from hooks.core.request import Spec, default_of, range_of
-from hooks.core.vocab import TORN_DOWN, ConditionType, EndCause
-from hooks.core.vocab import AttemptField as F
+from hooks.core.vocab import TORN_DOWN, AttemptField, ConditionType, EndCause, members
 from hooks.core.work import DRAIN_STUCK, DRAINED, RESTARTING, SUCCEEDED, Context, Work
 from hooks.core.work import FAILED as FAILED_PHASE
 from podread.attempts import workload_name
 from podread.constants import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from podread.errors import PodReadError
+
+F = members(AttemptField)
+"""``AttemptField``'s members, read on every call (``hooks.core.vocab.members``)."""
 
 Pod = Mapping[str, Any]
 Entry = dict[str, Any]
@@ -212,14 +214,20 @@ def started_at(pods: Sequence[Pod], workload: str) -> datetime | None:
     ``status.startTime`` (set by its kubelet; kept in the cache, ``podread.slim``). ``None`` when no
     pod of it says so (none read, none scheduled or started yet). Each distinct ``startTime`` is read
     once: a gang's pods share a few (a sync reads all of its Job's pods, issue 32 item 4), and a pod
-    whose text is taken already is not looked at further (adding it again would change nothing)."""
+    whose text is taken already is not looked at further (adding it again would change nothing); nor
+    is a pod whose status is the very object whose text was taken last (slim pods of one phase and
+    start share one, ``podread.slim``: a gang's 64 pods hold one or a few, issue 32 item 4)."""
     texts: set[str] = set()
+    taken: object = None
     for pod in pods:
         status = pod.get("status") or {}
+        if status is taken:
+            continue
         start = status.get("startTime")
         if (isinstance(start, str) and start not in texts and status.get("phase") in RAN
                 and ((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL) == workload):
             texts.add(start)  # anything but a text is no time (``time_or_none``)
+            taken = status
     known = [moment for moment in map(deadlines.time_or_none, texts) if moment is not None]
     return min(known) if known else None
 

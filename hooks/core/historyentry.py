@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from hooks.core import apitime
-from hooks.core.vocab import AttemptField as F
-from hooks.core.vocab import FailureClass
+from hooks.core.vocab import AttemptField, FailureClass, members
 
-ENTRY_KEYS: tuple[str, ...] = tuple(key.value for key in F)
+F = members(AttemptField)
+"""``AttemptField``'s members, read on every call (``hooks.core.vocab.members``)."""
+
+ENTRY_KEYS: tuple[str, ...] = tuple(key.value for key in AttemptField)
 """Every key of an entry, in the order written (``hooks.core.vocab.AttemptField``), as plain strings."""
 TIME_KEYS: tuple[str, ...] = tuple(key.value for key in (F.CREATED, F.STARTED, F.ENDED, F.FAILED_POD_DELETION_STARTED,
                                                          F.FAILED_POD_GRACE_PERIOD_ENDS, F.CHECKPOINT_REQUESTED,

@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from hooks.core.declared import InvalidRequest, decode, json_type
+from hooks.core.declared import MAPPING, InvalidRequest, decode, json_type
 from hooks.core.request import (
     Flavor,
     JobSetChild,
@@ -72,6 +72,11 @@ class GangCluster:
 
     default_policy: str = "None"
     api_note: str = ""
+
+
+NO_GANG_SETTINGS = GangCluster()
+"""The ``GangCluster`` of a server with the default settings: one value (it is frozen) that every
+``Observed`` without other words holds, instead of one built per request (issue 32 item 4)."""
 
 
 class Observed(msgspec.Struct, frozen=True):
@@ -133,48 +138,47 @@ class Observed(msgspec.Struct, frozen=True):
     configmaps_enabled: bool = False
     """Whether it lists ConfigMap children: only then is an attempt given a checkpoint control file
     (``hooks.core.checkpoint``)."""
-    gang: GangCluster = msgspec.field(default_factory=GangCluster)
+    gang: GangCluster = NO_GANG_SETTINGS
     """The cluster's gang default and what discovery said (set by the hook server; ``GangCluster``)."""
 
 
-def _write_times(metadata: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``Observed.version_times`` and ``Observed.world_times``: every string ``managedFields[].time``
-    (for the world's, only those of entries not of subresource ``status``), each with the
-    deletionTimestamp when the parent carries managed fields at all; anything else there is
-    ignored (server-set metadata, never a reason to refuse the request)."""
-    if not isinstance(metadata, Mapping):
-        return (), ()
+def _managed_times(metadata: object) -> tuple[tuple[str, ...], tuple[str, ...], str, str]:
+    """What the parent's ``managedFields`` say, read in one pass over its entries (issue 32 item 4):
+    ``Observed.version_times`` and ``Observed.world_times``, every non-empty string
+    ``managedFields[].time`` (for the world's, only those of entries not of subresource ``status``),
+    each with the deletionTimestamp when there is any such time; ``Observed.status_written``, the
+    newest of them of subresource ``status``; and ``Observed.suspend_set_at``, the newest of them not
+    of subresource ``status`` whose ``fieldsV1`` owns ``f:spec`` / ``f:suspend`` (RFC 3339 seconds in
+    UTC sort as text; ``""`` when none). Anything else there is ignored (server-set metadata, never a
+    reason to refuse the request)."""
+    if not isinstance(metadata, MAPPING):
+        return (), (), "", ""
     fields = metadata.get("managedFields")
-    entries = [entry for entry in fields if isinstance(entry, Mapping)] if isinstance(fields, list) else []
-    timed = [entry for entry in entries if isinstance(entry.get("time"), str) and entry["time"]]
-    if not timed:
-        return (), ()
+    if not isinstance(fields, list) or not fields:
+        return (), (), "", ""
+    times: list[str] = []
+    world: list[str] = []
+    status_written = suspend_set_at = ""
+    for entry in fields:
+        if not isinstance(entry, MAPPING):
+            continue
+        time = entry.get("time")
+        if not isinstance(time, str) or not time:
+            continue
+        times.append(time)
+        if entry.get("subresource") == "status":
+            status_written = max(status_written, time)
+            continue
+        world.append(time)
+        owned = entry.get("fieldsV1")
+        spec = owned.get("f:spec") if isinstance(owned, MAPPING) else None
+        if isinstance(spec, MAPPING) and "f:suspend" in spec:
+            suspend_set_at = max(suspend_set_at, time)
+    if not times:
+        return (), (), "", ""
     deletion = metadata.get("deletionTimestamp")
     tail = (deletion,) if isinstance(deletion, str) and deletion else ()
-    world = tuple(entry["time"] for entry in timed if entry.get("subresource") != "status")
-    return (*(entry["time"] for entry in timed), *tail), (*world, *tail)
-
-
-def _status_written(metadata: object) -> str:
-    """``Observed.status_written``: the newest string ``time`` of a ``managedFields`` entry of
-    subresource ``status`` (RFC 3339 seconds in UTC sort as text), ``""`` when there is none."""
-    fields = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
-    if not isinstance(fields, list):
-        return ""
-    return max((entry["time"] for entry in fields if isinstance(entry, Mapping)
-                and entry.get("subresource") == "status" and isinstance(entry.get("time"), str)), default="")
-
-
-def _suspend_set_at(metadata: object) -> str:
-    """``Observed.suspend_set_at``: the newest string ``time`` of a ``managedFields`` entry not of
-    subresource ``status`` whose ``fieldsV1`` owns ``f:spec`` / ``f:suspend``, ``""`` when none does."""
-    fields = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
-    if not isinstance(fields, list):
-        return ""
-    return max((entry["time"] for entry in fields if isinstance(entry, Mapping)
-                and entry.get("subresource") != "status" and isinstance(entry.get("time"), str)
-                and isinstance(entry.get("fieldsV1"), Mapping) and isinstance(entry["fieldsV1"].get("f:spec"), Mapping)
-                and "f:suspend" in entry["fieldsV1"]["f:spec"]), default="")
+    return (*times, *tail), (*world, *tail), status_written, suspend_set_at
 
 
 def parse_request(payload: object, hook: str) -> Observed:
@@ -188,12 +192,12 @@ def parse_request(payload: object, hook: str) -> Observed:
     """
     if hook not in HOOKS:
         raise ValueError(f"unknown hook {hook!r}")
-    if not isinstance(payload, Mapping):
+    if not isinstance(payload, MAPPING):
         raise InvalidRequest(400, f"request: expected an object, got {json_type(payload)}")
     raw_parent = payload.get("parent")
     if raw_parent is None:
         raise InvalidRequest(400, "request: parent is missing")
-    if not isinstance(raw_parent, Mapping):
+    if not isinstance(raw_parent, MAPPING):
         raise InvalidRequest(400, f"parent: expected an object, got {json_type(raw_parent)}")
     if raw_parent.get("apiVersion") != API_VERSION or raw_parent.get("kind") != KIND:
         raise InvalidRequest(422, f"parent: expected apiVersion {API_VERSION} kind {KIND}, got apiVersion "
@@ -207,8 +211,8 @@ def parse_request(payload: object, hook: str) -> Observed:
     children = request.children or {}
     related = request.related or {}
     raw_metadata = raw_parent.get("metadata")
-    version_times, world_times = _write_times(raw_metadata)
-    resource_version = raw_metadata.get("resourceVersion") if isinstance(raw_metadata, Mapping) else None
+    version_times, world_times, status_written, suspend_set_at = _managed_times(raw_metadata)
+    resource_version = raw_metadata.get("resourceVersion") if isinstance(raw_metadata, MAPPING) else None
     return Observed(namespace=namespace, name=metadata.name or "", finalizing=bool(request.finalizing),
                     spec=read_spec(parent.spec), status=parent.status or Status(),
                     jobsets=_jobsets(_group(children, JOBSET_GROUP, "children"), namespace),
@@ -217,8 +221,8 @@ def parse_request(payload: object, hook: str) -> Observed:
                     deletion_timestamp=metadata.deletion_timestamp or "",
                     version_times=version_times, world_times=world_times,
                     resource_version=resource_version if isinstance(resource_version, str) else "",
-                    status_written=_status_written(raw_metadata), labels=dict(metadata.labels),
-                    annotations=dict(metadata.annotations), suspend_set_at=_suspend_set_at(raw_metadata),
+                    status_written=status_written, labels=dict(metadata.labels),
+                    annotations=dict(metadata.annotations), suspend_set_at=suspend_set_at,
                     workloads=_workloads(_group(children, WORKLOAD_GROUP, "children"), namespace),
                     workloads_enabled=WORKLOAD_GROUP in children,
                     podgroups=_podgroups(_group(children, PODGROUP_GROUP, "children"), namespace),
@@ -232,7 +236,7 @@ def _group(objects: Mapping[str, Any], group: str, where: str) -> Mapping[str, A
     found = objects.get(group)
     if found is None:
         return {}
-    if not isinstance(found, Mapping):
+    if not isinstance(found, MAPPING):
         raise InvalidRequest(400, f'{where}["{group}"]: expected an object, got {json_type(found)}')
     return found
 
@@ -276,6 +280,8 @@ def _named_children(group: Mapping[str, Any], group_name: str, declared_as: type
     """The children of ``group`` (either key version), each checked as ``declared_as`` (a 400 naming
     the field otherwise) and kept raw with its name (from the key when the object has none) and its
     namespace (``namespace`` by default), sorted by name; the first of two of one name is kept."""
+    if not group:  # the usual case (no Workload, no PodGroup): nothing to sort or build
+        return ()
     found: dict[str, Mapping[str, Any]] = {}
     for key in sorted(group):
         child = group[key]
@@ -292,6 +298,8 @@ def _named_children(group: Mapping[str, Any], group_name: str, declared_as: type
 
 def _flavors(group: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """Related ResourceFlavors (cluster-scoped, keyed by name): name -> ``spec`` (raw)."""
+    if not group:
+        return {}
     flavors: dict[str, Mapping[str, Any]] = {}
     for key in sorted(group):
         declared = decode(group[key], Flavor, f'related["{FLAVOR_GROUP}"]["{key}"]')
@@ -302,6 +310,8 @@ def _flavors(group: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def _priority_classes(group: Mapping[str, Any]) -> dict[str, int]:
     """Related WorkloadPriorityClasses (cluster-scoped, keyed by name): name -> ``value``."""
+    if not group:
+        return {}
     classes: dict[str, int] = {}
     for key in sorted(group):
         declared = decode(group[key], PriorityClass, f'related["{PRIORITY_CLASS_GROUP}"]["{key}"]')

@@ -10,7 +10,7 @@ in a call fails for every row of that call (it never turns into "none" on a seco
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -40,3 +40,31 @@ class Once:
         computation raised. Never computes anything: for a reader of what a row already read."""
         value, error = self._done.get(key, (None, None))
         return None if error is not None else value
+
+
+class per_call(Generic[T]):  # a decorator, named as functools.cached_property is
+    """``functools.cached_property`` without its lock, for an object of one call (``Context``): the
+    first read of the attribute computes it and keeps it in the instance's ``__dict__``, where every
+    later read finds it without coming here. Python 3.11's ``cached_property`` takes an ``RLock`` on
+    every first read (about twice the time, issue 32 item 4), a guard no object read by one thread
+    needs; were two threads to race, each would compute the same value (the functions are pure)."""
+
+    def __init__(self, compute: Callable[[Any], T]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> per_call[T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> T | per_call[T]:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.compute(instance)
+        return value

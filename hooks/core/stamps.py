@@ -18,11 +18,12 @@ stuck) still read ``now``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
 
 from hooks.core.claims import utc
 from hooks.core.deadlines import time_or_none
+from hooks.core.declared import MAPPING
 from hooks.core.observed import Observed
 
 
@@ -40,9 +41,9 @@ def evidence_time(observed: Observed, now: datetime) -> datetime:
 def _child_times(observed: Observed) -> Iterable[str]:
     for child in (*observed.jobsets, *observed.workloads):
         status = child.get("status")
-        conditions = status.get("conditions") if isinstance(status, Mapping) else None
+        conditions = status.get("conditions") if isinstance(status, MAPPING) else None
         for condition in conditions if isinstance(conditions, list) else ():
-            if isinstance(condition, Mapping) and isinstance(condition.get("lastTransitionTime"), str):
+            if isinstance(condition, MAPPING) and isinstance(condition.get("lastTransitionTime"), str):
                 yield condition["lastTransitionTime"]
 
 

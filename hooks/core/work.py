@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -19,7 +18,7 @@ import msgspec
 from hooks.core import queueing
 from hooks.core.actions import Action
 from hooks.core.observed import Observed
-from hooks.core.once import Once
+from hooks.core.once import Once, per_call
 from hooks.core.podreads import PodReads
 from hooks.core.stamps import evidence_time
 from hooks.core.status import Status, StatusFields
@@ -115,7 +114,7 @@ class Context:
     def job(self) -> str:
         return self.observed.name
 
-    @cached_property
+    @per_call
     def stamp(self) -> datetime:
         """The time every transition this answer makes is stamped with (``hooks.core.stamps``):
         the world's newest evidence in the request, not ``now``, so that every answer to one
@@ -131,7 +130,7 @@ class Context:
         """The Job as ``build_jobset`` reads it."""
         return {"metadata": {"name": self.job, "namespace": self.namespace}, "spec": self.observed.spec}
 
-    @cached_property
+    @per_call
     def queue(self) -> str:
         """The LocalQueue of a queue-managed Job, ``""`` for any other Job (read once a call: the rows
         and the passes ask it about five times, and it reads only ``observed``)."""
@@ -146,7 +145,7 @@ class Context:
         """The observed JobSet of ``attempt`` (named ``workload_name(job, attempt)``), or ``None``."""
         return self._jobsets_by_name.get(workload_name(self.job, attempt))
 
-    @cached_property
+    @per_call
     def _jobsets_by_name(self) -> dict[str, Mapping[str, Any]]:
         """The observed JobSets by name, the first of a name kept (as a scan in order finds it): built
         once a call, which asks ``jobset`` about four times (issue 32 item 4)."""

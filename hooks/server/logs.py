@@ -12,14 +12,16 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
+
+from hooks.core.declared import MAPPING
 
 log = logging.getLogger("nvcre.hooks")
 
@@ -38,11 +40,15 @@ class JsonFormatter(logging.Formatter):
 
 
 def _line(created: float, level: str, logger: str, pid: int | None, message: str, fields: object,
-          exception: str | None = None) -> str:
+          exception: str | None = None, *, plain: bool = False) -> str:
     """The JSON line ``JsonFormatter`` writes of a record with these attributes (``fields``: the
-    record's ``fields``, read only when a mapping; ``exception``: the formatted traceback, if any)."""
+    record's ``fields``, read only when a mapping; ``exception``: the formatted traceback, if any).
+    ``plain``: the caller's ``fields`` is a dict whose keys are all strings and none of ``_RESERVED``
+    (``log_hook_call``'s own), copied as it is without asking (issue 32 item 4)."""
     doc: dict[str, Any] = {"time": _time(created), "level": level, "logger": logger, "pid": pid, "message": message}
-    if isinstance(fields, Mapping):
+    if plain:
+        doc.update(fields)  # type: ignore[call-overload]  # a dict, said the caller
+    elif isinstance(fields, MAPPING):
         if _RESERVED.isdisjoint(fields) and all(type(key) is str for key in fields):
             doc.update(fields)  # the usual case (a hook call's line): no key to rename, copied as it is
         else:
@@ -56,10 +62,28 @@ def _line(created: float, level: str, logger: str, pid: int | None, message: str
 def _time(created: float) -> str:
     """``created`` (a ``time.time()``) as a line's ``time``: what
     ``datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")`` writes
-    (``2026-12-06T19:00:01.276+00:00``), by %-formatting, which costs less (issue 32 item 4)."""
-    moment = datetime.fromtimestamp(created, UTC)
-    return "%04d-%02d-%02dT%02d:%02d:%02d.%03d+00:00" % (  # noqa: UP031 (half the time of the f-string form)
-        moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second, moment.microsecond // 1000)
+    (``2026-12-06T19:00:01.276+00:00``). The microseconds are rounded as ``fromtimestamp`` rounds
+    them (half to even, carried into the second), and the text of the second is kept for the next
+    line of the same second (``_second``): a line is written only by arithmetic and one %-format
+    (issue 32 item 4)."""
+    global _second
+    fraction, whole = math.modf(created)
+    micro = round(fraction * 1e6)
+    if micro >= 1_000_000:
+        micro -= 1_000_000
+        whole += 1.0
+    elif micro < 0:
+        micro += 1_000_000
+        whole -= 1.0
+    second, text = _second
+    if whole != second:
+        text = "%04d-%02d-%02dT%02d:%02d:%02d" % time.gmtime(whole)[:6]  # noqa: UP031 (as below)
+        _second = (whole, text)  # one tuple, replaced whole: a thread reads the old one or the new
+    return "%s.%03d+00:00" % (text, micro // 1000)  # noqa: UP031 (half the time of the f-string form)
+
+
+_second: tuple[float, str] = (float("nan"), "")
+"""The last second ``_time`` wrote and its text (``nan`` equals no second)."""
 
 
 def configure(level: str) -> None:
@@ -138,7 +162,7 @@ def log_hook_call(
     if not log.isEnabledFor(level):
         return  # filtered out: nothing to build (issue 32 item 4)
     counts, errors = _tally(reads)
-    fields = {  # none of these keys is one of ``_RESERVED``: ``_line`` would write them as they are
+    fields = {  # strings, none of them one of ``_RESERVED`` (tests/server/test_log_line.py): ``_line``'s ``plain``
         "hook": hook,
         "namespace": namespace,
         "job": job,
@@ -160,7 +184,7 @@ def log_hook_call(
     # formatted once, written as each handler's emit writes it, without the LogRecord (issue 32 item 4).
     created = time.time()  # what LogRecord takes as ``created``
     line = _line(created, logging.getLevelName(level), log.name, os.getpid() if logging.logMultiprocessing else None,
-                 f"{hook}{target} -> {code}", fields)
+                 f"{hook}{target} -> {code}", fields, plain=True)
     for handler in streams:
         handler.acquire()
         try:

@@ -240,3 +240,16 @@ def test_a_deletion_timestamp_the_api_server_would_not_store_is_a_400_naming_it(
     observed = parse_request(request("2025-12-31t23:31:00z"), "sync")
     assert (observed.jobsets[0]["metadata"].get("deletionTimestamp") if where == "child"
             else observed.deletion_timestamp) == "2025-12-31t23:31:00z"
+
+
+def test_every_request_holds_the_one_frozen_default_gang_settings() -> None:
+    """``Observed.gang`` defaults to one shared ``GangCluster`` (issue 32 item 4: none is built per
+    request), which is safe because it cannot be changed: the defaults, equal to a new one."""
+    import dataclasses
+
+    from hooks.core.observed import NO_GANG_SETTINGS, GangCluster
+
+    first, second = (parse_request(job_request(), "sync") for _ in range(2))
+    assert first.gang is second.gang is NO_GANG_SETTINGS and GangCluster() == NO_GANG_SETTINGS
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        NO_GANG_SETTINGS.api_note = "changed"  # type: ignore[misc]

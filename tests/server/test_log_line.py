@@ -121,13 +121,20 @@ def test_no_handler_at_all_goes_through_logging(isolated: logging.Logger) -> Non
 
 def test_time_writes_what_isoformat_wrote() -> None:
     """``logs._time`` is ``datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")``,
-    written by %-formatting (issue 32 item 4): millisecond edges, the epoch and random times."""
+    written by arithmetic and %-formatting (issue 32 item 4): millisecond and second edges, the epoch,
+    times before it and random times."""
     import random
     from datetime import UTC, datetime
 
     rng = random.Random(20261206)
-    times = [0.0, 0.0009, 0.9995, 1.999999, 1796583601.276, 253402300799.999]
+    times = [0.0, 0.0009, 0.9995, 1.999999, 1796583601.276, 253402300799.999, -0.0004, -1.5, -86400.0005]
     times += [rng.uniform(0, 4e9) for _ in range(5000)]
+    # a second's last microsecond, rounded up into the next second (fromtimestamp carries it), and the
+    # next lines of one second, in order and not: the kept text of the second (``_second``) is reread
+    moments = [rng.uniform(1.7e9, 1.8e9) for _ in range(300)]
+    times += [float(int(m)) + edge for m in moments for edge in (0.9999994, 0.9999995, 0.9999996, 0.9999999, 0.0)]
+    times += [second + rng.random() for second in (1796583601.0, 1796583601.0, 1796583602.0, 1796583601.0)
+              for _ in range(50)]
     for created in times:
         assert logs._time(created) == datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds"), created
 
@@ -141,3 +148,26 @@ def test_read_counts_and_errors_in_one_pass() -> None:
     assert list(logs.read_counts(reads)) == ["cache", "departed", "live"]
     assert logs._tally([]) == ({}, 0)
     assert logs._tally(iter([Read("live", "error")])) == ({"live": 1}, 1)
+
+
+def test_a_hook_call_s_fields_are_plain_so_the_unchecked_copy_writes_the_checked_line(
+        isolated: logging.Logger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``log_hook_call`` hands ``_line`` its fields as ``plain`` (copied without asking whether a key
+    must be renamed, issue 32 item 4): they are strings, none reserved, so the line is the one the
+    checked copy writes."""
+    seen: list[dict[str, Any]] = []
+    line = logs._line
+
+    def kept(*args: Any, **kwargs: Any) -> str:
+        seen.append(args[5])
+        return line(*args, **kwargs)
+
+    handler, stream = stream_handler()
+    only(isolated, handler)
+    monkeypatch.setattr(logs, "_line", kept)
+    written()
+    (fields,) = seen
+    assert all(type(key) is str for key in fields) and logs._RESERVED.isdisjoint(fields)
+    assert line(1.5, "INFO", "x", 1, "m", fields, plain=True) == line(1.5, "INFO", "x", 1, "m", fields)
+    assert stream.getvalue() == line(1767225600.1234567, "INFO", isolated.name, logs.os.getpid(),
+                                     "sync team-a/train -> 200", fields) + "\n"
