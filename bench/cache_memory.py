@@ -344,12 +344,18 @@ class Load:
     among the calls' garbage, and a sync whose count differs reads live. Only the status code of an
     answer is checked then (a drain with no pod yet passes)."""
 
+    churn: int = 0
+    """How many times every pod is written again during the calls (each write a ``MODIFIED`` watch
+    event: the watch replaces the pod's slim copy), spread over ``seconds`` (with ``start``, over
+    the last 20 %)."""
+
     def describe(self) -> str:
         drains = f", 1 call in {self.drain_every} a held drain" if self.drain_every else ""
         settle = f", read {self.settle_seconds:g} s after the last call" if self.settle_seconds else ""
         start = ", the pods created during the calls" if self.start else ""
         tls = ", over TLS" if self.tls else ""
-        return f"{self.clients} callers for {self.seconds:g} s{drains}{start}{tls}{settle}"
+        churn = f", every pod written {self.churn} more times" if self.churn else ""
+        return f"{self.clients} callers for {self.seconds:g} s{drains}{start}{churn}{tls}{settle}"
 
 
 QUIET = Load()
@@ -409,18 +415,27 @@ def hooks_pod_memory(pods: int = 8000, layout: Sequence[str] = (), extra_env: di
                 if failed:
                     raise RuntimeError(f"{len(failed)} wrong answers, the first: {failed[0]}")
 
+            def write_pods() -> None:
+                if load.start:
+                    _start_pods(fake, jobs, pods_per_job, load.seconds * 0.8)
+                for _ in range(load.churn):
+                    _start_pods(fake, jobs, pods_per_job, load.seconds * (0.2 if load.start else 1.0) / load.churn,
+                                pending=False)
+
+            writing = threading.Thread(target=write_pods)
             if load.start:
-                starting = threading.Thread(target=_start_pods, args=(fake, jobs, pods_per_job, load.seconds * 0.8))
-                starting.start()
+                writing.start()
                 post_for(load.seconds, load.drain_every, strict=False)
-                starting.join()
+                writing.join()
             deadline = time.monotonic() + timeout
             while _watched(server) < result.pods * len(workers):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the watches hold {_watched(server)} pods, not {result.pods} x {len(workers)}")
                 post_for(1.0)
             if not load.start:
+                writing.start()
                 post_for(load.seconds, load.drain_every)
+                writing.join()
             time.sleep(load.settle_seconds)
             gc.collect()
             result.watched_pods = _watched(server)
@@ -465,15 +480,16 @@ def tls_fake(stack: contextlib.ExitStack) -> Any:
     return TlsFakeKubeServer()
 
 
-def _start_pods(fake: Any, jobs: int, pods_per_job: int, seconds: float) -> None:
+def _start_pods(fake: Any, jobs: int, pods_per_job: int, seconds: float, *, pending: bool = True) -> None:
     """Creates the pods of ``jobs`` Jobs in ``fake`` over ``seconds`` (``Load.start``), Job after Job:
-    each Job's pods Pending, and those of the Job created a few Jobs before made Running."""
+    each Job's pods Pending, and those of the Job created a few Jobs before made Running; with
+    ``pending`` false, only writes every pod Running again (``Load.churn``)."""
     from tests.server.test_load import NAMESPACE as LOAD_NAMESPACE
 
-    lag = 5
+    lag = 5 if pending else 0
     begun = time.monotonic()
     for index in range(jobs + lag):
-        if index < jobs:
+        if index < jobs and pending:
             fake.put_pods([realistic_pod(f"job-{index}", pod, LOAD_NAMESPACE, phase="Pending")
                            for pod in range(pods_per_job)])
         if index >= lag:
@@ -617,17 +633,18 @@ def run(quick: bool = False) -> BenchResult:
 
 
 LOAD_OPTIONS = {"--clients": "clients", "--seconds": "seconds", "--drain-every": "drain_every",
-                "--settle": "settle_seconds"}
+                "--settle": "settle_seconds", "--churn": "churn"}
 """``main``'s options that set the ``Load`` (each followed by its value; ``--start`` alone sets
 ``Load.start``); ``--pods-per-job`` sets the Jobs' size."""
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.cache_memory pod [pods] [--pods-per-job N] [--clients N] [--seconds S]
-    [--drain-every K] [--settle S] [--start] [--tls] [gunicorn options ...]``: only the per-pod memory, printed (the
-    layouts of ``LAYOUTS`` unless gunicorn options are given). The load options set ``Load``: e.g.
-    under load as a large install drains, ``pod 8000 --pods-per-job 8 --clients 20 --drain-every 2
-    --seconds 60 --workers 1 --threads 20``."""
+    [--drain-every K] [--settle S] [--start] [--churn N] [--tls] [gunicorn options ...]``: only the
+    per-pod memory, printed (the layouts of ``LAYOUTS`` unless gunicorn options are given). The load
+    options set ``Load``: e.g. under load as a large install starts and drains, ``pod 8000
+    --pods-per-job 8 --clients 20 --drain-every 2 --seconds 60 --start --churn 3 --tls --workers 1
+    --threads 20``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] != "pod":
         print(main.__doc__)
@@ -645,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
             load[option[2:]] = True
         elif option in LOAD_OPTIONS:
             field_name = LOAD_OPTIONS[option]
-            load[field_name] = (int if field_name in ("clients", "drain_every") else float)(rest.pop(0))
+            load[field_name] = (int if field_name in ("clients", "drain_every", "churn") else float)(rest.pop(0))
         else:
             options.append(option)
     layouts = [(tuple(options), IMAGE_ENV)] if options else list(LAYOUTS.values())
