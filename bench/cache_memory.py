@@ -25,7 +25,10 @@ benchmark 3 measures). The clock is fixed, so nothing expires while we measure.
   counted in each) and the pages resident in the pod counted once by frame number (``unique_kib``:
   the shared libraries' pages in full, which PSS shares with other processes on the machine).
   Target: a PSS sum of at most 120 MiB per hooks pod at 8,000 pods (``hooks_pod_memory``;
-  ``python -m bench.cache_memory pod`` runs only this part).
+  ``python -m bench.cache_memory pod`` runs only this part). Its options set a heavier ``Load``, a
+  reproduction of a large install under load in about a minute: 20 callers on 20 threads, held
+  drains that decode live pod and batch Job lists, the pods created and written again during the
+  calls, the fake API server over TLS (BENCHMARKS.md section 4, "What the load adds").
 - Growth: the cost of one cached read (``Reader.job_pods`` on a warm entry) and of one fill
   (a miss: list, strip, store) from 10 to 10,000 pods per job (100 other jobs of 64 pods cached),
   and from 10 to 1,000 jobs of 64 pods. Both should grow with the pods of the job read only.
