@@ -25,7 +25,10 @@ benchmark 3 measures). The clock is fixed, so nothing expires while we measure.
   counted in each) and the pages resident in the pod counted once by frame number (``unique_kib``:
   the shared libraries' pages in full, which PSS shares with other processes on the machine).
   Target: a PSS sum of at most 120 MiB per hooks pod at 8,000 pods (``hooks_pod_memory``;
-  ``python -m bench.cache_memory pod`` runs only this part).
+  ``python -m bench.cache_memory pod`` runs only this part). Its options set a heavier ``Load``, a
+  reproduction of a large install under load in about a minute: 20 callers on 20 threads, held
+  drains that decode live pod and batch Job lists, the pods created and written again during the
+  calls, the fake API server over TLS (BENCHMARKS.md section 4, "What the load adds").
 - Growth: the cost of one cached read (``Reader.job_pods`` on a warm entry) and of one fill
   (a miss: list, strip, store) from 10 to 10,000 pods per job (100 other jobs of 64 pods cached),
   and from 10 to 1,000 jobs of 64 pods. Both should grow with the pods of the job read only.
@@ -33,6 +36,7 @@ benchmark 3 measures). The clock is fixed, so nothing expires while we measure.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import statistics
 import sys
@@ -46,7 +50,7 @@ from typing import Any
 import orjson
 
 from bench.common import BenchResult, Figure, per_call
-from bench.pods import realistic_job_pods
+from bench.pods import realistic_job_pods, realistic_pod
 from bench.raw_json import retained_bytes
 from hooks.server.config import MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD
 from podread import JOB_LABEL, PodCache, PodSelector, Reader, ReadMetrics
@@ -213,6 +217,9 @@ class PodMemory:
     watched_pods: float = 0.0
     """``podread_watch_pods`` summed over the workers (each worker's cache counts its own pods)."""
     syncs: int = 0
+    drains: int = 0
+    """Held drains posted (``Load.drain_every``); ``syncs`` counts the Running syncs."""
+    load: Load | None = None
     unique_kib: int | None = None
     """The pages resident in the pod's processes, each physical page once (``unique_kib``)."""
 
@@ -245,7 +252,7 @@ class PodMemory:
 
         pss, anon = self.pss_mib, self.pss_anon_mib
         return {"layout": " ".join(self.layout) or "as shipped", "workers": self.workers, "pods": self.pods,
-                "pods watched (sum)": int(self.watched_pods), "syncs": self.syncs,
+                "pods watched (sum)": int(self.watched_pods), "syncs": self.syncs, "held drains": self.drains,
                 "PSS MiB (pod)": "-" if pss is None else round(pss, 1),
                 "PSS anon MiB": "-" if anon is None else round(anon, 1),
                 "RSS MiB (pod)": round(self.rss_mib, 1),
@@ -312,14 +319,61 @@ def pod_processes(master: int, workers: Sequence[int]) -> list[ProcessMemory]:
     return [p for p in found if p is not None]
 
 
+@dataclass(frozen=True)
+class Load:
+    """What ``hooks_pod_memory`` posts once the watches are full: ``clients`` callers on keep-alive
+    connections for ``seconds``, each cycling through the Jobs; of every ``drain_every`` calls of a
+    caller, one is a held drain (0: none) and the rest Running syncs; then ``settle_seconds`` with no
+    call before the memory is read.
+
+    A Running sync reads the pod cache only (its count matches). A held drain is a ``/finalize`` of a
+    Job whose JobSet is gone while all its pods are still active, as at a restart's or an end's
+    drain at scale: the barrier's live reads (``hooks.core.barrier.drain_reads``): the Job's pods by
+    JobSet's label, whole, decoded from the API server's answer, its launcher pods and its batch
+    Jobs (two lists), and the live Job GET; it answers "not finalized" (``Drained=False``,
+    ``PodsActive``), checked for every call."""
+
+    clients: int = 5
+    seconds: float = 10.0
+    drain_every: int = 0
+    settle_seconds: float = 0.0
+    tls: bool = False
+    """The fake API server answers over TLS (``tls_fake``), as a real one does: the hooks' client
+    makes an ``SSLContext`` and a handshake for each connection it opens."""
+    start: bool = False
+    """The pods come while the callers post, as when the Jobs start: the API server holds none when
+    the watch lists; in the first 80 % of ``seconds`` every Job's pods are created Pending, then
+    made Running (two watch events a pod, interleaved with the calls), so the watch builds its store
+    among the calls' garbage, and a sync whose count differs reads live. Only the status code of an
+    answer is checked then (a drain with no pod yet passes)."""
+
+    churn: int = 0
+    """How many times every pod is written again during the calls (each write a ``MODIFIED`` watch
+    event: the watch replaces the pod's slim copy), spread over ``seconds`` (with ``start``, over
+    the last 20 %)."""
+
+    def describe(self) -> str:
+        drains = f", 1 call in {self.drain_every} a held drain" if self.drain_every else ""
+        settle = f", read {self.settle_seconds:g} s after the last call" if self.settle_seconds else ""
+        start = ", the pods created during the calls" if self.start else ""
+        tls = ", over TLS" if self.tls else ""
+        churn = f", every pod written {self.churn} more times" if self.churn else ""
+        return f"{self.clients} callers for {self.seconds:g} s{drains}{start}{churn}{tls}{settle}"
+
+
+QUIET = Load()
+"""The load ``run`` measures with: 5 callers of Running syncs (cache reads only) for 10 s."""
+
+
 def hooks_pod_memory(pods: int = 8000, layout: Sequence[str] = (), extra_env: dict[str, str] | None = None, *,
-                     pods_per_job: int = 64, load_seconds: float = 10.0, timeout: float = 120.0) -> PodMemory:
+                     pods_per_job: int = 64, load: Load = QUIET, timeout: float = 120.0) -> PodMemory:
     """Starts the real gunicorn with ``hooks/server/gunicorn.conf.py`` and the extra options ``layout``
     (``tests.e2e.server.HookServer``, watch mode, one watched namespace, ``extra_env``) against a ``FakeKubeServer``
     holding ``pods`` realistic pods (Jobs of ``pods_per_job``, each with its live Job), posts Running
-    syncs of those Jobs from 5 clients until every worker's watch holds every pod
-    (``podread_watch_pods`` = pods x workers), then for ``load_seconds`` more, and reads the memory
-    of the master and every worker. Raises ``RuntimeError`` when the watches do not fill in ``timeout``."""
+    syncs of those Jobs from ``load.clients`` callers until every worker's watch holds every pod
+    (``podread_watch_pods`` = pods x workers), then ``load`` (``Load``), and reads the memory of the
+    master and every worker. Raises ``RuntimeError`` when the watches do not fill in ``timeout``, or
+    when an answer is not what its call must get (a Running Job kept, a held drain held)."""
     from tests.e2e.server import HookServer
     from tests.fakekube import FakeKubeServer
     from tests.server.test_load import NAMESPACE as LOAD_NAMESPACE
@@ -329,42 +383,147 @@ def hooks_pod_memory(pods: int = 8000, layout: Sequence[str] = (), extra_env: di
     env = {"NVCRE_CACHE_MODE": "watch", "NVCRE_WATCH_NAMESPACES": LOAD_NAMESPACE, "NVCRE_CACHE_TTL_SECONDS": "5",
            "NVCRE_RESYNC_SECONDS": "5", "NVCRE_API_TIMEOUT_SECONDS": "3", "NVCRE_LOG_LEVEL": "WARNING",
            **(extra_env or {})}
-    with FakeKubeServer() as fake:
+    with contextlib.ExitStack() as stack:
+        fake = stack.enter_context(tls_fake(stack) if load.tls else FakeKubeServer())
         for index in range(jobs):
-            fake.put_pods(realistic_job_pods(f"job-{index}", pods_per_job, LOAD_NAMESPACE))
-            fake.put_job(orjson.loads(running_request(index))["parent"])
-        bodies = [running_request(index) for index in range(jobs)]
+            if not load.start:
+                fake.put_pods(realistic_job_pods(f"job-{index}", pods_per_job, LOAD_NAMESPACE))
+            fake.put_job(orjson.loads(running_request(index, pods_per_job))["parent"])
+        bodies = [running_request(index, pods_per_job) for index in range(jobs)]
+        drains = [held_drain_request(body) for body in bodies]
         with HookServer(fake, env=env, args=list(layout), startup_timeout=60.0) as server:
             workers = server.worker_pids()
-            result = PodMemory(tuple(layout), jobs * pods_per_job)
-            sent = [0]
+            result = PodMemory(tuple(layout), jobs * pods_per_job, load=load)
+            sent = [0, 0]
+            failed: list[str] = []
 
-            def post_for(seconds: float) -> None:
+            def post_for(seconds: float, drain_every: int = 0, strict: bool = True) -> None:
                 def client(offset: int) -> None:
                     ends = time.monotonic() + seconds
-                    index = offset
-                    while time.monotonic() < ends:
-                        server.post("/sync", bodies[index % len(bodies)], timeout=30.0)
-                        sent[0] += 1
-                        index += 5
-                clients = [threading.Thread(target=client, args=(n,)) for n in range(5)]
-                for thread in clients:
+                    index, calls = offset, 0
+                    while time.monotonic() < ends and not failed:
+                        calls += 1
+                        drain = drain_every > 0 and calls % drain_every == 0
+                        path, body = ("/finalize", drains[index % jobs]) if drain else ("/sync", bodies[index % jobs])
+                        code, answer = server.post(path, body, timeout=30.0)
+                        if problem := _wrong_answer(code, answer, drain if strict else None):
+                            failed.append(f"job-{index % jobs} {path}: {problem}")
+                        sent[drain] += 1
+                        index += load.clients
+                callers = [threading.Thread(target=client, args=(n,)) for n in range(load.clients)]
+                for thread in callers:
                     thread.start()
-                for thread in clients:
+                for thread in callers:
                     thread.join()
+                if failed:
+                    raise RuntimeError(f"{len(failed)} wrong answers, the first: {failed[0]}")
 
+            def write_pods() -> None:
+                if load.start:
+                    _start_pods(fake, jobs, pods_per_job, load.seconds * 0.8)
+                for _ in range(load.churn):
+                    _start_pods(fake, jobs, pods_per_job, load.seconds * (0.2 if load.start else 1.0) / load.churn,
+                                pending=False)
+
+            writing = threading.Thread(target=write_pods)
+            if load.start:
+                writing.start()
+                post_for(load.seconds, load.drain_every, strict=False)
+                writing.join()
             deadline = time.monotonic() + timeout
             while _watched(server) < result.pods * len(workers):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the watches hold {_watched(server)} pods, not {result.pods} x {len(workers)}")
                 post_for(1.0)
-            post_for(load_seconds)
+            if not load.start:
+                writing.start()
+                post_for(load.seconds, load.drain_every)
+                writing.join()
+            time.sleep(load.settle_seconds)
             gc.collect()
             result.watched_pods = _watched(server)
-            result.syncs = sent[0]
+            result.syncs, result.drains = sent
             result.processes = pod_processes(server.pid, server.worker_pids())
             result.unique_kib = unique_kib([p.pid for p in result.processes])
     return result
+
+
+def tls_fake(stack: contextlib.ExitStack) -> Any:
+    """A ``FakeKubeServer`` that answers over TLS, with a self-signed certificate for 127.0.0.1 made
+    by the ``openssl`` command in a temporary directory (removed by ``stack``), which the
+    kubeconfig it writes trusts (``certificate-authority``)."""
+    import ssl
+    import subprocess
+    import tempfile
+
+    from tests.fakekube import FakeKubeServer
+
+    directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nvcre-bench-tls-")))
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+
+    class TlsFakeKubeServer(FakeKubeServer):
+        def __init__(self) -> None:
+            super().__init__()
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert, key)
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+
+        @property
+        def url(self) -> str:
+            return "https" + super().url[len("http"):]
+
+        def kubeconfig_dict(self, namespace: str = "default") -> dict[str, Any]:
+            config = super().kubeconfig_dict(namespace)
+            config["clusters"][0]["cluster"]["certificate-authority"] = str(cert)
+            return config
+
+    return TlsFakeKubeServer()
+
+
+def _start_pods(fake: Any, jobs: int, pods_per_job: int, seconds: float, *, pending: bool = True) -> None:
+    """Creates the pods of ``jobs`` Jobs in ``fake`` over ``seconds`` (``Load.start``), Job after Job:
+    each Job's pods Pending, and those of the Job created a few Jobs before made Running; with
+    ``pending`` false, only writes every pod Running again (``Load.churn``)."""
+    from tests.server.test_load import NAMESPACE as LOAD_NAMESPACE
+
+    lag = 5 if pending else 0
+    begun = time.monotonic()
+    for index in range(jobs + lag):
+        if index < jobs and pending:
+            fake.put_pods([realistic_pod(f"job-{index}", pod, LOAD_NAMESPACE, phase="Pending")
+                           for pod in range(pods_per_job)])
+        if index >= lag:
+            fake.put_pods(realistic_job_pods(f"job-{index - lag}", pods_per_job, LOAD_NAMESPACE))
+        time.sleep(max(0.0, begun + seconds * (index + 1) / (jobs + lag) - time.monotonic()))
+
+
+def held_drain_request(sync: bytes) -> bytes:
+    """The ``/finalize`` request of the Job of Running ``sync`` once its JobSet is gone (deleted by
+    Metacontroller) while its pods are all still active: a drain that holds (``Load``)."""
+    request = orjson.loads(sync)
+    request["finalizing"] = True
+    request["children"] = {group: {} for group in request["children"]}
+    return orjson.dumps(request)
+
+
+def _wrong_answer(code: int, body: bytes, drain: bool | None) -> str:
+    """What is wrong with an answer of ``hooks_pod_memory``'s load, or ``""``: a Running sync keeps
+    its JobSet and stays Running; a held drain answers not finalized, held by its active pods;
+    with ``drain`` ``None`` (the pods still coming) only that it is a 200."""
+    if code != 200:
+        return f"{code} {body[:200]!r}"
+    if drain is None:
+        return ""
+    answer = orjson.loads(body)
+    status = answer.get("status") or {}
+    if drain:
+        held = [c for c in status.get("conditions", []) if c.get("type") == "Drained" and c.get("status") == "False"]
+        return "" if answer.get("finalized") is False and held else f"not held: {body[:200]!r}"
+    return "" if status.get("phase") == "Running" and len(answer.get("children") or []) == 1 else (
+        f"not kept Running: {body[:200]!r}")
 
 
 def _watched(server: Any) -> float:
@@ -476,17 +635,42 @@ def run(quick: bool = False) -> BenchResult:
     return result
 
 
+LOAD_OPTIONS = {"--clients": "clients", "--seconds": "seconds", "--drain-every": "drain_every",
+                "--settle": "settle_seconds", "--churn": "churn"}
+"""``main``'s options that set the ``Load`` (each followed by its value; ``--start`` alone sets
+``Load.start``); ``--pods-per-job`` sets the Jobs' size."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bench.cache_memory pod [pods] [gunicorn options ...]``: only the per-pod memory, printed
-    (the layouts of ``LAYOUTS`` unless options are given)."""
+    """``python -m bench.cache_memory pod [pods] [--pods-per-job N] [--clients N] [--seconds S]
+    [--drain-every K] [--settle S] [--start] [--churn N] [--tls] [gunicorn options ...]``: only the
+    per-pod memory, printed (the layouts of ``LAYOUTS`` unless gunicorn options are given). The load
+    options set ``Load``: e.g. under load as a large install starts and drains, ``pod 8000
+    --pods-per-job 8 --clients 20 --drain-every 2 --seconds 60 --start --churn 3 --tls --workers 1
+    --threads 20``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] != "pod":
         print(main.__doc__)
         return 2
-    pods = int(args[1]) if len(args) > 1 else 8000
-    layouts = [(tuple(args[2:]), IMAGE_ENV)] if len(args) > 2 else list(LAYOUTS.values())
+    pods = int(args[1]) if len(args) > 1 and not args[1].startswith("-") else 8000
+    rest = args[2:] if len(args) > 1 and not args[1].startswith("-") else args[1:]
+    load: dict[str, Any] = {}
+    pods_per_job = 64
+    options: list[str] = []
+    while rest:
+        option = rest.pop(0)
+        if option == "--pods-per-job":
+            pods_per_job = int(rest.pop(0))
+        elif option in ("--start", "--tls"):
+            load[option[2:]] = True
+        elif option in LOAD_OPTIONS:
+            field_name = LOAD_OPTIONS[option]
+            load[field_name] = (int if field_name in ("clients", "drain_every", "churn") else float)(rest.pop(0))
+        else:
+            options.append(option)
+    layouts = [(tuple(options), IMAGE_ENV)] if options else list(LAYOUTS.values())
     for layout, env in layouts:
-        memory = hooks_pod_memory(pods, layout, env)
+        memory = hooks_pod_memory(pods, layout, env, pods_per_job=pods_per_job, load=Load(**load))
         print(memory.row(), flush=True)
         for figure in pod_memory_figures([memory]):
             print(f"  {figure.name}: {figure.value:.1f} {figure.unit} ({figure.note})", flush=True)

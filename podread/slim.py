@@ -18,10 +18,13 @@ field                                   read by
                                         name is a new pod
 ``metadata.resourceVersion``            the watch: an event older than (or as old as) the pod it
                                         holds is a duplicate or out of order and is dropped
-``metadata.labels`` (every label)       ``PodSelector.matches`` (JOB_LABEL); ``hooks.core.barrier``
+``metadata.labels`` (``KEPT_LABELS``)   ``PodSelector.matches`` (JOB_LABEL); ``hooks.core.barrier``
                                         (``split_launchers``: JOB_LABEL, LAUNCHER_LABEL,
                                         REPLICATED_JOB_LABEL; ``last_attempt``: JOBSET_NAME_LABEL,
-                                        ATTEMPT_LABEL); ``pod_row`` (job, launcher, attempt)
+                                        ATTEMPT_LABEL); ``hooks.core.gang`` (ATTEMPT_LABEL,
+                                        JOBSET_NAME_LABEL); ``hooks.core.history`` (a departed pod's
+                                        JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL); ``pod_row`` (job,
+                                        launcher, attempt); the watch's job index (JOB_LABEL)
 ``metadata.creationTimestamp``          ``pod_row`` (AGE of ``python -m hooks node-pods``)
 ``metadata.deletionTimestamp``          ``hooks.core.wording.list_pods`` ("terminating, grace period ends"); ``pod_row``
 ``spec.nodeName``                       ``PodSelector.matches`` (node reads); the watch's node index;
@@ -32,7 +35,11 @@ field                                   read by
 ======================================  ===========================================================
 
 Dropped: everything else (``managedFields``, annotations, ``ownerReferences``, the containers,
-``status.conditions`` and ``containerStatuses``): no reader of cached pods reads them. A new reader
+``status.conditions`` and ``containerStatuses``, and every other label: the batch Job's and
+JobSet's own, such as ``controller-uid``, ``job-name``, ``jobset.sigs.k8s.io/job-key``, and the
+user's): no reader of cached pods reads them. Keeping every label cost about 700-900 bytes a pod
+(a pod of JobSet's carries 15-25 labels, some with a value of its own; issue 36 item 2,
+BENCHMARKS.md section 4). A new reader
 that needs one adds it here; ``tests/podread/test_podread_slim.py`` runs the recorded scenarios and the
 decision tests over slim pods that raise on any dropped field, so a caller reading a dropped field
 fails a test instead of reading ``None``.
@@ -57,6 +64,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
+from podread.constants import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
 from podread.selector import Pod
 
 KEPT: Final[Mapping[str, frozenset[str]]] = {
@@ -65,7 +73,11 @@ KEPT: Final[Mapping[str, frozenset[str]]] = {
     "spec": frozenset({"nodeName"}),
     "status": frozenset({"phase", "startTime"}),
 }
-"""The kept fields: top-level object -> the keys kept in it (``metadata.labels`` is kept whole)."""
+"""The kept fields: top-level object -> the keys kept in it (of ``metadata.labels``, ``KEPT_LABELS``)."""
+KEPT_LABELS: Final[frozenset[str]] = frozenset(
+    {JOB_LABEL, LAUNCHER_LABEL, ATTEMPT_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL})
+"""The labels kept in ``metadata.labels`` (the table above says who reads each); a pod without any of
+them keeps an empty ``labels``."""
 
 _INTERNED = ("namespace",)
 _shared_specs: dict[str, dict[str, str]] = {}
@@ -82,7 +94,8 @@ def _shared(table: dict[Any, dict[str, Any]], key: str, value: Any) -> dict[str,
 
 
 def slim(pod: Mapping[str, Any]) -> Pod:
-    """A new pod dict holding only the fields in ``KEPT`` (absent ones stay absent).
+    """A new pod dict holding only the fields in ``KEPT`` (absent ones stay absent), and of the labels
+    only ``KEPT_LABELS``.
 
     Reads ``pod`` (not modified). Strings repeated across pods (namespace, label values) are
     interned, and the ``spec`` and ``status`` dicts are shared between pods with the same node and
@@ -96,7 +109,8 @@ def slim(pod: Mapping[str, Any]) -> Pod:
             if key in _INTERNED and isinstance(value, str):
                 value = sys.intern(value)
             elif key == "labels" and isinstance(value, Mapping):
-                value = {k: sys.intern(v) if isinstance(v, str) and len(v) <= 63 else v for k, v in value.items()}
+                value = {k: sys.intern(v) if isinstance(v, str) and len(v) <= 63 else v
+                         for k, v in value.items() if k in KEPT_LABELS}
             kept[key] = value
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}

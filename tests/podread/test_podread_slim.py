@@ -22,7 +22,8 @@ from hooks.server.config import Settings
 from hooks.tools.cli_format import pod_row
 from podread import PodCache, PodSelector, Reader, ReadMetrics, is_active, pod_key
 from podread import slim as slim_module
-from podread.slim import KEPT, slim
+from podread.constants import ATTEMPT_LABEL, JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL, REPLICATED_JOB_LABEL
+from podread.slim import KEPT, KEPT_LABELS, slim
 from podread.snapshot import _access, _jobs, _nodes, _side
 from tests.record_payloads import load, scenario_dirs
 from tests.support.slim_guard import DroppedField, guarded
@@ -72,6 +73,8 @@ def test_the_guard_fails_a_caller_that_reads_a_dropped_field() -> None:
         _ = "containerStatuses" in pod["status"]
     with pytest.raises(DroppedField, match="kind"):
         pod.get("kind")
+    with pytest.raises(DroppedField, match=r"metadata\.labels\.batch\.kubernetes\.io/job-name"):
+        pod["metadata"]["labels"].get("batch.kubernetes.io/job-name")
 
 
 def test_the_readers_of_cached_pods_read_only_kept_fields() -> None:
@@ -89,7 +92,22 @@ def test_slim_keeps_exactly_the_kept_fields() -> None:
     for part, keys in KEPT.items():
         assert set(kept[part]) <= keys
         assert {key for key in keys if key in full[part]} == set(kept[part])
-    assert kept["metadata"]["labels"] == full["metadata"]["labels"]
+    assert kept["metadata"]["labels"] == {key: value for key, value in full["metadata"]["labels"].items()
+                                          if key in KEPT_LABELS}
+    assert set(kept["metadata"]["labels"]) == KEPT_LABELS - {LAUNCHER_LABEL}, "a worker carries every kept label"
+
+
+def test_slim_keeps_only_the_labels_a_reader_of_cached_pods_reads() -> None:
+    """The batch Job's and JobSet's own labels (a uid, a hash, the Job's name: values of the pod's
+    own) and the user's are dropped (issue 36 item 2); a launcher keeps its label, a pod without
+    any kept label an empty ``labels``."""
+    full = realistic_pod("llama", 3, "team-a")
+    full["metadata"]["labels"] |= {"jobset.sigs.k8s.io/job-key": "f" * 40, "team": "nlp"}
+    assert set(slim(full)["metadata"]["labels"]) == {JOB_LABEL, ATTEMPT_LABEL, JOBSET_NAME_LABEL,
+                                                     REPLICATED_JOB_LABEL}
+    launcher = {"metadata": {"name": "l", "labels": {LAUNCHER_LABEL: "llama", "job-name": "llama-0-launcher-0"}}}
+    assert slim(launcher)["metadata"]["labels"] == {LAUNCHER_LABEL: "llama"}
+    assert slim({"metadata": {"name": "other", "labels": {"app": "x"}}})["metadata"]["labels"] == {}
 
 
 def test_the_start_time_is_kept_and_shared_by_pods_that_started_together_within_a_bound() -> None:

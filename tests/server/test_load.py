@@ -32,21 +32,22 @@ PODS_PER_JOB = 64
 NAMESPACE = "load"
 
 
-def running_request(index: int) -> bytes:
-    """The sync request of Job ``index``: Running, attempt 0, its JobSet observed (v2 keys)."""
+def running_request(index: int, pods: int = PODS_PER_JOB) -> bytes:
+    """The sync request of Job ``index`` of ``pods`` workers: Running, attempt 0, its JobSet observed
+    (v2 keys), every worker active."""
     name = f"job-{index}"
     jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
               "metadata": {"name": f"{name}-0", "namespace": NAMESPACE, "uid": uid(f"jobset/{name}-0"),
                            "labels": {"nvcre.nvidia.com/job": name, "nvcre.nvidia.com/attempt": "0"}},
-              "spec": {"replicatedJobs": job_spec(PODS_PER_JOB)["replicatedJobs"]}, "status": {}}
+              "spec": {"replicatedJobs": job_spec(pods)["replicatedJobs"]}, "status": {}}
     request = {
         "controller": {"metadata": {"name": "nvcre-jobs"}},
         "parent": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
                    "metadata": {"name": name, "namespace": NAMESPACE, "uid": uid(f"job/{name}"), "generation": 1,
                                 "creationTimestamp": JOB_CREATED, "resourceVersion": "7"},
-                   "spec": job_spec(PODS_PER_JOB),
+                   "spec": job_spec(pods),
                    "status": {"phase": "Running", "attempt": 0, "restarts": 0, "workload": f"{name}-0",
-                              "activePods": PODS_PER_JOB, "conditions": [], "message": ""}},
+                              "activePods": pods, "conditions": [], "message": ""}},
         "children": {GROUP: {f"{NAMESPACE}/{name}-0": jobset}},
         "related": {},
         "finalizing": False,

@@ -2,7 +2,8 @@
 
 ``guarded(pod)`` is ``podread.slim.slim(pod)`` whose ``metadata``, ``spec``, ``status`` and the pod
 itself raise ``DroppedField`` when a key that ``podread.slim.KEPT`` does not keep is read (``[]``,
-``get`` or ``in``), instead of answering ``None`` as a plain slim pod would. Labels are kept whole.
+``get`` or ``in``), instead of answering ``None`` as a plain slim pod would; so do its
+``metadata.labels`` for a label outside ``podread.slim.KEPT_LABELS``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from podread.slim import KEPT, slim
+from podread.slim import KEPT, KEPT_LABELS, slim
 
 
 class DroppedField(AssertionError):
@@ -28,7 +29,7 @@ class Guarded(dict):
     def _check(self, key: object) -> None:
         if key not in self._allowed:
             raise DroppedField(f"{self._path}{key} is read from a cached pod, but podread.slim drops it "
-                               "(add it to podread.slim.KEPT, and say where it is used)")
+                               "(add it to podread.slim.KEPT or KEPT_LABELS, and say where it is used)")
 
     def __getitem__(self, key: str) -> Any:
         self._check(key)
@@ -47,4 +48,7 @@ def guarded(pod: Mapping[str, Any]) -> dict[str, Any]:
     """The slim projection of ``pod``, guarded."""
     kept = slim(pod)
     parts = {name: Guarded(kept[name], KEPT[name], f"{name}.") for name in KEPT}
+    if "labels" in kept["metadata"]:
+        dict.__setitem__(parts["metadata"], "labels",
+                         Guarded(kept["metadata"]["labels"], KEPT_LABELS, "metadata.labels."))
     return Guarded(parts, frozenset(KEPT), "")

@@ -111,13 +111,30 @@ def test_unique_kib_counts_a_page_two_processes_share_once() -> None:
 
 
 @pytest.mark.slow
+def test_hooks_pod_memory_under_load_holds_drains_over_tls_while_the_pods_come_and_change() -> None:
+    """The "under load" reproduction (issue 36 item 2): held drains (each answer checked: not
+    finalized, held by the active pods), the pods created and written again during the calls, TLS."""
+    load = cache_memory.Load(clients=4, seconds=3.0, drain_every=2, start=True, churn=1, tls=True)
+    memory = cache_memory.hooks_pod_memory(128, ("--threads", "4"), cache_memory.IMAGE_ENV, pods_per_job=8, load=load)
+    assert memory.watched_pods == 128 and memory.drains > 0 and memory.syncs > 0, memory.row()
+    assert memory.load == load and "over TLS" in load.describe()
+
+
+def test_held_drain_request_is_the_finalize_of_a_job_whose_jobset_is_gone() -> None:
+    from tests.server.test_load import running_request
+
+    drain = json.loads(cache_memory.held_drain_request(running_request(3, 8)))
+    assert drain["finalizing"] is True and all(not group for group in drain["children"].values())
+    assert drain["parent"]["status"]["activePods"] == 8
+
+
 def test_hooks_pod_memory_sums_the_master_and_every_worker_once_their_watches_hold_every_pod() -> None:
     shipped, shipped_env = cache_memory.LAYOUTS["as shipped"]
-    one = cache_memory.hooks_pod_memory(128, shipped, shipped_env, load_seconds=0.3)
+    one = cache_memory.hooks_pod_memory(128, shipped, shipped_env, load=cache_memory.Load(seconds=0.3))
     assert one.workers == 1 and one.watched_pods == 128, one.row()  # the production layout: one watch
     assert [p.role for p in one.processes] == ["master", "worker"]
     assert one.rss_mib == sum(p.rss_kib for p in one.processes) / 1024 > 40
-    two = cache_memory.hooks_pod_memory(128, ("--workers", "2", "--threads", "2"), load_seconds=0.3)
+    two = cache_memory.hooks_pod_memory(128, ("--workers", "2", "--threads", "2"), load=cache_memory.Load(seconds=0.3))
     assert two.workers == 2 and two.watched_pods == 256, two.row()  # each worker its own cache
     assert two.rss_mib > one.rss_mib
     [figure, _] = cache_memory.pod_memory_figures([one, two])
