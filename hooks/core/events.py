@@ -164,6 +164,8 @@ def _events(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action
         events.append(Event(reason, type_, action, text, f"{reason}/{key}"))
 
     def turned(type_: str, value: str) -> Mapping[str, Any] | None:
+        if type_ not in WATCHED:  # ``quiet`` answers "no Event" from WATCHED: a turn asked of any other type is a bug
+            raise ValueError(f"condition {type_} makes an Event when it turns, but is not in events.WATCHED")
         new = conditions.get(type_)
         if new is None or new.get("status") != value or old.get(type_) == value:
             return None
@@ -232,8 +234,10 @@ def _events(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action
 
 
 WATCHED = frozenset({ConditionType.DRAINED, ConditionType.DRAIN_STUCK, ConditionType.DEADLINE_EXCEEDED})
-"""The conditions whose turn to a status makes an Event (``_events``' ``turned``); the gang's
-(``GANG_CONDITION``) turns by its status, reason or message."""
+"""The conditions whose turn to a status makes an Event: the one list of them, read by ``quiet`` and
+enforced in ``_events``' ``turned`` (which refuses any other type, so a new Event of a turn cannot
+be added without ``quiet`` seeing it); the gang's (``GANG_CONDITION``) turns by its status, reason or
+message."""
 
 
 def quiet(prior: PriorStatus, status: Mapping[str, Any], actions: tuple[Action, ...],

@@ -60,6 +60,16 @@ def test_the_typical_answer_is_quiet() -> None:
     assert events.quiet(prior, {"phase": "Running", "workload": "llama-0", "conditions": []}, (), transitions)
 
 
+def test_an_event_of_a_turn_quiet_does_not_watch_cannot_be_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``WATCHED`` is the one list of the conditions whose turn makes an Event: ``_events`` refuses to
+    ask about a turn of any other type, so an Event added there without ``quiet`` seeing it fails
+    every answer that is not quiet instead of being hidden by ``quiet`` in production."""
+    monkeypatch.setattr(events, "WATCHED", events.WATCHED - {"DrainStuck"})
+    prior = Status(phase="Running", workload="llama-0")
+    with pytest.raises(ValueError, match="DrainStuck"):
+        events._events(prior, {"phase": "Running", "workload": "llama-1", "conditions": []}, (), None, ())
+
+
 TYPES = ("Drained", "DrainStuck", "DeadlineExceeded", "GangScheduled", "Ready", "StatusMismatch")
 STATUSES = ("True", "False", "Unknown")
 WORDS = ("", "a", "Unschedulable", "GangUnavailable", "GangMismatch")
