@@ -178,7 +178,9 @@ class Reflector:
                 backoff = min(BACKOFF_MAX, backoff * 2)
 
     def close(self) -> None:
-        """Shuts the open stream down (``run`` then ends at once once ``stop`` is set)."""
+        """Shuts the open stream down (``run`` then ends at once once ``stop`` is set). A stream
+        opened after this call under a set ``stop`` is shut down by ``_watch`` as it stores it: the
+        two meet under ``_lock``, so a stop never misses a watch that was being opened."""
         with self._lock:
             response = self._response
         if response is not None:
@@ -196,6 +198,9 @@ class Reflector:
             raise
         with self._lock:
             self._response = response
+            if self.stop.is_set():  # a stop whose close came while this request was on its way
+                with contextlib.suppress(Exception):
+                    response.shutdown()
         try:
             for event in _lines(response):
                 kind, obj = event.get("type"), event.get("object") or {}

@@ -119,6 +119,47 @@ def test_a_broken_stream_lists_again_after_the_backoff() -> None:
     assert cut.closed and len(errors) == 1 and "cut" in errors[0]
 
 
+class Endless(Response):
+    """A watch the server keeps open with nothing to send: it ends only when shut down."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.cut = threading.Event()
+
+    def stream(self, amount: int, decode_content: bool = True) -> Iterator[bytes]:
+        if not self.cut.wait(10):
+            raise AssertionError("the stream was never shut down")
+        raise ConnectionResetError("shut down")
+        yield b""
+
+    def shutdown(self) -> None:
+        self.cut.set()
+
+
+def test_a_stop_whose_close_came_while_the_watch_was_being_opened_ends_the_run_at_once() -> None:
+    """serve's stop: ``stop`` set, then ``close``; a watch request on its way at that moment comes
+    back after the close found no stream to shut. The reflector must not read it for its 300 s."""
+    stream = Endless()
+    stop = threading.Event()
+    reflector: Reflector
+
+    class Opening(Server):
+        def watch(self, kind: str, namespace: str, resource_version: str, seconds: float) -> Any:
+            stop.set()
+            reflector.close()  # nothing open yet: the request has not come back
+            return stream
+
+    server = Opening([([], "10")], [], stop)
+    errors: list[str] = []
+    reflector = Reflector(Informer("Job", "ns", lambda informer, store, changes: None), server, stop, errors,
+                          watch_seconds=300)
+    thread = threading.Thread(target=reflector.run)
+    thread.start()
+    thread.join(5)
+    assert not thread.is_alive() and stream.cut.is_set() and stream.closed
+    assert not errors, "a stop is no failure"
+
+
 def test_a_lag_holds_each_event_until_its_time() -> None:
     notes: list[Notification] = []
     informer = Informer("Job", "ns", lambda informer, store, changes: notes.extend(changes), lag=0.5)
