@@ -27,7 +27,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from podread import calldeadline, trace
+from podread import calldeadline, rest, trace
 from podread.errors import ApiError, NoLiveReaderError, PodReadError
 from podread.live import DEFAULT_TIMEOUT_SECONDS, http_error, transport_error
 from podread.metrics import ReadMetrics
@@ -36,7 +36,6 @@ log = logging.getLogger("podread")
 
 METHOD = "pod_delete_allowed"
 """The Reader method name the review is counted, timed and traced under."""
-REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
 
 class AccessReviewer(Protocol):
@@ -118,19 +117,13 @@ class AccessClient:
         """``POST .../selfsubjectaccessreviews`` for delete pods in ``namespace``: ``status.allowed``."""
         what = f"review delete pods in {namespace}"
         budget = calldeadline.budget(what, self._timeout)
-        client = self._api_client
         try:
-            request = client.param_serialize(
-                "POST", REVIEW_PATH, header_params={"Content-Type": "application/json", "Accept": "application/json"},
-                body=review_body(namespace), auth_settings=["BearerToken"])
-            response = client.call_api(*request, _request_timeout=(budget, budget))
-            raw = response.read()
+            raw = rest.send(self._api_client, "POST", rest.ACCESS_REVIEWS_PATH, body=review_body(namespace),
+                            timeout=(budget, budget))
         except ApiException as exc:
             raise http_error(what, exc) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise transport_error(what, exc) from exc
-        if not 200 <= response.status <= 299:
-            raise ApiError(f"{what}: the API server answered {response.status}", status=response.status)
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from kubernetes import client as k8s
 
+from podread import rest
 from podread.errors import ApiError
 from podread.live import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT_SECONDS, PagedList
 from podread.metrics import ReadMetrics
@@ -61,8 +62,8 @@ class JobClient(PagedList):
         metrics: ReadMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(timeout_seconds=timeout_seconds, page_size=page_size, metrics=metrics, clock=clock)
-        self._batch = k8s.BatchV1Api(api_client)
+        super().__init__(api_client, timeout_seconds=timeout_seconds, page_size=page_size, metrics=metrics,
+                         clock=clock)
 
     def list_jobs(self, selector: PodSelector) -> list[Job]:
         """``GET /apis/batch/v1/namespaces/<ns>/jobs?labelSelector=...``: every Job ``selector``
@@ -73,10 +74,12 @@ class JobClient(PagedList):
             raise ValueError("a batch Job has no spec.nodeName to select on")
         return self.list_snapshot(selector)[0]
 
-    def _call(self, selector: PodSelector, kwargs: dict[str, Any]) -> Any:
+    def _target(self, selector: PodSelector) -> tuple[str, dict[str, str]]:
         assert selector.namespace is not None
-        kwargs.pop("field_selector", None)
-        return self._batch.list_namespaced_job(selector.namespace, **kwargs)
+        return rest.BATCH_JOBS_PATH, {"namespace": selector.namespace}
+
+    def _query(self, selector: PodSelector) -> list[tuple[str, str]]:
+        return [(name, value) for name, value in super()._query(selector) if name != "fieldSelector"]
 
     def _requests(self) -> Any:
         return self._metrics.job_api_requests

@@ -14,7 +14,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from podread import calldeadline
+from podread import calldeadline, rest
 from podread.errors import ApiError, DeadlineExceeded
 from podread.metrics import ReadMetrics, default_metrics
 from podread.selector import Pod, PodSelector
@@ -60,7 +60,8 @@ class PagedList:
     The paging, deadline and error handling every live list shares (``LiveClient`` for pods,
     ``podread.jobs.JobClient`` for batch Jobs). A subclass names what it lists (``NOUN``,
     ``LIST_KIND``, ``NOT_A_LIST``: the error code of an answer that is not that list), sends one
-    request (``_call``) and says which counter its requests go to (``_requests``).
+    request to its path (``_target``, ``podread.rest``) and says which counter its requests go to
+    (``_requests``).
     """
 
     NOUN = "pods"
@@ -69,6 +70,7 @@ class PagedList:
 
     def __init__(
         self,
+        api_client: k8s.ApiClient,
         *,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         page_size: int = DEFAULT_PAGE_SIZE,
@@ -79,6 +81,7 @@ class PagedList:
             raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds}")
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
+        self._api_client = api_client
         self._timeout = timeout_seconds
         self._page_size = page_size
         self._metrics = metrics or default_metrics()
@@ -88,9 +91,30 @@ class PagedList:
         (on ``clock``) it was sent: what the pod watch may confirm itself with (``PodWatch.nudge``);
         a ``VersionedLister``."""
 
-    def _call(self, selector: PodSelector, kwargs: dict[str, Any]) -> Any:
-        """Sends one list request with ``kwargs``; returns the raw urllib3 response."""
+    def _target(self, selector: PodSelector) -> tuple[str, dict[str, str]]:
+        """The path a list of ``selector`` is sent to (one of ``podread.rest``'s) and its parameters."""
         raise NotImplementedError
+
+    def _query(self, selector: PodSelector) -> list[tuple[str, str]]:
+        """The selectors of a list of ``selector`` (``labelSelector``, ``fieldSelector``)."""
+        query = []
+        if selector.label_selector():
+            query.append(("labelSelector", selector.label_selector()))
+        if selector.field_selector():
+            query.append(("fieldSelector", selector.field_selector()))
+        return query
+
+    def _send(self, selector: PodSelector, query: rest.Query, timeout: tuple[float, float]) -> bytes:
+        """Sends one list request of ``selector`` with ``query``; returns the answer's body. Raises
+        as ``rest.send`` does."""
+        path, params = self._target(selector)
+        return rest.send(self._api_client, "GET", path, params=params, query=query, timeout=timeout)
+
+    def _open(self, selector: PodSelector, query: rest.Query, timeout: tuple[float, float]) -> Any:
+        """Opens one watch of ``selector`` with ``query``: the streaming urllib3 response
+        (``rest.open_stream``)."""
+        path, params = self._target(selector)
+        return rest.open_stream(self._api_client, path, params=params, query=query, timeout=timeout)
 
     def _requests(self) -> Any:
         """The counter of the requests (pages) this client sends, by scope and outcome."""
@@ -141,21 +165,13 @@ class PagedList:
                 raise DeadlineExceeded(f"{what}: the hook call's deadline for reads passed after {budget:g}s")
             raise ApiError(f"{what}: gave up after {self._timeout:g}s (the list did not finish in time)",
                            code="gave-up")
-        kwargs: dict[str, Any] = {
-            "limit": limit or self._page_size,
-            "timeout_seconds": max(1, math.ceil(remaining)),
-            "_request_timeout": (min(remaining, self._timeout), min(remaining, self._timeout)),
-            "_preload_content": False,
-        }
-        if selector.label_selector():
-            kwargs["label_selector"] = selector.label_selector()
-        if selector.field_selector():
-            kwargs["field_selector"] = selector.field_selector()
+        query: list[tuple[str, Any]] = [*self._query(selector), ("limit", limit or self._page_size),
+                                        ("timeoutSeconds", max(1, math.ceil(remaining)))]
         if token:
-            kwargs["_continue"] = token
+            query.append(("continue", token))
         scope = "namespace" if selector.namespace is not None else "cluster"
         try:
-            raw = self._call(selector, kwargs).data
+            raw = self._send(selector, query, (min(remaining, self._timeout), min(remaining, self._timeout)))
         except ApiException as exc:
             self._requests().labels(scope, "error").inc()
             if exc.status == 410 and token:
@@ -217,8 +233,8 @@ class LiveClient(PagedList):
     - Bounded: each request has client-side connect and read timeouts, and the whole list gives up
       after ``timeout_seconds`` in all, or at the hook call's deadline (``podread.deadline``) when
       that is sooner, so a hook answers before Metacontroller's 10 s timeout.
-    - Raw JSON (``_preload_content=False``): the client's model building is 6-20x slower and takes
-      about 3x the memory.
+    - Raw JSON (``podread.rest``): the client's model building is 6-20x slower and takes about 3x
+      the memory.
     Every failure (HTTP 4xx/5xx including 429, a timeout, a refused or dropped connection, a body
     that is not a PodList, even with 200) raises ``ApiError`` saying which list failed and why, with
     the error's class in ``code``; a deadline that passed raises ``DeadlineExceeded``. Returns every pod
@@ -234,8 +250,8 @@ class LiveClient(PagedList):
         metrics: ReadMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(timeout_seconds=timeout_seconds, page_size=page_size, metrics=metrics, clock=clock)
-        self._core = k8s.CoreV1Api(api_client)
+        super().__init__(api_client, timeout_seconds=timeout_seconds, page_size=page_size, metrics=metrics,
+                         clock=clock)
 
     def list_pods(self, selector: PodSelector) -> list[Pod]:
         """Returns every pod ``selector`` selects, from the API server's current state.
@@ -246,10 +262,10 @@ class LiveClient(PagedList):
         """
         return self.list_snapshot(selector)[0]
 
-    def _call(self, selector: PodSelector, kwargs: dict[str, Any]) -> Any:
+    def _target(self, selector: PodSelector) -> tuple[str, dict[str, str]]:
         if selector.namespace is not None:
-            return self._core.list_namespaced_pod(selector.namespace, **kwargs)
-        return self._core.list_pod_for_all_namespaces(**kwargs)
+            return rest.PODS_PATH, {"namespace": selector.namespace}
+        return rest.ALL_PODS_PATH, {}
 
     def current_version(self, selector: PodSelector) -> str:
         """The API server's current resourceVersion, from one consistent list of at most one pod
@@ -266,29 +282,17 @@ class LiveClient(PagedList):
     def open_watch(self, selector: PodSelector, resource_version: str, timeout_seconds: int) -> Any:
         """Opens a watch of the pods ``selector`` selects, after ``resource_version``: ``GET .../pods
         ?watch=true&allowWatchBookmarks=true&resourceVersion=<rv>&timeoutSeconds=<n>``, raw
-        (``_preload_content=False``). Returns the streaming urllib3 response, one JSON watch event
+        (``podread.rest``). Returns the streaming urllib3 response, one JSON watch event
         per line, which the server ends after ``timeout_seconds``. The connect timeout is the
         client's timeout (at most 10 s), the socket read timeout ``timeout_seconds`` + 10 s (the
         server's bookmark before its timeout, or its close, comes first). An HTTP error (410 Gone
         included) or a transport error raises ``ApiError``.
         """
         what = f"watch pods ({selector.describe()}) from resourceVersion {resource_version}"
-        kwargs: dict[str, Any] = {
-            "watch": True,
-            "allow_watch_bookmarks": True,
-            "resource_version": resource_version,
-            "timeout_seconds": timeout_seconds,
-            "_request_timeout": (min(self._timeout, 10.0), timeout_seconds + 10.0),
-            "_preload_content": False,
-        }
-        if selector.label_selector():
-            kwargs["label_selector"] = selector.label_selector()
-        if selector.field_selector():
-            kwargs["field_selector"] = selector.field_selector()
+        query = [*self._query(selector), ("watch", True), ("allowWatchBookmarks", True),
+                 ("resourceVersion", resource_version), ("timeoutSeconds", timeout_seconds)]
         try:
-            if selector.namespace is not None:
-                return self._core.list_namespaced_pod(selector.namespace, **kwargs)
-            return self._core.list_pod_for_all_namespaces(**kwargs)
+            return self._open(selector, query, (min(self._timeout, 10.0), timeout_seconds + 10.0))
         except ApiException as exc:
             raise http_error(what, exc) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:

@@ -38,7 +38,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from podread import calldeadline, trace
+from podread import calldeadline, rest, trace
 from podread.errors import ApiError, NoLiveReaderError, PodReadError
 from podread.live import DEFAULT_TIMEOUT_SECONDS, http_error, transport_error
 from podread.metrics import ReadMetrics
@@ -302,7 +302,7 @@ class NodeClient:
     def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
         if timeout_seconds <= 0:
             raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds}")
-        self._core = k8s.CoreV1Api(api_client)
+        self._api_client = api_client
         self._timeout = timeout_seconds
 
     def get_node(self, name: str) -> Node | None:
@@ -311,8 +311,8 @@ class NodeClient:
         what = f"get node {name}"
         budget = calldeadline.budget(what, self._timeout)
         try:
-            response = self._core.read_node(name, _preload_content=False, _request_timeout=(budget, budget))
-            body = orjson.loads(response.data)
+            body = orjson.loads(rest.send(self._api_client, "GET", rest.NODE_PATH, params={"name": name},
+                                          timeout=(budget, budget)))
         except ApiException as exc:
             if exc.status == 404 and not_found_for(exc.body, name):
                 return None

@@ -42,6 +42,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from podread import rest
 from podread.live import DEFAULT_PAGE_SIZE, PagedList, http_error, list_items, transport_error
 from podread.metrics import ReadMetrics, default_metrics
 from podread.nodes import Node, NodeState, node_state, slim_node
@@ -90,8 +91,8 @@ class NodeWatchClient(PagedList):
     def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = NODE_LIST_TIMEOUT_SECONDS,
                  page_size: int = DEFAULT_PAGE_SIZE, metrics: ReadMetrics | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(timeout_seconds=timeout_seconds, page_size=page_size, metrics=metrics, clock=clock)
-        self._core = k8s.CoreV1Api(api_client)
+        super().__init__(api_client, timeout_seconds=timeout_seconds, page_size=page_size, metrics=metrics,
+                         clock=clock)
 
     def list_nodes(self) -> tuple[list[Node], str]:
         """Every Node, slim (``slim_node``, as each page is decoded), and the list's resourceVersion."""
@@ -113,16 +114,16 @@ class NodeWatchClient(PagedList):
         ``ApiError``."""
         what = f"watch nodes from resourceVersion {resource_version}"
         try:
-            return self._core.list_node(watch=True, allow_watch_bookmarks=True, resource_version=resource_version,
-                                        timeout_seconds=timeout_seconds, _preload_content=False,
-                                        _request_timeout=(min(self._timeout, 10.0), timeout_seconds + 10.0))
+            return self._open(_ALL, [("watch", True), ("allowWatchBookmarks", True),
+                                     ("resourceVersion", resource_version), ("timeoutSeconds", timeout_seconds)],
+                              (min(self._timeout, 10.0), timeout_seconds + 10.0))
         except ApiException as exc:
             raise http_error(what, exc) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise transport_error(what, exc) from exc
 
-    def _call(self, selector: PodSelector, kwargs: dict[str, Any]) -> Any:
-        return self._core.list_node(**kwargs)
+    def _target(self, selector: PodSelector) -> tuple[str, dict[str, str]]:
+        return rest.NODES_PATH, {}
 
     def _requests(self) -> Any:
         return self._metrics.node_watch_requests

@@ -66,20 +66,26 @@ class PodGroupDiscovery:
     def from_api_client(cls, api_client: Any) -> PodGroupDiscovery:
         """Reads ``/apis/scheduling.k8s.io/v1beta1`` with ``api_client`` (a
         ``kubernetes.client.ApiClient``), ``TIMEOUT_SECONDS`` at most."""
-        from kubernetes.client import CustomObjectsApi
+        import orjson
         from kubernetes.client.exceptions import ApiException
 
-        custom = CustomObjectsApi(api_client)
+        from podread import rest
+
         group, version = GROUP_VERSION.split("/")
 
         def fetch() -> list[str] | None:
             try:
-                found = custom.get_api_resources(group, version, _request_timeout=TIMEOUT_SECONDS)
+                raw = rest.send(api_client, "GET", rest.GROUP_VERSION_PATH, params={"group": group, "version": version},
+                                timeout=TIMEOUT_SECONDS)
             except ApiException as exc:
                 if exc.status == 404:
                     return None
                 raise
-            return [resource.name for resource in (found.resources or [])]
+            found = orjson.loads(raw)
+            resources = found.get("resources") if isinstance(found, dict) else None
+            if not isinstance(resources, list):
+                raise ValueError(f"/apis/{GROUP_VERSION} answered no resource list")
+            return [str(resource.get("name")) for resource in resources if isinstance(resource, dict)]
 
         return cls(fetch)
 

@@ -55,6 +55,7 @@ from hooks.core.status import as_json
 from hooks.core.work import Decision
 from hooks.server import metrics
 from hooks.server.config import RECENT_STATUS_SECONDS
+from podread import rest
 from podread.environment import load_api_client
 
 GROUP, VERSION, PLURAL = "nvcre.nvidia.com", "v1alpha1", "jobs"
@@ -96,7 +97,7 @@ class LiveParentVersions:
     and decodes the raw answer itself (orjson) instead of through the client's deserializer."""
 
     def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
-        self._custom = k8s.CustomObjectsApi(api_client)
+        self._api_client = api_client
         self._timeout = (timeout_seconds, timeout_seconds)
 
     def resource_version(self, namespace: str, name: str) -> str | None:
@@ -120,9 +121,9 @@ class LiveParentVersions:
     def _get_untimed(self, namespace: str, name: str, accept: str) -> Mapping[str, Any] | None:
         unreadable = f"could not read Job {namespace}/{name} to check the request is current"
         try:
-            raw = self._custom.get_namespaced_custom_object(  # a new headers dict: the client adds to it
-                GROUP, VERSION, namespace, PLURAL, name, _request_timeout=self._timeout,
-                _preload_content=False, _headers={"Accept": accept}).data
+            raw = rest.send(self._api_client, "GET", rest.CUSTOM_OBJECT_PATH, accept=accept, timeout=self._timeout,
+                            params={"group": GROUP, "version": VERSION, "namespace": namespace, "plural": PLURAL,
+                                    "name": name})
         except ApiException as exc:
             if exc.status == 404:
                 return None

@@ -22,6 +22,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from hooks.core.actions import DeleteJob, ForceDeletePod
+from podread import rest
 from podread.environment import load_api_client
 
 log = logging.getLogger("nvcre.hooks.writer")
@@ -62,8 +63,6 @@ class ApiWriter:
 
     def __init__(self, api_client: k8s.ApiClient, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
         self._api_client = api_client
-        self._custom = k8s.CustomObjectsApi(api_client)
-        self._core = k8s.CoreV1Api(api_client)
         self._timeout = (timeout_seconds, timeout_seconds)
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
@@ -72,32 +71,26 @@ class ApiWriter:
         ``isoformat()``, which drops the fraction when it is zero (``...T00:00:00+00:00``), a
         MicroTime the API server refuses (found on the real server, tests/cluster/test_api.py)."""
         what = f"create event {body.get('metadata', {}).get('name')}"
-        client = self._api_client
         try:
-            request = client.param_serialize(
-                "POST", "/apis/events.k8s.io/v1/namespaces/{namespace}/events", path_params={"namespace": namespace},
-                header_params={"Content-Type": "application/json", "Accept": "application/json"}, body=dict(body),
-                auth_settings=["BearerToken"])
-            response = client.call_api(*request, _request_timeout=self._timeout)
-            response.read()
+            rest.send(self._api_client, "POST", rest.EVENTS_PATH, params={"namespace": namespace}, body=dict(body),
+                      timeout=self._timeout)
         except ApiException as exc:
-            raise _http(what, exc) from exc
+            if exc.status == 409:
+                return "exists"
+            body_text = exc.body if isinstance(exc.body, (str, bytes)) else b""
+            raise WriteError(f"{what}: the API server answered {exc.status} {body_text[:300]!r}",
+                             f"http-{exc.status}") from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise WriteError(f"{what}: {exc}", "unreachable") from exc
-        if response.status == 409:
-            return "exists"
-        if not 200 <= response.status <= 299:
-            raise WriteError(f"{what}: the API server answered {response.status} {response.data[:300]!r}",
-                             f"http-{response.status}")
         return "created"
 
     def delete_job(self, action: DeleteJob) -> str:
         options: dict[str, Any] = {"propagationPolicy": "Background",
                                    "preconditions": _uid_precondition(action, "delete job")}
         return _delete(f"delete job {action.namespace}/{action.name}", lambda: (
-            self._custom.delete_namespaced_custom_object(GROUP, VERSION, action.namespace, PLURAL, action.name,
-                                                         body=options, _preload_content=False,
-                                                         _request_timeout=self._timeout)))
+            rest.send(self._api_client, "DELETE", rest.CUSTOM_OBJECT_PATH, body=options, timeout=self._timeout,
+                      params={"group": GROUP, "version": VERSION, "namespace": action.namespace, "plural": PLURAL,
+                              "name": action.name})))
 
     def force_delete_pod(self, action: ForceDeletePod) -> str:
         """``"deleted"``, ``"gone"``, or ``"forbidden"`` on 403: the base manifests grant no pod
@@ -109,8 +102,8 @@ class ApiWriter:
         what = f"force delete pod {action.namespace}/{action.name}"
         try:
             return _delete(what, lambda: (
-                self._core.delete_namespaced_pod(action.name, action.namespace, body=options, _preload_content=False,
-                                                 _request_timeout=self._timeout)))
+                rest.send(self._api_client, "DELETE", rest.POD_PATH, body=options, timeout=self._timeout,
+                          params={"namespace": action.namespace, "name": action.name})))
         except WriteError as exc:
             if exc.code != "http-403":
                 raise

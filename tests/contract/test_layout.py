@@ -13,9 +13,11 @@
 2. Only podread reads pods (ADR-102). No Python file outside ``podread/`` (and outside the test and
    benchmark trees, which drive the fake and real API servers themselves) calls or names a CoreV1Api
    pod read (``list_namespaced_pod``, ``list_pod_for_all_namespaces``, ``read_namespaced_pod[_status
-   |_log|...]``, their ``_with_http_info`` forms), asks a dynamic client for ``kind="Pod"``, or holds a
-   string that is a pods path of the API (``/api/v1/pods``, ``.../namespaces/<ns>/pods``). Writes
-   (the force delete, ``delete_namespaced_pod``) are not reads.
+   |_log|...]``, their ``_with_http_info`` forms), asks a dynamic client for ``kind="Pod"``, holds a
+   string that is a pods path of the API (``/api/v1/pods``, ``.../namespaces/<ns>/pods``), names
+   ``podread.rest``'s pods paths (``PODS_PATH``, ``ALL_PODS_PATH``), or sends its one-pod path (``POD_PATH``) with
+   any method but ``DELETE``. Writes (the force delete: ``DELETE`` ``rest.POD_PATH``,
+   ``delete_namespaced_pod``) are not reads.
 
 Neither check can pass by finding nothing: each is run on a planted violation (a synthetic project,
 and a copy of this tree with one bad line added) and must report it; the pod-read check must find
@@ -204,11 +206,24 @@ def pod_reads(path: Path, root: Path) -> list[Finding]:
             for keyword in node.keywords:
                 if keyword.arg == "kind" and isinstance(keyword.value, ast.Constant) and keyword.value.value == "Pod":
                     found.append(Finding(f"{rel}:{node.lineno}", "asks a client for kind='Pod'"))
+        if name in REST_PODS_PATHS:
+            found.append(Finding(f"{rel}:{node.lineno}", f"reads pods with podread.rest's {name}"))
+        if isinstance(node, ast.Call) and any(_names(arg, "POD_PATH") for arg in node.args) and not any(
+                isinstance(arg, ast.Constant) and arg.value == "DELETE" for arg in node.args):
+            found.append(Finding(f"{rel}:{node.lineno}", "sends podread.rest's POD_PATH, not to DELETE"))
         if isinstance(node, ast.JoinedStr):
             text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
             if PODS_PATH.search(text.replace("{}", "{x}")):
                 found.append(Finding(f"{rel}:{node.lineno}", f"builds the pods path {text!r}"))
     return found
+
+
+REST_PODS_PATHS = frozenset({"PODS_PATH", "ALL_PODS_PATH"})
+"""``podread.rest``'s paths of pod collections: a list or a watch, never a write."""
+
+
+def _names(node: ast.AST, name: str) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == name) or (isinstance(node, ast.Name) and node.id == name)
 
 
 def pod_reads_outside_podread(root: Path) -> list[Finding]:
@@ -235,10 +250,12 @@ def test_no_module_outside_podread_reads_pods() -> None:
 
 
 def test_the_pod_read_check_finds_podreads_own_reads() -> None:
-    """The patterns match the real thing: podread's live client lists pods by these very methods."""
+    """The patterns match the real thing: podread's live client lists pods by these very paths, and
+    ``podread.rest`` spells them."""
     found = pod_reads(ROOT / "podread" / "live.py", ROOT)
-    assert {f.what for f in found} >= {"reads pods with list_namespaced_pod",
-                                       "reads pods with list_pod_for_all_namespaces"}
+    assert {f.what for f in found} >= {"reads pods with podread.rest's PODS_PATH",
+                                       "reads pods with podread.rest's ALL_PODS_PATH"}
+    assert len([f for f in pod_reads(ROOT / "podread" / "rest.py", ROOT) if "names the pods path" in f.what]) == 3
 
 
 def test_the_core_is_told_apart_by_its_folder() -> None:
@@ -315,6 +332,12 @@ def test_the_purity_walk_fails_on_this_tree_with_one_bad_import(tmp_path: Path, 
     "def peek(pool, ns):\n    return pool.request('GET', f'/api/v1/namespaces/{ns}/pods')\n",
     "def peek(pool):\n    return pool.request('GET', '/api/v1/pods?labelSelector=x')\n",
     "def peek(dyn):\n    return dyn.resources.get(api_version='v1', kind='Pod').get()\n",
+    "from podread import rest\n\ndef peek(api, ns):\n"
+    "    return rest.send(api, 'GET', rest.PODS_PATH, params={'namespace': ns})\n",
+    "from podread.rest import ALL_PODS_PATH, open_stream\n\ndef peek(api):\n"
+    "    return open_stream(api, ALL_PODS_PATH)\n",
+    "from podread import rest\n\ndef peek(api, ns, name):\n"
+    "    return rest.send(api, 'GET', rest.POD_PATH, params={'namespace': ns, 'name': name})\n",
 ])
 def test_the_pod_read_check_fails_on_a_planted_read(tmp_path: Path, code: str) -> None:
     copy = _copy_tree(tmp_path)
@@ -328,7 +351,10 @@ def test_a_pod_write_and_a_docstring_are_not_reads(tmp_path: Path) -> None:
     copy = _copy_tree(tmp_path)
     (copy / "hooks" / "server" / "ok.py").write_text(
         '"""Lists nothing; GET /api/v1/namespaces/x/pods is podread\'s."""\n\n'
-        "def force(api, ns, name):\n    return api.delete_namespaced_pod(name, ns, grace_period_seconds=0)\n")
+        "from podread import rest\n\n"
+        "def force(api, ns, name):\n    return api.delete_namespaced_pod(name, ns, grace_period_seconds=0)\n\n"
+        "def force_raw(api, ns, name):\n"
+        "    return rest.send(api, 'DELETE', rest.POD_PATH, params={'namespace': ns, 'name': name})\n")
     assert pod_reads_outside_podread(copy) == []
 
 

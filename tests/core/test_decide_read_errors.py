@@ -37,28 +37,18 @@ fast = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[Hea
 SELECTOR = PodSelector(namespace="team-a", labels={JOB_LABEL: "train"})
 
 
-class _Answer:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-
 class _Api:
-    """CoreV1Api's two list calls, answering ``outcome`` (an exception to raise, or body bytes)."""
+    """The live client's list request (``PagedList._send``), answering ``outcome`` (an exception
+    to raise, or body bytes)."""
 
     def __init__(self, outcomes: list[BaseException | bytes]) -> None:
         self.outcomes = outcomes
 
-    def _next(self, **_: Any) -> _Answer:
+    def send(self, *_: Any) -> bytes:
         outcome = self.outcomes[0] if len(self.outcomes) == 1 else self.outcomes.pop(0)
         if isinstance(outcome, BaseException):
             raise outcome
-        return _Answer(outcome)
-
-    def list_namespaced_pod(self, namespace: str, **kwargs: Any) -> _Answer:
-        return self._next(**kwargs)
-
-    def list_pod_for_all_namespaces(self, **kwargs: Any) -> _Answer:
-        return self._next(**kwargs)
+        return outcome
 
 
 def through_live_client(outcomes: list[BaseException | bytes], *, clock: Callable[[], float] | None = None
@@ -66,7 +56,7 @@ def through_live_client(outcomes: list[BaseException | bytes], *, clock: Callabl
     """The error ``LiveClient.list_pods`` raises when the API answers ``outcomes``, located by a Reader."""
     options: dict[str, Any] = {"clock": clock} if clock is not None else {}
     live = LiveClient(k8s.ApiClient(), timeout_seconds=3.0, metrics=ReadMetrics(CollectorRegistry()), **options)
-    live._core = _Api(outcomes)  # type: ignore[assignment]
+    live._send = _Api(outcomes).send  # type: ignore[method-assign]
     return caught(lambda: Reader(_NoCache(), live, metrics=ReadMetrics(CollectorRegistry()))
                   .active_launcher_pods("team-a", "train"))
 
