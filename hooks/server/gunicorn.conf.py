@@ -43,11 +43,13 @@ replicas and the PDB instead: docs/operations.md, "One worker per pod". ``WEB_CO
 Memory (issue 36 item 2; ``python -m bench.cache_memory pod``, BENCHMARKS.md section 4). A pod's
 cgroup is charged each physical page once, so the pod's figure is the PSS of its processes summed
 (a page master and worker share is split between them), not their RSS summed (which counts it
-twice). With 8,000 realistic pods watched and 5 callers: 118-120 MiB PSS over three runs (the
-master 20, the worker 98-100; 124-127 before the last two items below), against 144-146 MiB of RSS;
-the pod's pages counted once each with the shared libraries' code in full (a pod alone on a node)
-130-132 MiB. What keeps it there:
+twice). With 8,000 realistic pods watched and 5 callers: 91 MiB PSS (the master 21, the worker 70;
+118-120 before the first item below, 124-127 before the last two), against 112 MiB of RSS; the
+pod's pages counted once each with the shared libraries' code in full (a pod alone on a node) 98
+MiB. What keeps it there:
 
+- the kubernetes client's ``ApiClient`` without its generated API classes (``podread.rest``): those
+  imported 274 model modules and a pydantic validator per method, 27 MiB PSS;
 - one worker (above): a second one was about 95 MiB PSS more;
 - ``gc.freeze()`` in ``pre_fork``: the worker's collections do not walk, and so do not copy, the
   objects it inherits from the master (3-4 MiB);
@@ -59,9 +61,8 @@ Importing the app's modules (Flask, the kubernetes client, the hooks) in the mas
 for the worker to share them, was measured and is not done: the worker's reference counts write to
 those pages, so most of them are copied anyway, and with one worker nothing was duplicated to begin
 with: the pod's PSS was 5-6 MiB more (128-130 MiB); with 2 workers 7 MiB less (209 against 216).
-What remains is the interpreter and its libraries before any pod (92 MiB PSS with 64 pods: the
-worker 72, of which the kubernetes client with pydantic, oauthlib and requests about 17; the master
-20, gunicorn and the metrics port) and about 3.3 KB per pod watched.
+What remains is the interpreter and its libraries before any pod (65 MiB PSS with 64 pods: the
+worker 46, the master 19 with gunicorn and the metrics port) and about 3.3 KB per pod watched.
 
 Metrics are served apart from the hooks: the master serves
 ``GET /metrics`` on ``NVCRE_METRICS_PORT`` (default 9090, on the host of the first ``--bind``
