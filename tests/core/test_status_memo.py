@@ -56,10 +56,30 @@ def test_a_changed_history_misses_the_memo(what: str, change: dict[str, Any]) ->
         assert str(error) in refused([changed])
         return
     answered = prior(changed).attempts
-    assert answered == expected
+    assert answered == expected and [list(entry) for entry in answered] == [list(entry) for entry in expected]
     assert [type(value) for value in answered[0].values()] == [type(value) for value in expected[0].values()]
     if what != "a key it does not know":
         assert answered != list(entries_of([ENTRY]))
+
+
+def test_a_history_kept_as_it_is_leaves_only_a_verdict_in_the_memo() -> None:
+    """The hooks' own history, as the API server hands it back (each entry's keys sorted) or as written:
+    the memo keeps no JSON of it (``None``), and the call still gets ``entries_of``'s entries, keys in
+    the order written. A history the check changes (an empty string dropped) keeps the checked JSON."""
+    import orjson
+
+    for order in (sorted(ENTRY), list(ENTRY)):
+        entry = {key: ENTRY[key] for key in order}
+        assert status._checked_entries(orjson.dumps([entry])) is None
+        answered = prior(entry).attempts
+        assert orjson.dumps(answered) == orjson.dumps(list(entries_of([entry]))), "the same bytes, keys as written"
+    trimmed = {**ENTRY, "outcome": ""}
+    assert orjson.loads(status._checked_entries(orjson.dumps([trimmed]))) == list(entries_of([trimmed]))
+    misses = status._checked_entries.cache_info().misses
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            status._checked_entries(orjson.dumps({"not": "a list"}))
+    assert status._checked_entries.cache_info().misses == misses + 2, "a refusal is checked every time"
 
 
 def test_every_call_gets_its_own_entries() -> None:
