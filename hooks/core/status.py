@@ -19,11 +19,9 @@ The prior history's check (``hooks.core.historyentry.entries_of``) is remembered
 (``_entries``; issue 32 item 4): every sync of a Job carries the same ``status.attempts``. The memo is
 bounded (``ENTRIES_MEMO_SIZE``, least recently used out), keyed by the digest of the entries' JSON
 (``hooks.core.digestmemo``; orjson: key order, integer or number, boolean all tell), and a miss checks
-the entries decoded from that JSON, so a hit answers only what those entries would. For a history
-the check keeps as it is (the hooks' own, as the API server hands it back: each entry's keys sorted),
-it keeps nothing but that verdict, and each call takes the entries from its own JSON in the order
-written (``_as_written``); for any other, the checked entries as JSON. Each call reads its own copy
-(a row may change its history); a history that is refused raises every time.
+the entries decoded from that JSON, so a hit answers only what those entries would. It keeps the
+checked entries as JSON, and each call reads its own copy (a row may change its history); a history
+that is refused raises every time.
 Pure: msgspec, orjson and the standard library.
 """
 
@@ -37,7 +35,7 @@ from msgspec import UNSET, UnsetType
 
 from hooks.core import apitime, digestmemo
 from hooks.core.declared import Declared, prepare
-from hooks.core.historyentry import ENTRY_KEYS, entries_of
+from hooks.core.historyentry import entries_of
 from hooks.core.vocab import BUDGETED
 
 Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -121,10 +119,11 @@ class StatusFields(Declared, rename="camel"):
 
 
 ENTRIES_MEMO_SIZE = 2048
-"""How many checked histories a process keeps (``_entries``): a digest and a verdict each (about 150
-bytes), or the checked JSON too for a history the check changes (about 3 KB for 10 entries). Every
-worker answers every Job, so this is the number of Jobs whose syncs hit it; beyond it, resyncs in
-turn miss. (Keyed by the JSON itself, the memo held 12 MiB at 1,000 Jobs after a burst of restarts.)"""
+"""How many checked histories a process keeps (``_entries``), each as JSON with its key's digest: about
+3 KB for a history of 10 entries (``attemptsHistoryLimit``'s default), so about 6 MB at the bound.
+Every worker answers every Job, so this is the number of Jobs whose syncs hit it; beyond it, resyncs
+in turn miss. (Keyed by the JSON itself it held twice that: 12 MiB at 1,000 Jobs after a burst of
+restarts.)"""
 
 
 def _entries(value: object) -> list[dict[str, Any]]:
@@ -135,26 +134,14 @@ def _entries(value: object) -> list[dict[str, Any]]:
         key = orjson.dumps(value)
     except orjson.JSONEncodeError:
         return list(entries_of(value))
-    checked = _checked_entries(key)
-    return _as_written(orjson.loads(key)) if checked is None else orjson.loads(checked)
+    return orjson.loads(_checked_entries(key))
 
 
 @digestmemo.by_digest(ENTRIES_MEMO_SIZE)
-def _checked_entries(key: bytes) -> bytes | None:
+def _checked_entries(key: bytes) -> bytes:
     """``entries_of`` of the entries ``key`` encodes, as JSON (strings, integers, booleans and lists of
-    strings: read back as they were); ``None`` when that is exactly ``_as_written`` of them (the check
-    keeps the history as it is: nothing to remember but the verdict). Remembered by ``key``'s digest."""
-    value = orjson.loads(key)
-    checked = orjson.dumps(entries_of(value))
-    kept_as_is = isinstance(value, list) and all(isinstance(entry, dict) for entry in value) and (
-        orjson.dumps(_as_written(value)) == checked)
-    return None if kept_as_is else checked
-
-
-def _as_written(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``entries`` with each one's keys in the order written (``ENTRY_KEYS``): what ``entries_of``
-    returns for a history it keeps as it is (``_checked_entries`` says when)."""
-    return [{key: entry[key] for key in ENTRY_KEYS if key in entry} for entry in entries]
+    strings: read back as they were); remembered by ``key``'s digest."""
+    return orjson.dumps(entries_of(orjson.loads(key)))
 
 
 CHECKPOINT_STRINGS = ("version", "id", "reason", "outcome", "ignored")
