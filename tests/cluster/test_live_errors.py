@@ -50,8 +50,8 @@ def _wait_until_expired(plane: ControlPlane, token: str) -> None:
         core.create_namespaced_config_map(NAMESPACE, {"metadata": {"name": f"tick-{time.monotonic_ns()}-{round_}"}},
                                           _request_timeout=REQUEST_TIMEOUT)
         try:
-            _ORIGINAL_LIST(core, NAMESPACE, limit=5, label_selector=SELECTOR.label_selector(), _continue=token,
-                           _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+            core.list_namespaced_pod(NAMESPACE, limit=5, label_selector=SELECTOR.label_selector(), _continue=token,
+                                     _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
         except ApiException as exc:
             if exc.status == 410:
                 return
@@ -62,7 +62,8 @@ def _wait_until_expired(plane: ControlPlane, token: str) -> None:
     raise AssertionError(f"the continue token did not expire within {EXPIRY_TIMEOUT:g}s")
 
 
-_ORIGINAL_LIST = kubernetes.client.CoreV1Api.list_namespaced_pod
+_ORIGINAL_SEND = LiveClient._send
+"""The live client's one list request (``PagedList._send``: ``podread.rest``), wrapped below."""
 
 
 def _expire_continuations(monkeypatch: pytest.MonkeyPatch, plane: ControlPlane, times: int) -> list[str]:
@@ -71,15 +72,15 @@ def _expire_continuations(monkeypatch: pytest.MonkeyPatch, plane: ControlPlane, 
     requests: list[str] = []
     left = [times]
 
-    def list_namespaced_pod(self: Any, namespace: str, **kwargs: Any) -> Any:
-        token = kwargs.get("_continue")
+    def send(self: Any, selector: Any, query: Any, timeout: Any) -> Any:
+        token = dict(query).get("continue")
         requests.append("continued" if token else "first")
         if token and left[0] > 0:
             left[0] -= 1
             _wait_until_expired(plane, token)
-        return _ORIGINAL_LIST(self, namespace, **kwargs)
+        return _ORIGINAL_SEND(self, selector, query, timeout)
 
-    monkeypatch.setattr(kubernetes.client.CoreV1Api, "list_namespaced_pod", list_namespaced_pod)
+    monkeypatch.setattr(LiveClient, "_send", send)
     return requests
 
 
@@ -128,10 +129,10 @@ def test_list_options_the_server_refuses_are_a_422_with_its_words(control_plane:
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     ensure_namespace(control_plane.api_client(), NAMESPACE)
 
-    def list_namespaced_pod(self: Any, namespace: str, **kwargs: Any) -> Any:
-        return _ORIGINAL_LIST(self, namespace, resource_version_match="NotOlderThan", **kwargs)
+    def send(self: Any, selector: Any, query: Any, timeout: Any) -> Any:
+        return _ORIGINAL_SEND(self, selector, [*query, ("resourceVersionMatch", "NotOlderThan")], timeout)
 
-    monkeypatch.setattr(kubernetes.client.CoreV1Api, "list_namespaced_pod", list_namespaced_pod)
+    monkeypatch.setattr(LiveClient, "_send", send)
     with pytest.raises(ApiError) as invalid:
         LiveClient(control_plane.api_client()).list_pods(SELECTOR)
     assert (invalid.value.status, invalid.value.code) == (422, "http-422")
