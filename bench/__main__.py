@@ -1,8 +1,9 @@
 """``python -m bench [--quick] [name ...]``: run the benchmarks, print every figure, write results.json.
 
-Without names every benchmark runs (``make bench``) but ``cluster_scale``, which brings up the real
-control plane and runs only when named (``make bench-cluster``); ``--quick`` runs each at a small size. The
-full run writes ``bench/results.json``; a quick or partial run writes only with ``--out``.
+Without names every benchmark runs (``make bench``) but ``cluster_scale`` and ``parent_read``, which
+bring up the real control plane and run only when named (``make bench-cluster`` runs the first);
+``--quick`` runs each at a small size. The full run writes ``bench/results.json``; a quick or partial
+run writes only with ``--out``.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ BENCHMARKS = {
     "raw_json": "bench.raw_json",
     "cache_memory": "bench.cache_memory",
     "cluster_scale": "bench.cluster_scale",
+    "parent_read": "bench.parent_read",
 }
-ON_A_CLUSTER = ("cluster_scale",)
+ON_A_CLUSTER = ("cluster_scale", "parent_read")
 """Benchmarks that bring up the real control plane (``make bench-cluster``): run only when named."""
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
