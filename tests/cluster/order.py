@@ -41,6 +41,7 @@ FILE_SECONDS: dict[str, int] = {
     "test_api_load.py": 15,
     "test_helm.py": 15,
     "test_status_times.py": 15,
+    "test_bench_parent_read.py": 10,
     "test_claims.py": 14,
     "test_force_delete_rbac.py": 5,
     "test_node_cache.py": 1,
