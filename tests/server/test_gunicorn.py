@@ -101,8 +101,9 @@ def started(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Iterato
         deadline = time.monotonic() + 10
         while True:
             assert process.poll() is None, f"gunicorn exited:\n{log.read_text()}"
-            try:
-                if running.request("GET", "/readyz", token=None)[0] == 200:
+            try:  # ready, and this gunicorn's: one that could not bind the port (another test's server
+                # took it after ``free_port``) retries for seconds while that server answers /readyz
+                if listening(running) and running.request("GET", "/readyz", token=None)[0] == 200:
                     break
             except OSError:
                 pass
@@ -113,6 +114,12 @@ def started(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Iterato
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def listening(server: Server) -> bool:
+    """Whether this server's master logged that it listens on its own port (gunicorn's "Listening at")."""
+    wanted = f"Listening at: http://127.0.0.1:{server.port} ({server.process.pid})"
+    return any(wanted in line for line in server.lines())
 
 
 @pytest.fixture(scope="module")
@@ -279,7 +286,8 @@ def test_sigterm_stops_cleanly_and_every_log_line_is_json(server: Server) -> Non
     assert len(workers) == GUNICORN_WORKERS == 1  # the default layout: one worker, one pod watch
     assert sum("no cluster configuration found" in message for message in messages) == len(workers)  # once per worker
     calls = [r for r in records if r.get("logger") == "nvcre.hooks" and r.get("code") == 503]
-    assert calls and calls[0]["job"] == "llama" and calls[0]["namespace"] == "team-a"
+    assert calls and calls[0]["job"] == "llama" and calls[0]["namespace"] == "team-a", (
+        f"no line of the 503 answer among {len(records)} records:\n" + "\n".join(server.lines()[-60:]))
     access = [r for r in records if r.get("logger") == "gunicorn.access"]
     assert any(r["path"] == '/odd"path\\' and r["status"] == 404 for r in access)
     metrics_dir = next(re.search(r"metrics in (\S+)", m).group(1) for m in messages if "multiprocess metrics in" in m)
