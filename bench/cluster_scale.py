@@ -116,7 +116,7 @@ from hooks.core.deadlines import parse_time
 from hooks.server.config import GUNICORN_THREADS, GUNICORN_WORKERS, Settings
 from hooks.server.freshness import RECENT_STATUS_SECONDS
 from podread import JOB_LABEL, JOBSET_NAME_LABEL, LAUNCHER_LABEL
-from tests.cluster.controlplane import ControlPlane
+from tests.cluster.controlplane import ControlPlane, read_audit_log
 from tests.cluster.dev import PRODUCTION_ENV, Installed, Options, install
 from tests.cluster.kube import REQUEST_TIMEOUT, SERVER_ERRORS, ensure_namespace
 from tests.cluster.kueue import PRIORITY_LABEL, QUEUE_LABEL, Kueue
@@ -915,11 +915,7 @@ def open_pod_watches(audit_log: Path, start: int = 0) -> int:
     """The hooks' pod watches open now, from byte ``start`` of the API server's audit log on: watch
     requests on pods with a ``ResponseStarted`` event and no ``ResponseComplete`` yet (the tier's
     audit policy logs both stages, and only the hooks' user)."""
-    if not audit_log.is_file():
-        return 0
-    with audit_log.open("rb") as log:
-        log.seek(start)
-        data = log.read()
+    data = read_audit_log(audit_log, start)
     started: set[str] = set()
     ended: set[str] = set()
     for line in data[:data.rfind(b"\n") + 1].splitlines():

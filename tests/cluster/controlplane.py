@@ -212,7 +212,10 @@ class ControlPlane:
                 "--endpoint-reconciler-type=none", "--profiling=false", "--v=1",
                 "--runtime-config=scheduling.k8s.io/v1beta1=true", *GANG_FLAGS,
                 f"--audit-policy-file={self.workdir / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
-                "--audit-log-format=json", "--audit-log-mode=blocking", *self.apiserver_args]
+                # never rotated (0; the default rotates at 100 MB, which a 1,000-Job pass passes): readers
+                # keep byte offsets into the one file (``audit_events``)
+                "--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0",
+                *self.apiserver_args]
 
     def _kcm_command(self, controllers: str = CONTROLLERS) -> list[str]:
         return [str(self.binaries / "kube-controller-manager"),
@@ -286,11 +289,7 @@ class ControlPlane:
     def audit_events(self, start: int = 0) -> tuple[list[dict[str, Any]], int]:
         """The hooks' requests the API server finished (stage ``ResponseComplete``) from byte
         ``start`` of the audit log on, and the offset to read from next time."""
-        if not self.audit_log.is_file():
-            return [], start
-        with self.audit_log.open("rb") as log:
-            log.seek(start)
-            data = log.read()
+        data = read_audit_log(self.audit_log, start)
         complete = data[:data.rfind(b"\n") + 1]
         events = [json.loads(line) for line in complete.splitlines() if line.strip()]
         return [e for e in events if e.get("stage") == "ResponseComplete"], start + len(complete)
@@ -391,6 +390,21 @@ class ControlPlane:
         kubernetes.config.load_kube_config_from_dict(self.kubeconfig_dict(token), client_configuration=configuration)
         configuration.retries = False
         return kubernetes.client.ApiClient(configuration)
+
+
+def read_audit_log(path: Path, start: int) -> bytes:
+    """The audit log's bytes from offset ``start`` on (none while the file does not exist). Raises
+    ``ControlPlaneError`` when the file is shorter than ``start``: it was replaced (rotated or cut),
+    and counting from that offset would silently miss requests."""
+    if not path.is_file():
+        return b""
+    with path.open("rb") as log:
+        size = log.seek(0, os.SEEK_END)
+        if size < start:
+            raise ControlPlaneError(f"the audit log {path} is {size} bytes, shorter than the offset {start} read "
+                                    "from: it was rotated or cut, so its requests cannot be counted")
+        log.seek(start)
+        return log.read()
 
 
 @contextlib.contextmanager

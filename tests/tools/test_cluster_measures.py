@@ -136,6 +136,24 @@ def test_open_pod_watches_are_those_started_and_not_yet_complete(tmp_path) -> No
     assert open_pod_watches(tmp_path / "none.log") == 0
 
 
+def test_an_audit_log_shorter_than_the_offset_read_from_fails_the_count(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The API server rotating its audit log (its default, at 100 MB, which a 1,000-Job pass passes)
+    would leave the readers' offsets past the new file's end: every request after it uncounted. The
+    tier's plane never rotates it (``--audit-log-maxsize=0``), and a shorter file is an error."""
+    from bench.cluster_scale import open_pod_watches
+    from tests.cluster.controlplane import ControlPlane, ControlPlaneError, read_audit_log
+
+    log = tmp_path / "audit.log"
+    log.write_bytes(b'{"a": 1}\n{"b": 2}\n')
+    assert read_audit_log(log, 9) == b'{"b": 2}\n'
+    assert read_audit_log(log, 18) == b""
+    with pytest.raises(ControlPlaneError, match="rotated"):
+        read_audit_log(log, 19)
+    with pytest.raises(ControlPlaneError, match="rotated"):
+        open_pod_watches(log, 1_000)
+    assert "--audit-log-maxsize=0" in ControlPlane(tmp_path / "bin", tmp_path / "plane")._apiserver_command()
+
+
 def test_the_time_outside_the_hook_is_the_callers_wall_time_less_the_hooks_own() -> None:
     from bench.cluster_scale import PASSES, PassResult, Window
 
