@@ -10,7 +10,8 @@ request handling, the floor does). Both are timed in CPU time, in alternating
 batches (``cpu_per_call_alternating``), so a machine loaded by other work moves both alike. The app
 is given no parent check (``parents``): the live Job read is over HTTP, in ``sync_http``. Metrics use
 the in-process registry (gunicorn's multiprocess mode writes each value to an mmap file instead, a
-little slower).
+little slower). The typical call is measured once more with production's default cache mode, its
+pods answered by a watch-fed store (``build_watch_app``) instead of a TTL entry.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from bench.pods import realistic_job_pods
 from bench.sync_http import JOB, NAMESPACE, PODS, settled_body, sync_body
 from hooks.server import logs
 from hooks.server.config import Settings
-from podread import PodCache, Reader, ReadMetrics, SnapshotLister
+from podread import JOB_INDEX_FIELD, PodCache, Reader, ReadMetrics, SnapshotLister
+from podread.slim import slim
+from podread.watch import WatchedPods
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
 
@@ -166,6 +169,39 @@ def build_apps() -> tuple[WsgiApp, WsgiApp]:
     return app.wsgi_app, create_floor().wsgi_app
 
 
+class ListedOnce:
+    """What ``PodCache`` asks of a pod watch (``store``, ``start``, ``stop``), for a store filled once:
+    a ``podread.watch.WatchedPods`` given a whole list, as a ``PodWatch``'s first cycle gives it,
+    confirmed for as long as its TTL. No thread, no request: what a sync costs when the watch
+    answers, which production's default cache mode (``NVCRE_CACHE_MODE=watch``) does for a running Job."""
+
+    def __init__(self, store: WatchedPods) -> None:
+        self.store = store
+
+    def start(self) -> None:
+        """Nothing to start: the store was listed when built."""
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Nothing to stop."""
+
+
+def build_watch_app() -> tuple[WsgiApp, Callable[[], float]]:
+    """The hook app of ``build_apps`` with the production cache mode: the Job's pods answered from a
+    watch-fed store (``ListedOnce``, slim as the watch keeps them, confirmed for an hour) instead of a
+    TTL entry. Also returns how many cache lookups the store has answered so far."""
+    from hooks.server.app import create_app
+
+    pods = realistic_job_pods(JOB, PODS, NAMESPACE)
+    registry = _registry()
+    metrics = ReadMetrics(registry=registry)
+    store = WatchedPods(None, ttl_seconds=3600, metrics=metrics)
+    store.replace([slim(pod) for pod in pods], "1")
+    cache = PodCache(SnapshotLister(pods), ttl_seconds=3600, metrics=metrics, watches=[ListedOnce(store)])
+    app = create_app(Reader(cache, SnapshotLister(pods), metrics=metrics), settings=Settings(log_level="INFO"))
+    return app.wsgi_app, lambda: registry.get_sample_value("podread_cache_lookups_total",
+                                                           {"index": JOB_INDEX_FIELD, "result": "watch"}) or 0.0
+
+
 def _registry() -> Any:
     from prometheus_client import CollectorRegistry
 
@@ -202,5 +238,15 @@ def run(quick: bool = False) -> BenchResult:
         "in-process /sync CPU per call, settled Job (its own answer fed back)", settled_s * 1e6, "us",
         settled_floor_s * 1e6, "floor app, same call",
         note="the steady state: Metacontroller's resync of a Job whose status is the hooks' last answer"))
+    watch_app, answered_by_watch = build_watch_app()
+    watched = wsgi_caller(watch_app, body)
+    if watched() != 200 or answered_by_watch() < 1:
+        raise RuntimeError("the in-process hook with a watch-fed cache did not answer 200 from the watch")
+    watched_s, watched_floor_s = cpu_per_call_alternating(watched, floor, batches=3 if quick else 7,
+                                                          calls=50 if quick else 400)
+    result.figures.append(Figure(
+        "in-process /sync CPU per call, watch-fed cache (production's default cache mode)", watched_s * 1e6, "us",
+        watched_floor_s * 1e6, "floor app, same call",
+        note="the typical call with its pods answered by the pod watch's store instead of a TTL entry"))
     result.scale = {"profiled_calls": calls, "body_bytes": len(body), "pods": PODS}
     return result

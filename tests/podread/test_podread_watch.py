@@ -108,6 +108,44 @@ def test_a_pod_that_moves_or_loses_the_label_leaves_its_old_entries() -> None:
     assert watched.answer((JOB_INDEX_FIELD, NS, "other")) == [] and len(watched) == 0
 
 
+def test_a_jobs_answer_kept_between_reads_follows_every_change_and_is_the_callers_own() -> None:
+    """``answer`` keeps each Job's sorted pods from one read to the next; every event, list and reset
+    in between must show in the next read as if it were sorted afresh (a model of the store, kept by
+    hand, says what each read must be), and a list a caller changed must not change the next one."""
+    import random
+
+    chooser = random.Random(7)
+    watched = store()
+    watched.replace([], "1")
+    model: dict[str, dict] = {}
+    version = 1
+    for _ in range(600):
+        version += 1
+        name = f"w-{chooser.randrange(8)}"
+        step = chooser.random()
+        if step < 0.02:
+            watched.replace([], str(version))  # a relist that finds nothing
+            model.clear()
+        elif step < 0.3 and name in model:
+            watched.apply("DELETED", pod(name, version))
+            del model[name]
+        else:
+            job = chooser.choice(["llama", "llama", "other", None])
+            changed = pod(name, version, job=job, phase=chooser.choice(["Running", "Failed"]))
+            watched.apply("MODIFIED" if name in model else "ADDED", changed)
+            if job is None:
+                model.pop(name, None)
+            else:
+                model[name] = changed
+        for job in ("llama", "other"):
+            got = watched.answer((JOB_INDEX_FIELD, NS, job))
+            wanted = [model[n] for n in sorted(model) if model[n]["metadata"]["labels"].get(JOB_LABEL) == job]
+            assert got == wanted
+            assert got is not None
+            got.clear()  # the caller's own list: the next read is whole
+            assert watched.answer((JOB_INDEX_FIELD, NS, job)) == wanted
+
+
 def test_a_namespaced_watch_answers_only_its_namespace_and_no_node() -> None:
     watched = store(namespace=NS)
     watched.replace([pod("w-0", 10)], "10")
