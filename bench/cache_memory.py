@@ -135,7 +135,7 @@ def growth_row(pods_per_job: int, jobs: int, probe_jobs: int, *, other_pods: int
     fill = _fill_seconds(reader, [_name(i) for i in range(probe_jobs)]
                          + [_name(i) for i in range(jobs, jobs + probe_jobs)])
     hit = per_call(lambda: reader.job_pods(NAMESPACE, _name(0)), min_seconds=0.1)
-    cached_pods = sum(len(v) for v in cache._entries.values())
+    cached_pods = sum(len(entry.pods) for entry in cache._entries.values())
     return {"pods_per_job": pods_per_job, "jobs": len(cache), "cached_pods": cached_pods,
             "hit_us": round(hit * 1e6, 1), "fill_ms": round(fill * 1000, 3),
             "hit_ns_per_pod_of_job": round(hit * 1e9 / pods_per_job, 1)}

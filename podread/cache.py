@@ -16,7 +16,7 @@ from podread.cached import CachedRead
 from podread.constants import JOB_INDEX_FIELD, JOB_LABEL, NODE_NAME_INDEX_FIELD
 from podread.errors import CacheScopeError, DeadlineExceeded, NoSourceError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
-from podread.selector import Pod, PodLister, PodSelector
+from podread.selector import Counted, Pod, PodLister, PodSelector, counted
 from podread.slim import slim
 from podread.watch import PodWatch
 
@@ -29,14 +29,14 @@ class _Fill:
 
     def __init__(self) -> None:
         self._done = threading.Event()
-        self.pods: list[Pod] | None = None
+        self.pods: Counted | None = None
         self.error: BaseException | None = None
 
-    def finish(self, pods: list[Pod] | None, error: BaseException | None) -> None:
+    def finish(self, pods: Counted | None, error: BaseException | None) -> None:
         self.pods, self.error = pods, error
         self._done.set()
 
-    def wait(self) -> list[Pod]:
+    def wait(self) -> Counted:
         """The fill's pods, or its error; within the hook call's deadline when one is in force
         (``DeadlineExceeded`` when the fill is not done by then)."""
         left = calldeadline.remaining()
@@ -103,7 +103,7 @@ class PodCache:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self._source = source
         self._no_source_reason = no_source_reason
-        self._entries: cachetools.TTLCache[Hashable, list[Pod]] = cachetools.TTLCache(
+        self._entries: cachetools.TTLCache[Hashable, Counted] = cachetools.TTLCache(
             maxsize=max_entries, ttl=ttl_seconds, timer=clock
         )
         self._fills: dict[Hashable, _Fill] = {}
@@ -129,11 +129,11 @@ class PodCache:
         Reader uses it to skip a second, identical API read.
         """
         key, fill_selector = self._key(selector)
-        pods, filled = self._get(key, fill_selector)
+        entry, filled = self._get(key, fill_selector)
         listed_from = self._source if filled else None
         if selector is fill_selector or selector == fill_selector:  # every job read: the entry is the answer
-            return CachedRead(list(pods), listed_from)
-        return CachedRead([pod for pod in pods if selector.matches(pod)], listed_from)
+            return CachedRead(list(entry.pods), listed_from, entry.active)
+        return CachedRead([pod for pod in entry.pods if selector.matches(pod)], listed_from)
 
     def departed_pods(self, namespace: str, workload: str) -> list[Pod]:
         """The departed pods of ``workload`` in ``namespace`` that the watch covering ``namespace``
@@ -173,25 +173,26 @@ class PodCache:
             f"it cannot answer {selector.describe()}"
         )
 
-    def _get(self, key: tuple[str, ...], fill_selector: PodSelector) -> tuple[list[Pod], bool]:
-        """The entry for ``key`` and whether this call filled it; fills it (once) when missing."""
+    def _get(self, key: tuple[str, ...], fill_selector: PodSelector) -> tuple[Counted, bool]:
+        """The entry for ``key`` (its pods, counted once: ``Counted``; never to be mutated) and
+        whether this call filled it; fills it (once) when missing."""
         index = key[0]
         for watch in self.watches:
             if watch.store.covers(key):
                 watch.start()
-                watched = watch.store.answer(key)
+                watched = watch.store.counted_answer(key)
                 if watched is not None:
                     self._metrics.lookup(index, "watch").inc()
                     return watched, False
                 break
         with self._lock:
             try:  # one lookup (TTLCache.get asks __contains__, then __getitem__: two, each reading the clock)
-                pods: list[Pod] | None = self._entries[key]
+                entry: Counted | None = self._entries[key]
             except KeyError:  # missing, or expired
-                pods = None
-            if pods is not None:
+                entry = None
+            if entry is not None:
                 self._metrics.lookup(index, "hit").inc()
-                return pods, False
+                return entry, False
             fill = self._fills.get(key)
             leader = fill is None
             if fill is None:
@@ -200,9 +201,10 @@ class PodCache:
             self._metrics.lookup(index, "shared").inc()
             return fill.wait(), False
         self._metrics.lookup(index, "miss").inc()
-        pods, error = None, None
+        pods: Counted | None = None
+        error = None
         try:
-            pods = self._list(fill_selector)
+            pods = counted(self._list(fill_selector))
         except PodReadError as exc:
             error = exc
         except Exception as exc:  # a lister bug must reach every waiter as a read failure, not hang them

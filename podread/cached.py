@@ -17,7 +17,8 @@ from podread.selector import Pod, PodLister, PodSelector
 class CachedRead:
     """What one cached read answered.
 
-    ``pods``: the pods the selector selects (callers must not mutate them). ``listed_from``: the
+    ``pods``: the pods the selector selects (callers must not mutate them). ``active``: how many of
+    them are active, when the cache knows (below). ``listed_from``: the
     source this very call listed them from, when it filled the entry itself (not from an entry
     listed earlier, nor by a fill another thread had started, nor from the watch); ``None``
     otherwise. The Reader compares it with its own live client: a list this call sent there is
@@ -26,6 +27,9 @@ class CachedRead:
 
     pods: list[Pod]
     listed_from: PodLister | None = None
+    active: int | None = None
+    """How many of ``pods`` are active (``podread.selector.count_active``), when the cache counted
+    them where it keeps them (once per entry, not once per read); ``None``: not counted here."""
 
     @property
     def filled(self) -> bool:

@@ -124,8 +124,8 @@ class Reader:
         raises, never "no pods".
         """
         selector = job_selector(namespace, job)
-        cached, listed_live = self._list("counted_job_pods", CACHE, selector)
-        answer = counted(cached)
+        cached, listed_live, active = self._list("counted_job_pods", CACHE, selector)
+        answer = counted(cached) if active is None else Counted(cached, active)  # counted where the cache keeps them
         if listed_live or answer.active == reported:
             return answer
         return counted(self._read("counted_job_pods", LIVE, selector))
@@ -144,7 +144,7 @@ class Reader:
         call's own fill listed the pods from the live client, that list is the check.
         """
         selector = job_selector(namespace, job)
-        cached, listed_live = self._list("active_job_pods", CACHE, selector)
+        cached, listed_live, _ = self._list("active_job_pods", CACHE, selector)
         active = [pod for pod in cached if is_active(pod)]
         if active or listed_live:
             return active
@@ -327,27 +327,29 @@ class Reader:
         """Runs one list on ``source``; see ``_list``."""
         return self._list(method, source, selector)[0]
 
-    def _list(self, method: str, source: str, selector: PodSelector) -> tuple[list[Pod], bool]:
+    def _list(self, method: str, source: str, selector: PodSelector) -> tuple[list[Pod], bool, int | None]:
         """Runs one list on ``source``, counting, timing, logging and tracing it.
 
-        Returns the pods and whether the answer is a list this very call sent to the live client:
-        a cached read whose entry was missing, filled by this call (not by a fill another thread had
-        started), from this Reader's ``live`` (``CachedRead.listed_from``). Such a list is already
-        the API server's current answer.
+        Returns the pods, whether the answer is a list this very call sent to the live client (a
+        cached read whose entry was missing, filled by this call, not by a fill another thread had
+        started, from this Reader's ``live``: ``CachedRead.listed_from``; such a list is already the
+        API server's current answer), and how many of the pods are active when the cache counted
+        them where it keeps them (``CachedRead.active``; ``None`` otherwise).
         """
         started = time.perf_counter()
         listed_from = None
+        active = None
         try:
             if source == CACHE:
                 answer = self._cached.read(selector)
-                pods, listed_from = answer.pods, answer.listed_from
+                pods, listed_from, active = answer.pods, answer.listed_from, answer.active
             else:
                 pods = _sendable(self._live, "no live client: this Reader was built without one, so it cannot "
                                              "read the API server").list_pods(selector)
         except Exception as exc:
             self._failed(method, source, selector, started, exc)
         self._finish(method, source, selector, started, pods=pods, filled=listed_from is not None)
-        return pods, listed_from is not None and listed_from is self._live
+        return pods, listed_from is not None and listed_from is self._live, active
 
     def _failed(self, method: str, source: str, selector: PodSelector, started: float, exc: Exception) -> NoReturn:
         """Counts, times, logs and traces a failed read, and raises it as a ``PodReadError`` that

@@ -47,7 +47,7 @@ import urllib3
 from podread.constants import DEPARTED_ANNOTATION, JOB_INDEX_FIELD, JOB_LABEL, JOBSET_NAME_LABEL, NODE_NAME_INDEX_FIELD
 from podread.errors import ApiError, PodReadError
 from podread.metrics import ReadMetrics, default_metrics
-from podread.selector import Pod, PodSelector, tells_a_failure
+from podread.selector import Counted, Pod, PodSelector, counted, tells_a_failure
 from podread.slim import evidence, slim
 
 if TYPE_CHECKING:  # the watch takes its live client as given: importing it would load the kubernetes client
@@ -145,10 +145,10 @@ class WatchedPods:
         self._pods: dict[Key, Pod] = {}
         self._sizes: dict[Key, int] = {}
         self._by_job: dict[Key, dict[Key, Pod]] = {}
-        self._sorted: dict[Key, list[Pod]] = {}
-        """A Job's pods in ``answer``'s order, kept from one read to the next until a pod of that Job
-        is put or dropped (``_put``, ``_drop``, ``_clear``): a running Job's reads then copy a list
-        instead of sorting its pods each time (issue 32 item 4)."""
+        self._sorted: dict[Key, Counted] = {}
+        """A Job's pods in ``answer``'s order and how many are active, kept from one read to the next
+        until a pod of that Job is put or dropped (``_put``, ``_drop``, ``_clear``): a running Job's
+        reads then neither sort nor count its pods each time (issue 32 item 4)."""
         self._staleness = self._metrics.watch_staleness.labels(self.scope)
         """The ``watch_staleness`` child of this scope, bound once (``answer`` sets it on every read)."""
         self._by_node: dict[str, dict[Key, Pod]] = {}
@@ -285,9 +285,16 @@ class WatchedPods:
 
     def answer(self, key: tuple[str, ...]) -> list[Pod] | None:
         """The pods of a PodCache key (``(JOB_INDEX_FIELD, namespace, job)``, namespace ``""`` for
-        every namespace, or ``(NODE_NAME_INDEX_FIELD, node)``), sorted by namespace and name; or
-        ``None`` when the key is outside the scope, the store is not synced, or the last
-        confirmation is ``ttl_seconds`` old or older."""
+        every namespace, or ``(NODE_NAME_INDEX_FIELD, node)``), sorted by namespace and name, in a
+        list of the caller's own; or ``None`` when the key is outside the scope, the store is not
+        synced, or the last confirmation is ``ttl_seconds`` old or older."""
+        answered = self.counted_answer(key)
+        return None if answered is None else list(answered.pods)
+
+    def counted_answer(self, key: tuple[str, ...]) -> Counted | None:
+        """``answer``'s pods with how many of them are active (``podread.selector.Counted``), or
+        ``None`` as ``answer`` says. The list may be the store's own, kept for the next read: never
+        mutate it (``PodCache`` copies it)."""
         if not self.covers(key):
             return None
         with self._lock:
@@ -301,18 +308,17 @@ class WatchedPods:
                 namespace, job = key[1], key[2]
                 if namespace:
                     index = (namespace, job)
-                    ordered = self._sorted.get(index)
-                    if ordered is None:
+                    kept = self._sorted.get(index)
+                    if kept is None:
                         found = self._by_job.get(index, {})
-                        ordered = [found[k] for k in sorted(found)]
+                        kept = counted([found[k] for k in sorted(found)])
                         if found:  # a Job with no pod here is not remembered: any name may be asked for
-                            self._sorted[index] = ordered
-                    return list(ordered)
-                else:
-                    found = {k: p for (ns, j), pods in self._by_job.items() if j == job for k, p in pods.items()}
+                            self._sorted[index] = kept
+                    return kept
+                found = {k: p for (ns, j), pods in self._by_job.items() if j == job for k, p in pods.items()}
             else:
                 found = self._by_node.get(key[1], {})
-            return [found[k] for k in sorted(found)]
+            return counted([found[k] for k in sorted(found)])
 
     def __len__(self) -> int:
         with self._lock:

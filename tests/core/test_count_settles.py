@@ -127,8 +127,8 @@ def test_the_count_follows_the_pods_as_they_start_and_stop() -> None:
 
 def test_a_sync_walks_the_job_s_pods_once_to_count_them(monkeypatch: Any) -> None:
     """The count the Reader checks against the status (``Reader.counted_job_pods``) is the count the
-    status is given (``hooks.core.reads.counted``): one pass over the Job's pods per sync, from the
-    cache or, when the count moves, from the API server (issue 32 item 4)."""
+    status is given (``hooks.core.reads.counted``): the cache's, counted once when it keeps the pods
+    (``CachedRead.active``), or, when the count moves, one pass over the API server's (issue 32 item 4)."""
     import podread.selector
 
     walks: list[int] = []
@@ -143,8 +143,9 @@ def test_a_sync_walks_the_job_s_pods_once_to_count_them(monkeypatch: Any) -> Non
     api = FakeLister(pods("Running"))
     reader = worker(api, Clock())
     reader.job_pods("default", "train")  # the cache filled before the sync, as a warm cache is
-    assert said(sync(reader, RUNNING)) == RUNNING
-    assert walks == [8], "the cached pods, counted once"
+    assert walks == [8], "the cache counts the pods it keeps once, when it keeps them"
     walks.clear()
+    assert said(sync(reader, RUNNING)) == RUNNING
+    assert walks == [], "the cache's count: no walk of the cached pods per sync"
     assert sync(reader, {**RUNNING, "activePods": 3})["activePods"] == 8
-    assert walks == [8, 8], "the cached pods, then the API server's that settle the new count"
+    assert walks == [8], "the API server's pods that settle the new count, counted once"

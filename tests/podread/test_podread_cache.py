@@ -57,7 +57,7 @@ def test_pods_without_the_job_label_are_never_stored() -> None:
     cache = make(Careless([pod("w-0"), pod("stray", job=None)]))
     assert [p["metadata"]["name"] for p in cache.list_pods(JOB)] == ["w-0"]
     stored = next(iter(cache._entries.values()))
-    assert [p["metadata"]["name"] for p in stored] == ["w-0"]
+    assert [p["metadata"]["name"] for p in stored.pods] == ["w-0"] and stored.active == 1
 
 
 def test_cached_pods_are_slim_and_the_source_is_not_mutated() -> None:
@@ -195,10 +195,26 @@ def test_read_says_whether_this_call_filled_the_entry_and_from_which_source() ->
     cache = make(source)
     filled = cache.read(JOB)
     assert isinstance(cache, CachedLister)
-    assert filled == CachedRead(filled.pods, listed_from=source) and filled.filled
+    assert filled == CachedRead(filled.pods, listed_from=source, active=1) and filled.filled
     assert [p["metadata"]["name"] for p in filled.pods] == ["w-0"]
     hit = cache.read(JOB)
     assert hit.listed_from is None and not hit.filled and hit.pods == filled.pods
+
+
+def test_a_job_read_says_how_many_pods_are_active_counted_once_per_entry() -> None:
+    """The entry's pods are counted when it is filled (``CachedRead.active``, what
+    ``Reader.counted_job_pods`` writes as ``activePods``), never per read; a narrower selector than
+    the entry's gets its own pods and no count (the Reader counts those itself)."""
+    from podread.selector import count_active
+
+    source = FakeLister([pod("w-0"), pod("w-1", phase="Succeeded"), pod("w-2", phase="Failed"),
+                         pod("w-3", phase="Pending"), pod("w-4", deleting=True)])
+    cache = make(source)
+    for _ in range(2):  # the fill, then a hit
+        read = cache.read(JOB)
+        assert read.active == count_active(read.pods) == 3
+    narrower = PodSelector(namespace="team-a", labels={JOB_LABEL: "llama", "extra": "x"})
+    assert cache.read(narrower).active is None
 
 
 def test_each_reader_waiting_on_a_failed_fill_names_its_own_method() -> None:

@@ -109,9 +109,10 @@ def test_a_pod_that_moves_or_loses_the_label_leaves_its_old_entries() -> None:
 
 
 def test_a_jobs_answer_kept_between_reads_follows_every_change_and_is_the_callers_own() -> None:
-    """``answer`` keeps each Job's sorted pods from one read to the next; every event, list and reset
-    in between must show in the next read as if it were sorted afresh (a model of the store, kept by
-    hand, says what each read must be), and a list a caller changed must not change the next one."""
+    """``answer`` keeps each Job's sorted pods and their active count from one read to the next;
+    every event, list and reset in between must show in the next read as if it were sorted and
+    counted afresh (a model of the store, kept by hand, says what each read must be), and a list a
+    caller changed must not change the next one."""
     import random
 
     chooser = random.Random(7)
@@ -142,6 +143,9 @@ def test_a_jobs_answer_kept_between_reads_follows_every_change_and_is_the_caller
             wanted = [model[n] for n in sorted(model) if model[n]["metadata"]["labels"].get(JOB_LABEL) == job]
             assert got == wanted
             assert got is not None
+            kept = watched.counted_answer((JOB_INDEX_FIELD, NS, job))
+            assert kept is not None and kept.pods == wanted
+            assert kept.active == sum(p["status"]["phase"] != "Failed" for p in wanted)
             got.clear()  # the caller's own list: the next read is whole
             assert watched.answer((JOB_INDEX_FIELD, NS, job)) == wanted
 
