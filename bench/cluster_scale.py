@@ -90,7 +90,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -911,22 +911,39 @@ def _spaced(read: Callable[[], int], times: int, seconds: float) -> list[int]:
     return values
 
 
-def open_pod_watches(audit_log: Path, start: int = 0) -> int:
-    """The hooks' pod watches open now, from byte ``start`` of the API server's audit log on: watch
-    requests on pods with a ``ResponseStarted`` event and no ``ResponseComplete`` yet (the tier's
-    audit policy logs both stages, and only the hooks' user)."""
+def open_pod_watches(audit_log: Path, start: int = 0, *, settle_seconds: float = 0.5) -> int:
+    """The hooks' pod watches open, from byte ``start`` of the API server's audit log on: watch
+    requests on pods begun (``ResponseStarted``) and not ended (``ResponseComplete``) at one moment
+    of the API server's own clock, ``settle_seconds`` before the newest event read (the tier's audit
+    policy logs both stages, and only the hooks' user). Judged by the events' ``stageTimestamp``, not
+    by when the log is read: a watch the hooks resume every few seconds (``podread.watch``) ends and
+    begins again within milliseconds, and a read between the two lines counted none open."""
     data = read_audit_log(audit_log, start)
+    events = [json.loads(line) for line in data[:data.rfind(b"\n") + 1].splitlines() if line.strip()]
+    stamps = [stamp for event in events if (stamp := _stage_time(event)) is not None]
+    if not stamps:
+        return 0
+    moment = max(stamps) - timedelta(seconds=settle_seconds)
     started: set[str] = set()
     ended: set[str] = set()
-    for line in data[:data.rfind(b"\n") + 1].splitlines():
-        if not line.strip():
-            continue
-        event = json.loads(line)
+    for event in events:
         ref = event.get("objectRef") or {}
-        if event.get("verb") != "watch" or ref.get("resource") != "pods":
+        stamp = _stage_time(event)
+        if event.get("verb") != "watch" or ref.get("resource") != "pods" or stamp is None or stamp > moment:
             continue
         (started if event.get("stage") == "ResponseStarted" else ended).add(str(event.get("auditID")))
     return len(started - ended)
+
+
+def _stage_time(event: Mapping[str, Any]) -> datetime | None:
+    """An audit event's ``stageTimestamp`` (RFC 3339 with microseconds), or ``None`` without one."""
+    text = event.get("stageTimestamp")
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 class Clocked:

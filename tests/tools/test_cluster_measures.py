@@ -121,19 +121,43 @@ def test_open_pod_watches_are_those_started_and_not_yet_complete(tmp_path) -> No
 
     from bench.cluster_scale import open_pod_watches
 
-    def event(audit: str, stage: str, verb: str = "watch", resource: str = "pods") -> str:
-        return json.dumps({"auditID": audit, "stage": stage, "verb": verb,
+    def event(audit: str, stage: str, second: float, verb: str = "watch", resource: str = "pods") -> str:
+        stamp = f"2026-12-07T03:00:{second:09.6f}Z"
+        return json.dumps({"auditID": audit, "stage": stage, "verb": verb, "stageTimestamp": stamp,
                            "objectRef": {"resource": resource, "namespace": "ns"}})
 
-    before = event("old", "ResponseStarted") + "\n"
-    lines = [event("a", "ResponseStarted"), event("b", "ResponseStarted"), event("a", "ResponseComplete"),
-             event("c", "ResponseStarted", resource="jobs"), event("d", "ResponseComplete", verb="list"),
-             event("e", "ResponseStarted")]
+    before = event("old", "ResponseStarted", 0) + "\n"
+    lines = [event("a", "ResponseStarted", 1), event("b", "ResponseStarted", 2), event("a", "ResponseComplete", 3),
+             event("c", "ResponseStarted", 4, resource="jobs"), event("d", "ResponseComplete", 5, verb="list"),
+             event("e", "ResponseStarted", 6), event("z", "ResponseComplete", 9, verb="get")]
     log = tmp_path / "audit.log"
-    log.write_text(before + "\n".join(lines) + "\n" + event("f", "ResponseStarted")[:20])  # a line being written
+    log.write_text(before + "\n".join(lines) + "\n" + event("f", "ResponseStarted", 9)[:20])  # a line being written
     assert open_pod_watches(log, len(before)) == 2  # b and e; not the earlier pass's, nor the half-written line
     assert open_pod_watches(log) == 3
     assert open_pod_watches(tmp_path / "none.log") == 0
+
+
+def test_a_watch_resumed_between_two_lines_is_still_one_open_watch(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The hooks resume their pod watch every few seconds: its end and the next one's start are two
+    lines a few milliseconds apart. Counted at a moment of the API server's clock before the newest
+    line, a log read between the two still shows the one watch (counted when the log was read, it
+    showed none: a recorded pass said 0)."""
+    import json
+
+    from bench.cluster_scale import open_pod_watches
+
+    def event(audit: str, stage: str, stamp: str) -> str:
+        return json.dumps({"auditID": audit, "stage": stage, "verb": "watch", "stageTimestamp": stamp,
+                           "objectRef": {"resource": "pods", "namespace": "ns"}})
+
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join([event("one", "ResponseStarted", "2026-12-07T03:17:53.125161Z"),
+                              event("one", "ResponseComplete", "2026-12-07T03:17:56.125307Z")]) + "\n")
+    assert open_pod_watches(log) == 1  # the next line, the new watch's start, is not written yet
+    with log.open("a") as more:
+        more.write(event("two", "ResponseStarted", "2026-12-07T03:17:56.127260Z") + "\n")
+    assert open_pod_watches(log) == 1
+    assert open_pod_watches(log, settle_seconds=0.0) == 1
 
 
 def test_an_audit_log_shorter_than_the_offset_read_from_fails_the_count(tmp_path) -> None:  # type: ignore[no-untyped-def]
